@@ -1,0 +1,68 @@
+// infer: a language-model inference engine.
+//
+// The public C API: opaque handles, one prefix, errors as values. A model is
+// loaded from a Hugging Face directory (config.json + safetensors); a context
+// holds the KV cache and scratch buffers of one generation stream.
+#ifndef INFER_H
+#define INFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {           // append-only
+    INFER_OK = 0,
+    INFER_ERR_IO,          // a file could not be opened, mapped or read
+    INFER_ERR_FORMAT,      // a file's contents are malformed or inconsistent
+    INFER_ERR_UNSUPPORTED, // well-formed, but not something we run (architecture, dtype)
+    INFER_ERR_ARG,         // a bad argument from the caller (ids out of range, ...)
+    INFER_ERR_NOMEM,       // an allocation failed or would be unreasonably large
+} infer_status;
+
+typedef struct infer_model infer_model; // weights (mapped) + config, read-only
+typedef struct infer_ctx infer_ctx;     // KV cache + scratch for one sequence
+
+// The message of the last failure on this thread: names the file, tensor or
+// field and what is wrong with it.
+const char *infer_last_error(void);
+const char *infer_status_name(infer_status st);
+
+// Loads a model from a directory holding config.json and *.safetensors.
+infer_status infer_model_load(const char *path, infer_model **out);
+void infer_model_free(infer_model *model);
+
+int infer_model_n_vocab(const infer_model *model);
+int infer_model_n_layer(const infer_model *model);
+int infer_model_n_embd(const infer_model *model);
+const char *infer_model_arch(const infer_model *model);
+// End-of-generation token ids from the config (up to max, returns the count).
+int infer_model_eos(const infer_model *model, int32_t *ids, int max);
+// Writes a human-readable description (architecture, config in effect,
+// tensors by dtype, parameters, bytes mapped) to buf; returns its length.
+size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
+
+// A context of n_ctx positions (0: the model's maximum, capped at 4096).
+infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
+void infer_ctx_free(infer_ctx *ctx);
+void infer_ctx_reset(infer_ctx *ctx);   // forget all cached positions
+int infer_ctx_n_past(const infer_ctx *ctx);
+int infer_ctx_n_ctx(const infer_ctx *ctx);
+
+// Runs n tokens after the cached positions and appends them to the cache.
+// logits: NULL, or room for n x n_vocab floats (every position), or, with
+// last_only, room for n_vocab floats (the last position).
+infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only);
+
+// As infer_eval, and also records the residual stream at the last position:
+// hidden gets (n_layer + 1) x n_embd floats: row 0 the embedding output, row i
+// the output of layer i, the last row after the final norm (transformers'
+// convention for output_hidden_states).
+infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, float *hidden);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+// CPU kernels of the forward pass (scalar reference versions).
+// Shapes: T tokens, rows of n floats, row-major.
+#ifndef INFER_COMPUTE_CPU_OPS_H
+#define INFER_COMPUTE_CPU_OPS_H
+
+#include "models/model.h"
+
+// y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
+// [n_in, n_out] when w->trans). bias (n_out) may be NULL.
+void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out);
+
+// out = x / rms(x) * w (w may be NULL: no scale; plus_one: (1 + w)), per row.
+void rmsnorm(float *out, const float *x, const float *w, int T, int n, float eps, int plus_one);
+// out = (x - mean) / std * w + b, per row.
+void layernorm(float *out, const float *x, const float *w, const float *b, int T, int n, float eps);
+
+// Rotates the n_heads heads of x (head_dim each) at position pos.
+void rope(float *x, int n_heads, int head_dim, int pos, const rope_table *r);
+
+// In place: softmax over n values.
+void softmax(float *x, int n);
+
+void activate(float *x, int n, int act);     // enum act_kind
+void softcap(float *x, int n, float cap);    // cap * tanh(x / cap)
+
+// Decodes row `row` of a 2-D tensor (n elements) into f32.
+void tensor_row(const tensor *t, int64_t row, float *out);
+
+#endif

@@ -1,0 +1,122 @@
+// Contexts: the KV cache and scratch of one sequence, and infer_eval.
+#include "inference/context.h"
+#include "base/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CTX_BYTES ((size_t)64 << 30) // refuse caches larger than 64 GiB
+
+static float *alloc_f(size_t n, int *ok) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) *ok = 0;
+    return p;
+}
+
+infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
+    *out = NULL;
+    const infer_config *cf = &m->cfg;
+    if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
+    if (n_ctx == 0) n_ctx = cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096;
+    if (cf->fam->learned_pos && n_ctx > cf->n_ctx_train)
+        return fail(INFER_ERR_ARG, "context size %d exceeds the model's %d learned positions", n_ctx, cf->n_ctx_train);
+    int L = cf->n_layer, hd_max = 0, kv_max = 0;
+    size_t kv_bytes = 0;
+    for (int i = 0; i < L; i++) {
+        const layer_config *lc = &cf->layers[i];
+        if (lc->head_dim > hd_max) hd_max = lc->head_dim;
+        if (lc->n_kv_head > kv_max) kv_max = lc->n_kv_head;
+        if (lc->kv_source == i) kv_bytes += 2 * sizeof(float) * (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
+    }
+    if (kv_bytes > MAX_CTX_BYTES)
+        return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx, kv_bytes >> 20);
+
+    infer_ctx *c = calloc(1, sizeof *c);
+    if (!c) return fail(INFER_ERR_NOMEM, "out of memory");
+    c->m = m;
+    c->n_ctx = n_ctx;
+    int ok = 1;
+    c->k_cache = calloc((size_t)L, sizeof(float *));
+    c->v_cache = calloc((size_t)L, sizeof(float *));
+    if (!c->k_cache || !c->v_cache) ok = 0;
+    for (int i = 0; ok && i < L; i++) {
+        const layer_config *lc = &cf->layers[i];
+        if (lc->kv_source != i) continue;
+        size_t n = (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
+        c->k_cache[i] = alloc_f(n, &ok);
+        c->v_cache[i] = alloc_f(n, &ok);
+    }
+    size_t T = N_BATCH, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
+    size_t nq = H * hd_max, nkv = (size_t)kv_max * hd_max;
+    size_t F = (size_t)(cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
+    size_t LP = (size_t)cf->n_layer * cf->ple_dim;
+    size_t nrow = E > (size_t)cf->n_expert ? E : (size_t)cf->n_expert;
+    c->x = alloc_f(T * E, &ok);
+    c->xn = alloc_f(T * E, &ok);
+    c->q = alloc_f(T * nq, &ok);
+    c->k = alloc_f(T * nkv, &ok);
+    c->v = alloc_f(T * nkv, &ok);
+    c->qkv = alloc_f(T * (nq + 2 * nkv), &ok);
+    c->att = alloc_f(T * nq, &ok);
+    c->o = alloc_f(T * E, &ok);
+    c->ff = alloc_f(T * 2 * F, &ok);
+    c->ff2 = alloc_f(T * 2 * F, &ok);
+    c->scores = alloc_f((size_t)n_ctx + 1, &ok);
+    c->ple = alloc_f(T * LP, &ok);
+    c->ple_tmp = alloc_f(T * LP + E, &ok);
+    c->row = alloc_f(nrow, &ok);
+    c->eo = alloc_f(E, &ok);
+    if (!ok) {
+        infer_ctx_free(c);
+        return fail(INFER_ERR_NOMEM, "out of memory allocating a context of %d positions", n_ctx);
+    }
+    *out = c;
+    return INFER_OK;
+}
+
+void infer_ctx_free(infer_ctx *c) {
+    if (!c) return;
+    for (int i = 0; c->k_cache && c->v_cache && i < c->m->cfg.n_layer; i++) {
+        free(c->k_cache[i]);
+        free(c->v_cache[i]);
+    }
+    free(c->k_cache);
+    free(c->v_cache);
+    float *bufs[] = {c->x, c->xn, c->q, c->k, c->v, c->qkv, c->att, c->o, c->ff, c->ff2, c->scores, c->ple, c->ple_tmp, c->row, c->eo};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(c);
+}
+
+void infer_ctx_reset(infer_ctx *c) { c->n_past = 0; }
+int infer_ctx_n_past(const infer_ctx *c) { return c->n_past; }
+int infer_ctx_n_ctx(const infer_ctx *c) { return c->n_ctx; }
+
+static infer_status eval(infer_ctx *c, const int32_t *ids, int n, float *logits, int last_only, float *hidden) {
+    const infer_config *cf = &c->m->cfg;
+    if (n <= 0) return fail(INFER_ERR_ARG, "no tokens to evaluate");
+    if (n > c->n_ctx - c->n_past)
+        return fail(INFER_ERR_ARG, "%d tokens do not fit: %d of the context's %d positions are used", n, c->n_past, c->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= cf->n_vocab)
+            return fail(INFER_ERR_ARG, "token id %d (at %d) is outside the vocabulary of %d", ids[i], i, cf->n_vocab);
+    for (int i = 0; i < n; i += N_BATCH) {
+        int T = n - i < N_BATCH ? n - i : N_BATCH;
+        int last = i + T == n;
+        float *lg = NULL;
+        if (logits) {
+            if (!last_only) lg = logits + (size_t)i * cf->n_vocab;
+            else if (last) lg = logits;
+        }
+        infer_status st = forward(c, ids + i, T, lg, last_only, last ? hidden : NULL);
+        if (st) return st;
+    }
+    return INFER_OK;
+}
+
+infer_status infer_eval(infer_ctx *c, const int32_t *ids, int n, float *logits, int last_only) {
+    return eval(c, ids, n, logits, last_only, NULL);
+}
+
+infer_status infer_eval_hidden(infer_ctx *c, const int32_t *ids, int n, float *logits, float *hidden) {
+    return eval(c, ids, n, logits, 0, hidden);
+}

@@ -1,0 +1,39 @@
+// A generation context: the KV cache and the scratch buffers of the layer
+// loop, all allocated once when the context is made.
+#ifndef INFER_INFERENCE_CONTEXT_H
+#define INFER_INFERENCE_CONTEXT_H
+
+#include "models/model.h"
+
+#define N_BATCH 64 // tokens per pass of the layer loop
+
+struct infer_ctx {
+    infer_model *m;
+    int n_ctx;          // positions the cache holds
+    int n_past;         // positions filled
+    // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
+    // NULL for layers that read another layer's K/V.
+    float **k_cache, **v_cache;
+    // scratch, for up to N_BATCH tokens
+    float *x;           // (T, n_embd) residual stream
+    float *xn;          // (T, n_embd) normed input of a block
+    float *q;           // (T, n_head*hd_max)
+    float *k, *v;       // (T, n_kv*hd_max)
+    float *qkv;         // (T, q + 2 kv) fused projections
+    float *att;         // (T, n_head*hd_max) attention output
+    float *o;           // (T, n_embd) block output
+    float *ff;          // (T, 2*n_ff_max) FFN hidden
+    float *ff2;         // (T, n_ff_max)
+    float *scores;      // (n_ctx + 1) one head's attention scores
+    float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
+    float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
+    float *row;         // (max(n_embd, n_expert)) one decoded row / router logits
+    float *eo;          // (n_embd) one expert's output
+};
+
+// Runs T <= N_BATCH tokens at positions n_past.. through every layer.
+// logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)); hidden: NULL or
+// (n_layer+1, n_embd) at the last token.
+infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden);
+
+#endif

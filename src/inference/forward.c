@@ -1,0 +1,307 @@
+// The forward pass: one layer function for every family, driven by the
+// family row and the config. Read it top to bottom: embed, then per layer
+// attention and feed-forward blocks, then the final norm and the logits.
+#include "inference/context.h"
+#include "compute/cpu/ops.h"
+#include "base/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const float *f32_or_null(const tensor *t) { return t ? t->f32 : NULL; }
+
+// The family's norm of T rows of n_embd: RMSNorm (optionally 1 + w) or LayerNorm.
+static void norm(const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {
+    const infer_config *c = &m->cfg;
+    if (c->fam->norm == NORM_LAYER)
+        layernorm(out, x, f32_or_null(w), f32_or_null(b), T, c->n_embd, (float)c->norm_eps);
+    else
+        rmsnorm(out, x, f32_or_null(w), T, c->n_embd, (float)c->norm_eps, c->fam->norm_plus_one);
+}
+
+// ---------------------------------------------------------------------------
+// embeddings
+
+static void embed(infer_ctx *c, const int32_t *ids, int T, int pos0) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    int E = cf->n_embd;
+    for (int t = 0; t < T; t++) {
+        float *x = c->x + (size_t)t * E;
+        tensor_row(m->tok_embd, ids[t], x);
+        for (int i = 0; i < E; i++) x[i] *= cf->embed_scale;
+        if (m->pos_embd) {
+            tensor_row(m->pos_embd, pos0 + t, c->row);
+            for (int i = 0; i < E; i++) x[i] += c->row[i];
+        }
+    }
+}
+
+// Gemma 4 per-layer inputs: (ple_embd[id] * sqrt(P) + norm(proj(x) / sqrt(E))) / sqrt(2),
+// one P-vector per layer per token.
+static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    int P = cf->ple_dim, LP = cf->n_layer * P;
+    matmul(c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
+    float s = 1.0f / sqrtf((float)cf->n_embd);
+    for (size_t i = 0; i < (size_t)T * LP; i++) c->ple[i] *= s;
+    rmsnorm(c->ple, c->ple, m->ple_proj_norm->f32, T * cf->n_layer, P, (float)cf->norm_eps, 0);
+    float es = sqrtf((float)P), r2 = 1.0f / sqrtf(2.0f);
+    for (int t = 0; t < T; t++) {
+        tensor_row(m->ple_embd, ids[t], c->ple_tmp);
+        float *p = c->ple + (size_t)t * LP;
+        for (int i = 0; i < LP; i++) p[i] = (p[i] + c->ple_tmp[i] * es) * r2;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// attention
+
+static void attention(infer_ctx *c, int il, int T, int pos0) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    const layer_config *lc = &cf->layers[il];
+    const layer_weights *l = &m->layers[il];
+    const family *f = cf->fam;
+    int E = cf->n_embd, H = cf->n_head, KV = lc->n_kv_head, hd = lc->head_dim;
+    int nq = H * hd, nkv = KV * hd;
+    int own_kv = lc->kv_source == il;
+
+    // q, k, v = x Wq, x Wk, x Wv (+ biases), from one fused matrix or three
+    if (l->wqkv.w) {
+        int n = nq + 2 * nkv;
+        matmul(c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
+        for (int t = 0; t < T; t++) {
+            const float *r = c->qkv + (size_t)t * n;
+            memcpy(c->q + (size_t)t * nq, r, sizeof(float) * nq);
+            memcpy(c->k + (size_t)t * nkv, r + nq, sizeof(float) * nkv);
+            memcpy(c->v + (size_t)t * nkv, r + nq + nkv, sizeof(float) * nkv);
+        }
+    } else {
+        matmul(c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
+        if (own_kv) {
+            matmul(c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
+            if (l->wv.w) matmul(c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
+            else memcpy(c->v, c->k, sizeof(float) * (size_t)T * nkv); // Gemma 4 attention_k_eq_v
+        }
+    }
+    // per-head norms, then RoPE at each token's position
+    float eps = (float)cf->norm_eps;
+    if (l->q_norm) rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, f->norm_plus_one);
+    if (own_kv) {
+        if (l->k_norm) rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, f->norm_plus_one);
+        if (f->v_norm) rmsnorm(c->v, c->v, NULL, T * KV, hd, eps, 0);
+    }
+    if (!f->learned_pos)
+        for (int t = 0; t < T; t++) {
+            rope(c->q + (size_t)t * nq, H, hd, pos0 + t, &lc->rope);
+            if (own_kv) rope(c->k + (size_t)t * nkv, KV, hd, pos0 + t, &lc->rope);
+        }
+    if (own_kv)
+        for (int t = 0; t < T; t++) {
+            memcpy(c->k_cache[il] + (size_t)(pos0 + t) * nkv, c->k + (size_t)t * nkv, sizeof(float) * nkv);
+            memcpy(c->v_cache[il] + (size_t)(pos0 + t) * nkv, c->v + (size_t)t * nkv, sizeof(float) * nkv);
+        }
+
+    // softmax(q k^T * scale [softcapped] [+ sink]) v, over the window of each position
+    const float *kc = c->k_cache[lc->kv_source], *vc = c->v_cache[lc->kv_source];
+    float scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd);
+    int group = H / KV;
+    for (int t = 0; t < T; t++) {
+        int pos = pos0 + t;
+        int start = lc->window ? pos - lc->window + 1 : 0;
+        if (start < 0) start = 0;
+        int n = pos - start + 1;
+        for (int h = 0; h < H; h++) {
+            const float *qh = c->q + (size_t)t * nq + (size_t)h * hd;
+            int kh = h / group;
+            float *s = c->scores;
+            for (int j = 0; j < n; j++) {
+                const float *kj = kc + (size_t)(start + j) * nkv + (size_t)kh * hd;
+                float d = 0;
+                for (int i = 0; i < hd; i++) d += qh[i] * kj[i];
+                s[j] = d * scale;
+            }
+            if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
+            if (l->sinks) {
+                s[n] = l->sinks->f32[h];
+                softmax(s, n + 1); // the sink takes its share, then is dropped
+            } else {
+                softmax(s, n);
+            }
+            float *oh = c->att + (size_t)t * nq + (size_t)h * hd;
+            memset(oh, 0, sizeof(float) * hd);
+            for (int j = 0; j < n; j++) {
+                const float *vj = vc + (size_t)(start + j) * nkv + (size_t)kh * hd;
+                float p = s[j];
+                for (int i = 0; i < hd; i++) oh[i] += p * vj[i];
+            }
+        }
+    }
+    matmul(c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E);
+}
+
+// ---------------------------------------------------------------------------
+// feed-forward
+
+// One gated or plain MLP over T rows of xn into out.
+static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *out, int T) {
+    const infer_config *cf = &c->m->cfg;
+    int E = cf->n_embd, F = cf->n_ff;
+    if (cf->fam->ffn == FFN_PLAIN) {
+        matmul(c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F);
+        activate(c->ff, T * F, cf->act);
+    } else if (l->ffn_gate_up.w) {
+        // fused [gate; up] rows (Phi-3): split each token's 2F outputs
+        matmul(c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F);
+        for (int t = 0; t < T; t++) {
+            float *g = c->ff2 + (size_t)t * 2 * F, *u = g + F, *o = c->ff + (size_t)t * F;
+            activate(g, F, cf->act);
+            for (int i = 0; i < F; i++) o[i] = g[i] * u[i];
+        }
+    } else {
+        matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F);
+        matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F);
+        activate(c->ff, T * F, cf->act);
+        for (size_t i = 0; i < (size_t)T * F; i++) c->ff[i] *= c->ff2[i];
+    }
+    matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E);
+}
+
+// One expert on one token: out = down(act(gate x) * up x).
+static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, float *out) {
+    const infer_config *cf = &c->m->cfg;
+    int E = cf->n_embd, F = cf->n_ff_expert;
+    float *g = c->ff, *u = c->ff + F;
+    if (cf->fam->ffn == FFN_OSS) {
+        // gpt-oss: interleaved gate/up with biases, clamped, (up + 1) * gate * sigmoid(1.702 gate)
+        matmul(c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+        for (int i = 0; i < F; i++) {
+            float gv = c->ff2[2 * i], uv = c->ff2[2 * i + 1];
+            gv = gv > 7.0f ? 7.0f : gv;
+            uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
+            g[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
+        }
+        matmul(out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
+        return;
+    }
+    if (l->exp_gate_up[e].w) {
+        matmul(c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
+        memcpy(g, c->ff2, sizeof(float) * F);
+        memcpy(u, c->ff2 + F, sizeof(float) * F);
+    } else {
+        matmul(g, x, &l->exp_gate[e], NULL, 1, E, F);
+        matmul(u, x, &l->exp_up[e], NULL, 1, E, F);
+    }
+    activate(g, F, cf->act);
+    for (int i = 0; i < F; i++) g[i] *= u[i];
+    matmul(out, g, &l->exp_down[e], NULL, 1, F, E);
+}
+
+// Mixture of experts: route each token to its top-k experts, sum their
+// outputs weighted by the router.
+static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *out, int T) {
+    const infer_config *cf = &c->m->cfg;
+    int E = cf->n_embd, NE = cf->n_expert, K = cf->n_expert_used;
+    weight router = {l->router, 0};
+    int sel[64];
+    float w[64];
+    for (int t = 0; t < T; t++) {
+        const float *x = xn + (size_t)t * E;
+        float *o = out + (size_t)t * E;
+        float *logit = c->row;
+        matmul(logit, x, &router, f32_or_null(l->router_b), 1, E, NE);
+        if (cf->fam->moe == MOE_SOFTMAX_TOPK) softmax(logit, NE);
+        // top-k, ties to the lower index (as torch.topk on distinct values)
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int e = 0; e < NE; e++) {
+                int used = 0;
+                for (int j = 0; j < k; j++) used |= sel[j] == e;
+                if (!used && (best < 0 || logit[e] > logit[best])) best = e;
+            }
+            sel[k] = best;
+            w[k] = logit[best];
+        }
+        if (cf->fam->moe == MOE_TOPK_SOFTMAX) softmax(w, K);
+        else if (cf->moe_norm_topk) {
+            float s = 0;
+            for (int k = 0; k < K; k++) s += w[k];
+            for (int k = 0; k < K; k++) w[k] /= s;
+        }
+        memset(o, 0, sizeof(float) * E);
+        for (int k = 0; k < K; k++) {
+            expert(c, l, sel[k], x, c->eo);
+            for (int i = 0; i < E; i++) o[i] += w[k] * c->eo[i];
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// one layer
+
+static void layer(infer_ctx *c, int il, int T, int pos0) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    const layer_weights *l = &m->layers[il];
+    int E = cf->n_embd;
+    size_t TE = (size_t)T * E;
+
+    // x = x + post_norm(attn(norm(x))) * residual_scale
+    norm(m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T);
+    attention(c, il, T, pos0);
+    if (l->post_attn_norm) norm(m, c->o, c->o, l->post_attn_norm, NULL, T);
+    for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale;
+
+    // x = x + post_norm(ffn(norm(x))) * residual_scale
+    norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T);
+    if (cf->n_expert) moe(c, l, c->xn, c->o, T);
+    else mlp(c, l, c->xn, c->o, T);
+    if (l->post_ffn_norm) norm(m, c->o, c->o, l->post_ffn_norm, NULL, T);
+    for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale;
+
+    // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
+    if (cf->ple_dim) {
+        int P = cf->ple_dim, LP = cf->n_layer * P;
+        matmul(c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
+        activate(c->ple_tmp, T * P, cf->act);
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < P; i++) c->ple_tmp[(size_t)t * P + i] *= c->ple[(size_t)t * LP + (size_t)il * P + i];
+        matmul(c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
+        norm(m, c->o, c->o, l->ple_norm, NULL, T);
+        for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i];
+    }
+    if (l->layer_scalar) {
+        float s = l->layer_scalar->f32[0];
+        for (size_t i = 0; i < TE; i++) c->x[i] *= s;
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
+
+    embed(c, ids, T, pos0);
+    if (cf->ple_dim) per_layer_inputs(c, ids, T);
+    if (hidden) memcpy(hidden, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
+    for (int il = 0; il < cf->n_layer; il++) {
+        layer(c, il, T, pos0);
+        if (hidden && il < cf->n_layer - 1) memcpy(hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
+    }
+    c->n_past += T;
+
+    // logits = final_norm(x) W_out^T * logit_scale, softcapped
+    int first = last_only ? T - 1 : 0, n = T - first;
+    norm(m, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
+    if (hidden) memcpy(hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, sizeof(float) * E);
+    if (!logits) return INFER_OK;
+    matmul(logits, c->xn, &m->output, NULL, n, E, V);
+    for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= cf->logit_scale;
+    if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
+    return INFER_OK;
+}

@@ -1,0 +1,76 @@
+// The per-type traits table: every kernel that reads weights dispatches here.
+#include "models/dtype.h"
+#include "base/half.h"
+
+// ---------------------------------------------------------------------------
+// f32
+
+static void f32_to_float(const void *x, float *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
+
+static float f32_dot(const void *w, const float *x, int64_t n) {
+    const float *a = w;
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += a[i] * x[i];
+    return s;
+}
+
+static void f32_from_float(const float *x, void *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
+
+// ---------------------------------------------------------------------------
+// f16
+
+static void f16_to_float(const void *x, float *y, int64_t n) {
+    const uint16_t *a = x;
+    for (int64_t i = 0; i < n; i++) y[i] = f16_to_f32(a[i]);
+}
+
+static float f16_dot(const void *w, const float *x, int64_t n) {
+    const uint16_t *a = w;
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += f16_to_f32(a[i]) * x[i];
+    return s;
+}
+
+static void f16_from_float(const float *x, void *y, int64_t n) {
+    uint16_t *a = y;
+    for (int64_t i = 0; i < n; i++) a[i] = f32_to_f16(x[i]);
+}
+
+// ---------------------------------------------------------------------------
+// bf16
+
+static void bf16_to_float(const void *x, float *y, int64_t n) {
+    const uint16_t *a = x;
+    for (int64_t i = 0; i < n; i++) y[i] = bf16_to_f32(a[i]);
+}
+
+static float bf16_dot(const void *w, const float *x, int64_t n) {
+    const uint16_t *a = w;
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += bf16_to_f32(a[i]) * x[i];
+    return s;
+}
+
+static void bf16_from_float(const float *x, void *y, int64_t n) {
+    uint16_t *a = y;
+    for (int64_t i = 0; i < n; i++) a[i] = f32_to_bf16(x[i]);
+}
+
+// ---------------------------------------------------------------------------
+
+static const dtype_traits g_traits[DT_COUNT] = {
+    [DT_F32] = {"f32", 1, 4, f32_to_float, f32_dot, f32_from_float},
+    [DT_F16] = {"f16", 1, 2, f16_to_float, f16_dot, f16_from_float},
+    [DT_BF16] = {"bf16", 1, 2, bf16_to_float, bf16_dot, bf16_from_float},
+};
+
+const dtype_traits *dtype_get(int type) {
+    if (type < 0 || type >= DT_COUNT || !g_traits[type].name) return NULL;
+    return &g_traits[type];
+}
+
+size_t dtype_row_size(int type, int64_t n) {
+    const dtype_traits *t = dtype_get(type);
+    if (!t || n < 0 || n % t->blck) return 0;
+    return (size_t)(n / t->blck) * t->size;
+}

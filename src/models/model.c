@@ -1,0 +1,98 @@
+// Loading a model: config, mapped tensors, slots. A path is a Hugging Face
+// directory (config.json + safetensors).
+#include "models/model.h"
+#include "models/dtype.h"
+#include "base/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+infer_status infer_model_load(const char *path, infer_model **out) {
+    *out = NULL;
+    double t0 = now();
+    struct stat sb;
+    if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
+    if (!S_ISDIR(sb.st_mode))
+        return fail(INFER_ERR_UNSUPPORTED, "%s: not a model directory (expected config.json and *.safetensors)", path);
+    infer_model *m = calloc(1, sizeof *m);
+    if (!m) return fail(INFER_ERR_NOMEM, "out of memory");
+    m->path = strdup(path);
+    infer_status st = config_load(&m->cfg, path);
+    if (!st) st = store_open_safetensors(&m->store, path);
+    if (!st) {
+        st = model_bind(m);
+        if (st) fail_wrap(st, "%s", path);
+    }
+    if (st) { infer_model_free(m); return st; }
+    m->load_seconds = now() - t0;
+    *out = m;
+    return INFER_OK;
+}
+
+void infer_model_free(infer_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->store.n; i++) free(m->store.t[i].f32);
+    if (m->layers)
+        for (int il = 0; il < m->cfg.n_layer; il++) {
+            layer_weights *l = &m->layers[il];
+            if (l->exp_gate_up_b)
+                for (int e = 0; e < m->cfg.n_expert; e++) free(l->exp_gate_up_b[e].f32);
+            if (l->exp_down_b)
+                for (int e = 0; e < m->cfg.n_expert; e++) free(l->exp_down_b[e].f32);
+            free(l->exp_gate);
+            free(l->exp_up);
+            free(l->exp_gate_up);
+            free(l->exp_down);
+            free(l->exp_gate_up_b);
+            free(l->exp_down_b);
+        }
+    free(m->layers);
+    free(m->views);
+    store_close(&m->store);
+    config_free(&m->cfg);
+    free(m->path);
+    free(m);
+}
+
+int infer_model_n_vocab(const infer_model *m) { return m->cfg.n_vocab; }
+int infer_model_n_layer(const infer_model *m) { return m->cfg.n_layer; }
+int infer_model_n_embd(const infer_model *m) { return m->cfg.n_embd; }
+const char *infer_model_arch(const infer_model *m) { return m->cfg.model_type; }
+
+int infer_model_eos(const infer_model *m, int32_t *ids, int max) {
+    int n = 0;
+    for (int i = 0; i < m->cfg.n_eos && n < max; i++) ids[n++] = m->cfg.eos[i];
+    return n;
+}
+
+#define ADD(...) do { int k_ = snprintf(buf + o, o < cap ? cap - o : 0, __VA_ARGS__); if (k_ > 0) o += (size_t)k_; } while (0)
+
+size_t infer_model_describe(const infer_model *m, char *buf, size_t cap) {
+    size_t o = config_describe(&m->cfg, buf, cap);
+    int64_t counts[DT_COUNT + 1] = {0}, params = 0, other = 0;
+    for (int i = 0; i < m->store.n; i++) {
+        const tensor *t = &m->store.t[i];
+        if (t->type >= 0) counts[t->type]++;
+        else other++;
+        params += tensor_nelem(t);
+    }
+    ADD("tensors              = %d (%d files):", m->store.n, m->store.n_files);
+    for (int k = 0; k < DT_COUNT; k++)
+        if (counts[k]) ADD(" %s %lld", dtype_get(k) ? dtype_get(k)->name : "?", (long long)counts[k]);
+    if (other) ADD(" other %lld", (long long)other);
+    ADD("\n");
+    if (m->n_unused) ADD("tensors not used     = %d\n", m->n_unused);
+    ADD("parameters           = %lld (%.2f M)\n", (long long)params, params / 1e6);
+    ADD("bytes mapped         = %zu (%.2f MiB)\n", m->store.bytes_mapped, m->store.bytes_mapped / 1048576.0);
+    ADD("load time            = %.3f ms\n", m->load_seconds * 1e3);
+    return o;
+}

@@ -1,0 +1,63 @@
+// A loaded model: its config, its mapped tensors, and the canonical per-layer
+// slots the forward pass reads. Every slot points into the mapped files.
+#ifndef INFER_MODELS_MODEL_H
+#define INFER_MODELS_MODEL_H
+
+#include "models/config.h"
+#include "models/tensor.h"
+
+// A weight used in a product. trans: stored [in, out] (GPT-2 Conv1D, gpt-oss
+// experts) rather than the usual [out, in].
+typedef struct {
+    const tensor *w;
+    int trans;
+} weight;
+
+typedef struct {
+    // attention: x (n_embd) -> q (n_head*hd), k, v (n_kv_head*hd) -> o (n_embd)
+    const tensor *attn_norm, *attn_norm_b;   // (n_embd)
+    weight wq, wk, wv;                       // (n_head*hd | n_kv*hd, n_embd)
+    weight wqkv;                             // fused [q; k; v] rows (Phi-3, GPT-2)
+    weight wo;                               // (n_embd, n_head*hd)
+    const tensor *bq, *bk, *bv, *bqkv, *bo;  // biases, optional
+    const tensor *q_norm, *k_norm;           // (hd) RMSNorm per head, optional
+    const tensor *sinks;                     // (n_head) gpt-oss attention sinks
+    const tensor *post_attn_norm;            // (n_embd) Gemma
+    // feed-forward
+    const tensor *ffn_norm, *ffn_norm_b;     // (n_embd)
+    const tensor *post_ffn_norm;             // (n_embd) Gemma
+    weight ffn_gate, ffn_up, ffn_down;       // (n_ff, n_embd), (n_embd, n_ff)
+    weight ffn_gate_up;                      // fused [gate; up] rows (Phi-3)
+    const tensor *ffn_up_b, *ffn_down_b;     // optional
+    // mixture of experts: views of one expert each, n_expert of them
+    const tensor *router, *router_b;         // (n_expert, n_embd), (n_expert)
+    weight *exp_gate, *exp_up, *exp_gate_up, *exp_down;
+    tensor *exp_gate_up_b, *exp_down_b;      // gpt-oss expert biases (views)
+    // Gemma 4
+    const tensor *layer_scalar;              // (1)
+    weight ple_gate, ple_proj;               // (ple, n_embd), (n_embd, ple)
+    const tensor *ple_norm;                  // (n_embd)
+} layer_weights;
+
+struct infer_model {
+    infer_config cfg;
+    tensor_store store;
+    char *path;
+    double load_seconds;
+    const tensor *tok_embd;                  // (n_vocab, n_embd)
+    const tensor *pos_embd;                  // (n_ctx_train, n_embd) GPT-2
+    weight output;                           // (n_vocab, n_embd), tied: tok_embd
+    const tensor *output_norm, *output_norm_b;
+    const tensor *ple_embd;                  // (ple_vocab, n_layer*ple) Gemma 4
+    weight ple_model_proj;                   // (n_layer*ple, n_embd)
+    const tensor *ple_proj_norm;             // (ple)
+    layer_weights *layers;                   // n_layer
+    tensor *views;                           // storage of expert views
+    int n_views, cap_views;
+    int n_unused;                            // tensors no slot took
+};
+
+// Fills the slots from the store and checks every shape against the config.
+infer_status model_bind(infer_model *m);
+
+#endif

@@ -1,0 +1,398 @@
+// Tensor names -> canonical slots, and the shape check of every slot.
+//
+// Hugging Face names are "<prefix>layers.<i>.<suffix>" (or "h.<i>." for GPT-2)
+// with prefixes such as "model.", "transformer." or "model.language_model.".
+// Other tensors (vision towers, buffers) are counted and left alone.
+#include "models/model.h"
+#include "models/dtype.h"
+#include "base/error.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum slot_kind { S_TENSOR, S_WEIGHT };
+
+typedef struct {
+    const char *suffix;
+    size_t off;
+    int kind;
+} name_map;
+
+#define T(s, f) {s, offsetof(layer_weights, f), S_TENSOR}
+#define W(s, f) {s, offsetof(layer_weights, f), S_WEIGHT}
+
+// Per-layer names shared by every family. "post_attention_layernorm" is the
+// pre-FFN norm except in families with post-norms (handled in bind_layer).
+static const name_map g_layer_names[] = {
+    T("input_layernorm.weight", attn_norm), T("input_layernorm.bias", attn_norm_b),
+    T("ln_1.weight", attn_norm), T("ln_1.bias", attn_norm_b),
+    W("self_attn.q_proj.weight", wq), W("self_attn.k_proj.weight", wk), W("self_attn.v_proj.weight", wv),
+    W("self_attn.o_proj.weight", wo), W("self_attn.qkv_proj.weight", wqkv),
+    T("self_attn.q_proj.bias", bq), T("self_attn.k_proj.bias", bk), T("self_attn.v_proj.bias", bv),
+    T("self_attn.o_proj.bias", bo),
+    W("attn.c_attn.weight", wqkv), T("attn.c_attn.bias", bqkv), W("attn.c_proj.weight", wo), T("attn.c_proj.bias", bo),
+    T("self_attn.q_norm.weight", q_norm), T("self_attn.k_norm.weight", k_norm),
+    T("self_attn.sinks", sinks),
+    T("post_attention_layernorm.bias", ffn_norm_b),
+    T("pre_feedforward_layernorm.weight", ffn_norm), T("post_feedforward_layernorm.weight", post_ffn_norm),
+    T("ln_2.weight", ffn_norm), T("ln_2.bias", ffn_norm_b),
+    W("mlp.gate_proj.weight", ffn_gate), W("mlp.up_proj.weight", ffn_up), W("mlp.down_proj.weight", ffn_down),
+    W("mlp.gate_up_proj.weight", ffn_gate_up),
+    W("mlp.c_fc.weight", ffn_up), T("mlp.c_fc.bias", ffn_up_b), W("mlp.c_proj.weight", ffn_down),
+    T("mlp.c_proj.bias", ffn_down_b), T("mlp.up_proj.bias", ffn_up_b), T("mlp.down_proj.bias", ffn_down_b),
+    T("block_sparse_moe.gate.weight", router), T("mlp.gate.weight", router),
+    T("mlp.router.weight", router), T("mlp.router.bias", router_b),
+    T("layer_scalar", layer_scalar),
+    W("per_layer_input_gate.weight", ple_gate), W("per_layer_projection.weight", ple_proj),
+    T("post_per_layer_input_norm.weight", ple_norm),
+};
+
+static const char *g_prefixes[] = {"model.language_model.", "language_model.model.", "language_model.", "model.",
+                                   "transformer.", ""};
+
+// Splits "<prefix>layers.<i>.<rest>" (or h.<i>.); returns the layer or -1.
+static int split_layer(const char *name, const char **rest) {
+    for (size_t p = 0; p < sizeof g_prefixes / sizeof g_prefixes[0]; p++) {
+        size_t pl = strlen(g_prefixes[p]);
+        if (strncmp(name, g_prefixes[p], pl)) continue;
+        const char *s = name + pl;
+        if (!strncmp(s, "layers.", 7)) s += 7;
+        else if (!strncmp(s, "h.", 2)) s += 2;
+        else continue;
+        char *end;
+        long i = strtol(s, &end, 10);
+        if (end == s || *end != '.' || i < 0 || i > 1000000) return -1;
+        *rest = end + 1;
+        return (int)i;
+    }
+    return -1;
+}
+
+static const char *strip_prefix(const char *name) {
+    for (size_t p = 0; p + 1 < sizeof g_prefixes / sizeof g_prefixes[0]; p++) {
+        size_t pl = strlen(g_prefixes[p]);
+        if (!strncmp(name, g_prefixes[p], pl)) return name + pl;
+    }
+    return name;
+}
+
+// ---------------------------------------------------------------------------
+// Experts: per-expert tensors ("experts.<e>.w1.weight") or one 3-D tensor.
+
+static infer_status expert_slot(infer_model *m, layer_weights *lw, const char *rest, const tensor *t, int *taken) {
+    const infer_config *c = &m->cfg;
+    const char *s = NULL;
+    if (!strncmp(rest, "block_sparse_moe.experts.", 25)) s = rest + 25;
+    else if (!strncmp(rest, "mlp.experts.", 12)) s = rest + 12;
+    if (!s) return INFER_OK;
+    if (!c->n_expert) return INFER_OK;
+    if (*s >= '0' && *s <= '9') {
+        char *end;
+        long e = strtol(s, &end, 10);
+        if (*end != '.' || e < 0 || e >= c->n_expert)
+            return fail(INFER_ERR_FORMAT, "tensor %s: expert index outside 0..%d", t->name, c->n_expert - 1);
+        const char *w = end + 1;
+        weight *dst = NULL;
+        if (!strcmp(w, "w1.weight") || !strcmp(w, "gate_proj.weight")) dst = &lw->exp_gate[e];
+        else if (!strcmp(w, "w3.weight") || !strcmp(w, "up_proj.weight")) dst = &lw->exp_up[e];
+        else if (!strcmp(w, "w2.weight") || !strcmp(w, "down_proj.weight")) dst = &lw->exp_down[e];
+        if (dst) { dst->w = t; dst->trans = 0; *taken = 1; }
+        return INFER_OK;
+    }
+    // 3-D tensors: [E, out, in] normally; gpt-oss stores [E, in, out].
+    int trans = m->cfg.fam->ffn == FFN_OSS;
+    weight *arr = NULL;
+    tensor *barr = NULL;
+    if (!strcmp(s, "gate_up_proj")) arr = lw->exp_gate_up;
+    else if (!strcmp(s, "down_proj")) arr = lw->exp_down;
+    else if (!strcmp(s, "gate_up_proj_bias")) barr = lw->exp_gate_up_b;
+    else if (!strcmp(s, "down_proj_bias")) barr = lw->exp_down_b;
+    else return INFER_OK;
+    int want_nd = arr ? 3 : 2;
+    if (t->nd != want_nd || t->ne[want_nd - 1] != c->n_expert)
+        return fail(INFER_ERR_FORMAT, "tensor %s: expected %d dims with %d experts outermost", t->name, want_nd, c->n_expert);
+    if (t->type < 0) return fail(INFER_ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be computed with", t->name, t->type_name);
+    if (m->n_views + c->n_expert > m->cap_views)
+        return fail(INFER_ERR_FORMAT, "tensor %s: expert tensors given more than once", t->name);
+    size_t per = t->nbytes / (size_t)c->n_expert;
+    for (int e = 0; e < c->n_expert; e++) {
+        tensor *v = arr ? &m->views[m->n_views++] : &barr[e];
+        *v = *t;
+        v->f32 = NULL;
+        v->nd = want_nd - 1;
+        v->ne[want_nd - 1] = 1;
+        v->data = (const char *)t->data + per * (size_t)e;
+        v->nbytes = per;
+        if (arr) { arr[e].w = v; arr[e].trans = trans; }
+    }
+    *taken = 1;
+    return INFER_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Shape checks
+
+static infer_status need(const void *slot, const char *what, int layer) {
+    if (slot) return INFER_OK;
+    if (layer >= 0) return fail(INFER_ERR_FORMAT, "missing tensor: layer %d has no %s", layer, what);
+    return fail(INFER_ERR_FORMAT, "missing tensor: %s", what);
+}
+
+static infer_status usable(const tensor *t) {
+    if (t->type < 0 || !dtype_get(t->type))
+        return fail(INFER_ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be computed with", t->name, t->type_name);
+    if (t->ne[0] % dtype_get(t->type)->blck)
+        return fail(INFER_ERR_FORMAT, "tensor %s: row of %lld is not a whole number of %s blocks", t->name,
+                    (long long)t->ne[0], dtype_get(t->type)->name);
+    return INFER_OK;
+}
+
+// A matrix used as y(n_out) = W x(n_in).
+static infer_status check_w(const weight *w, int64_t n_in, int64_t n_out) {
+    if (!w->w) return INFER_OK;
+    infer_status st = usable(w->w);
+    if (st) return st;
+    int64_t a = w->trans ? n_out : n_in, b = w->trans ? n_in : n_out;
+    if (w->w->nd != 2 || w->w->ne[0] != a || w->w->ne[1] != b)
+        return fail(INFER_ERR_FORMAT, "tensor %s: shape [%lld, %lld] but the config implies [%lld, %lld]", w->w->name,
+                    (long long)w->w->ne[1], (long long)w->w->ne[0], (long long)b, (long long)a);
+    return INFER_OK;
+}
+
+static infer_status check_v(const tensor *t, int64_t n) {
+    if (!t) return INFER_OK;
+    infer_status st = usable(t);
+    if (st) return st;
+    if (tensor_nelem(t) != n)
+        return fail(INFER_ERR_FORMAT, "tensor %s: %lld elements but the config implies %lld", t->name,
+                    (long long)tensor_nelem(t), (long long)n);
+    return INFER_OK;
+}
+
+#define TRY(x) do { infer_status st_ = (x); if (st_) return st_; } while (0)
+
+static infer_status check_layer(const infer_model *m, int il) {
+    const infer_config *c = &m->cfg;
+    const layer_config *lc = &c->layers[il];
+    const layer_weights *l = &m->layers[il];
+    const family *f = c->fam;
+    int64_t E = c->n_embd, hd = lc->head_dim, q = (int64_t)c->n_head * hd, kv = (int64_t)lc->n_kv_head * hd;
+    int shared = lc->kv_source != il;
+    TRY(need(l->attn_norm, "input_layernorm", il));
+    TRY(check_v(l->attn_norm, E));
+    TRY(check_v(l->attn_norm_b, E));
+    if (l->wqkv.w) {
+        TRY(check_w(&l->wqkv, E, q + 2 * kv));
+        TRY(check_v(l->bqkv, q + 2 * kv));
+    } else {
+        TRY(need(l->wq.w, "self_attn.q_proj", il));
+        TRY(check_w(&l->wq, E, q));
+        if (!shared) {
+            TRY(need(l->wk.w, "self_attn.k_proj", il));
+            if (!(c->attn_k_eq_v && lc->global)) TRY(need(l->wv.w, "self_attn.v_proj", il));
+        }
+        TRY(check_w(&l->wk, E, kv));
+        TRY(check_w(&l->wv, E, kv));
+        TRY(check_v(l->bq, q));
+        TRY(check_v(l->bk, kv));
+        TRY(check_v(l->bv, kv));
+    }
+    TRY(need(l->wo.w, "self_attn.o_proj", il));
+    TRY(check_w(&l->wo, q, E));
+    TRY(check_v(l->bo, E));
+    TRY(check_v(l->q_norm, hd));
+    TRY(check_v(l->k_norm, hd));
+    TRY(check_v(l->sinks, c->n_head));
+    if (f->moe == MOE_TOPK_SOFTMAX) TRY(need(l->sinks, "self_attn.sinks", il));
+    if (f->post_norms) {
+        TRY(need(l->post_attn_norm, "post_attention_layernorm", il));
+        TRY(need(l->post_ffn_norm, "post_feedforward_layernorm", il));
+        TRY(check_v(l->post_attn_norm, E));
+        TRY(check_v(l->post_ffn_norm, E));
+    }
+    TRY(need(l->ffn_norm, f->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", il));
+    TRY(check_v(l->ffn_norm, E));
+    TRY(check_v(l->ffn_norm_b, E));
+    if (c->n_expert) {
+        int64_t F = c->n_ff_expert;
+        TRY(need(l->router, "the MoE router (gate)", il));
+        if (l->router->nd != 2 || l->router->ne[0] != E || l->router->ne[1] != c->n_expert)
+            return fail(INFER_ERR_FORMAT, "tensor %s: router shape does not match %d experts x %lld", l->router->name,
+                        c->n_expert, (long long)E);
+        TRY(usable(l->router));
+        TRY(check_v(l->router_b, c->n_expert));
+        for (int e = 0; e < c->n_expert; e++) {
+            char what[64];
+            snprintf(what, sizeof what, "expert %d down projection", e);
+            TRY(need(l->exp_down[e].w, what, il));
+            TRY(check_w(&l->exp_down[e], F, E));
+            if (l->exp_gate_up[e].w) {
+                TRY(check_w(&l->exp_gate_up[e], E, 2 * F));
+            } else {
+                snprintf(what, sizeof what, "expert %d gate/up projections", e);
+                TRY(need(l->exp_gate[e].w && l->exp_up[e].w ? l : NULL, what, il));
+                TRY(check_w(&l->exp_gate[e], E, F));
+                TRY(check_w(&l->exp_up[e], E, F));
+            }
+            if (f->ffn == FFN_OSS) {
+                TRY(need(l->exp_gate_up[e].w, "experts.gate_up_proj", il));
+                TRY(check_v(l->exp_gate_up_b[e].data ? &l->exp_gate_up_b[e] : NULL, 2 * F));
+                TRY(check_v(l->exp_down_b[e].data ? &l->exp_down_b[e] : NULL, E));
+            }
+        }
+    } else {
+        int64_t F = c->n_ff;
+        TRY(need(l->ffn_down.w, "mlp down projection", il));
+        TRY(check_w(&l->ffn_down, F, E));
+        TRY(check_v(l->ffn_down_b, E));
+        if (f->ffn == FFN_GATED) {
+            if (l->ffn_gate_up.w) TRY(check_w(&l->ffn_gate_up, E, 2 * F));
+            else {
+                TRY(need(l->ffn_gate.w, "mlp.gate_proj", il));
+                TRY(need(l->ffn_up.w, "mlp.up_proj", il));
+                TRY(check_w(&l->ffn_gate, E, F));
+                TRY(check_w(&l->ffn_up, E, F));
+            }
+        } else {
+            TRY(need(l->ffn_up.w, "mlp up projection (c_fc)", il));
+            TRY(check_w(&l->ffn_up, E, F));
+            TRY(check_v(l->ffn_up_b, F));
+        }
+    }
+    TRY(check_v(l->layer_scalar, 1));
+    if (c->ple_dim) {
+        TRY(need(l->ple_gate.w, "per_layer_input_gate", il));
+        TRY(need(l->ple_proj.w, "per_layer_projection", il));
+        TRY(need(l->ple_norm, "post_per_layer_input_norm", il));
+        TRY(check_w(&l->ple_gate, E, c->ple_dim));
+        TRY(check_w(&l->ple_proj, c->ple_dim, E));
+        TRY(check_v(l->ple_norm, E));
+    }
+    return INFER_OK;
+}
+
+static infer_status check_model(const infer_model *m) {
+    const infer_config *c = &m->cfg;
+    int64_t E = c->n_embd;
+    TRY(need(m->tok_embd, "embed_tokens (token embeddings)", -1));
+    weight te = {m->tok_embd, 0};
+    TRY(check_w(&te, E, c->n_vocab));
+    TRY(check_w(&m->output, E, c->n_vocab));
+    TRY(need(m->output_norm, "final norm (model.norm)", -1));
+    TRY(check_v(m->output_norm, E));
+    TRY(check_v(m->output_norm_b, E));
+    if (c->fam->learned_pos) {
+        TRY(need(m->pos_embd, "position embeddings (wpe)", -1));
+        weight pe = {m->pos_embd, 0};
+        TRY(check_w(&pe, E, c->n_ctx_train));
+    }
+    if (c->ple_dim) {
+        int64_t P = (int64_t)c->n_layer * c->ple_dim;
+        TRY(need(m->ple_embd, "embed_tokens_per_layer", -1));
+        TRY(need(m->ple_model_proj.w, "per_layer_model_projection", -1));
+        TRY(need(m->ple_proj_norm, "per_layer_projection_norm", -1));
+        weight pe = {m->ple_embd, 0};
+        TRY(check_w(&pe, P, c->ple_vocab));
+        TRY(check_w(&m->ple_model_proj, E, P));
+        TRY(check_v(m->ple_proj_norm, c->ple_dim));
+    }
+    for (int il = 0; il < c->n_layer; il++) TRY(check_layer(m, il));
+    return INFER_OK;
+}
+
+// ---------------------------------------------------------------------------
+
+static infer_status decode_one(tensor *t) {
+    const dtype_traits *tr = dtype_get(t->type);
+    if (!tr || t->f32 || !t->data) return INFER_OK;
+    int64_t n = tensor_nelem(t);
+    t->f32 = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!t->f32) return fail(INFER_ERR_NOMEM, "out of memory");
+    tr->to_float(t->data, t->f32, n);
+    return INFER_OK;
+}
+
+// Norm weights, biases, scalars and sinks are tiny and read on every token:
+// they are decoded to f32 once. Matrices stay in their stored type.
+static infer_status decode_small(infer_model *m) {
+    for (int i = 0; i < m->store.n; i++)
+        if (m->store.t[i].nd <= 1) TRY(decode_one(&m->store.t[i]));
+    if (m->cfg.n_expert)
+        for (int il = 0; il < m->cfg.n_layer; il++)
+            for (int e = 0; e < m->cfg.n_expert; e++) {
+                TRY(decode_one(&m->layers[il].exp_gate_up_b[e]));
+                TRY(decode_one(&m->layers[il].exp_down_b[e]));
+            }
+    return INFER_OK;
+}
+
+infer_status model_bind(infer_model *m) {
+    infer_config *c = &m->cfg;
+    const family *f = c->fam;
+    int L = c->n_layer, E = c->n_expert;
+    m->layers = calloc((size_t)L, sizeof *m->layers);
+    if (!m->layers) return fail(INFER_ERR_NOMEM, "out of memory");
+    if (E) {
+        // Every expert gets views of the fused tensors: at most 4 arrays per layer.
+        m->cap_views = L * E * 4;
+        m->views = calloc((size_t)m->cap_views, sizeof *m->views);
+        if (!m->views) return fail(INFER_ERR_NOMEM, "out of memory");
+        for (int il = 0; il < L; il++) {
+            layer_weights *l = &m->layers[il];
+            l->exp_gate = calloc((size_t)E, sizeof(weight));
+            l->exp_up = calloc((size_t)E, sizeof(weight));
+            l->exp_gate_up = calloc((size_t)E, sizeof(weight));
+            l->exp_down = calloc((size_t)E, sizeof(weight));
+            l->exp_gate_up_b = calloc((size_t)E, sizeof(tensor));
+            l->exp_down_b = calloc((size_t)E, sizeof(tensor));
+            if (!l->exp_gate || !l->exp_up || !l->exp_gate_up || !l->exp_down || !l->exp_gate_up_b || !l->exp_down_b)
+                return fail(INFER_ERR_NOMEM, "out of memory");
+        }
+    }
+    for (int i = 0; i < m->store.n; i++) {
+        const tensor *t = &m->store.t[i];
+        const char *rest;
+        int il = split_layer(t->name, &rest);
+        int taken = 0;
+        if (il >= 0) {
+            if (il >= L) { m->n_unused++; continue; }
+            layer_weights *l = &m->layers[il];
+            if (!strcmp(rest, "post_attention_layernorm.weight")) {
+                if (f->post_norms) l->post_attn_norm = t;
+                else l->ffn_norm = t;
+                continue;
+            }
+            for (size_t k = 0; k < sizeof g_layer_names / sizeof g_layer_names[0]; k++) {
+                if (strcmp(rest, g_layer_names[k].suffix)) continue;
+                char *slot = (char *)l + g_layer_names[k].off;
+                // Both kinds of slot start with the tensor pointer.
+                if (*(const tensor **)slot)
+                    return fail(INFER_ERR_FORMAT, "tensor %s: layer %d already has its %s from %s", t->name, il,
+                                g_layer_names[k].suffix, (*(const tensor **)slot)->name);
+                if (g_layer_names[k].kind == S_TENSOR) *(const tensor **)slot = t;
+                else { ((weight *)slot)->w = t; ((weight *)slot)->trans = f->conv1d; }
+                taken = 1;
+                break;
+            }
+            if (!taken) TRY(expert_slot(m, l, rest, t, &taken));
+        } else {
+            const char *s = strip_prefix(t->name);
+            taken = 1;
+            if (!strcmp(s, "embed_tokens.weight") || !strcmp(s, "wte.weight")) m->tok_embd = t;
+            else if (!strcmp(s, "wpe.weight")) m->pos_embd = t;
+            else if (!strcmp(s, "norm.weight") || !strcmp(s, "ln_f.weight")) m->output_norm = t;
+            else if (!strcmp(s, "norm.bias") || !strcmp(s, "ln_f.bias")) m->output_norm_b = t;
+            else if (!strcmp(s, "lm_head.weight")) m->output.w = t;
+            else if (!strcmp(s, "embed_tokens_per_layer.weight")) m->ple_embd = t;
+            else if (!strcmp(s, "per_layer_model_projection.weight")) m->ple_model_proj.w = t;
+            else if (!strcmp(s, "per_layer_projection_norm.weight")) m->ple_proj_norm = t;
+            else taken = 0;
+        }
+        if (!taken) m->n_unused++;
+    }
+    if (!m->output.w) m->output.w = m->tok_embd; // tied embeddings
+    TRY(check_model(m));
+    return decode_small(m);
+}

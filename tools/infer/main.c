@@ -1,0 +1,29 @@
+// infer: the command-line interface. One file per subcommand.
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *g_usage =
+    "usage: infer <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  info    -m MODEL                          describe a model: config in effect, tensors, memory\n"
+    "  logits  -m MODEL --ids 1,2,3 --out FILE   write f32 logits (T x V) for exactly these ids\n"
+    "  run     -m MODEL --ids 1,2,3 -n N         greedy generation, printing token ids\n"
+    "\n"
+    "MODEL is a Hugging Face directory (config.json + *.safetensors).\n";
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        fputs(g_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    cli_error("unknown command \"%s\"", cmd);
+    fputs(g_usage, stderr);
+    return 1;
+}
