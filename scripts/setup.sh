@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the engine needs (Debian packages only) and builds it.
+#   bash scripts/setup.sh            release build in build/
+#   BUILD=build-asan SANITIZE=1 bash scripts/setup.sh   ASan + UBSan build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+command -v cc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+[ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "setup: installing ${need[*]}"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+build=${BUILD:-build}
+sanitize=${SANITIZE:-0}
+opts=(-DCMAKE_BUILD_TYPE=Release)
+[ "$sanitize" = 1 ] && opts=(-DCMAKE_BUILD_TYPE=Debug -DINFER_SANITIZE=ON)
+cmake -S . -B "$build" "${opts[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
+echo "setup: built $build/infer"

@@ -1,0 +1,141 @@
+// Checks one fixture family against transformers' float32 outputs:
+// logits at every position, the residual stream after every layer, greedy
+// generation with the KV cache, and the cache giving the same logits when the
+// prompt arrives in pieces.
+#include "check.h"
+#include "infer.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *read_f32(const char *path, size_t n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    float *x = malloc(n * sizeof *x);
+    size_t got = x ? fread(x, sizeof *x, n, f) : 0;
+    fclose(f);
+    if (got != n) { free(x); return NULL; }
+    return x;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int32_t *ids_of(const cJSON *a, int *n) {
+    *n = cJSON_GetArraySize(a);
+    int32_t *ids = malloc(sizeof *ids * (size_t)*n);
+    int i = 0;
+    for (const cJSON *e = a->child; e; e = e->next) ids[i++] = (int32_t)e->valuedouble;
+    return ids;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
+    return b;
+}
+
+// max |a - b| / rms(b)
+static double rel_err(const float *a, const float *b, size_t n) {
+    double ss = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        ss += (double)b[i] * b[i];
+        double d = fabs((double)a[i] - b[i]);
+        if (d > mx || isnan(d)) mx = isnan(d) ? INFINITY : d;
+    }
+    return mx / sqrt(ss / (double)n);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: test_fixtures FAMILY\n"); return 2; }
+    char dir[1024], path[1200];
+    snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, argv[1]);
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    char *text = read_text(path);
+    if (!text) { fprintf(stderr, "cannot read %s\n", path); return 1; }
+    cJSON *ref = cJSON_Parse(text);
+    free(text);
+    int T, n_prompt, n_greedy;
+    int32_t *ids = ids_of(cJSON_GetObjectItem(ref, "input_ids"), &T);
+    int32_t *prompt = ids_of(cJSON_GetObjectItem(ref, "greedy_prompt"), &n_prompt);
+    int32_t *want = ids_of(cJSON_GetObjectItem(ref, "greedy_new_tokens"), &n_greedy);
+
+    infer_model *m;
+    if (infer_model_load(dir, &m)) { fprintf(stderr, "load: %s\n", infer_last_error()); return 1; }
+    int V = infer_model_n_vocab(m), L = infer_model_n_layer(m), E = infer_model_n_embd(m);
+    snprintf(path, sizeof path, "%s/ref_logits.f32", dir);
+    float *ref_logits = read_f32(path, (size_t)T * V);
+    snprintf(path, sizeof path, "%s/ref_hidden_last.f32", dir);
+    float *ref_hidden = read_f32(path, (size_t)(L + 1) * E);
+    CHECK(ref_logits && ref_hidden, "reference files of %s", dir);
+    if (!ref_logits || !ref_hidden) return 1;
+
+    // 1. logits at every position and the residual stream at the last one
+    infer_ctx *c;
+    CHECK(infer_ctx_new(m, T + n_greedy + 8, &c) == INFER_OK, "%s", infer_last_error());
+    float *logits = malloc(sizeof(float) * (size_t)T * V);
+    float *hidden = malloc(sizeof(float) * (size_t)(L + 1) * E);
+    CHECK(infer_eval_hidden(c, ids, T, logits, hidden) == INFER_OK, "%s", infer_last_error());
+    double e = rel_err(logits, ref_logits, (size_t)T * V);
+    CHECK(e <= 1e-3, "logits: max error %.3g of the RMS", e);
+    int top_ok = 1;
+    for (int t = 0; t < T; t++) top_ok &= argmax(logits + (size_t)t * V, V) == argmax(ref_logits + (size_t)t * V, V);
+    CHECK(top_ok, "top-1 differs at some position");
+    for (int l = 0; l <= L; l++) {
+        double he = rel_err(hidden + (size_t)l * E, ref_hidden + (size_t)l * E, (size_t)E);
+        CHECK(he <= 1e-3, "hidden row %d (%s): max error %.3g of the RMS", l, l == L ? "after final norm" : "residual", he);
+    }
+
+    // 2. the same logits when the prompt arrives in pieces through the cache
+    float *piece = malloc(sizeof(float) * (size_t)T * V);
+    infer_ctx_reset(c);
+    int cuts[] = {0, 5, 6, 13, T};
+    for (int k = 0; k + 1 < 5; k++) {
+        int a = cuts[k], b = cuts[k + 1] < T ? cuts[k + 1] : T;
+        if (a >= b) continue;
+        CHECK(infer_eval(c, ids + a, b - a, piece + (size_t)a * V, 0) == INFER_OK, "%s", infer_last_error());
+    }
+    e = rel_err(piece, ref_logits, (size_t)T * V);
+    CHECK(e <= 1e-3, "logits through the cache in pieces: max error %.3g of the RMS", e);
+
+    // 3. greedy generation with the KV cache
+    infer_ctx_reset(c);
+    float *last = malloc(sizeof(float) * (size_t)V);
+    CHECK(infer_eval(c, prompt, n_prompt, last, 1) == INFER_OK, "%s", infer_last_error());
+    int same = 1;
+    for (int i = 0; i < n_greedy; i++) {
+        int32_t tok = argmax(last, V);
+        if (tok != want[i]) { same = 0; fprintf(stderr, "greedy token %d: got %d want %d\n", i, tok, want[i]); break; }
+        if (i + 1 < n_greedy) CHECK(infer_eval(c, &tok, 1, last, 1) == INFER_OK, "%s", infer_last_error());
+    }
+    CHECK(same, "greedy tokens differ");
+
+    free(last);
+    free(piece);
+    free(hidden);
+    free(logits);
+    free(ref_logits);
+    free(ref_hidden);
+    free(ids);
+    free(prompt);
+    free(want);
+    infer_ctx_free(c);
+    infer_model_free(m);
+    cJSON_Delete(ref);
+    char name[256];
+    snprintf(name, sizeof name, "fixture %s", argv[1]);
+    return check_summary(name);
+}
