@@ -29,13 +29,16 @@ void *fail_null(infer_status st, const char *fmt, ...) {
 }
 
 infer_status fail_wrap(infer_status st, const char *fmt, ...) {
-    char prefix[512], old[1024];
+    char old[sizeof g_msg];
+    memcpy(old, g_msg, sizeof old);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(g_msg, sizeof g_msg, fmt, ap);
     va_end(ap);
-    memcpy(old, g_msg, sizeof old);
-    snprintf(g_msg, sizeof g_msg, "%s: %s", prefix, old);
+    // append ": <old message>", cut to fit
+    for (const char *p = ": "; n >= 0 && (size_t)n + 1 < sizeof g_msg && *p; p++) g_msg[n++] = *p;
+    for (const char *p = old; n >= 0 && (size_t)n + 1 < sizeof g_msg && *p; p++) g_msg[n++] = *p;
+    if (n >= 0 && (size_t)n < sizeof g_msg) g_msg[n] = 0;
     g_status = st;
     return st;
 }

@@ -222,13 +222,6 @@ static void read_ids(const cJSON *j, int *ids, int *n, int max) {
             }
 }
 
-static int in_int_array(const cJSON *a, int v) {
-    if (!cJSON_IsArray(a)) return 0;
-    for (const cJSON *e = a->child; e; e = e->next)
-        if (cJSON_IsNumber(e) && (int)e->valuedouble == v) return 1;
-    return 0;
-}
-
 infer_status config_parse(infer_config *cf, const char *json, const char *path) {
     memset(cf, 0, sizeof *cf);
     ctx c = {path, INFER_OK};

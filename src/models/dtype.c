@@ -2,15 +2,19 @@
 #include "models/dtype.h"
 #include "base/half.h"
 
+// Tensor data in a safetensors file need not be aligned to its element size,
+// so elements are loaded with memcpy (a plain load on x86, and no UB).
+static inline float load_f32(const void *p, int64_t i) { float v; memcpy(&v, (const char *)p + 4 * i, 4); return v; }
+static inline uint16_t load_u16(const void *p, int64_t i) { uint16_t v; memcpy(&v, (const char *)p + 2 * i, 2); return v; }
+
 // ---------------------------------------------------------------------------
 // f32
 
 static void f32_to_float(const void *x, float *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
 
 static float f32_dot(const void *w, const float *x, int64_t n) {
-    const float *a = w;
     float s = 0;
-    for (int64_t i = 0; i < n; i++) s += a[i] * x[i];
+    for (int64_t i = 0; i < n; i++) s += load_f32(w, i) * x[i];
     return s;
 }
 
@@ -20,14 +24,12 @@ static void f32_from_float(const float *x, void *y, int64_t n) { memcpy(y, x, (s
 // f16
 
 static void f16_to_float(const void *x, float *y, int64_t n) {
-    const uint16_t *a = x;
-    for (int64_t i = 0; i < n; i++) y[i] = f16_to_f32(a[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = f16_to_f32(load_u16(x, i));
 }
 
 static float f16_dot(const void *w, const float *x, int64_t n) {
-    const uint16_t *a = w;
     float s = 0;
-    for (int64_t i = 0; i < n; i++) s += f16_to_f32(a[i]) * x[i];
+    for (int64_t i = 0; i < n; i++) s += f16_to_f32(load_u16(w, i)) * x[i];
     return s;
 }
 
@@ -40,14 +42,12 @@ static void f16_from_float(const float *x, void *y, int64_t n) {
 // bf16
 
 static void bf16_to_float(const void *x, float *y, int64_t n) {
-    const uint16_t *a = x;
-    for (int64_t i = 0; i < n; i++) y[i] = bf16_to_f32(a[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = bf16_to_f32(load_u16(x, i));
 }
 
 static float bf16_dot(const void *w, const float *x, int64_t n) {
-    const uint16_t *a = w;
     float s = 0;
-    for (int64_t i = 0; i < n; i++) s += bf16_to_f32(a[i]) * x[i];
+    for (int64_t i = 0; i < n; i++) s += bf16_to_f32(load_u16(w, i)) * x[i];
     return s;
 }
 

@@ -23,7 +23,5 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
-    cli_error("unknown command \"%s\"", cmd);
-    fputs(g_usage, stderr);
-    return 1;
+    return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }

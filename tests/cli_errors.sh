@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Bad command lines get one clear line on stderr and exit status 1, never a crash.
+# usage: cli_errors.sh INFER_BIN FIXTURES_DIR
+bin=$1
+fx=$2
+fail=0
+n=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+expect_error() { # label, substring, command...
+    local label=$1 want=$2
+    shift 2
+    n=$((n + 1))
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    local lines
+    lines=$(wc -l <"$tmp/err")
+    if [ "$rc" != 1 ] || [ "$lines" != 1 ] || ! grep -q -- "$want" "$tmp/err"; then
+        echo "FAILED: $label: exit $rc, $lines stderr lines, want \"$want\":"
+        cat "$tmp/err"
+        fail=$((fail + 1))
+    fi
+}
+
+m=$fx/qwen3
+expect_error "unknown command" "unknown command" "$bin" frobnicate
+expect_error "no model" "no model given" "$bin" logits --ids 1 --out "$tmp/x"
+expect_error "flag without value" "needs a value" "$bin" logits -m
+expect_error "unknown option" "unknown option" "$bin" run -m "$m" --ids 1 --bogus
+expect_error "ids not numbers" "expected a token id" "$bin" logits -m "$m" --ids 1,x,3 --out "$tmp/x"
+expect_error "ids trailing comma" "expected a token id" "$bin" logits -m "$m" --ids 1,2, --out "$tmp/x"
+expect_error "id too large for int" "too large" "$bin" logits -m "$m" --ids 99999999999 --out "$tmp/x"
+expect_error "id outside the vocabulary" "outside the vocabulary" "$bin" logits -m "$m" --ids 1,512 --out "$tmp/x"
+expect_error "missing model dir" "no such file" "$bin" info -m "$tmp/none"
+expect_error "bad -n" "not an integer" "$bin" run -m "$m" --ids 1 -n -3
+expect_error "unwritable output" "cannot open for writing" "$bin" logits -m "$m" --ids 1 --out "$tmp/no/such/dir/x"
+expect_error "prompt beyond learned positions" "learned positions" "$bin" run -m "$fx/gpt2" --ids 1 -n 300
+
+# and the good paths work
+n=$((n + 1))
+if ! "$bin" logits -m "$m" --ids 1,2,3 --out "$tmp/ok.f32" 2>"$tmp/err" || [ "$(stat -c %s "$tmp/ok.f32")" != $((3 * 512 * 4)) ]; then
+    echo "FAILED: logits on a good model"; cat "$tmp/err"; fail=$((fail + 1))
+fi
+n=$((n + 1))
+if ! "$bin" info -m "$m" | grep -q "parameters"; then echo "FAILED: info"; fail=$((fail + 1)); fi
+
+echo "cli_errors: $n checks, $fail failed"
+[ "$fail" = 0 ]
