@@ -62,6 +62,30 @@ infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits
 // convention for output_hidden_states).
 infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, float *hidden);
 
+// ---------------------------------------------------------------------------
+// Sampling (llama.cpp's chain and defaults)
+
+typedef struct {
+    float temp;              // 0.8; <= 0: greedy (argmax)
+    int top_k;               // 40; <= 0: off
+    float top_p;             // 0.95; >= 1: off
+    float min_p;             // 0.05; <= 0: off
+    float repeat_penalty;    // 1.0 (off); > 1 discourages the last repeat_last_n tokens
+    int repeat_last_n;       // 64
+    float presence_penalty;  // 0.0
+    float frequency_penalty; // 0.0
+    uint64_t seed;           // random stream
+} infer_sampling;
+
+infer_sampling infer_sampling_default(void);
+
+typedef struct infer_sampler infer_sampler;
+infer_status infer_sampler_new(const infer_sampling *params, int n_vocab, infer_sampler **out);
+void infer_sampler_free(infer_sampler *s);
+// Picks the next token from logits (n_vocab) given the tokens so far (for the
+// penalties). Does not modify logits.
+int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *history, int n_history);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,92 @@
+// The sampler: greedy is argmax, each filter keeps what llama.cpp keeps, the
+// draw follows the distribution, and a seed makes it repeatable.
+#include "check.h"
+#include "infer.h"
+
+#include <math.h>
+#include <string.h>
+
+static infer_sampling plain(void) {
+    infer_sampling p = infer_sampling_default();
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.temp = 1.0f;
+    return p;
+}
+
+// Frequencies of each of n tokens over `draws` samples.
+static void freq(const infer_sampling *p, const float *logits, int n, int draws, double *f) {
+    infer_sampler *s;
+    infer_sampler_new(p, n, &s);
+    memset(f, 0, sizeof(double) * (size_t)n);
+    for (int i = 0; i < draws; i++) f[infer_sample(s, logits, NULL, 0)] += 1.0 / draws;
+    infer_sampler_free(s);
+}
+
+int main(void) {
+    float lg[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
+    double f[4];
+    infer_sampling p = plain();
+
+    freq(&p, lg, 4, 40000, f);
+    CHECK(fabs(f[0] - 0.5) < 0.015 && fabs(f[1] - 0.3) < 0.015 && fabs(f[2] - 0.15) < 0.015 && fabs(f[3] - 0.05) < 0.01,
+          "temp 1 draws: %.3f %.3f %.3f %.3f", f[0], f[1], f[2], f[3]);
+
+    p = plain(); p.temp = 0;
+    freq(&p, lg, 4, 100, f);
+    CHECK(f[0] > 0.9999, "greedy picks the argmax");
+
+    p = plain(); p.top_k = 2;
+    freq(&p, lg, 4, 20000, f);
+    CHECK(f[2] == 0 && f[3] == 0 && fabs(f[0] - 0.625) < 0.02, "top-k 2: %.3f %.3f %.3f", f[0], f[1], f[2]);
+
+    p = plain(); p.top_p = 0.7f;
+    freq(&p, lg, 4, 20000, f);
+    CHECK(f[2] == 0 && f[3] == 0 && f[1] > 0.3, "top-p 0.7 keeps two: %.3f %.3f %.3f", f[0], f[1], f[2]);
+
+    p = plain(); p.min_p = 0.2f; // cut at 0.1: drops only the 0.05 token
+    freq(&p, lg, 4, 20000, f);
+    CHECK(f[3] == 0 && f[2] > 0.1, "min-p 0.2: %.3f %.3f", f[2], f[3]);
+
+    p = plain(); p.temp = 0.25f; // sharper: the top token dominates
+    freq(&p, lg, 4, 20000, f);
+    CHECK(f[0] > 0.85, "temp 0.25: %.3f", f[0]);
+
+    // penalties: token 0 repeated is pushed below token 1
+    infer_sampler *s;
+    p = plain(); p.temp = 0; p.repeat_penalty = 4.0f;
+    float lp[3] = {2.0f, 1.0f, -1.0f};
+    int32_t hist[2] = {0, 0};
+    infer_sampler_new(&p, 3, &s);
+    CHECK(infer_sample(s, lp, hist, 2) == 1, "repeat penalty");
+    CHECK(infer_sample(s, lp, NULL, 0) == 0, "no history, no penalty");
+    infer_sampler_free(s);
+    p = plain(); p.temp = 0; p.presence_penalty = 1.5f;
+    infer_sampler_new(&p, 3, &s);
+    CHECK(infer_sample(s, lp, hist, 2) == 1, "presence penalty");
+    infer_sampler_free(s);
+    p = plain(); p.temp = 0; p.frequency_penalty = 0.6f;
+    int32_t hist1[1] = {0};
+    infer_sampler_new(&p, 3, &s);
+    CHECK(infer_sample(s, lp, hist1, 1) == 0, "frequency penalty once: 2 - 0.6 > 1");
+    CHECK(infer_sample(s, lp, hist, 2) == 1, "frequency penalty twice: 2 - 1.2 < 1");
+    infer_sampler_free(s);
+
+    // the same seed gives the same stream; another seed another
+    int a[64], b[64], c[64];
+    float flat[16];
+    for (int i = 0; i < 16; i++) flat[i] = 0;
+    for (int run = 0; run < 3; run++) {
+        p = plain(); p.seed = run == 2 ? 7 : 42;
+        infer_sampler_new(&p, 16, &s);
+        for (int i = 0; i < 64; i++) (run == 0 ? a : run == 1 ? b : c)[i] = infer_sample(s, flat, NULL, 0);
+        infer_sampler_free(s);
+    }
+    CHECK(memcmp(a, b, sizeof a) == 0, "same seed, same tokens");
+    CHECK(memcmp(a, c, sizeof a) != 0, "another seed, other tokens");
+
+    p = plain(); p.repeat_penalty = -1;
+    CHECK(infer_sampler_new(&p, 4, &s) == INFER_ERR_ARG, "negative repeat penalty rejected");
+    return check_summary("sample");
+}
