@@ -44,6 +44,10 @@ int infer_model_eos(const infer_model *model, int32_t *ids, int max);
 // tensors by dtype, parameters, bytes mapped) to buf; returns its length.
 size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
 
+// Threads used by the kernels (default 1); the caller's thread is one of them.
+void infer_set_threads(int n);
+int infer_get_threads(void);
+
 // A context of n_ctx positions (0: the model's maximum, capped at 4096).
 infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
 void infer_ctx_free(infer_ctx *ctx);

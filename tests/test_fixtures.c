@@ -123,6 +123,13 @@ int main(int argc, char **argv) {
     }
     CHECK(same, "greedy tokens differ");
 
+    // 4. the thread pool splits rows without changing any result
+    infer_set_threads(2);
+    infer_ctx_reset(c);
+    CHECK(infer_eval(c, ids, T, piece, 0) == INFER_OK, "%s", infer_last_error());
+    CHECK(memcmp(piece, logits, sizeof(float) * (size_t)T * V) == 0, "logits with 2 threads differ from 1 thread");
+    infer_set_threads(1);
+
     free(last);
     free(piece);
     free(hidden);

@@ -1,6 +1,7 @@
 // Contexts: the KV cache and scratch of one sequence, and infer_eval.
 #include "inference/context.h"
 #include "base/error.h"
+#include "base/pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,3 +121,6 @@ infer_status infer_eval(infer_ctx *c, const int32_t *ids, int n, float *logits, 
 infer_status infer_eval_hidden(infer_ctx *c, const int32_t *ids, int n, float *logits, float *hidden) {
     return eval(c, ids, n, logits, 0, hidden);
 }
+
+void infer_set_threads(int n) { pool_set_threads(n); }
+int infer_get_threads(void) { return pool_threads(); }

@@ -4,48 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-// ---------------------------------------------------------------------------
-// matmul: the hot loop. Each weight row is read once for all T tokens.
-
-static void matmul_rows(float *y, const float *x, const tensor *W, const float *bias, int T, int n_in, int n_out) {
-    const dtype_traits *tr = dtype_get(W->type);
-    size_t rs = dtype_row_size(W->type, n_in);
-    const char *base = W->data;
-    for (int j = 0; j < n_out; j++) {
-        const void *row = base + rs * (size_t)j;
-        float b = bias ? bias[j] : 0.0f;
-        for (int t = 0; t < T; t++) y[(size_t)t * n_out + j] = tr->dot(row, x + (size_t)t * n_in, n_in) + b;
-    }
-}
-
-// W stored [n_in, n_out] (GPT-2 Conv1D): y[t] = sum_i x[t][i] * W[i], a row at a time.
-static void matmul_trans(float *y, const float *x, const tensor *W, const float *bias, int T, int n_in, int n_out) {
-    const dtype_traits *tr = dtype_get(W->type);
-    size_t rs = dtype_row_size(W->type, n_out);
-    enum { CH = 256 };
-    float buf[CH];
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < n_out; j++) y[(size_t)t * n_out + j] = bias ? bias[j] : 0.0f;
-    for (int i = 0; i < n_in; i++) {
-        const char *row = (const char *)W->data + rs * (size_t)i;
-        for (int j0 = 0; j0 < n_out; j0 += CH) {
-            int n = n_out - j0 < CH ? n_out - j0 : CH;
-            // float types only have 1-element blocks, so any chunk boundary works
-            tr->to_float(row + (size_t)j0 * tr->size, buf, n);
-            for (int t = 0; t < T; t++) {
-                float xi = x[(size_t)t * n_in + i];
-                float *yt = y + (size_t)t * n_out + j0;
-                for (int j = 0; j < n; j++) yt[j] += xi * buf[j];
-            }
-        }
-    }
-}
-
-void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    if (w->trans) matmul_trans(y, x, w->w, bias, T, n_in, n_out);
-    else matmul_rows(y, x, w->w, bias, T, n_in, n_out);
-}
-
 void tensor_row(const tensor *t, int64_t row, float *out) {
     const dtype_traits *tr = dtype_get(t->type);
     size_t rs = dtype_row_size(t->type, t->ne[0]);
