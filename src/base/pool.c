@@ -19,11 +19,13 @@ static struct {
     pool_fn fn;
     void *arg;
     int started;
+    unsigned start_gen;           // gen when the workers were made
 } P = {.n = 1, .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static void *worker(void *p) {
     int ith = (int)(size_t)p;
-    unsigned seen = atomic_load(&P.gen);
+    // not atomic_load(&P.gen): a job may already have been posted
+    unsigned seen = P.start_gen;
     for (;;) {
         int spins = 0;
         while (atomic_load_explicit(&P.gen, memory_order_acquire) == seen) {
@@ -58,6 +60,7 @@ void pool_set_threads(int n) {
     if (n == P.n && (P.started || n == 1)) return;
     stop();
     P.n = n;
+    P.start_gen = atomic_load(&P.gen);
     for (int i = 1; i < n; i++)
         if (pthread_create(&P.tid[i], NULL, worker, (void *)(size_t)i) != 0) { P.n = i; break; }
     P.started = P.n > 1;
