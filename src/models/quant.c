@@ -4,7 +4,7 @@
 // float products in the same order), so it is bit-exact with ggml and with
 // the gguf Python package. dot works a block at a time straight from the
 // stored bytes, with the block's scales factored out of the inner sums.
-// from_float repeats the arithmetic of ggml's quantize_row_*_ref (ggml-quants.c)
+// from_float (every type here) repeats the arithmetic of ggml's quantize_row_*_ref (ggml-quants.c)
 // in the same order, so the bytes match ggml's on the same input; this
 // relies on plain IEEE float evaluation (no FMA contraction, no -ffast-math).
 #include "models/quant.h"
@@ -645,18 +645,18 @@ void q8_K_from_float(const float *x, void *vy, int64_t n) {
 }
 
 // ===========================================================================
-// k-quant encoders: ggml's quantize_row_q{4,5,6}_K_ref.
+// k-quant encoders: ggml's quantize_row_q{2,3,4,5,6}_K_ref.
 
 #define GROUP_MAX_EPS 1e-15f
 
 // Asymmetric fit x ~ scale * L - min with L in [0, nmax], min >= 0, minimizing
-// the weighted error sum w * (scale*L - min - x)^2 (ggml's make_qkx2_quants,
-// use_mad = false): start from the min/max fit, then try nstep+1 rescalings
+// the weighted error sum w * (scale*L - min - x)^2, or w * |scale*L - min - x|
+// when mad (ggml's make_qkx2_quants): start from the min/max fit, then try nstep+1 rescalings
 // iscale = (nmax + rmin + rdelta*is) / (max - min), each followed by the
 // weighted least-squares scale and offset for the rounded L. Returns scale,
 // sets *the_min = -offset. Laux is scratch of n.
 static float make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                              uint8_t *Laux, float rmin, float rdelta, int nstep) {
+                              uint8_t *Laux, float rmin, float rdelta, int nstep, int mad) {
     float min = x[0], max = x[0];
     float sum_w = w[0], sum_x = sum_w * x[0];
     for (int i = 1; i < n; i++) {
@@ -677,7 +677,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *w, u
     for (int i = 0; i < n; i++) {
         L[i] = (uint8_t)imax(0, imin(nmax, nearest_int(iscale * (x[i] - min))));
         float diff = scale * L[i] + min - x[i];
-        best_error += w[i] * (diff * diff);
+        best_error += w[i] * (mad ? fabsf(diff) : diff * diff);
     }
     for (int is = 0; is <= nstep; is++) {
         iscale = (rmin + rdelta * is + nmax) / (max - min);
@@ -700,7 +700,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *w, u
             float err = 0;
             for (int i = 0; i < n; i++) {
                 float diff = this_scale * Laux[i] + this_min - x[i];
-                err += w[i] * (diff * diff);
+                err += w[i] * (mad ? fabsf(diff) : diff * diff);
             }
             if (err < best_error) {
                 memcpy(L, Laux, (size_t)n);
@@ -773,7 +773,7 @@ static void qkx_block(const float *x, int nmax, float rmin, int nstep, uint8_t *
         for (int l = 0; l < 32; l++) sum_x2 += xg[l] * xg[l];
         float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xg[l]);
-        sc[j] = make_qkx2_quants(32, nmax, xg, w, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
+        sc[j] = make_qkx2_quants(32, nmax, xg, w, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, 0);
         if (sc[j] > max_scale) max_scale = sc[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -871,5 +871,153 @@ void q6_K_from_float(const float *x, void *vy, int64_t n) {
                 qh[l] = (uint8_t)(q1 >> 4 | (q2 >> 4) << 2 | (q3 >> 4) << 4 | (q4 >> 4) << 6);
             }
         }
+    }
+}
+
+// Symmetric fit x ~ scale * L, L in [-nmax, nmax), weights x^2 (ggml's
+// make_q3_quants with do_rmse): round against the element of largest |x|,
+// then up to 5 passes of moving single L to their best value given the rest,
+// kept when the fit sum(w x L)^2 / sum(w L^2) improves. Returns the
+// least-squares scale; L is stored offset by nmax.
+static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); max = x[i]; }
+    if (amax < GROUP_MAX_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.f;
+    }
+    float iscale = -nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        int l = imax(-nmax, imin(nmax - 1, nearest_int(iscale * x[i])));
+        L[i] = (int8_t)l;
+        float w = x[i] * x[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * L[i];
+            if (slx > 0) {
+                float sl2 = suml2 - w * L[i] * L[i];
+                int l = imax(-nmax, imin(nmax - 1, nearest_int(x[i] * sl2 / slx)));
+                if (l != L[i]) {
+                    slx += w * x[i] * l;
+                    sl2 += w * l * l;
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (int8_t)l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed++;
+                    }
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Packs 2-bit L[256] as q2_K/q3_K store them (layout in quant.h).
+static void pack_2bit(const uint8_t *L, uint8_t *qs) {
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t *Lh = L + 128 * h;
+            qs[32 * h + l] = (uint8_t)(Lh[l] | Lh[l + 32] << 2 | Lh[l + 64] << 4 | Lh[l + 96] << 6);
+        }
+}
+
+// Each group of 16 fit by make_qkx2_quants (nmax 3, weights |x|, absolute
+// error); the 16 scales and 16 mins quantized to 4 bits against their maxima
+// (d = max_scale / 15, dmin = max_min / 15); elements requantized against the
+// stored values.
+void q2_K_from_float(const float *x, void *vy, int64_t n) {
+    block_q2_K *b = vy;
+    uint8_t L[QK_K], Laux[16];
+    float w[16], mins[QK_K / 16], sc[QK_K / 16];
+    for (int64_t i = 0; i < n / QK_K; i++, b++, x += QK_K) {
+        float max_scale = 0, max_min = 0;
+        for (int g = 0; g < QK_K / 16; g++) {
+            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * g + l]);
+            sc[g] = make_qkx2_quants(16, 3, x + 16 * g, w, L + 16 * g, &mins[g], Laux, -0.5f, 0.1f, 15, 1);
+            if (sc[g] > max_scale) max_scale = sc[g];
+            if (mins[g] > max_min) max_min = mins[g];
+        }
+        memset(b->scales, 0, sizeof b->scales);
+        if (max_scale > 0) {
+            float iscale = 15.f / max_scale;
+            for (int g = 0; g < QK_K / 16; g++) b->scales[g] = (uint8_t)nearest_int(iscale * sc[g]);
+            sth(b->d, max_scale / 15.f);
+        } else {
+            sth(b->d, 0.f);
+        }
+        if (max_min > 0) {
+            float iscale = 15.f / max_min;
+            for (int g = 0; g < QK_K / 16; g++) b->scales[g] |= (uint8_t)(nearest_int(iscale * mins[g]) << 4);
+            sth(b->dmin, max_min / 15.f);
+        } else {
+            sth(b->dmin, 0.f);
+        }
+        for (int g = 0; g < QK_K / 16; g++) {
+            float d = ldh(b->d) * (b->scales[g] & 15);
+            if (!d) continue;
+            float dm = ldh(b->dmin) * (b->scales[g] >> 4);
+            for (int l = 0; l < 16; l++)
+                L[16 * g + l] = (uint8_t)imax(0, imin(3, nearest_int((x[16 * g + l] + dm) / d)));
+        }
+        pack_2bit(L, b->qs);
+    }
+}
+
+// Each group of 16 fit by make_q3_quants (nmax 4); the 16 signed scales
+// quantized to 6 bits against the one of largest |scale| (d = max_scale / -32);
+// elements requantized to [-4, 3], the top bit going to hmask.
+void q3_K_from_float(const float *x, void *vy, int64_t n) {
+    block_q3_K *b = vy;
+    int8_t L[QK_K];
+    float sc[QK_K / 16];
+    int isc[QK_K / 16];
+    for (int64_t i = 0; i < n / QK_K; i++, b++, x += QK_K) {
+        float max_scale = 0, amax = 0;
+        for (int g = 0; g < QK_K / 16; g++) {
+            sc[g] = make_q3_quants(16, 4, x + 16 * g, L + 16 * g);
+            if (fabsf(sc[g]) > amax) { amax = fabsf(sc[g]); max_scale = sc[g]; }
+        }
+        memset(b->scales, 0, sizeof b->scales);
+        if (max_scale) {
+            float iscale = -32.f / max_scale;
+            for (int g = 0; g < QK_K / 16; g++) {
+                int l = imax(-32, imin(31, nearest_int(iscale * sc[g]))) + 32;
+                if (g < 8) b->scales[g] = (uint8_t)(l & 15);
+                else b->scales[g - 8] |= (uint8_t)((l & 15) << 4);
+                b->scales[8 + g % 4] |= (uint8_t)((l >> 4) << 2 * (g / 4));
+            }
+            sth(b->d, 1 / iscale);
+        } else {
+            sth(b->d, 0.f);
+        }
+        q3_K_scales(b->scales, isc);
+        for (int g = 0; g < QK_K / 16; g++) {
+            float d = ldh(b->d) * isc[g];
+            if (!d) continue;
+            for (int l = 0; l < 16; l++)
+                L[16 * g + l] = (int8_t)(imax(-4, imin(3, nearest_int(x[16 * g + l] / d))) + 4);
+        }
+        // high bit of element j goes to bit j/32 of hmask[j%32]
+        memset(b->hmask, 0, sizeof b->hmask);
+        uint8_t L2[QK_K];
+        for (int j = 0; j < QK_K; j++) {
+            int l = L[j];
+            if (l > 3) {
+                b->hmask[j % 32] |= (uint8_t)(1 << j / 32);
+                l -= 4;
+            }
+            L2[j] = (uint8_t)l;
+        }
+        pack_2bit(L2, b->qs);
     }
 }

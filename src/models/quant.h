@@ -92,6 +92,8 @@ void q5_0_from_float(const float *x, void *y, int64_t n);
 void q5_1_from_float(const float *x, void *y, int64_t n);
 void q8_0_from_float(const float *x, void *y, int64_t n);
 void mxfp4_from_float(const float *x, void *y, int64_t n);
+void q2_K_from_float(const float *x, void *y, int64_t n);
+void q3_K_from_float(const float *x, void *y, int64_t n);
 void q4_K_from_float(const float *x, void *y, int64_t n);
 void q5_K_from_float(const float *x, void *y, int64_t n);
 void q6_K_from_float(const float *x, void *y, int64_t n);
