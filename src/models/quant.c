@@ -4,9 +4,18 @@
 // float products in the same order), so it is bit-exact with ggml and with
 // the gguf Python package. dot works a block at a time straight from the
 // stored bytes, with the block's scales factored out of the inner sums.
-// from_float (every type here) repeats the arithmetic of ggml's quantize_row_*_ref (ggml-quants.c)
-// in the same order, so the bytes match ggml's on the same input; this
-// relies on plain IEEE float evaluation (no FMA contraction, no -ffast-math).
+// from_float (every type here) repeats the arithmetic of ggml's
+// quantize_row_*_ref (ggml-quants.c) in the same order, so the bytes match
+// ggml's on the same input. Both rely on plain IEEE float evaluation: no
+// -ffast-math, and no contraction of a*b+c into an FMA (which -march with FMA
+// would otherwise do under GCC's default -ffp-contract=fast), hence the
+// pragmas below.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include "models/quant.h"
 #include "base/half.h"
 
