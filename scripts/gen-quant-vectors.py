@@ -3,17 +3,17 @@
 
 For every type, a few rows of random floats (fixed seed, varied scales, row
 lengths 256, 512, an odd number of blocks and 2048 for the k-quants; awkward
-blocks: all zero, constant, all positive, outliers) are quantized by an independent
-implementation, and the blocks are dequantized by the gguf Python package:
+blocks: all zero, constant, all positive, outliers) are quantized by an
+independent implementation, and the blocks dequantized by the gguf package:
 
   - gguf's own quantizer where it has one (q4_0, q4_1, q5_0, q5_1, q8_0, mxfp4);
   - otherwise ggml's C reference quantizer (quantize_row_*_ref in
-    ggml-quants.c), called through ctypes when GGML_QUANTS_LIB names a shared
-    library built from it (see below); without it those rows are skipped;
+    ggml-quants.c), compiled from ggml's source and called through ctypes;
+    without it those rows are skipped;
   - and one row of random but valid blocks (random bytes, sane scales) per type.
 
-When the library is given, gguf's quantized bytes and dequantized floats are
-also checked against ggml's own functions.
+When ggml is given, gguf's quantized bytes and dequantized floats are also
+checked against ggml's own functions.
 
 Output: tests/data/quant/<type>.bin, little-endian:
   "IQV1", u32 ggml type, u32 row count, then per row:
@@ -21,20 +21,22 @@ Output: tests/data/quant/<type>.bin, little-endian:
 flags: 1 input present and blocks = reference quantization of it,
        2 that quantizer is ggml's C reference, 4 it is gguf's, 8 random blocks.
 
-Building the ggml library (from the llama-cpp-python sdist):
-  pip download --no-binary :all: --no-deps llama-cpp-python -d /tmp/lcp
-  cd /tmp/lcp/llama_cpp_python-*/vendor/llama.cpp/ggml
-  gcc -O2 -fPIC -shared -Iinclude -Isrc src/ggml-quants.c stubs.c -o libggmlq.so -lm
-where stubs.c defines ggml_abort, ggml_row_size, ggml_type_name and
-ggml_type_size (unused by the row functions). Build without -march flags so
-no FMA contraction changes ggml's float arithmetic.
-
-Usage: pip install gguf numpy; GGML_QUANTS_LIB=/path/libggmlq.so scripts/gen-quant-vectors.py
+Usage:
+  pip install gguf numpy
+  pip download --no-binary :all: --no-deps llama-cpp-python -d /tmp/lcp && tar/unzip it
+  GGML_SRC=/tmp/lcp/llama_cpp_python-*/vendor/llama.cpp/ggml scripts/gen-quant-vectors.py
+GGML_SRC is the ggml folder (with src/ggml-quants.c); the script compiles
+ggml-quants.c alone with cc -O2 (no -march, so no FMA changes ggml's float
+arithmetic) plus stubs for the few ggml functions it links to but the row
+functions never call. GGML_QUANTS_LIB may name such a library instead.
+The committed vectors were made with gguf 0.19.0 and llama-cpp-python 0.3.36.
 """
 import ctypes
 import os
 import struct
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 from gguf import GGMLQuantizationType as T
@@ -62,10 +64,30 @@ TYPES = {
 F_INPUT, F_GGML, F_GGUF, F_RANDOM = 1, 2, 4, 8
 
 
+STUBS = r"""
+#include <stdlib.h>
+#include <stddef.h>
+void ggml_abort(const char *file, int line, const char *fmt, ...) { abort(); }
+size_t ggml_row_size(int type, long long n) { abort(); }
+const char *ggml_type_name(int type) { return "?"; }
+size_t ggml_type_size(int type) { abort(); }
+"""
+
+
 def load_ggml():
     path = os.environ.get("GGML_QUANTS_LIB")
+    src = os.environ.get("GGML_SRC")
+    if not path and src:
+        tmp = tempfile.mkdtemp()
+        stubs = os.path.join(tmp, "stubs.c")
+        with open(stubs, "w") as f:
+            f.write(STUBS)
+        path = os.path.join(tmp, "libggmlq.so")
+        subprocess.run(["cc", "-O2", "-fPIC", "-shared", "-I" + os.path.join(src, "include"),
+                        "-I" + os.path.join(src, "src"), os.path.join(src, "src", "ggml-quants.c"), stubs,
+                        "-o", path, "-lm"], check=True)
     if not path:
-        print("GGML_QUANTS_LIB not set: k-quant reference rows skipped", file=sys.stderr)
+        print("neither GGML_SRC nor GGML_QUANTS_LIB set: k-quant reference rows skipped", file=sys.stderr)
         return None
     return ctypes.CDLL(path)
 
