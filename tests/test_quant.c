@@ -69,7 +69,8 @@ static uint32_t take_u32(cursor *c) {
     return p ? (uint32_t)p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24 : 0;
 }
 
-static void check_row(int ci, int row, int n, int flags, const float *input, const void *blocks_in, const float *expect) {
+static void check_row(int ci, int row, int n, int flags, const float *input, const void *blocks_in,
+                      const float *expect) {
     const char *name = cases[ci].file;
     const dtype_traits *t = dtype_get(cases[ci].type);
     size_t rs = dtype_row_size(cases[ci].type, n);
@@ -98,6 +99,9 @@ static void check_row(int ci, int row, int n, int flags, const float *input, con
         mag += fabs((double)expect[i] * x[i]);
     }
     float got = t->dot(blocks, x, n);
+    if (getenv("QUANT_VERBOSE"))
+        printf("%s row %d: dot error / sum|wx| %.3g, / |dot| %.3g\n", name, row, fabs(got - want) / mag,
+               fabs(got - want) / fabs(want));
     CHECK(fabs(got - want) <= 1e-5 * mag + 1e-30, "%s row %d: dot %.9g, want %.9g (sum|wx| %.3g)", name, row, got,
           want, mag);
 
@@ -126,8 +130,9 @@ static void check_row(int ci, int row, int n, int flags, const float *input, con
         }
         double rel = sqrt(e2 / n);
         if (getenv("QUANT_VERBOSE")) printf("%s row %d: round-trip rms error / block max %.4g\n", name, row, rel);
-        CHECK(rel <= cases[ci].rt_max && !zero_bad, "%s row %d: round-trip rms error / block max %.4g > %.4g, %d zeros lost",
-              name, row, rel, cases[ci].rt_max, zero_bad);
+        CHECK(rel <= cases[ci].rt_max && !zero_bad,
+              "%s row %d: round-trip rms error / block max %.4g > %.4g, %d zeros lost", name, row, rel,
+              cases[ci].rt_max, zero_bad);
         free(q);
     }
     free(blocks);
