@@ -1,6 +1,7 @@
 // The per-type traits table: every kernel that reads weights dispatches here.
 #include "models/dtype.h"
 #include "base/half.h"
+#include "models/quant.h"
 
 // Tensor data in a safetensors file need not be aligned to its element size,
 // so elements are loaded with memcpy (a plain load on x86, and no UB).
@@ -62,6 +63,19 @@ static const dtype_traits g_traits[DT_COUNT] = {
     [DT_F32] = {"f32", 1, 4, f32_to_float, f32_dot, f32_from_float},
     [DT_F16] = {"f16", 1, 2, f16_to_float, f16_dot, f16_from_float},
     [DT_BF16] = {"bf16", 1, 2, bf16_to_float, bf16_dot, bf16_from_float},
+    // ggml's quantized blocks: codecs in quant.c, layouts in quant.h
+    [DT_Q4_0] = {"q4_0", QK, sizeof(block_q4_0), q4_0_to_float, q4_0_dot, q4_0_from_float},
+    [DT_Q4_1] = {"q4_1", QK, sizeof(block_q4_1), q4_1_to_float, q4_1_dot, q4_1_from_float},
+    [DT_Q5_0] = {"q5_0", QK, sizeof(block_q5_0), q5_0_to_float, q5_0_dot, q5_0_from_float},
+    [DT_Q5_1] = {"q5_1", QK, sizeof(block_q5_1), q5_1_to_float, q5_1_dot, q5_1_from_float},
+    [DT_Q8_0] = {"q8_0", QK, sizeof(block_q8_0), q8_0_to_float, q8_0_dot, q8_0_from_float},
+    [DT_Q2_K] = {"q2_K", QK_K, sizeof(block_q2_K), q2_K_to_float, q2_K_dot, q2_K_from_float},
+    [DT_Q3_K] = {"q3_K", QK_K, sizeof(block_q3_K), q3_K_to_float, q3_K_dot, q3_K_from_float},
+    [DT_Q4_K] = {"q4_K", QK_K, sizeof(block_q4_K), q4_K_to_float, q4_K_dot, q4_K_from_float},
+    [DT_Q5_K] = {"q5_K", QK_K, sizeof(block_q5_K), q5_K_to_float, q5_K_dot, q5_K_from_float},
+    [DT_Q6_K] = {"q6_K", QK_K, sizeof(block_q6_K), q6_K_to_float, q6_K_dot, q6_K_from_float},
+    [DT_Q8_K] = {"q8_K", QK_K, sizeof(block_q8_K), q8_K_to_float, q8_K_dot, q8_K_from_float},
+    [DT_MXFP4] = {"mxfp4", QK, sizeof(block_mxfp4), mxfp4_to_float, mxfp4_dot, mxfp4_from_float},
 };
 
 const dtype_traits *dtype_get(int type) {
