@@ -2,12 +2,18 @@
 // output rows across the thread pool. Each weight row is read once for all T
 // tokens, so a prompt costs one pass over the weights per N_BATCH tokens.
 #include "compute/cpu/ops.h"
+#include "compute/cpu/vecdot.h"
 #include "models/dtype.h"
 #include "base/pool.h"
+
+#include <stdlib.h>
 
 typedef struct {
     float *y;
     const float *x;
+    const vecdot_kernel *k;  // NULL: the traits' f32 dot
+    const unsigned char *xq; // x in k->act_type (T rows of xq_row bytes), or NULL
+    size_t xq_row;
     const tensor *W;
     const float *bias;
     int T, n_in, n_out;
@@ -16,14 +22,20 @@ typedef struct {
 
 // Rows [j0, j1) of the output for every token.
 static void rows_range(const mm_job *a, int j0, int j1) {
-    const dtype_traits *tr = dtype_get(a->W->type);
     size_t rs = dtype_row_size(a->W->type, a->n_in);
     const char *base = a->W->data;
     for (int j = j0; j < j1; j++) {
         const void *row = base + rs * (size_t)j;
         float b = a->bias ? a->bias[j] : 0.0f;
-        for (int t = 0; t < a->T; t++)
-            a->y[(size_t)t * a->n_out + j] = tr->dot(row, a->x + (size_t)t * a->n_in, a->n_in) + b;
+        float *yj = a->y + j;
+        if (a->xq)
+            for (int t = 0; t < a->T; t++) yj[(size_t)t * a->n_out] = a->k->dot(row, a->xq + a->xq_row * t, a->n_in) + b;
+        else if (a->k)
+            for (int t = 0; t < a->T; t++) yj[(size_t)t * a->n_out] = a->k->dot(row, a->x + (size_t)t * a->n_in, a->n_in) + b;
+        else {
+            const dtype_traits *tr = dtype_get(a->W->type);
+            for (int t = 0; t < a->T; t++) yj[(size_t)t * a->n_out] = tr->dot(row, a->x + (size_t)t * a->n_in, a->n_in) + b;
+        }
     }
 }
 
@@ -59,8 +71,29 @@ static void mm_task(void *arg, int ith, int nth) {
     else rows_range(a, j0, j1);
 }
 
+// Activations quantized for the integer path; grows, never shrinks, so the
+// token loop does not allocate once the first pass has sized it.
+static unsigned char *g_xq;
+static size_t g_xq_cap;
+
 void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    mm_job a = {y, x, w->w, bias, T, n_in, n_out, w->trans};
+    mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans};
+    if (!w->trans) {
+        a.k = vecdot_get(w->w->type);
+        if (a.k && a.k->act_type != DT_F32) {
+            a.xq_row = dtype_row_size(a.k->act_type, n_in);
+            size_t need = a.xq_row * (size_t)T;
+            if (need > g_xq_cap) {
+                unsigned char *p = realloc(g_xq, need);
+                if (!p) abort(); // a few KB per token: failing here means the process is out of memory
+                g_xq = p;
+                g_xq_cap = need;
+            }
+            const dtype_traits *ta = dtype_get(a.k->act_type);
+            for (int t = 0; t < T; t++) ta->from_float(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
+            a.xq = g_xq;
+        }
+    }
     // small products are not worth waking the pool
     if ((size_t)n_in * n_out * T < 32768 || pool_threads() == 1) {
         if (w->trans) trans_range(&a, 0, n_out);

@@ -1,0 +1,224 @@
+// Scalar reference row kernels (ggml's generic vec_dot_*_q8_* formulas) and
+// the per-CPU dispatch.
+#include "compute/cpu/vecdot.h"
+#include "models/dtype.h"
+#include "models/quant.h"
+#include "base/half.h"
+
+#include <string.h>
+
+static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return f16_to_f32(h); }
+static inline float ld_f32(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
+static inline int16_t ld_i16(const uint8_t *p) { int16_t v; memcpy(&v, p, 2); return v; }
+
+// ---------------------------------------------------------------------------
+// float weights, f32 activations
+
+static float dot_f32(const void *w, const void *x, int n) { return dtype_get(DT_F32)->dot(w, x, n); }
+static float dot_f16(const void *w, const void *x, int n) { return dtype_get(DT_F16)->dot(w, x, n); }
+static float dot_bf16(const void *w, const void *x, int n) { return dtype_get(DT_BF16)->dot(w, x, n); }
+
+// ---------------------------------------------------------------------------
+// 32-element blocks against q8_0 activations
+
+static float dot_q8_0(const void *vw, const void *vx, int n) {
+    const block_q8_0 *w = vw, *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK; j++) sumi += w[i].qs[j] * x[i].qs[j];
+        s += sumi * (ld_f16(w[i].d) * ld_f16(x[i].d));
+    }
+    return s;
+}
+
+static float dot_q4_0(const void *vw, const void *vx, int n) {
+    const block_q4_0 *w = vw;
+    const block_q8_0 *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK / 2; j++)
+            sumi += ((w[i].qs[j] & 15) - 8) * x[i].qs[j] + ((w[i].qs[j] >> 4) - 8) * x[i].qs[j + QK / 2];
+        s += sumi * (ld_f16(w[i].d) * ld_f16(x[i].d));
+    }
+    return s;
+}
+
+static float dot_q5_0(const void *vw, const void *vx, int n) {
+    const block_q5_0 *w = vw;
+    const block_q8_0 *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        uint32_t qh;
+        memcpy(&qh, w[i].qh, 4);
+        int sumi = 0;
+        for (int j = 0; j < QK / 2; j++) {
+            int lo = (w[i].qs[j] & 15) | (((qh >> j) & 1) << 4);
+            int hi = (w[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+            sumi += (lo - 16) * x[i].qs[j] + (hi - 16) * x[i].qs[j + QK / 2];
+        }
+        s += sumi * (ld_f16(w[i].d) * ld_f16(x[i].d));
+    }
+    return s;
+}
+
+static const int8_t kv_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e-128) (ggml_e8m0_to_fp32_half)
+static inline float e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float dot_mxfp4(const void *vw, const void *vx, int n) {
+    const block_mxfp4 *w = vw;
+    const block_q8_0 *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK / 2; j++)
+            sumi += kv_mxfp4[w[i].qs[j] & 15] * x[i].qs[j] + kv_mxfp4[w[i].qs[j] >> 4] * x[i].qs[j + QK / 2];
+        s += sumi * (e8m0_half(w[i].e) * ld_f16(x[i].d));
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------------------
+// k-quants against q8_K activations
+
+// The 6-bit scale and min of group j of a q4_K/q5_K block (get_scale_min_k4).
+static inline void scale_min(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static float dot_q4_K(const void *vw, const void *vx, int n) {
+    const block_q4_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        float dy = ld_f32(x[i].d);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 8; g++) {
+            int sc, m;
+            scale_min(g, w[i].scales, &sc, &m);
+            summ += m * (ld_i16(x[i].bsums + 4 * g) + ld_i16(x[i].bsums + 4 * g + 2));
+            const uint8_t *q = w[i].qs + 32 * (g / 2);
+            const int8_t *y = x[i].qs + 32 * g;
+            int si = 0;
+            for (int l = 0; l < 32; l++) si += ((g & 1) ? q[l] >> 4 : q[l] & 15) * y[l];
+            sumi += sc * si;
+        }
+        s += dy * ld_f16(w[i].d) * sumi - dy * ld_f16(w[i].dmin) * summ;
+    }
+    return s;
+}
+
+static float dot_q5_K(const void *vw, const void *vx, int n) {
+    const block_q5_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        float dy = ld_f32(x[i].d);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 8; g++) {
+            int sc, m;
+            scale_min(g, w[i].scales, &sc, &m);
+            summ += m * (ld_i16(x[i].bsums + 4 * g) + ld_i16(x[i].bsums + 4 * g + 2));
+            const uint8_t *q = w[i].qs + 32 * (g / 2);
+            const int8_t *y = x[i].qs + 32 * g;
+            int si = 0;
+            for (int l = 0; l < 32; l++) {
+                int v = ((g & 1) ? q[l] >> 4 : q[l] & 15) | (((w[i].qh[l] >> g) & 1) << 4);
+                si += v * y[l];
+            }
+            sumi += sc * si;
+        }
+        s += dy * ld_f16(w[i].d) * sumi - dy * ld_f16(w[i].dmin) * summ;
+    }
+    return s;
+}
+
+static float dot_q6_K(const void *vw, const void *vx, int n) {
+    const block_q6_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        int sumi = 0;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = w[i].ql + 64 * h, *qh = w[i].qh + 32 * h;
+            const int8_t *y = x[i].qs + 128 * h;
+            int gs[8] = {0};
+            for (int l = 0; l < 32; l++) {
+                int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                gs[0 + l / 16] += q1 * y[l];
+                gs[2 + l / 16] += q2 * y[l + 32];
+                gs[4 + l / 16] += q3 * y[l + 64];
+                gs[6 + l / 16] += q4 * y[l + 96];
+            }
+            for (int g = 0; g < 8; g++) sumi += w[i].scales[8 * h + g] * gs[g];
+        }
+        s += ld_f32(x[i].d) * ld_f16(w[i].d) * sumi;
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------------------
+
+static const vecdot_kernel g_ref[DT_COUNT] = {
+    [DT_F32] = {DT_F32, dot_f32},
+    [DT_F16] = {DT_F32, dot_f16},
+    [DT_BF16] = {DT_F32, dot_bf16},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0},
+    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4},
+    [DT_Q4_K] = {DT_Q8_K, dot_q4_K},
+    [DT_Q5_K] = {DT_Q8_K, dot_q5_K},
+    [DT_Q6_K] = {DT_Q8_K, dot_q6_K},
+};
+
+static int g_force_scalar;
+
+static int have_avx2(void) {
+    static int v = -1;
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    }
+    return v;
+}
+
+const vecdot_kernel *vecdot_get_ref(int t) {
+    if (t < 0 || t >= DT_COUNT || !g_ref[t].dot) return NULL;
+    return &g_ref[t];
+}
+
+const vecdot_kernel *vecdot_get_simd(int t) {
+    if (t < 0 || t >= DT_COUNT || !have_avx2() || !vecdot_avx2[t].dot) return NULL;
+    return &vecdot_avx2[t];
+}
+
+const vecdot_kernel *vecdot_get(int t) {
+    const vecdot_kernel *k = g_force_scalar ? NULL : vecdot_get_simd(t);
+    return k ? k : vecdot_get_ref(t);
+}
+
+const char *vecdot_isa(void) { return !g_force_scalar && have_avx2() ? "avx2" : "scalar"; }
+
+int vecdot_force_scalar(int on) {
+    int old = g_force_scalar;
+    g_force_scalar = on;
+    return old;
+}

@@ -1,0 +1,37 @@
+// Row kernels of the matmul, chosen once per weight type and CPU.
+//
+// Quantized weights take the integer path, as ggml does: the activations are
+// quantized once per product to the type's act_type (q8_0 or q8_K), then each
+// weight row is dotted with them in integer arithmetic. Float weights (f32,
+// f16, bf16) are dotted with f32 activations. The scalar versions here are the
+// oracle of the SIMD ones (vecdot_avx2.c), and tests/test_kernels.c holds them
+// to it.
+#ifndef INFER_COMPUTE_CPU_VECDOT_H
+#define INFER_COMPUTE_CPU_VECDOT_H
+
+#include <stdint.h>
+
+// s = row w (n elements, stored type) . x (n elements of the act type, or f32)
+typedef float (*vec_dot_fn)(const void *w, const void *x, int n);
+
+typedef struct {
+    int act_type;      // dtype the activations are given in (DT_F32 for float weights)
+    vec_dot_fn dot;
+} vecdot_kernel;
+
+// The kernel for a weight type: SIMD when the CPU has it, else scalar. NULL
+// for types without one (the matmul then uses the traits' f32 dot).
+const vecdot_kernel *vecdot_get(int wtype);
+// The scalar reference kernel of a weight type (NULL if none).
+const vecdot_kernel *vecdot_get_ref(int wtype);
+// The SIMD kernel of a weight type (NULL if none or the CPU lacks the ISA).
+const vecdot_kernel *vecdot_get_simd(int wtype);
+// "avx2", or "scalar": what vecdot_get hands out on this CPU.
+const char *vecdot_isa(void);
+// Forces the scalar kernels (for comparisons); returns the previous setting.
+int vecdot_force_scalar(int on);
+
+// AVX2 kernels (vecdot_avx2.c); NULL entries where there is none.
+extern const vecdot_kernel vecdot_avx2[];
+
+#endif

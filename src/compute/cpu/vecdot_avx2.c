@@ -1,0 +1,293 @@
+// AVX2 + FMA + F16C row kernels. Same arithmetic as the scalar references in
+// vecdot.c (integer sums per block, then one float multiply-add per block),
+// in the style of ggml's x86 kernels: nibbles unpacked with masks, u8 x s8
+// products with maddubs, pairs summed with madd.
+#include "compute/cpu/vecdot.h"
+#include "models/dtype.h"
+#include "models/quant.h"
+#include "base/half.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return f16_to_f32(h); }
+static inline float ld_f32(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
+
+AVX2 static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 32 nibbles of 16 bytes: low nibbles in the low lane, high in the high lane.
+AVX2 static inline __m256i nibbles32(const uint8_t *p) {
+    __m128i t = _mm_loadu_si128((const __m128i *)p);
+    __m256i b = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+    return _mm256_and_si256(b, _mm256_set1_epi8(15));
+}
+
+// sum of x[i]*y[i] over 32 int8 pairs as 8 int32 (x may be negative: the sign
+// moves to y so maddubs sees |x| unsigned).
+AVX2 static inline __m256i dot_i8(__m256i x, __m256i y) {
+    __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+
+// ---------------------------------------------------------------------------
+// float weights x f32 activations
+
+AVX2 static float dot_f32(const void *vw, const void *vx, int n) {
+    const char *w = vw;
+    const float *x = vx;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(w + 4 * i)), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(w + 4 * i + 32)), _mm256_loadu_ps(x + i + 8), a1);
+    }
+    float s = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) s += ld_f32((const uint8_t *)w + 4 * i) * x[i];
+    return s;
+}
+
+AVX2 static float dot_f16(const void *vw, const void *vx, int n) {
+    const uint8_t *w = vw;
+    const float *x = vx;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i)));
+        __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i + 16)));
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1);
+    }
+    float s = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) s += ld_f16(w + 2 * i) * x[i];
+    return s;
+}
+
+AVX2 static inline __m256 bf16x8(const uint8_t *p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+AVX2 static float dot_bf16(const void *vw, const void *vx, int n) {
+    const uint8_t *w = vw;
+    const float *x = vx;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(bf16x8(w + 2 * i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(bf16x8(w + 2 * i + 16), _mm256_loadu_ps(x + i + 8), a1);
+    }
+    float s = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, w + 2 * i, 2);
+        s += bf16_to_f32(h) * x[i];
+    }
+    return s;
+}
+
+// ---------------------------------------------------------------------------
+// 32-element blocks x q8_0
+
+AVX2 static float dot_q8_0(const void *vw, const void *vx, int n) {
+    const block_q8_0 *w = vw, *x = vx;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        __m256i qw = _mm256_loadu_si256((const __m256i *)w[i].qs);
+        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
+    }
+    return hsum8(acc);
+}
+
+AVX2 static float dot_q4_0(const void *vw, const void *vx, int n) {
+    const block_q4_0 *w = vw;
+    const block_q8_0 *x = vx;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        __m256i qw = _mm256_sub_epi8(nibbles32(w[i].qs), _mm256_set1_epi8(8));
+        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
+    }
+    return hsum8(acc);
+}
+
+AVX2 static float dot_q5_0(const void *vw, const void *vx, int n) {
+    const block_q5_0 *w = vw;
+    const block_q8_0 *x = vx;
+    // byte j of the spread mask selects bit j of qh within its lane's 8 bytes
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
+    const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        uint32_t qh;
+        memcpy(&qh, w[i].qh, 4);
+        // bit j of qh set -> byte j = 0xFF
+        __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+        h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1));
+        // q - 16 where the fifth bit is clear, q where it is set
+        __m256i qw = _mm256_or_si256(nibbles32(w[i].qs), _mm256_andnot_si256(h, _mm256_set1_epi8((char)0xF0)));
+        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
+    }
+    return hsum8(acc);
+}
+
+static inline float e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+AVX2 static float dot_mxfp4(const void *vw, const void *vx, int n) {
+    const block_mxfp4 *w = vw;
+    const block_q8_0 *x = vx;
+    const __m128i tab = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    const __m256i tab2 = _mm256_set_m128i(tab, tab);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        __m256i qw = _mm256_shuffle_epi8(tab2, nibbles32(w[i].qs));
+        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256 d = _mm256_set1_ps(e8m0_half(w[i].e) * ld_f16(x[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
+    }
+    return hsum8(acc);
+}
+
+// ---------------------------------------------------------------------------
+// k-quants x q8_K
+
+static inline void scales_mins_k4(const uint8_t *q, int16_t *sc, int *m) {
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) { sc[j] = q[j] & 63; m[j] = q[j + 4] & 63; }
+        else { sc[j] = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4); m[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
+    }
+}
+
+static inline int mins_dot(const uint8_t *bsums, const int *m) {
+    int s = 0;
+    for (int g = 0; g < 8; g++) {
+        int16_t a, b;
+        memcpy(&a, bsums + 4 * g, 2);
+        memcpy(&b, bsums + 4 * g + 2, 2);
+        s += m[g] * (a + b);
+    }
+    return s;
+}
+
+AVX2 static float dot_q4_K(const void *vw, const void *vx, int n) {
+    const block_q4_K *w = vw;
+    const block_q8_K *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc = _mm256_setzero_ps();
+    float accm = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        int16_t sc[8];
+        int m[8];
+        scales_mins_k4(w[i].scales, sc, m);
+        float dy = ld_f32(x[i].d);
+        accm += dy * ld_f16(w[i].dmin) * mins_dot(x[i].bsums, m);
+        const uint8_t *q = w[i].qs;
+        const int8_t *y = x[i].qs;
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++, q += 32, y += 64) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)q);
+            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));
+            __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dy * ld_f16(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum8(acc) - accm;
+}
+
+AVX2 static float dot_q5_K(const void *vw, const void *vx, int n) {
+    const block_q5_K *w = vw;
+    const block_q8_K *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(15), b16 = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    float accm = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        int16_t sc[8];
+        int m[8];
+        scales_mins_k4(w[i].scales, sc, m);
+        float dy = ld_f32(x[i].d);
+        accm += dy * ld_f16(w[i].dmin) * mins_dot(x[i].bsums, m);
+        const uint8_t *q = w[i].qs;
+        const int8_t *y = x[i].qs;
+        __m256i hb = _mm256_loadu_si256((const __m256i *)w[i].qh);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++, q += 32, y += 64) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)q);
+            __m256i ml = _mm256_set1_epi8((char)(1 << (2 * j))), mh = _mm256_set1_epi8((char)(1 << (2 * j + 1)));
+            __m256i hl = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, ml), ml), b16);
+            __m256i hh = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, mh), mh), b16);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4), hl);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), hh);
+            __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));
+            __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dy * ld_f16(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum8(acc) - accm;
+}
+
+AVX2 static float dot_q6_K(const void *vw, const void *vx, int n) {
+    const block_q6_K *w = vw;
+    const block_q8_K *x = vx;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK_K; i++) {
+        const uint8_t *ql = w[i].ql, *qh = w[i].qh;
+        const int8_t *y = x[i].qs, *sc = w[i].scales;
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32, y += 128, sc += 8) {
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4), _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            for (int k = 0; k < 4; k++) {
+                __m256i yk = _mm256_loadu_si256((const __m256i *)(y + 32 * k));
+                // (q - 32) . y = q . y - 32 * sum(y)
+                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk));
+                __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x[i].d) * ld_f16(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum8(acc);
+}
+
+const vecdot_kernel vecdot_avx2[DT_COUNT] = {
+    [DT_F32] = {DT_F32, dot_f32},
+    [DT_F16] = {DT_F32, dot_f16},
+    [DT_BF16] = {DT_F32, dot_bf16},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0},
+    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4},
+    [DT_Q4_K] = {DT_Q8_K, dot_q4_K},
+    [DT_Q5_K] = {DT_Q8_K, dot_q5_K},
+    [DT_Q6_K] = {DT_Q8_K, dot_q6_K},
+};

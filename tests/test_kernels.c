@@ -1,0 +1,68 @@
+// SIMD row kernels against their scalar oracle (normalized MSE <= 1e-7), and
+// the oracle's integer path against the float dot of the decoded row.
+#include "check.h"
+#include "compute/cpu/vecdot.h"
+#include "models/dtype.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t g_rng = 88172645463325252ull;
+static float frand(void) { // uniform in [-1, 1)
+    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
+    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
+}
+
+static void check_type(int wt, int n, int rows) {
+    const dtype_traits *tw = dtype_get(wt);
+    const vecdot_kernel *ref = vecdot_get_ref(wt), *simd = vecdot_get_simd(wt);
+    CHECK(ref != NULL, "%s has no reference kernel", tw->name);
+    if (!ref) return;
+    const dtype_traits *ta = dtype_get(ref->act_type);
+    size_t wrs = dtype_row_size(wt, n), ars = dtype_row_size(ref->act_type, n);
+    float *x = malloc(sizeof(float) * n), *row = malloc(sizeof(float) * n), *dec = malloc(sizeof(float) * n);
+    unsigned char *w = malloc(wrs), *xa = malloc(ars);
+    double se = 0, ss = 0, fe = 0, fs = 0;
+    for (int r = 0; r < rows; r++) {
+        float scale = r % 3 == 0 ? 0.01f : r % 3 == 1 ? 1.0f : 30.0f;
+        for (int i = 0; i < n; i++) { row[i] = frand() * scale; x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f); }
+        if (r == 1) for (int i = 0; i < n; i++) row[i] = fabsf(row[i]); // all positive
+        tw->from_float(row, w, n);
+        ta->from_float(x, xa, n);
+        float a = ref->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
+        if (simd) {
+            float b = simd->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
+            se += (double)(a - b) * (a - b);
+            ss += (double)a * a;
+        }
+        // the integer path against the decoded row . f32 x
+        tw->to_float(w, dec, n);
+        double exact = 0, mag = 0;
+        for (int i = 0; i < n; i++) { exact += (double)dec[i] * x[i]; mag += fabs((double)dec[i] * x[i]); }
+        fe += (a - exact) * (a - exact);
+        fs += mag * mag;
+    }
+    if (simd) CHECK(se / ss <= 1e-7, "%s n=%d: SIMD vs scalar normalized MSE %.3g", tw->name, n, se / ss);
+    double tol = ref->act_type == DT_F32 ? 1e-10 : 1e-4; // q8 activations round x to ~1/127 of its block max
+    CHECK(fe / fs <= tol, "%s n=%d: integer path vs decoded float dot: normalized error %.3g", tw->name, n, fe / fs);
+    free(x); free(row); free(dec); free(w); free(xa);
+}
+
+int main(void) {
+    printf("kernels: SIMD ISA %s\n", vecdot_isa());
+    int floats[] = {DT_F32, DT_F16, DT_BF16};
+    int lens[] = {1, 7, 67, 256, 1000, 2051};
+    for (int k = 0; k < 3; k++)
+        for (int l = 0; l < 6; l++) check_type(floats[k], lens[l], 24);
+    int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_MXFP4};
+    for (int k = 0; k < 4; k++) { check_type(q32[k], 32, 24); check_type(q32[k], 32 * 9, 24); check_type(q32[k], 2048, 24); }
+    int qk[] = {DT_Q4_K, DT_Q5_K, DT_Q6_K};
+    for (int k = 0; k < 3; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
+    // every SIMD kernel has a scalar oracle with the same activation type
+    for (int t = 0; t < DT_COUNT; t++) {
+        const vecdot_kernel *s = vecdot_get_simd(t), *r = vecdot_get_ref(t);
+        if (s) CHECK(r && r->act_type == s->act_type, "type %d: SIMD kernel without a matching oracle", t);
+    }
+    return check_summary("kernels");
+}
