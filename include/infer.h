@@ -38,6 +38,8 @@ int infer_model_n_vocab(const infer_model *model);
 int infer_model_n_layer(const infer_model *model);
 int infer_model_n_embd(const infer_model *model);
 const char *infer_model_arch(const infer_model *model);
+// The dominant weight type of the matrices ("bf16", "q4_K", ...).
+const char *infer_model_ftype(const infer_model *model);
 // End-of-generation token ids from the config (up to max, returns the count).
 int infer_model_eos(const infer_model *model, int32_t *ids, int max);
 // Writes a human-readable description (architecture, config in effect,

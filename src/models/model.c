@@ -68,6 +68,16 @@ int infer_model_n_layer(const infer_model *m) { return m->cfg.n_layer; }
 int infer_model_n_embd(const infer_model *m) { return m->cfg.n_embd; }
 const char *infer_model_arch(const infer_model *m) { return m->cfg.model_type; }
 
+const char *infer_model_ftype(const infer_model *m) {
+    size_t bytes[DT_COUNT] = {0};
+    for (int i = 0; i < m->store.n; i++)
+        if (m->store.t[i].nd >= 2 && m->store.t[i].type >= 0) bytes[m->store.t[i].type] += m->store.t[i].nbytes;
+    int best = DT_F32;
+    for (int k = 0; k < DT_COUNT; k++)
+        if (bytes[k] > bytes[best]) best = k;
+    return dtype_get(best) ? dtype_get(best)->name : "?";
+}
+
 int infer_model_eos(const infer_model *m, int32_t *ids, int max) {
     int n = 0;
     for (int i = 0; i < m->cfg.n_eos && n < max; i++) ids[n++] = m->cfg.eos[i];

@@ -11,6 +11,7 @@ static const char *g_usage =
     "  info    -m MODEL                          describe a model: config in effect, tensors, memory\n"
     "  logits  -m MODEL --ids 1,2,3 --out FILE   write f32 logits (T x V) for exactly these ids\n"
     "  run     -m MODEL --ids 1,2,3 -n N         greedy generation, printing token ids\n"
+    "  bench   -m MODEL [-t N -p 512 -n 128 -r 5 -o md|json]   prompt and generation speed (llama-bench table)\n"
     "\n"
     "MODEL is a Hugging Face directory (config.json + *.safetensors).\n";
 
@@ -23,5 +24,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }
