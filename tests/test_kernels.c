@@ -2,6 +2,7 @@
 // the oracle's integer path against the float dot of the decoded row.
 #include "check.h"
 #include "compute/cpu/vecdot.h"
+#include "compute/cpu/vec.h"
 #include "models/dtype.h"
 
 #include <math.h>
@@ -63,6 +64,18 @@ int main(void) {
     for (int t = 0; t < DT_COUNT; t++) {
         const vecdot_kernel *s = vecdot_get_simd(t), *r = vecdot_get_ref(t);
         if (s) CHECK(r && r->act_type == s->act_type, "type %d: SIMD kernel without a matching oracle", t);
+    }
+    // f32 vector primitives of the attention
+    for (int n = 1; n < 300; n += 37) {
+        float a[300], b[300], y1[300], y2[300];
+        for (int i = 0; i < n; i++) { a[i] = frand(); b[i] = frand(); y1[i] = y2[i] = frand(); }
+        float d0 = vec_dot_ref(a, b, n), d1 = vec_dot(a, b, n);
+        CHECK(fabsf(d0 - d1) <= 1e-5f * (1 + fabsf(d0)), "vec_dot n=%d: %g vs %g", n, d1, d0);
+        vec_axpy_ref(y1, 0.37f, a, n);
+        vec_axpy(y2, 0.37f, a, n);
+        double e = 0;
+        for (int i = 0; i < n; i++) e += (y1[i] - y2[i]) * (y1[i] - y2[i]);
+        CHECK(e <= 1e-10, "vec_axpy n=%d: error %g", n, e);
     }
     return check_summary("kernels");
 }

@@ -24,7 +24,8 @@ struct infer_ctx {
     float *o;           // (T, n_embd) block output
     float *ff;          // (T, 2*n_ff_max) FFN hidden
     float *ff2;         // (T, n_ff_max)
-    float *scores;      // (n_ctx + 1) one head's attention scores
+    float *scores;      // (scores_threads, n_head, n_ctx + 1) attention scores per thread
+    int scores_threads;
     float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
     float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
     float *row;         // (max(n_embd, n_expert)) one decoded row / router logits

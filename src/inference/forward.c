@@ -3,6 +3,8 @@
 // attention and feed-forward blocks, then the final norm and the logits.
 #include "inference/context.h"
 #include "compute/cpu/ops.h"
+#include "compute/cpu/vec.h"
+#include "base/pool.h"
 #include "base/error.h"
 
 #include <math.h>
@@ -59,6 +61,49 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
 // ---------------------------------------------------------------------------
 // attention
 
+typedef struct { infer_ctx *c; int il, T, pos0; } attn_job;
+
+static void attn_task(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    infer_ctx *c = j->c;
+    const infer_config *cf = &c->m->cfg;
+    const layer_config *lc = &cf->layers[j->il];
+    const layer_weights *l = &c->m->layers[j->il];
+    int H = cf->n_head, KV = lc->n_kv_head, hd = lc->head_dim, group = H / KV;
+    int nq = H * hd, nkv = KV * hd, stride = c->n_ctx + 1;
+    const float *kc = c->k_cache[lc->kv_source], *vc = c->v_cache[lc->kv_source];
+    float scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd);
+    float *S = c->scores + (size_t)ith * group * stride; // this thread's (group, n_ctx + 1) scores
+    for (int task = ith; task < j->T * KV; task += nth) {
+        int t = task / KV, kh = task % KV, pos = j->pos0 + t;
+        int start = lc->window ? pos - lc->window + 1 : 0;
+        if (start < 0) start = 0;
+        int n = pos - start + 1;
+        const float *q = c->q + (size_t)t * nq + (size_t)kh * group * hd;
+        for (int p = 0; p < n; p++) {
+            const float *kp = kc + (size_t)(start + p) * nkv + (size_t)kh * hd;
+            for (int g = 0; g < group; g++) S[(size_t)g * stride + p] = vec_dot(q + (size_t)g * hd, kp, hd) * scale;
+        }
+        for (int g = 0; g < group; g++) {
+            float *s = S + (size_t)g * stride;
+            if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
+            if (l->sinks) {
+                s[n] = l->sinks->f32[kh * group + g];
+                softmax(s, n + 1); // the sink takes its share, then is dropped
+            } else {
+                softmax(s, n);
+            }
+        }
+        float *o = c->att + (size_t)t * nq + (size_t)kh * group * hd;
+        memset(o, 0, sizeof(float) * (size_t)group * hd);
+        for (int p = 0; p < n; p++) {
+            const float *vp = vc + (size_t)(start + p) * nkv + (size_t)kh * hd;
+            for (int g = 0; g < group; g++) vec_axpy(o + (size_t)g * hd, S[(size_t)g * stride + p], vp, hd);
+        }
+    }
+}
+
+
 static void attention(infer_ctx *c, int il, int T, int pos0) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
@@ -105,41 +150,11 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
             memcpy(c->v_cache[il] + (size_t)(pos0 + t) * nkv, c->v + (size_t)t * nkv, sizeof(float) * nkv);
         }
 
-    // softmax(q k^T * scale [softcapped] [+ sink]) v, over the window of each position
-    const float *kc = c->k_cache[lc->kv_source], *vc = c->v_cache[lc->kv_source];
-    float scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd);
-    int group = H / KV;
-    for (int t = 0; t < T; t++) {
-        int pos = pos0 + t;
-        int start = lc->window ? pos - lc->window + 1 : 0;
-        if (start < 0) start = 0;
-        int n = pos - start + 1;
-        for (int h = 0; h < H; h++) {
-            const float *qh = c->q + (size_t)t * nq + (size_t)h * hd;
-            int kh = h / group;
-            float *s = c->scores;
-            for (int j = 0; j < n; j++) {
-                const float *kj = kc + (size_t)(start + j) * nkv + (size_t)kh * hd;
-                float d = 0;
-                for (int i = 0; i < hd; i++) d += qh[i] * kj[i];
-                s[j] = d * scale;
-            }
-            if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
-            if (l->sinks) {
-                s[n] = l->sinks->f32[h];
-                softmax(s, n + 1); // the sink takes its share, then is dropped
-            } else {
-                softmax(s, n);
-            }
-            float *oh = c->att + (size_t)t * nq + (size_t)h * hd;
-            memset(oh, 0, sizeof(float) * hd);
-            for (int j = 0; j < n; j++) {
-                const float *vj = vc + (size_t)(start + j) * nkv + (size_t)kh * hd;
-                float p = s[j];
-                for (int i = 0; i < hd; i++) oh[i] += p * vj[i];
-            }
-        }
-    }
+    // softmax(q k^T * scale [softcapped] [+ sink]) v, over the window of each
+    // position: one task per (token, kv head), which reads that head's cached
+    // keys and values once for all the query heads of its group.
+    attn_job j = {c, il, T, pos0};
+    pool_run(attn_task, &j);
     matmul(c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E);
 }
 
@@ -285,6 +300,15 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
+
+    // Threads were added since the context was made: widen the per-thread scores.
+    if (pool_threads() > c->scores_threads) {
+        size_t n = (size_t)pool_threads() * cf->n_head * ((size_t)c->n_ctx + 1);
+        float *s = realloc(c->scores, sizeof(float) * n);
+        if (!s) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
+        c->scores = s;
+        c->scores_threads = pool_threads();
+    }
 
     embed(c, ids, T, pos0);
     if (cf->ple_dim) per_layer_inputs(c, ids, T);
