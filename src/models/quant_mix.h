@@ -1,0 +1,27 @@
+// Which type each tensor gets when a model is quantized to a named mix
+// ("q8_0", "q4_k_m", ...), following llama.cpp's llama_tensor_get_type for
+// the same ftype, so our files match what llama-quantize writes.
+#ifndef INFER_MODELS_QUANT_MIX_H
+#define INFER_MODELS_QUANT_MIX_H
+
+#include <stdint.h>
+
+typedef struct {
+    int base;          // the mix's default type (enum dtype)
+    int k_mixed;       // q4_k_m / q5_k_m: the "M" rules below
+    int more_bits_type;// type of the layers that use_more_bits picks (q4_k_m: q6_K)
+    int n_layer, n_expert;
+    int tied;          // token_embd doubles as the output head
+    int i_attn_v;      // running counter of attn_v tensors seen
+} quant_mix;
+
+// Parses a mix name (f32, f16, bf16, q4_0, q8_0, q4_k_m, q5_k_m, q6_k, ...);
+// returns 0 for an unknown name.
+int quant_mix_init(quant_mix *q, const char *name, int n_layer, int n_expert, int tied);
+// The type for one tensor given its GGUF name, dims and row length ne0.
+// Tensors that are not quantized keep `stored` (norms, routers, positions,
+// 1-D tensors), and float stored types other than f32 are kept when the mix
+// is a float type.
+int quant_mix_type(quant_mix *q, const char *name, int n_dims, int64_t ne0, int stored);
+
+#endif
