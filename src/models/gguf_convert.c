@@ -331,6 +331,9 @@ static void put_metadata(conv *c, const char *a, const char *name) {
         SET(gguf_set_u32(c->w, key(a, "embedding_length_per_layer_input"), (uint32_t)cf->ple_dim));
         SET(gguf_set_u32(c->w, key(a, "attention.shared_kv_layers"), (uint32_t)cf->n_kv_shared));
     }
+    // No vocabulary yet: convert_hf_to_gguf.py's _set_vocab_none. llama.cpp
+    // then makes <arch>.vocab_size dummy tokens, so token ids still work.
+    SET(gguf_set_str(c->w, "tokenizer.ggml.model", "none"));
     if (cf->bos >= 0) SET(gguf_set_u32(c->w, "tokenizer.ggml.bos_token_id", (uint32_t)cf->bos));
     if (cf->n_eos) SET(gguf_set_u32(c->w, "tokenizer.ggml.eos_token_id", (uint32_t)cf->eos[0]));
 }
