@@ -584,7 +584,7 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
     else {
         char r[256];
         rope_describe(&c->rope_local, "rope", r, sizeof r);
-        ADD("%s\n", r);
+        ADD("%s%s\n", r, c->layers[0].rope.pair_stride == 2 ? " (adjacent pairs, llama.cpp normal mode)" : "");
         if (memcmp(&c->rope_local, &c->rope_global, sizeof c->rope_local)) {
             rope_describe(&c->rope_global, "rope (global layers)", r, sizeof r);
             ADD("%s\n", r);

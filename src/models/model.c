@@ -114,7 +114,9 @@ size_t infer_model_describe(const infer_model *m, char *buf, size_t cap) {
         else other++;
         params += tensor_nelem(t);
     }
-    ADD("tensors              = %d (%d files):", m->store.n, m->store.n_files);
+    if (m->gguf) ADD("gguf                 = version %u, %llu keys, alignment %u\n", m->gguf->version,
+                     (unsigned long long)m->gguf->n_kv, m->gguf->alignment);
+    ADD("tensors              = %d (%d files):", m->store.n, m->store.n_files + (m->gguf != NULL));
     for (int k = 0; k < DT_COUNT; k++)
         if (counts[k]) ADD(" %s %lld", dtype_get(k) ? dtype_get(k)->name : "?", (long long)counts[k]);
     if (other) ADD(" other %lld", (long long)other);
