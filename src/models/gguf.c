@@ -91,6 +91,8 @@ static infer_status rd_str(cursor *c, const unsigned char **s, uint64_t *len, co
 }
 
 static void value_free(gguf_value *v) {
+    free(v->strs);
+    v->strs = NULL;
     if (v->items) {
         for (uint64_t i = 0; i < v->n; i++) value_free(&v->items[i]);
         free(v->items);
@@ -130,6 +132,20 @@ static infer_status rd_value(cursor *c, int type, gguf_value *v, const char *key
     v->data = c->p + c->pos;
     if (es) {
         c->pos += (size_t)n * es;
+        return INFER_OK;
+    }
+    if (et == GGUF_STRING) {
+        // One pointer per string (8 bytes for at least 8 in the file): a
+        // hostile count cannot make us allocate more than the file's size.
+        v->strs = malloc(sizeof *v->strs * (size_t)(n ? n : 1));
+        if (!v->strs) return fail(INFER_ERR_NOMEM, "%s: key \"%s\": out of memory for %llu strings", c->path, key, (unsigned long long)n);
+        for (uint64_t i = 0; i < n; i++) {
+            v->strs[i] = c->p + c->pos;
+            const unsigned char *s;
+            uint64_t len;
+            infer_status st = rd_str(c, &s, &len, key);
+            if (st) return st;
+        }
         return INFER_OK;
     }
     v->items = calloc((size_t)(n ? n : 1), sizeof *v->items);
@@ -516,9 +532,9 @@ double gguf_arr_f64(const gguf_value *a, uint64_t i) {
 }
 
 const char *gguf_arr_str(const gguf_value *a, uint64_t i, size_t *len) {
-    if (a->type != GGUF_ARRAY || i >= a->n || a->elem_type != GGUF_STRING || !a->items) { if (len) *len = 0; return NULL; }
-    if (len) *len = (size_t)a->items[i].n;
-    return (const char *)a->items[i].data;
+    if (a->type != GGUF_ARRAY || i >= a->n || a->elem_type != GGUF_STRING || !a->strs) { if (len) *len = 0; return NULL; }
+    if (len) *len = (size_t)le64(a->strs[i]); // checked against the file when parsed
+    return (const char *)a->strs[i] + 8;
 }
 
 const gguf_value *gguf_arr_item(const gguf_value *a, uint64_t i) {

@@ -29,7 +29,8 @@ typedef struct gguf_value {
     int elem_type;               // arrays: the elements' type
     uint64_t n;                  // strings: byte length; arrays: element count
     const unsigned char *data;   // scalars and strings: the bytes; arrays of fixed-size elements: element 0
-    struct gguf_value *items;    // arrays of strings or arrays: n values (owned), else NULL
+    const unsigned char **strs;  // arrays of strings: where each element (u64 length, bytes) starts (owned)
+    struct gguf_value *items;    // arrays of arrays: n values (owned), else NULL
 } gguf_value;
 
 typedef struct {
@@ -93,7 +94,7 @@ infer_status gguf_get_int_or_arr(const gguf_file *g, const char *key, int n, int
 int64_t gguf_arr_int(const gguf_value *a, uint64_t i);         // integer or bool elements
 double gguf_arr_f64(const gguf_value *a, uint64_t i);          // float or integer elements
 const char *gguf_arr_str(const gguf_value *a, uint64_t i, size_t *len); // string elements (not NUL-terminated)
-const gguf_value *gguf_arr_item(const gguf_value *a, uint64_t i);       // string or array elements
+const gguf_value *gguf_arr_item(const gguf_value *a, uint64_t i);       // array elements (nested arrays)
 
 // Bytes of one value of a fixed-size type, 0 for strings, arrays and unknown types.
 size_t gguf_type_size(int type);
