@@ -10,6 +10,7 @@
 //   - GPT-2 Conv1D and gpt-oss expert matrices transposed to [out, in];
 //     gpt-oss's interleaved gate_up split into ffn_gate_exps / ffn_up_exps;
 //     per-expert matrices stacked into 3-D ffn_*_exps tensors;
+//   - gpt-oss's pre-FFN norm named post_attention_norm, as llama.cpp names it;
 //   - llama3 RoPE scaling as rope_freqs.weight factors; Gemma 4's proportional
 //     RoPE as rope_freqs with 1e30 for the pairs that do not turn.
 // The model's slots (weights.c) are the source, so every family we load
@@ -398,7 +399,8 @@ static void put_layer(conv *c, int il, int rope_normal) {
     put_tensor(c, NM("attn_k_norm.weight"), l->k_norm, 0, 0, one);
     put_tensor(c, NM("attn_sinks.weight"), l->sinks, 0, 0, 0);
     put_tensor(c, NM("post_attention_norm.weight"), l->post_attn_norm, 0, 0, one);
-    put_tensor(c, NM("ffn_norm.weight"), l->ffn_norm, 0, 0, one);
+    // gpt-oss's pre-FFN norm is llama.cpp's ATTN_POST_NORM (openai-moe.cpp)
+    put_tensor(c, cf->fam->ffn == FFN_OSS ? NM("post_attention_norm.weight") : NM("ffn_norm.weight"), l->ffn_norm, 0, 0, one);
     put_tensor(c, NM("ffn_norm.bias"), l->ffn_norm_b, 0, 0, 0);
     put_tensor(c, NM("post_ffw_norm.weight"), l->post_ffn_norm, 0, 0, one);
     put_weight(c, NM("ffn_gate.weight"), &l->ffn_gate, 0);

@@ -465,6 +465,14 @@ infer_status model_bind(infer_model *m) {
         }
         if (!taken) m->n_unused++;
     }
+    for (int il = 0; il < L && gg; il++) {
+        layer_weights *l = &m->layers[il];
+        // llama.cpp's gpt-oss calls its pre-FFN norm post_attention_norm.
+        if (!f->post_norms && l->post_attn_norm && !l->ffn_norm) {
+            l->ffn_norm = l->post_attn_norm;
+            l->post_attn_norm = NULL;
+        }
+    }
     // llama.cpp's Phi-3 keeps the fused [gate; up] rows in ffn_up.
     if (gg && f->ffn == FFN_GATED)
         for (int il = 0; il < L; il++) {
