@@ -312,6 +312,12 @@ static void put_metadata(conv *c, const char *a, const char *name) {
             free(b);
         }
     }
+    if (!strcmp(a, "phi3")) {
+        // Phi3MiniModel: always an original context and a window (0: none)
+        double orig = cf->rope_global.orig_max_pos > 0 ? cf->rope_global.orig_max_pos : cf->n_ctx_train;
+        SET(gguf_set_u32(c->w, key(a, "rope.scaling.original_context_length"), (uint32_t)orig));
+        SET(gguf_set_u32(c->w, key(a, "attention.sliding_window"), (uint32_t)cf->sliding_window));
+    }
     if (cf->attn_softcap) SET(gguf_set_f32(c->w, key(a, "attn_logit_softcapping"), cf->attn_softcap));
     if (cf->final_softcap) SET(gguf_set_f32(c->w, key(a, "final_logit_softcapping"), cf->final_softcap));
     if (!strcmp(a, "granite")) {
