@@ -68,6 +68,10 @@ static void test_corrupt(void) {
     CHECK(gguf_parse(&g, b->p, b->n, "good.gguf") == INFER_OK, "good file: %s", infer_last_error());
     gguf_close(g);
 
+    good_file(b); b->p[4] = 2; // version 2 has the same layout
+    CHECK(gguf_parse(&g, b->p, b->n, "v2.gguf") == INFER_OK && g->version == 2, "version 2: %s", infer_last_error());
+    gguf_close(g);
+
     good_file(b); b->p[3] = 'X';
     expect_bad(b, "bad magic", "bad magic");
     b->n = 0; b_raw(b, "GG", 2);
