@@ -173,7 +173,7 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     v = 0; get_f(&c, K(&c, "attn_logit_softcapping"), &v); cf->attn_softcap = (float)v;
     v = 0; get_f(&c, K(&c, "final_logit_softcapping"), &v); cf->final_softcap = (float)v;
     if (!strcmp(arch, "gemma2") && !has(&c, K(&c, "attn_logit_softcapping"))) cf->attn_softcap = 50.0f; // llama.cpp's default
-    if (!strcmp(arch, "gemma2") && !has(&c, K(&c, "final_logit_softcapping"))) cf->final_softcap = 30.0f;
+    if ((!strcmp(arch, "gemma2") || !strcmp(arch, "gemma4")) && !has(&c, K(&c, "final_logit_softcapping"))) cf->final_softcap = 30.0f;
     get_i(&c, K(&c, "attention.sliding_window"), 0, 1 << 30, &cf->sliding_window);
     if (c.st) goto out;
 

@@ -318,8 +318,11 @@ static void put_metadata(conv *c, const char *a, const char *name) {
         SET(gguf_set_u32(c->w, key(a, "rope.scaling.original_context_length"), (uint32_t)orig));
         SET(gguf_set_u32(c->w, key(a, "attention.sliding_window"), (uint32_t)cf->sliding_window));
     }
-    if (cf->attn_softcap) SET(gguf_set_f32(c->w, key(a, "attn_logit_softcapping"), cf->attn_softcap));
-    if (cf->final_softcap) SET(gguf_set_f32(c->w, key(a, "final_logit_softcapping"), cf->final_softcap));
+    // llama.cpp defaults the caps to 50 / 30 when the keys are absent (gemma2
+    // both, gemma4 the final one), so a model without them says 0.
+    int caps_default = !strcmp(a, "gemma2") || !strcmp(a, "gemma4");
+    if (cf->attn_softcap || !strcmp(a, "gemma2")) SET(gguf_set_f32(c->w, key(a, "attn_logit_softcapping"), cf->attn_softcap));
+    if (cf->final_softcap || caps_default) SET(gguf_set_f32(c->w, key(a, "final_logit_softcapping"), cf->final_softcap));
     if (!strcmp(a, "granite")) {
         if (cf->attn_scale) SET(gguf_set_f32(c->w, key(a, "attention.scale"), cf->attn_scale));
         SET(gguf_set_f32(c->w, key(a, "embedding_scale"), cf->embed_scale));
