@@ -12,6 +12,12 @@
 #include <string.h>
 
 #define MAX_DEPTH 8 // nesting of arrays
+// Hard caps beside the file-size bounds, so that what we allocate per entry
+// (about 50 bytes) stays small whatever the counts say; real files have tens
+// of keys and at most some thousands of tensors.
+#define MAX_KV (1u << 20)
+#define MAX_TENSORS (1u << 20)
+#define MAX_NESTED (1u << 20) // elements of arrays of arrays, over the file
 
 // ggml's type names by number (ggml.h); NULL: a removed or unknown number.
 static const char *const g_ggml_names[] = {
@@ -48,6 +54,7 @@ typedef struct {
     const unsigned char *p;
     size_t size, pos;
     const char *path;
+    uint64_t nested; // elements of arrays of arrays so far
 } cursor;
 
 static size_t left(const cursor *c) { return c->size - c->pos; }
@@ -148,6 +155,9 @@ static infer_status rd_value(cursor *c, int type, gguf_value *v, const char *key
         }
         return INFER_OK;
     }
+    if (n > MAX_NESTED - c->nested)
+        return fail(INFER_ERR_FORMAT, "%s: key \"%s\": more than %u elements in nested arrays", c->path, key, MAX_NESTED);
+    c->nested += n;
     v->items = calloc((size_t)(n ? n : 1), sizeof *v->items);
     if (!v->items) return fail(INFER_ERR_NOMEM, "%s: key \"%s\": out of memory for %llu elements", c->path, key, (unsigned long long)n);
     for (uint64_t i = 0; i < n; i++) {
@@ -197,7 +207,7 @@ static int cmp_off(const void *a, const void *b) {
 }
 
 static infer_status parse(gguf_file *g) {
-    cursor c = {g->base, g->size, 0, g->path};
+    cursor c = {g->base, g->size, 0, g->path, 0};
     const char *path = g->path;
     unsigned char magic[4];
     if (!rd(&c, magic, 4)) return fail(INFER_ERR_FORMAT, "%s: not a GGUF file: %zu bytes, too short for the magic", path, g->size);
@@ -216,6 +226,8 @@ static infer_status parse(gguf_file *g) {
         return fail(INFER_ERR_FORMAT, "%s: tensor count %lld is impossible for a file of %zu bytes", path, (long long)nt, g->size);
     if ((int64_t)nkv < 0 || nkv > left(&c) / 13)
         return fail(INFER_ERR_FORMAT, "%s: key-value count %lld is impossible for a file of %zu bytes", path, (long long)nkv, g->size);
+    if (nt > MAX_TENSORS) return fail(INFER_ERR_FORMAT, "%s: tensor count %llu is more than %u", path, (unsigned long long)nt, MAX_TENSORS);
+    if (nkv > MAX_KV) return fail(INFER_ERR_FORMAT, "%s: key-value count %llu is more than %u", path, (unsigned long long)nkv, MAX_KV);
 
     // metadata
     g->keys = calloc((size_t)(nkv ? nkv : 1), sizeof *g->keys);
