@@ -110,6 +110,13 @@ static void test_corrupt(void) {
     b_u32(b, GGUF_U8); b_u64(b, 0);
     expect_bad(b, "nested more than", "arrays nested too deep");
 
+    b->n = 0; b_head(b, 3, 0, 0);
+    CHECK(gguf_parse(&g, b->p, b->n, "empty.gguf") == INFER_OK, "a header with nothing after it is valid: %s", infer_last_error());
+    gguf_close(g);
+    b->n = 0; b_head(b, 3, 0, 1); b_kv_u32(b, "", 1);
+    expect_bad(b, "key 0 is empty", "empty key");
+    b->n = 0; b_head(b, 3, 0, 1); b_u64(b, UINT64_MAX); b_raw(b, "0123456789abcdef", 16);
+    expect_bad(b, "runs past the end", "key length -1");
     b->n = 0; b_head(b, 3, 0, 2); b_kv_u32(b, "a.b", 1); b_kv_u32(b, "a.b", 2);
     expect_bad(b, "duplicate key \"a.b\"", "duplicate keys");
     b->n = 0; b_head(b, 3, 0, 1); b_kv_u32(b, "general.alignment", 3);
@@ -139,6 +146,16 @@ static void test_corrupt(void) {
     int64_t mid[2] = {1 << 20, 1};
     b->n = 0; b_head(b, 3, 1, 0); b_tensor(b, "t", 2, mid, 0, 0); b_pad(b, 32); b_raw(b, b->p, 32);
     expect_bad(b, "needs bytes [0, 4194304)", "tensor larger than the data");
+    int64_t zero[2] = {4, 0}; // a zero dimension is a valid, empty tensor
+    b->n = 0; b_head(b, 3, 1, 0); b_tensor(b, "t", 2, zero, 0, 0); b_pad(b, 32);
+    CHECK(gguf_parse(&g, b->p, b->n, "zero.gguf") == INFER_OK && g->tensors[0].nbytes == 0, "zero dim: %s", infer_last_error());
+    gguf_close(g);
+    int64_t wrap[3] = {4, (1ll << 30) - 1, (1ll << 30) + 1}; // f32 bytes = 2^64 - 16: padding would wrap
+    b->n = 0; b_head(b, 3, 1, 0); b_tensor(b, "t", 3, wrap, 0, 0); b_pad(b, 32); b_raw(b, b->p, 32);
+    expect_bad(b, "needs bytes", "byte size near 2^64");
+    int64_t huge4[4] = {4ll * INT32_MAX, 4ll * INT32_MAX, 4ll * INT32_MAX, 4ll * INT32_MAX};
+    b->n = 0; b_head(b, 3, 1, 0); b_tensor(b, "t", 4, huge4, 0, 0); b_pad(b, 32); b_raw(b, b->p, 32);
+    expect_bad(b, "overflows", "dims of 4 * INT32_MAX");
     b->n = 0; b_head(b, 3, 1, 0); b_tensor(b, "t", 2, ne, 4, 0); b_pad(b, 32); b_raw(b, b->p, 32);
     expect_bad(b, "unknown tensor type 4", "removed ggml type 4");
     b->n = 0; b_head(b, 3, 1, 0); b_tensor(b, "t", 2, ne, 999, 0); b_pad(b, 32); b_raw(b, b->p, 32);

@@ -241,6 +241,7 @@ static infer_status parse(gguf_file *g) {
         uint64_t kl;
         infer_status st = rd_str(&c, &k, &kl, what);
         if (st) return st;
+        if (kl == 0) return fail(INFER_ERR_FORMAT, "%s: %s is empty", path, what);
         if (memchr(k, 0, (size_t)kl)) return fail(INFER_ERR_FORMAT, "%s: %s contains a NUL byte", path, what);
         g->keys[i] = malloc((size_t)kl + 1);
         if (!g->keys[i]) return fail(INFER_ERR_NOMEM, "%s: out of memory", path);
