@@ -187,18 +187,19 @@ void gguf_close(gguf_file *g) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-// Index of the first name that appears twice, or -1 (sorted copy of pointers).
-static const char *first_dup(char **names, uint64_t n, size_t stride) {
-    if (n < 2) return NULL;
+// Sets *dup to the first name that appears twice (or NULL); sorts a copy of
+// the pointers. Returns 0, or -1 when out of memory.
+static int first_dup(char **names, uint64_t n, size_t stride, const char **dup) {
+    *dup = NULL;
+    if (n < 2) return 0;
     const char **v = malloc(sizeof *v * (size_t)n);
-    if (!v) return NULL;
+    if (!v) return -1;
     for (uint64_t i = 0; i < n; i++) v[i] = *(char **)((char *)names + i * stride);
     qsort(v, (size_t)n, sizeof *v, cmp_str);
-    const char *d = NULL;
-    for (uint64_t i = 1; i < n && !d; i++)
-        if (!strcmp(v[i - 1], v[i])) d = v[i];
+    for (uint64_t i = 1; i < n && !*dup; i++)
+        if (!strcmp(v[i - 1], v[i])) *dup = v[i];
     free(v);
-    return d;
+    return 0;
 }
 
 static int cmp_off(const void *a, const void *b) {
@@ -254,7 +255,8 @@ static infer_status parse(gguf_file *g) {
         st = rd_value(&c, (int)type, &g->vals[i], g->keys[i], 0);
         if (st) return st;
     }
-    const char *dk = first_dup(g->keys, g->n_kv, sizeof(char *));
+    const char *dk;
+    if (first_dup(g->keys, g->n_kv, sizeof(char *), &dk)) return fail(INFER_ERR_NOMEM, "%s: out of memory", path);
     if (dk) return fail(INFER_ERR_FORMAT, "%s: duplicate key \"%s\"", path, dk);
     const gguf_value *al = gguf_find(g, "general.alignment");
     if (al) {
@@ -321,7 +323,8 @@ static infer_status parse(gguf_file *g) {
             t->nbytes = UINT64_MAX; // bounded below, by the next tensor or the end
         }
     }
-    const char *dn = first_dup((char **)g->tensors, g->n_tensors, sizeof(gguf_tensor_info));
+    const char *dn;
+    if (first_dup((char **)g->tensors, g->n_tensors, sizeof(gguf_tensor_info), &dn)) return fail(INFER_ERR_NOMEM, "%s: out of memory", path);
     if (dn) return fail(INFER_ERR_FORMAT, "%s: duplicate tensor name \"%s\"", path, dn);
 
     // data section: aligned after the infos
