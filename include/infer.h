@@ -1,8 +1,9 @@
 // infer: a language-model inference engine.
 //
 // The public C API: opaque handles, one prefix, errors as values. A model is
-// loaded from a Hugging Face directory (config.json + safetensors); a context
-// holds the KV cache and scratch buffers of one generation stream.
+// loaded from a Hugging Face directory (config.json + safetensors) or a GGUF
+// file; a context holds the KV cache and scratch buffers of one generation
+// stream.
 #ifndef INFER_H
 #define INFER_H
 
@@ -30,7 +31,8 @@ typedef struct infer_ctx infer_ctx;     // KV cache + scratch for one sequence
 const char *infer_last_error(void);
 const char *infer_status_name(infer_status st);
 
-// Loads a model from a directory holding config.json and *.safetensors.
+// Loads a model from a directory holding config.json and *.safetensors, or
+// from a GGUF file (llama.cpp's metadata keys and tensor names).
 infer_status infer_model_load(const char *path, infer_model **out);
 void infer_model_free(infer_model *model);
 

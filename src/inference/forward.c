@@ -19,7 +19,7 @@ static void norm(const infer_model *m, float *out, const float *x, const tensor 
     if (c->fam->norm == NORM_LAYER)
         layernorm(out, x, f32_or_null(w), f32_or_null(b), T, c->n_embd, (float)c->norm_eps);
     else
-        rmsnorm(out, x, f32_or_null(w), T, c->n_embd, (float)c->norm_eps, c->fam->norm_plus_one);
+        rmsnorm(out, x, f32_or_null(w), T, c->n_embd, (float)c->norm_eps, c->norm_plus_one);
 }
 
 // ---------------------------------------------------------------------------
@@ -134,9 +134,9 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     }
     // per-head norms, then RoPE at each token's position
     float eps = (float)cf->norm_eps;
-    if (l->q_norm) rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, f->norm_plus_one);
+    if (l->q_norm) rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
     if (own_kv) {
-        if (l->k_norm) rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, f->norm_plus_one);
+        if (l->k_norm) rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
         if (f->v_norm) rmsnorm(c->v, c->v, NULL, T * KV, hd, eps, 0);
     }
     if (!f->learned_pos)
@@ -191,10 +191,17 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
     int E = cf->n_embd, F = cf->n_ff_expert;
     float *g = c->ff, *u = c->ff + F;
     if (cf->fam->ffn == FFN_OSS) {
-        // gpt-oss: interleaved gate/up with biases, clamped, (up + 1) * gate * sigmoid(1.702 gate)
-        matmul(c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+        // gpt-oss: gate/up with biases (interleaved in one matrix in HF files,
+        // split in GGUF), clamped, (up + 1) * gate * sigmoid(1.702 gate)
+        int fused = l->exp_gate_up[e].w != NULL;
+        if (fused) {
+            matmul(c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+        } else {
+            matmul(c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
+            matmul(c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
+        }
         for (int i = 0; i < F; i++) {
-            float gv = c->ff2[2 * i], uv = c->ff2[2 * i + 1];
+            float gv = fused ? c->ff2[2 * i] : c->ff2[i], uv = fused ? c->ff2[2 * i + 1] : c->ff2[F + i];
             gv = gv > 7.0f ? 7.0f : gv;
             uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
             g[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));

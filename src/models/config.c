@@ -76,7 +76,7 @@ static const char *get_str(ctx *c, const cJSON *o, const char *k) {
 // ---------------------------------------------------------------------------
 // RoPE parameters
 
-static void rope_defaults(rope_params *r, double theta) {
+void rope_defaults(rope_params *r, double theta) {
     memset(r, 0, sizeof *r);
     strcpy(r->type, "default");
     r->theta = theta;
@@ -128,7 +128,7 @@ static int rope_known(const char *t) {
 
 // Inverse frequencies for a head_dim, following transformers'
 // modeling_rope_utils (computed in float32 as torch does).
-static infer_status rope_build(const rope_params *p, int head_dim, rope_table *t, const char *path) {
+infer_status rope_table_build(const rope_params *p, int head_dim, rope_table *t, const char *path) {
     int dim = (int)(head_dim * p->partial);
     if (strcmp(p->type, "proportional") == 0) {
         // Gemma 4: rotate_half over the whole head; only the first pairs turn.
@@ -144,6 +144,7 @@ static infer_status rope_build(const rope_params *p, int head_dim, rope_table *t
     t->inv_freq = calloc((size_t)(t->n_pairs ? t->n_pairs : 1), sizeof(float));
     if (!t->inv_freq) return fail(INFER_ERR_NOMEM, "out of memory");
     t->mscale = 1;
+    t->pair_stride = 1;
     for (int i = 0; i < t->n_pairs; i++) {
         float e = (float)(2 * i) / (float)dim;
         t->inv_freq[i] = (float)(1.0 / pow(p->theta, (double)e));
@@ -240,6 +241,7 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
     if (!mt) { c.st = fail(INFER_ERR_FORMAT, "%s: missing \"model_type\"", path); goto out; }
     snprintf(cf->model_type, sizeof cf->model_type, "%s", mt);
     cf->fam = family_find(mt);
+    if (cf->fam) cf->norm_plus_one = cf->fam->norm_plus_one;
     // A multimodal wrapper (gemma3, gemma4) names its text model in text_config.
     if (!cf->fam) {
         c.st = fail(INFER_ERR_UNSUPPORTED, "%s: unknown architecture \"%s\" (supported: %s)", path, mt, family_list());
@@ -499,7 +501,7 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
         layer_config *lc = &cf->layers[i];
         if (lc->head_dim % 2) { c.st = fail(INFER_ERR_FORMAT, "%s: head_dim %d must be even", path, lc->head_dim); goto out; }
         if (fam->learned_pos) continue;
-        c.st = rope_build(lc->global ? &cf->rope_global : &cf->rope_local, lc->head_dim, &lc->rope, path);
+        c.st = rope_table_build(lc->global ? &cf->rope_global : &cf->rope_local, lc->head_dim, &lc->rope, path);
         if (c.st) goto out;
     }
 
@@ -559,7 +561,7 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
     ADD("n_ff                 = %d\n", c->n_ff);
     ADD("n_ctx_train          = %d\n", c->n_ctx_train);
     ADD("norm                 = %s%s eps=%g\n", c->fam->norm == NORM_RMS ? "rmsnorm" : "layernorm",
-        c->fam->norm_plus_one ? " (1 + w)" : "", c->norm_eps);
+        c->norm_plus_one ? " (1 + w)" : "", c->norm_eps);
     ADD("activation           = %s\n", act_name(c->act));
     ADD("ffn                  = %s\n", c->fam->ffn == FFN_GATED ? "gated" : c->fam->ffn == FFN_PLAIN ? "plain" : "gpt-oss swiglu");
     ADD("post norms           = %s\n", c->fam->post_norms ? "yes" : "no");
@@ -575,7 +577,7 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
     else {
         char r[256];
         rope_describe(&c->rope_local, "rope", r, sizeof r);
-        ADD("%s\n", r);
+        ADD("%s%s\n", r, c->layers[0].rope.pair_stride == 2 ? " (adjacent pairs, llama.cpp normal mode)" : "");
         if (memcmp(&c->rope_local, &c->rope_global, sizeof c->rope_local)) {
             rope_describe(&c->rope_global, "rope (global layers)", r, sizeof r);
             ADD("%s\n", r);

@@ -38,11 +38,16 @@ typedef struct {
 const family *family_find(const char *model_type);
 const char *family_list(void); // "llama, mistral, ..." for messages
 
-// RoPE for one layer, resolved for its head_dim: pairs (i, i + pair_offset)
-// for i < n_pairs rotate by angle pos * inv_freq[i]; cos/sin are scaled by mscale.
+// RoPE for one layer, resolved for its head_dim: pairs (i * pair_stride,
+// i * pair_stride + pair_offset) for i < n_pairs rotate by angle
+// pos * inv_freq[i]; cos/sin are scaled by mscale. transformers' rotate_half
+// (ggml's NEOX mode) is stride 1, offset n_rot/2; ggml's "normal" mode, used
+// by llama.cpp for the archs whose Q/K rows convert_hf_to_gguf.py permutes,
+// is stride 2, offset 1 (adjacent pairs).
 typedef struct {
     int n_pairs;
     int pair_offset;
+    int pair_stride;
     float mscale;
     float *inv_freq; // n_pairs
 } rope_table;
@@ -75,6 +80,8 @@ typedef struct infer_config {
     char arch_name[64];        // "architectures"[0]
     char dtype[16];            // stored dtype named by the config
     const family *fam;
+    int from_gguf;             // loaded from GGUF metadata (llama.cpp's conventions)
+    int norm_plus_one;         // RMSNorm scales by (1 + w): the family's, off for GGUF (folded in)
     int n_vocab, n_embd, n_layer, n_head, n_kv_head, head_dim, n_ff;
     int n_ctx_train;           // max_position_embeddings
     double norm_eps;
@@ -103,6 +110,16 @@ infer_status config_load(infer_config *c, const char *dir);
 // Parses config JSON text (path only for messages).
 infer_status config_parse(infer_config *c, const char *json, const char *path);
 void config_free(infer_config *c);
+
+// Fills t (inverse frequencies, pairs) for one layer's head_dim from p.
+infer_status rope_table_build(const rope_params *p, int head_dim, rope_table *t, const char *path);
+void rope_defaults(rope_params *r, double theta);
+
+struct gguf_file;
+// GGUF metadata (llama.cpp's key names) -> config. rope_freqs: the file's
+// rope_freqs.weight values (n_freqs of them) or NULL. Errors name the file and key.
+infer_status config_from_gguf(infer_config *c, const struct gguf_file *g, const float *rope_freqs, int n_freqs,
+                              int64_t n_vocab_tensor);
 
 // Writes "key = value" lines of every field in effect; returns the length.
 size_t config_describe(const infer_config *c, char *buf, size_t cap);

@@ -1,7 +1,8 @@
 // Loading a model: config, mapped tensors, slots. A path is a Hugging Face
-// directory (config.json + safetensors).
+// directory (config.json + safetensors) or a GGUF file.
 #include "models/model.h"
 #include "models/dtype.h"
+#include "models/gguf.h"
 #include "base/error.h"
 
 #include <stdio.h>
@@ -16,18 +17,39 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+// A GGUF file: metadata -> config (rope_freqs.weight folded into the rope
+// tables), tensors -> store, then the same binding as safetensors.
+static infer_status load_gguf(infer_model *m, const char *path) {
+    infer_status st = gguf_open(&m->gguf, path);
+    if (st) return st;
+    st = store_add_gguf(&m->store, m->gguf);
+    if (st) return st;
+    store_sort(&m->store);
+    const tensor *rf = store_find(&m->store, "rope_freqs.weight");
+    if (rf && (rf->type != DT_F32 || rf->nd != 1 || rf->ne[0] > (1 << 20)))
+        return fail(INFER_ERR_FORMAT, "%s: rope_freqs.weight must be a 1-D f32 tensor", path);
+    const tensor *te = store_find(&m->store, "token_embd.weight");
+    return config_from_gguf(&m->cfg, m->gguf, rf ? rf->data : NULL, rf ? (int)rf->ne[0] : 0, te && te->nd == 2 ? te->ne[1] : 0);
+}
+
 infer_status infer_model_load(const char *path, infer_model **out) {
     *out = NULL;
     double t0 = now();
     struct stat sb;
     if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
-    if (!S_ISDIR(sb.st_mode))
-        return fail(INFER_ERR_UNSUPPORTED, "%s: not a model directory (expected config.json and *.safetensors)", path);
+    int is_file = S_ISREG(sb.st_mode);
+    if (!S_ISDIR(sb.st_mode) && !is_file)
+        return fail(INFER_ERR_UNSUPPORTED, "%s: not a model (expected a directory with config.json and *.safetensors, or a .gguf file)", path);
     infer_model *m = calloc(1, sizeof *m);
     if (!m) return fail(INFER_ERR_NOMEM, "out of memory");
     m->path = strdup(path);
-    infer_status st = config_load(&m->cfg, path);
-    if (!st) st = store_open_safetensors(&m->store, path);
+    infer_status st;
+    if (is_file) {
+        st = load_gguf(m, path);
+    } else {
+        st = config_load(&m->cfg, path);
+        if (!st) st = store_open_safetensors(&m->store, path);
+    }
     if (!st) {
         st = model_bind(m);
         if (st) fail_wrap(st, "%s", path);
@@ -52,12 +74,19 @@ void infer_model_free(infer_model *m) {
             free(l->exp_up);
             free(l->exp_gate_up);
             free(l->exp_down);
+            if (l->exp_gate_b)
+                for (int e = 0; e < m->cfg.n_expert; e++) free(l->exp_gate_b[e].f32);
+            if (l->exp_up_b)
+                for (int e = 0; e < m->cfg.n_expert; e++) free(l->exp_up_b[e].f32);
             free(l->exp_gate_up_b);
             free(l->exp_down_b);
+            free(l->exp_gate_b);
+            free(l->exp_up_b);
         }
     free(m->layers);
     free(m->views);
     store_close(&m->store);
+    gguf_close(m->gguf);
     config_free(&m->cfg);
     free(m->path);
     free(m);
@@ -95,7 +124,9 @@ size_t infer_model_describe(const infer_model *m, char *buf, size_t cap) {
         else other++;
         params += tensor_nelem(t);
     }
-    ADD("tensors              = %d (%d files):", m->store.n, m->store.n_files);
+    if (m->gguf) ADD("gguf                 = version %u, %llu keys, alignment %u\n", m->gguf->version,
+                     (unsigned long long)m->gguf->n_kv, m->gguf->alignment);
+    ADD("tensors              = %d (%d files):", m->store.n, m->store.n_files + (m->gguf != NULL));
     for (int k = 0; k < DT_COUNT; k++)
         if (counts[k]) ADD(" %s %lld", dtype_get(k) ? dtype_get(k)->name : "?", (long long)counts[k]);
     if (other) ADD(" other %lld", (long long)other);

@@ -32,16 +32,20 @@ typedef struct {
     // mixture of experts: views of one expert each, n_expert of them
     const tensor *router, *router_b;         // (n_expert, n_embd), (n_expert)
     weight *exp_gate, *exp_up, *exp_gate_up, *exp_down;
-    tensor *exp_gate_up_b, *exp_down_b;      // gpt-oss expert biases (views)
+    tensor *exp_gate_up_b, *exp_down_b;      // gpt-oss expert biases (views); gate_up interleaved (HF)
+    tensor *exp_gate_b, *exp_up_b;           // gpt-oss gate and up biases, split (GGUF)
     // Gemma 4
     const tensor *layer_scalar;              // (1)
     weight ple_gate, ple_proj;               // (ple, n_embd), (n_embd, ple)
     const tensor *ple_norm;                  // (n_embd)
 } layer_weights;
 
+struct gguf_file;
+
 struct infer_model {
     infer_config cfg;
     tensor_store store;
+    struct gguf_file *gguf;                  // the mapped GGUF file (NULL for safetensors)
     char *path;
     double load_seconds;
     const tensor *tok_embd;                  // (n_vocab, n_embd)

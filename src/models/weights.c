@@ -49,6 +49,22 @@ static const name_map g_layer_names[] = {
     T("post_per_layer_input_norm.weight", ple_norm),
 };
 
+// llama.cpp's per-layer names ("blk.<i>.<name>", gguf-py constants.py).
+static const name_map g_gguf_layer_names[] = {
+    T("attn_norm.weight", attn_norm), T("attn_norm.bias", attn_norm_b),
+    W("attn_q.weight", wq), W("attn_k.weight", wk), W("attn_v.weight", wv), W("attn_output.weight", wo),
+    W("attn_qkv.weight", wqkv),
+    T("attn_q.bias", bq), T("attn_k.bias", bk), T("attn_v.bias", bv), T("attn_output.bias", bo), T("attn_qkv.bias", bqkv),
+    T("attn_q_norm.weight", q_norm), T("attn_k_norm.weight", k_norm), T("attn_sinks.weight", sinks),
+    T("post_attention_norm.weight", post_attn_norm),
+    T("ffn_norm.weight", ffn_norm), T("ffn_norm.bias", ffn_norm_b), T("post_ffw_norm.weight", post_ffn_norm),
+    W("ffn_gate.weight", ffn_gate), W("ffn_up.weight", ffn_up), W("ffn_down.weight", ffn_down),
+    T("ffn_up.bias", ffn_up_b), T("ffn_down.bias", ffn_down_b),
+    T("ffn_gate_inp.weight", router), T("ffn_gate_inp.bias", router_b),
+    T("layer_output_scale.weight", layer_scalar),
+    W("inp_gate.weight", ple_gate), W("proj.weight", ple_proj), T("post_norm.weight", ple_norm),
+};
+
 static const char *g_prefixes[] = {"model.language_model.", "language_model.model.", "language_model.", "model.",
                                    "transformer.", ""};
 
@@ -70,6 +86,16 @@ static int split_layer(const char *name, const char **rest) {
     return -1;
 }
 
+// "blk.<i>.<rest>"; returns the layer or -1.
+static int split_gguf_layer(const char *name, const char **rest) {
+    if (strncmp(name, "blk.", 4)) return -1;
+    char *end;
+    long i = strtol(name + 4, &end, 10);
+    if (end == name + 4 || *end != '.' || i < 0 || i > 1000000) return -1;
+    *rest = end + 1;
+    return (int)i;
+}
+
 static const char *strip_prefix(const char *name) {
     for (size_t p = 0; p + 1 < sizeof g_prefixes / sizeof g_prefixes[0]; p++) {
         size_t pl = strlen(g_prefixes[p]);
@@ -80,6 +106,32 @@ static const char *strip_prefix(const char *name) {
 
 // ---------------------------------------------------------------------------
 // Experts: per-expert tensors ("experts.<e>.w1.weight") or one 3-D tensor.
+
+// Splits a tensor whose outermost dimension is the expert into one view per
+// expert: weights (3-D) into arr, biases (2-D) into barr.
+static infer_status expert_views(infer_model *m, const tensor *t, weight *arr, tensor *barr, int trans, int *taken) {
+    const infer_config *c = &m->cfg;
+    int want_nd = arr ? 3 : 2;
+    if (t->nd != want_nd || t->ne[want_nd - 1] != c->n_expert)
+        return fail(INFER_ERR_FORMAT, "tensor %s: expected %d dims with %d experts outermost", t->name, want_nd, c->n_expert);
+    if (t->type < 0) return fail(INFER_ERR_UNSUPPORTED, "tensor %s: unsupported type %s", t->name, t->type_name);
+    if ((arr && arr[0].w) || (barr && barr[0].data)) return fail(INFER_ERR_FORMAT, "tensor %s: expert tensors given more than once", t->name);
+    if (m->n_views + c->n_expert > m->cap_views)
+        return fail(INFER_ERR_FORMAT, "tensor %s: expert tensors given more than once", t->name);
+    size_t per = t->nbytes / (size_t)c->n_expert;
+    for (int e = 0; e < c->n_expert; e++) {
+        tensor *v = arr ? &m->views[m->n_views++] : &barr[e];
+        *v = *t;
+        v->f32 = NULL;
+        v->nd = want_nd - 1;
+        v->ne[want_nd - 1] = 1;
+        v->data = (const char *)t->data + per * (size_t)e;
+        v->nbytes = per;
+        if (arr) { arr[e].w = v; arr[e].trans = trans; }
+    }
+    *taken = 1;
+    return INFER_OK;
+}
 
 static infer_status expert_slot(infer_model *m, layer_weights *lw, const char *rest, const tensor *t, int *taken) {
     const infer_config *c = &m->cfg;
@@ -103,31 +155,29 @@ static infer_status expert_slot(infer_model *m, layer_weights *lw, const char *r
     }
     // 3-D tensors: [E, out, in] normally; gpt-oss stores [E, in, out].
     int trans = m->cfg.fam->ffn == FFN_OSS;
-    weight *arr = NULL;
-    tensor *barr = NULL;
-    if (!strcmp(s, "gate_up_proj")) arr = lw->exp_gate_up;
-    else if (!strcmp(s, "down_proj")) arr = lw->exp_down;
-    else if (!strcmp(s, "gate_up_proj_bias")) barr = lw->exp_gate_up_b;
-    else if (!strcmp(s, "down_proj_bias")) barr = lw->exp_down_b;
-    else return INFER_OK;
-    int want_nd = arr ? 3 : 2;
-    if (t->nd != want_nd || t->ne[want_nd - 1] != c->n_expert)
-        return fail(INFER_ERR_FORMAT, "tensor %s: expected %d dims with %d experts outermost", t->name, want_nd, c->n_expert);
-    if (t->type < 0) return fail(INFER_ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be computed with", t->name, t->type_name);
-    if (m->n_views + c->n_expert > m->cap_views)
-        return fail(INFER_ERR_FORMAT, "tensor %s: expert tensors given more than once", t->name);
-    size_t per = t->nbytes / (size_t)c->n_expert;
-    for (int e = 0; e < c->n_expert; e++) {
-        tensor *v = arr ? &m->views[m->n_views++] : &barr[e];
-        *v = *t;
-        v->f32 = NULL;
-        v->nd = want_nd - 1;
-        v->ne[want_nd - 1] = 1;
-        v->data = (const char *)t->data + per * (size_t)e;
-        v->nbytes = per;
-        if (arr) { arr[e].w = v; arr[e].trans = trans; }
+    if (!strcmp(s, "gate_up_proj")) return expert_views(m, t, lw->exp_gate_up, NULL, trans, taken);
+    if (!strcmp(s, "down_proj")) return expert_views(m, t, lw->exp_down, NULL, trans, taken);
+    if (!strcmp(s, "gate_up_proj_bias")) return expert_views(m, t, NULL, lw->exp_gate_up_b, 0, taken);
+    if (!strcmp(s, "down_proj_bias")) return expert_views(m, t, NULL, lw->exp_down_b, 0, taken);
+    return INFER_OK;
+}
+
+// GGUF experts: "ffn_{gate,up,down,gate_up}_exps.weight" [E, out, in] and
+// gpt-oss biases "ffn_{gate,up,down}_exps.bias" [E, n].
+static infer_status gguf_expert_slot(infer_model *m, layer_weights *lw, const char *rest, const tensor *t, int *taken) {
+    if (!m->cfg.n_expert) return INFER_OK;
+    static const struct { const char *name; size_t woff, boff; } k[] = {
+        {"ffn_gate_exps", offsetof(layer_weights, exp_gate), offsetof(layer_weights, exp_gate_b)},
+        {"ffn_up_exps", offsetof(layer_weights, exp_up), offsetof(layer_weights, exp_up_b)},
+        {"ffn_down_exps", offsetof(layer_weights, exp_down), offsetof(layer_weights, exp_down_b)},
+        {"ffn_gate_up_exps", offsetof(layer_weights, exp_gate_up), 0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t n = strlen(k[i].name);
+        if (strncmp(rest, k[i].name, n)) continue;
+        if (!strcmp(rest + n, ".weight")) return expert_views(m, t, *(weight **)((char *)lw + k[i].woff), NULL, 0, taken);
+        if (!strcmp(rest + n, ".bias") && k[i].boff) return expert_views(m, t, NULL, *(tensor **)((char *)lw + k[i].boff), 0, taken);
     }
-    *taken = 1;
     return INFER_OK;
 }
 
@@ -142,7 +192,7 @@ static infer_status need(const void *slot, const char *what, int layer) {
 
 static infer_status usable(const tensor *t) {
     if (t->type < 0 || !dtype_get(t->type))
-        return fail(INFER_ERR_UNSUPPORTED, "tensor %s: dtype %s cannot be computed with", t->name, t->type_name);
+        return fail(INFER_ERR_UNSUPPORTED, "tensor %s: unsupported type %s (no kernels for it yet)", t->name, t->type_name);
     if (t->ne[0] % dtype_get(t->type)->blck)
         return fail(INFER_ERR_FORMAT, "tensor %s: row of %lld is not a whole number of %s blocks", t->name,
                     (long long)t->ne[0], dtype_get(t->type)->name);
@@ -237,8 +287,9 @@ static infer_status check_layer(const infer_model *m, int il) {
                 TRY(check_w(&l->exp_up[e], E, F));
             }
             if (f->ffn == FFN_OSS) {
-                TRY(need(l->exp_gate_up[e].w, "experts.gate_up_proj", il));
                 TRY(check_v(l->exp_gate_up_b[e].data ? &l->exp_gate_up_b[e] : NULL, 2 * F));
+                TRY(check_v(l->exp_gate_b[e].data ? &l->exp_gate_b[e] : NULL, F));
+                TRY(check_v(l->exp_up_b[e].data ? &l->exp_up_b[e] : NULL, F));
                 TRY(check_v(l->exp_down_b[e].data ? &l->exp_down_b[e] : NULL, E));
             }
         }
@@ -324,6 +375,8 @@ static infer_status decode_small(infer_model *m) {
             for (int e = 0; e < m->cfg.n_expert; e++) {
                 TRY(decode_one(&m->layers[il].exp_gate_up_b[e]));
                 TRY(decode_one(&m->layers[il].exp_down_b[e]));
+                TRY(decode_one(&m->layers[il].exp_gate_b[e]));
+                TRY(decode_one(&m->layers[il].exp_up_b[e]));
             }
     return INFER_OK;
 }
@@ -347,36 +400,56 @@ infer_status model_bind(infer_model *m) {
             l->exp_down = calloc((size_t)E, sizeof(weight));
             l->exp_gate_up_b = calloc((size_t)E, sizeof(tensor));
             l->exp_down_b = calloc((size_t)E, sizeof(tensor));
-            if (!l->exp_gate || !l->exp_up || !l->exp_gate_up || !l->exp_down || !l->exp_gate_up_b || !l->exp_down_b)
+            l->exp_gate_b = calloc((size_t)E, sizeof(tensor));
+            l->exp_up_b = calloc((size_t)E, sizeof(tensor));
+            if (!l->exp_gate || !l->exp_up || !l->exp_gate_up || !l->exp_down || !l->exp_gate_up_b || !l->exp_down_b ||
+                !l->exp_gate_b || !l->exp_up_b)
                 return fail(INFER_ERR_NOMEM, "out of memory");
         }
     }
+    int gg = c->from_gguf;
+    const name_map *names = gg ? g_gguf_layer_names : g_layer_names;
+    size_t n_names = gg ? sizeof g_gguf_layer_names / sizeof g_gguf_layer_names[0] : sizeof g_layer_names / sizeof g_layer_names[0];
+    int trans = gg ? 0 : f->conv1d; // GGUF stores GPT-2's matrices [out, in]
     for (int i = 0; i < m->store.n; i++) {
         const tensor *t = &m->store.t[i];
         const char *rest;
-        int il = split_layer(t->name, &rest);
+        int il = gg ? split_gguf_layer(t->name, &rest) : split_layer(t->name, &rest);
         int taken = 0;
         if (il >= 0) {
             if (il >= L) { m->n_unused++; continue; }
             layer_weights *l = &m->layers[il];
-            if (!strcmp(rest, "post_attention_layernorm.weight")) {
+            if (!gg && !strcmp(rest, "post_attention_layernorm.weight")) {
                 if (f->post_norms) l->post_attn_norm = t;
                 else l->ffn_norm = t;
                 continue;
             }
-            for (size_t k = 0; k < sizeof g_layer_names / sizeof g_layer_names[0]; k++) {
-                if (strcmp(rest, g_layer_names[k].suffix)) continue;
-                char *slot = (char *)l + g_layer_names[k].off;
+            for (size_t k = 0; k < n_names; k++) {
+                if (strcmp(rest, names[k].suffix)) continue;
+                char *slot = (char *)l + names[k].off;
                 // Both kinds of slot start with the tensor pointer.
                 if (*(const tensor **)slot)
                     return fail(INFER_ERR_FORMAT, "tensor %s: layer %d already has its %s from %s", t->name, il,
-                                g_layer_names[k].suffix, (*(const tensor **)slot)->name);
-                if (g_layer_names[k].kind == S_TENSOR) *(const tensor **)slot = t;
-                else { ((weight *)slot)->w = t; ((weight *)slot)->trans = f->conv1d; }
+                                names[k].suffix, (*(const tensor **)slot)->name);
+                if (names[k].kind == S_TENSOR) *(const tensor **)slot = t;
+                else { ((weight *)slot)->w = t; ((weight *)slot)->trans = trans; }
                 taken = 1;
                 break;
             }
-            if (!taken) TRY(expert_slot(m, l, rest, t, &taken));
+            if (!taken) TRY(gg ? gguf_expert_slot(m, l, rest, t, &taken) : expert_slot(m, l, rest, t, &taken));
+        } else if (gg) {
+            const char *s = t->name;
+            taken = 1;
+            if (!strcmp(s, "token_embd.weight")) m->tok_embd = t;
+            else if (!strcmp(s, "position_embd.weight")) m->pos_embd = t;
+            else if (!strcmp(s, "output_norm.weight")) m->output_norm = t;
+            else if (!strcmp(s, "output_norm.bias")) m->output_norm_b = t;
+            else if (!strcmp(s, "output.weight")) m->output.w = t;
+            else if (!strcmp(s, "per_layer_token_embd.weight")) m->ple_embd = t;
+            else if (!strcmp(s, "per_layer_model_proj.weight")) m->ple_model_proj.w = t;
+            else if (!strcmp(s, "per_layer_proj_norm.weight")) m->ple_proj_norm = t;
+            else if (!strcmp(s, "rope_freqs.weight")) {} // read into the config's rope tables
+            else taken = 0;
         } else {
             const char *s = strip_prefix(t->name);
             taken = 1;
@@ -392,6 +465,23 @@ infer_status model_bind(infer_model *m) {
         }
         if (!taken) m->n_unused++;
     }
+    for (int il = 0; il < L && gg; il++) {
+        layer_weights *l = &m->layers[il];
+        // llama.cpp's gpt-oss calls its pre-FFN norm post_attention_norm.
+        if (!f->post_norms && l->post_attn_norm && !l->ffn_norm) {
+            l->ffn_norm = l->post_attn_norm;
+            l->post_attn_norm = NULL;
+        }
+    }
+    // llama.cpp's Phi-3 keeps the fused [gate; up] rows in ffn_up.
+    if (gg && f->ffn == FFN_GATED)
+        for (int il = 0; il < L; il++) {
+            layer_weights *l = &m->layers[il];
+            if (!l->ffn_gate.w && l->ffn_up.w && l->ffn_up.w->nd == 2 && l->ffn_up.w->ne[1] == 2 * (int64_t)c->n_ff) {
+                l->ffn_gate_up = l->ffn_up;
+                l->ffn_up.w = NULL;
+            }
+        }
     if (!m->output.w) m->output.w = m->tok_embd; // tied embeddings
     TRY(check_model(m));
     return decode_small(m);

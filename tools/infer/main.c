@@ -12,8 +12,9 @@ static const char *g_usage =
     "  logits  -m MODEL --ids 1,2,3 --out FILE   write f32 logits (T x V) for exactly these ids\n"
     "  run     -m MODEL --ids 1,2,3 -n N         greedy generation, printing token ids\n"
     "  bench   -m MODEL [-t N -p 512 -n 128 -r 5 -o md|json]   prompt and generation speed (llama-bench table)\n"
+    "  convert HF_DIR OUT.gguf [--type f16]      write a GGUF file (f32, f16, bf16) that llama.cpp loads\n"
     "\n"
-    "MODEL is a Hugging Face directory (config.json + *.safetensors).\n";
+    "MODEL is a Hugging Face directory (config.json + *.safetensors) or a .gguf file.\n";
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "convert")) return cmd_convert(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }

@@ -42,7 +42,8 @@ void layernorm(float *out, const float *x, const float *w, const float *b, int T
 }
 
 // ---------------------------------------------------------------------------
-// RoPE, as transformers' rotate_half: pairs (i, i + off) turn by pos * inv_freq[i].
+// RoPE: pairs (i * stride, i * stride + off) turn by pos * inv_freq[i]
+// (stride 1, off n/2: transformers' rotate_half; stride 2, off 1: ggml's normal mode).
 // The angle is a float32 product, as torch computes it.
 
 void rope(float *x, int n_heads, int head_dim, int pos, const rope_table *r) {
@@ -51,9 +52,10 @@ void rope(float *x, int n_heads, int head_dim, int pos, const rope_table *r) {
         float c = cosf(a) * r->mscale, s = sinf(a) * r->mscale;
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (size_t)h * head_dim;
-            float x0 = v[i], x1 = v[i + r->pair_offset];
-            v[i] = x0 * c - x1 * s;
-            v[i + r->pair_offset] = x1 * c + x0 * s;
+            int a = i * r->pair_stride, b = a + r->pair_offset;
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x1 * c + x0 * s;
         }
     }
 }

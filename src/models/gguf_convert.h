@@ -1,0 +1,17 @@
+// A loaded model (normally a Hugging Face checkpoint) -> a GGUF file laid out
+// the way llama.cpp's convert_hf_to_gguf.py writes it, so llama.cpp loads it.
+#ifndef INFER_MODELS_GGUF_CONVERT_H
+#define INFER_MODELS_GGUF_CONVERT_H
+
+#include "models/model.h"
+
+// type: the storage type of matrices (DT_F32, DT_F16, DT_BF16; any dtype with
+// a from_float encoder once quantizers exist). 1-D tensors, the MoE router and
+// GPT-2's position embeddings stay f32, as llama.cpp's converter keeps them;
+// a matrix whose rows are not whole blocks of `type` falls back to f16.
+infer_status gguf_convert(const infer_model *m, const char *out_path, int type);
+
+// llama.cpp's general.architecture for one of our model types, or NULL.
+const char *gguf_arch_of(const char *model_type);
+
+#endif
