@@ -1,0 +1,271 @@
+// encode and decode: added tokens are split out of the raw text first
+// (leftmost, longest), each stretch between them is encoded by the model's
+// kind, and BOS/EOS are added around the whole.
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "tokenizer/tok_internal.h"
+#include "tokenizer/unicode.h"
+
+// Hard limit on input: keeps every size computation far from overflow.
+#define MAX_TEXT_BYTES ((size_t)1 << 30)
+
+// ---------------------------------------------------------------------------
+// GPT-2's bytes_to_unicode: printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ')
+// map to themselves, the other 68 to U+0100 onwards, in byte order.
+
+static int printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); }
+
+uint32_t gpt2_byte_to_cp(unsigned char b) {
+    if (printable(b)) return b;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < b; x++) k += !printable(x);
+    return 0x100 + k;
+}
+
+int gpt2_cp_to_byte(uint32_t cp) {
+    if (cp < 0x100) return printable(cp) ? (int)cp : -1;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < 256; x++)
+        if (!printable(x) && 0x100 + k++ == cp) return (int)x;
+    return -1;
+}
+
+// ---------------------------------------------------------------------------
+// encode
+
+typedef struct {
+    const tokenizer *t;
+    id_list *out;
+    int32_t *sym; // scratch symbols, sym_cap of them
+    size_t sym_cap;
+} enc;
+
+static infer_status reserve_sym(enc *e, size_t n) {
+    if (n <= e->sym_cap) return INFER_OK;
+    int32_t *s = realloc(e->sym, n * sizeof *s);
+    if (!s) return fail(INFER_ERR_NOMEM, "tokenizer: %zu symbols", n);
+    e->sym = s;
+    e->sym_cap = n;
+    return INFER_OK;
+}
+
+// gpt2 kind: one pre-tokenized word, bytes -> mapped characters -> merges.
+static infer_status encode_word_gpt2(void *ctx, const char *w, size_t n) {
+    enc *e = ctx;
+    const tokenizer *t = e->t;
+    infer_status st = reserve_sym(e, n);
+    if (st) return st;
+    if (t->ignore_merges && n <= 4096) {
+        char buf[4096 * 2];
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) m += (size_t)utf8_encode(gpt2_byte_to_cp((unsigned char)w[i]), buf + m);
+        int32_t id = str_map_find(t, &t->by_text, buf, m);
+        if (id >= 0) return ids_push(e->out, id);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = t->byte_id[(unsigned char)w[i]];
+        if (id < 0) id = t->unk;
+        if (id >= 0) e->sym[k++] = id; // a vocabulary without the byte and no unk: dropped
+    }
+    return bpe_merge(t, e->sym, k, e->out);
+}
+
+// llama kind: one stretch of text. Spaces become "▁"; each character is a
+// symbol, or its bytes' <0xAB> tokens when it is not in the vocabulary
+// (or the unknown token, consecutive ones fused, when those are missing too).
+static infer_status encode_llama(enc *e, const char *s, size_t n, int prefix) {
+    const tokenizer *t = e->t;
+    infer_status st = reserve_sym(e, 4 * (n + 1));
+    if (st) return st;
+    static const char meta[] = "\xE2\x96\x81"; // U+2581
+    size_t k = 0;
+    int last_unk = 0;
+    for (size_t i = 0; i < n || prefix;) {
+        const char *c = meta;
+        size_t cl = 3;
+        if (prefix) prefix = 0;
+        else if (s[i] == ' ') i++;
+        else {
+            uint32_t cp;
+            c = s + i;
+            cl = (size_t)utf8_decode((const unsigned char *)s + i, n - i, &cp);
+            i += cl;
+        }
+        int32_t id = str_map_find(t, &t->by_text, c, cl);
+        if (id >= 0) {
+            e->sym[k++] = id;
+            last_unk = 0;
+            continue;
+        }
+        int all = 1;
+        for (size_t b = 0; b < cl; b++) all &= t->byte_id[(unsigned char)c[b]] >= 0;
+        if (all) {
+            for (size_t b = 0; b < cl; b++) e->sym[k++] = t->byte_id[(unsigned char)c[b]];
+            last_unk = 0;
+        } else if (t->unk >= 0 && !last_unk) {
+            e->sym[k++] = t->unk;
+            last_unk = 1;
+        }
+    }
+    return bpe_merge(t, e->sym, k, e->out);
+}
+
+// One stretch of text between added tokens.
+static infer_status encode_stretch(enc *e, const char *s, size_t n, int first) {
+    const tokenizer *t = e->t;
+    if (t->kind == TOK_KIND_LLAMA) {
+        if (!n && !(first && t->add_space_prefix)) return INFER_OK;
+        return encode_llama(e, s, n, first && t->add_space_prefix);
+    }
+    return pretokenize(t->pre, s, n, encode_word_gpt2, e);
+}
+
+// The longest added token at s[0..n), or -1.
+static int32_t match_added(const tokenizer *t, const char *s, size_t n, bool parse_special) {
+    const uint32_t *L = t->added_lens[(unsigned char)s[0]];
+    if (!L) return -1;
+    for (; *L; L++) {
+        if (*L > n) continue;
+        int32_t id = str_map_find(t, &t->added, s, *L);
+        if (id >= 0 && (parse_special || t->type[id] == TOK_TYPE_USER_DEFINED)) return id;
+    }
+    return -1;
+}
+
+infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
+                              bool parse_special, int32_t **ids, size_t *n_ids) {
+    *ids = NULL;
+    *n_ids = 0;
+    if (len > MAX_TEXT_BYTES) return fail(INFER_ERR_ARG, "tokenizer: text of %zu bytes (limit %zu)", len, MAX_TEXT_BYTES);
+    if (!text && len) return fail(INFER_ERR_ARG, "tokenizer: NULL text");
+    id_list out = {0};
+    enc e = {t, &out, NULL, 0};
+    infer_status st = INFER_OK;
+    if (add_special && t->add_bos) st = ids_push(&out, t->bos);
+    size_t a = 0;
+    int first = 1;
+    for (size_t i = 0; i < len && !st;) {
+        int32_t id = match_added(t, text + i, len - i, parse_special);
+        if (id < 0) {
+            i++;
+            continue;
+        }
+        if (a < i) st = encode_stretch(&e, text + a, i - a, first);
+        first = 0;
+        if (!st) st = ids_push(&out, id);
+        i += t->len[id];
+        a = i;
+    }
+    if (!st && (a < len || (first && t->add_space_prefix && len))) st = encode_stretch(&e, text + a, len - a, first);
+    if (!st && add_special && t->add_eos) st = ids_push(&out, t->eos);
+    free(e.sym);
+    if (st) {
+        free(out.v);
+        return st;
+    }
+    if (!out.v && !(out.v = malloc(sizeof(int32_t)))) return fail(INFER_ERR_NOMEM, "tokenizer: ids");
+    *ids = out.v;
+    *n_ids = out.n;
+    return INFER_OK;
+}
+
+// ---------------------------------------------------------------------------
+// decode
+
+typedef struct {
+    char *v;
+    size_t n, cap;
+} buf;
+
+static infer_status put(buf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *v = realloc(b->v, cap);
+        if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: decoded text of %zu bytes", cap);
+        b->v = v;
+        b->cap = cap;
+    }
+    memcpy(b->v + b->n, s, n);
+    b->n += n;
+    b->v[b->n] = 0;
+    return INFER_OK;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+static infer_status decode_one(const tokenizer *t, int32_t id, buf *b) {
+    const char *s = t->text[id];
+    size_t n = t->len[id];
+    int ty = t->type[id];
+    if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED) return put(b, s, n);
+    if (t->kind == TOK_KIND_LLAMA) {
+        if (ty == TOK_TYPE_BYTE && n == 6 && hexval(s[3]) >= 0 && hexval(s[4]) >= 0) {
+            char c = (char)(hexval(s[3]) * 16 + hexval(s[4]));
+            return put(b, &c, 1);
+        }
+        infer_status st = INFER_OK;
+        for (size_t i = 0; i < n && !st;) {
+            if (i + 3 <= n && !memcmp(s + i, "\xE2\x96\x81", 3)) {
+                st = put(b, " ", 1);
+                i += 3;
+            } else {
+                st = put(b, s + i, 1);
+                i++;
+            }
+        }
+        return st;
+    }
+    infer_status st = INFER_OK;
+    for (size_t i = 0; i < n && !st;) {
+        uint32_t cp;
+        int l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        int byte = gpt2_cp_to_byte(cp);
+        if (byte >= 0) {
+            char c = (char)byte;
+            st = put(b, &c, 1);
+        } else st = put(b, s + i, (size_t)l);
+        i += (size_t)l;
+    }
+    return st;
+}
+
+infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, bool skip_special, char **text,
+                              size_t *len) {
+    *text = NULL;
+    *len = 0;
+    buf b = {0};
+    infer_status st = put(&b, "", 0);
+    int first = 1;
+    for (size_t i = 0; i < n && !st; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= t->n) {
+            st = fail(INFER_ERR_ARG, "tokenizer: decode: id %d at %zu outside [0, %d)", id, i, t->n);
+            break;
+        }
+        if (skip_special && t->type[id] == TOK_TYPE_CONTROL) continue;
+        size_t before = b.n;
+        st = decode_one(t, id, &b);
+        // SentencePiece's dummy prefix: the first piece's leading space is not text.
+        if (!st && first && t->add_space_prefix && t->kind == TOK_KIND_LLAMA && b.n > before && b.v[before] == ' ') {
+            memmove(b.v + before, b.v + before + 1, b.n - before);
+            b.n--;
+        }
+        first = 0;
+    }
+    if (st) {
+        free(b.v);
+        return st;
+    }
+    *text = b.v;
+    *len = b.n;
+    return INFER_OK;
+}
