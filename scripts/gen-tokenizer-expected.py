@@ -28,16 +28,24 @@ import os
 import sys
 
 import gguf
-from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import BPE
 
 CACHE = os.environ.get("INFER_CACHE", os.path.expanduser("~/.cache/infer"))
 MODELS = {"gemma3": "gemma-3-270m-q4_k_m.gguf", "smollm2": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+# Variants that exercise the Llama 3 and Qwen 2 pre-tokenizers (no small model
+# of those families is at hand): SmolLM2's vocabulary and merges behind the
+# Llama 3 split (with ignore_merges, as Llama 3 has it) or the Qwen 2 split.
+# Saved as <cache>/smollm2/tokenizer-<variant>.json, expected ids in smollm2-<variant>.ids.
+RE_LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+RE_QWEN2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+VARIANTS = {"llama3": (RE_LLAMA3, True), "qwen2": (RE_QWEN2, False)}
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "tokenizer")
 
-# Multi-line blocks: block b is corpus lines [b*BLOCK_STRIDE, b*BLOCK_STRIDE + BLOCK_LEN)
-# joined with "\n", for b in range(N_BLOCKS). tests/test_tokenizer.c uses the same numbers.
-N_BLOCKS, BLOCK_STRIDE, BLOCK_LEN = 50, 40, 7
+# Multi-line blocks: block b is corpus lines [b*stride, b*stride + BLOCK_LEN)
+# joined with "\n", for b in range(N_BLOCKS), stride = lines // N_BLOCKS.
+# tests/test_tokenizer.c uses the same numbers.
+N_BLOCKS, BLOCK_LEN = 60, 7
 
 
 def read_meta(path):
@@ -87,7 +95,7 @@ def spm_merges(tokens, scores):
     return [(x[5], x[6]) for x in out]
 
 
-def build(name, m):
+def build(name, m, variant=None):
     tokens, types = m["tokens"], m["types"]
     vocab = {t: i for i, t in enumerate(tokens)}
     if m["model"] == "llama":
@@ -98,13 +106,15 @@ def build(name, m):
         tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
     elif m["model"] == "gpt2":
         merges = [tuple(x.split(" ", 1)) for x in m["merges"]]
-        tok = Tokenizer(BPE(vocab, merges))
+        tok = Tokenizer(BPE(vocab, merges, ignore_merges=bool(variant and VARIANTS[variant][1])))
         seq = []
-        if m["pre"] == "smollm":
+        if variant:
+            seq.append(pre_tokenizers.Split(Regex(VARIANTS[variant][0]), behavior="isolated", invert=False))
+        elif m["pre"] == "smollm":
             seq.append(pre_tokenizers.Digits(individual_digits=True))
         elif m["pre"] not in ("gpt2", "default", None):
             raise SystemExit(f"{name}: pre-tokenizer {m['pre']!r} not handled here")
-        seq.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True))
+        seq.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=not variant))
         tok.pre_tokenizer = pre_tokenizers.Sequence(seq)
         tok.decoder = decoders.ByteLevel()
     else:
@@ -146,7 +156,8 @@ def corpus():
 
 
 def blocks(lines):
-    return ["\n".join(lines[b * BLOCK_STRIDE: b * BLOCK_STRIDE + BLOCK_LEN]) for b in range(N_BLOCKS)]
+    stride = len(lines) // N_BLOCKS
+    return ["\n".join(lines[b * stride: b * stride + BLOCK_LEN]) for b in range(N_BLOCKS)]
 
 
 def main():
@@ -158,22 +169,27 @@ def main():
         gg = os.path.join(CACHE, name, MODELS[name])
         if not os.path.exists(gg):
             raise SystemExit(f"{gg} missing: run scripts/fetch-model.sh {name}")
-        tok, config = build(name, read_meta(gg))
+        meta = read_meta(gg)
+        tok, config = build(name, meta)
         out_dir = os.path.join(CACHE, name)
         tok.save(os.path.join(out_dir, "tokenizer.json"))
         with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
             json.dump(config, f, indent=1, ensure_ascii=False)
         print(os.path.join(out_dir, "tokenizer.json"))
+        variants = [(v, build(name, meta, v)[0]) for v in VARIANTS] if name == "smollm2" else []
+        for v, vt in variants:
+            vt.save(os.path.join(out_dir, f"tokenizer-{v}.json"))
         if export_only:
             continue
         lines = corpus()
-        for suffix, texts in (("ids", lines), ("blocks.ids", blocks(lines))):
-            encs = tok.encode_batch(texts)
-            for t, e in zip(texts, encs):  # the reference must round-trip too
-                assert tok.decode(e.ids, skip_special_tokens=False).endswith(t), (name, t)
-            with open(os.path.join(DATA, f"{name}.{suffix}"), "w") as f:
-                for e in encs:
-                    f.write(" ".join(map(str, e.ids)) + "\n")
+        for tag, tk in [(name, tok)] + [(f"{name}-{v}", vt) for v, vt in variants]:
+            for suffix, texts in (("ids", lines), ("blocks.ids", blocks(lines))):
+                encs = tk.encode_batch(texts)
+                for t, e in zip(texts, encs):  # the reference must round-trip too
+                    assert tk.decode(e.ids, skip_special_tokens=False).endswith(t), (tag, t)
+                with open(os.path.join(DATA, f"{tag}.{suffix}"), "w") as f:
+                    for e in encs:
+                        f.write(" ".join(map(str, e.ids)) + "\n")
         if compare:
             import tempfile
             from transformers import AutoTokenizer

@@ -2,7 +2,7 @@
 """Writes tests/data/tokenizer/corpus.txt: >= 2,000 lines for the tokenizer
 tests (English, many scripts, emoji with ZWJ and skin tones, CJK, code,
 whitespace runs, numbers, contractions, special-token text). Deterministic
-(fixed seed). Lines hold no \\n or \\r; tabs and runs of spaces are kept.
+(fixed seed). Lines hold no \\n (a few hold \\r); tabs and runs of spaces are kept.
 Run from the repository root."""
 import random
 import unicodedata
@@ -144,6 +144,8 @@ whitespace = [
     "    indented four", "        indented eight", "\t\tindented tabs",
     "a  b   c    d     e      f       g", "\u3000\u3000full width spaces",
     "x" + " " * 40 + "y", "                                                                ",
+    "carriage\r", "windows line\r\x0bvertical tab\x0cform feed", " \r \r\r  x", "a\r\r\rb", "\r",
+    "mixed \t\r\t end", "  \r  ", "'ll\r'S\r'Re",
 ]
 numbers = [
     "0", "1", "12", "123", "1234", "12345", "123456789012345678901234567890",
@@ -215,7 +217,14 @@ while len(lines) < 2100:
     else:
         lines.append("".join(rng.choice("0123456789., -") for _ in range(rng.randint(1, 40))))
 
-lines = [l for l in lines if "\n" not in l and "\r" not in l and l != ""]
+# Dense mixes of the characters the pre-tokenizer rules turn on.
+tricky = [" ", " ", "  ", "\t", "\r", "'", "'s", "'LL", "'re", "s", "a", "Z", "é", "ß", "1", "22", "333", "١", "½",
+          "!", "?!", "...", "-", "_", "\u00a0", "\u3000", "漢", "の", "😀", "👍🏽", "\u200d", "\u0301", "<", ">", "<|", "|>",
+          "<start_of_turn>", "<|im_start|>", "\x0b"]
+for _ in range(300):
+    lines.append("".join(rng.choice(tricky) for _ in range(rng.randint(1, 30))))
+
+lines = [l for l in lines if "\n" not in l and l != ""]
 with open("tests/data/tokenizer/corpus.txt", "w", encoding="utf-8", newline="\n") as f:
     for l in lines:
         f.write(l + "\n")

@@ -8,8 +8,9 @@
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/unicode.h"
 
-// Hard limit on input: keeps every size computation far from overflow.
-#define MAX_TEXT_BYTES ((size_t)1 << 30)
+// Hard limit on input. Encoding takes about 40 bytes of scratch per input
+// byte (symbols, links, heap), so this bounds it near 10 GiB.
+#define MAX_TEXT_BYTES ((size_t)256 << 20)
 
 // ---------------------------------------------------------------------------
 // GPT-2's bytes_to_unicode: printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ')
@@ -78,7 +79,7 @@ static infer_status encode_word_gpt2(void *ctx, const char *w, size_t n) {
 // (or the unknown token, consecutive ones fused, when those are missing too).
 static infer_status encode_llama(enc *e, const char *s, size_t n, int prefix) {
     const tokenizer *t = e->t;
-    infer_status st = reserve_sym(e, 4 * (n + 1));
+    infer_status st = reserve_sym(e, n + 1); // at most one symbol per byte, plus the prefix
     if (st) return st;
     static const char meta[] = "\xE2\x96\x81"; // U+2581
     size_t k = 0;

@@ -10,11 +10,16 @@ typedef struct {
     uint32_t cap;    // power of two, >= 2 * entries
 } str_map;
 
-// Open-addressing hash from a pair of token ids to its merge.
+// Open-addressing hash from a pair of token ids to its merge; one slot is
+// one cache line's quarter, so a lookup usually costs one miss.
 typedef struct {
-    uint64_t *keys;  // (cap) left << 32 | right, or UINT64_MAX for empty
-    int32_t *rank;   // (cap) merge rank: lower merges first
-    int32_t *merged; // (cap) id of the merged token
+    uint64_t key;   // left << 32 | right, or UINT64_MAX for empty
+    int32_t rank;   // merge rank: lower merges first
+    int32_t merged; // id of the merged token
+} pair_slot;
+
+typedef struct {
+    pair_slot *slots; // (cap)
     uint32_t cap;
 } pair_map;
 

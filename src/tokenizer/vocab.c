@@ -88,25 +88,23 @@ static uint32_t pair_hash(uint64_t k) {
 
 static infer_status pair_map_init(pair_map *m, uint64_t entries) {
     m->cap = pow2_at_least(entries * 2);
-    m->keys = malloc(sizeof(uint64_t) * m->cap);
-    m->rank = malloc(sizeof(int32_t) * m->cap);
-    m->merged = malloc(sizeof(int32_t) * m->cap);
-    if (!m->keys || !m->rank || !m->merged)
-        return fail(INFER_ERR_NOMEM, "tokenizer: merge table of %u slots", m->cap);
-    memset(m->keys, 0xff, sizeof(uint64_t) * m->cap);
+    m->slots = malloc(sizeof(pair_slot) * m->cap);
+    if (!m->slots) return fail(INFER_ERR_NOMEM, "tokenizer: merge table of %u slots", m->cap);
+    for (uint32_t i = 0; i < m->cap; i++) m->slots[i].key = UINT64_MAX;
     return INFER_OK;
 }
 
 int32_t pair_map_find(const pair_map *m, int32_t l, int32_t r, int32_t *merged) {
-    if (!m->keys) return -1;
+    if (!m->slots) return -1;
     uint64_t k = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
     uint32_t mask = m->cap - 1;
     for (uint32_t i = pair_hash(k) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == UINT64_MAX) return -1;
-        if (m->keys[i] == k) {
-            *merged = m->merged[i];
-            return m->rank[i];
+        const pair_slot *s = &m->slots[i];
+        if (s->key == k) {
+            *merged = s->merged;
+            return s->rank;
         }
+        if (s->key == UINT64_MAX) return -1;
     }
 }
 
@@ -115,11 +113,10 @@ static void pair_map_add(pair_map *m, int32_t l, int32_t r, int32_t rank, int32_
     uint64_t k = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
     uint32_t mask = m->cap - 1;
     for (uint32_t i = pair_hash(k) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == k) return;
-        if (m->keys[i] == UINT64_MAX) {
-            m->keys[i] = k;
-            m->rank[i] = rank;
-            m->merged[i] = merged;
+        pair_slot *s = &m->slots[i];
+        if (s->key == k) return;
+        if (s->key == UINT64_MAX) {
+            *s = (pair_slot){k, rank, merged};
             return;
         }
     }
@@ -362,9 +359,7 @@ void tokenizer_free(tokenizer *t) {
     free(t->type);
     free(t->by_text.slots);
     free(t->added.slots);
-    free(t->merges.keys);
-    free(t->merges.rank);
-    free(t->merges.merged);
+    free(t->merges.slots);
     for (int b = 0; b < 256; b++) free(t->added_lens[b]);
     free(t->chat_template);
     free(t);
