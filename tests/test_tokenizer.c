@@ -250,6 +250,11 @@ static void check_model(const char *name, bool full) {
         CHECK(nids == 1 && ids[0] == id, "%s: %s with parse_special on", name, sp);
         free(ids);
     }
+    const char *eot = tokenizer_kind(t) == TOK_KIND_LLAMA ? "<end_of_turn>" : "<|im_end|>";
+    CHECK(tokenizer_eot(t) == tokenizer_find(t, eot, strlen(eot)) && tokenizer_eot(t) >= 0, "%s: eot %d", name,
+          tokenizer_eot(t));
+    CHECK(tokenizer_bos(t) >= 0 && tokenizer_eos(t) >= 0, "%s: bos %d eos %d", name, tokenizer_bos(t), tokenizer_eos(t));
+    CHECK(tokenizer_chat_template(t) != NULL || tokenizer_kind(t) == TOK_KIND_LLAMA, "%s: no chat template", name);
     int32_t bad = tokenizer_n_vocab(t);
     char *out;
     size_t olen;

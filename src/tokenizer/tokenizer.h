@@ -57,7 +57,8 @@ typedef struct {
     int32_t n_merges;              // gpt2 kind: required; llama kind: 0 = derive from scores
     const char *const *merges;     // (n_merges) "left right", in rank order
     const uint32_t *merge_lens;    // (n_merges) bytes of each merge string
-    int32_t bos, eos, eot, pad, unk; // token ids, -1 when absent
+    int32_t bos, eos, eot, pad, unk; // token ids, -1 when absent (eot -1: found by
+                                     // name, <end_of_turn> / <|im_end|> / <|eot_id|> / <|end|>)
     bool add_bos, add_eos;         // what encode(add_special) adds
     bool add_space_prefix;         // llama kind: prepend "▁" to the text
     bool ignore_merges;            // a word that is itself a token is not merged (llama3)

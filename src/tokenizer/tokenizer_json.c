@@ -408,9 +408,6 @@ infer_status tokenizer_load_json(const char *path, tokenizer **out) {
     }
     if ((st = read_post(&L, cJSON_GetObjectItemCaseSensitive(root, "post_processor"))) || (st = read_config(&L, path)))
         goto out;
-    static const char *const eot_names[] = {"<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>"};
-    for (size_t k = 0; k < sizeof eot_names / sizeof *eot_names && L.v.eot < 0; k++)
-        L.v.eot = find_token(&L, eot_names[k]);
     st = tokenizer_from_vocab(&L.v, out);
     if (st) fail_wrap(st, "%s", path);
 out:

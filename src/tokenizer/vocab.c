@@ -339,6 +339,13 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     if (st) goto out;
     if ((st = build_added(t))) goto out;
     build_byte_ids(t);
+    // Neither Gemma's GGUF nor a tokenizer.json names the end-of-turn token;
+    // it is the chat template's turn terminator, found by its text.
+    static const char *const eot_names[] = {"<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>"};
+    for (size_t k = 0; k < sizeof eot_names / sizeof *eot_names && t->eot < 0; k++) {
+        int32_t id = str_map_find(t, &t->by_text, eot_names[k], strlen(eot_names[k]));
+        if (id >= 0 && (t->type[id] == TOK_TYPE_CONTROL || t->type[id] == TOK_TYPE_USER_DEFINED)) t->eot = id;
+    }
     if (v->chat_template && !(t->chat_template = strdup(v->chat_template))) {
         st = fail(INFER_ERR_NOMEM, "tokenizer: chat template");
         goto out;
