@@ -75,7 +75,8 @@ static const char *cache_dir(void) {
 }
 
 // name: gemma3, smollm2, or smollm2-llama3 / smollm2-qwen2 (SmolLM2's
-// vocabulary behind the Llama 3 / Qwen 2 pre-tokenizer).
+// vocabulary behind the Llama 3 / Qwen 2 pre-tokenizer) / smollm2-strip
+// (<|im_start|> with lstrip, <|im_end|> with rstrip).
 static tokenizer *open_model(const char *name) {
     char path[1200], cmd[4096];
     const char *dash = strchr(name, '-');
@@ -145,7 +146,7 @@ static int run_texts(const tokenizer *t, const char *name, const char *kind, cha
         CHECK(st == INFER_OK, "%s: %s", name, infer_last_error());
         if (!st) {
             if (blen == strlen(texts[i]) && !memcmp(back, texts[i], blen)) roundtrip++;
-            else if (shown++ < 8) fprintf(stderr, "%s %s %d round trip: \"%s\" -> \"%s\"\n", name, kind, i, texts[i], back);
+            else if (!strstr(name, "-strip") && shown++ < 8) fprintf(stderr, "%s %s %d round trip: \"%s\" -> \"%s\"\n", name, kind, i, texts[i], back);
             free(back);
         }
         free(ids);
@@ -153,7 +154,8 @@ static int run_texts(const tokenizer *t, const char *name, const char *kind, cha
     printf("%s %s: %d/%d match (%.2f%%), %d/%d round-trip\n", name, kind, match, n, 100.0 * match / (n ? n : 1),
            roundtrip, n);
     CHECK(match == n, "%s %s: %d of %d differ from HF tokenizers", name, kind, n - match, n);
-    CHECK(roundtrip == n, "%s %s: %d of %d do not round-trip", name, kind, n - roundtrip, n);
+    // lstrip/rstrip added tokens swallow whitespace: no round trip there
+    CHECK(roundtrip == n || strstr(name, "-strip"), "%s %s: %d of %d do not round-trip", name, kind, n - roundtrip, n);
     free(want);
     free(exp);
     free(exp_text);
@@ -333,5 +335,6 @@ int main(void) {
     check_model("smollm2", true);
     check_model("smollm2-llama3", false);
     check_model("smollm2-qwen2", false);
+    check_model("smollm2-strip", false);
     return check_summary("test_tokenizer");
 }

@@ -136,6 +136,31 @@ static int32_t match_added(const tokenizer *t, const char *s, size_t n, bool par
     return -1;
 }
 
+// Length of the whitespace run ending at s[end) and starting no earlier than
+// s[start] (lstrip), or beginning at s[i] (rstrip).
+static size_t space_before(const char *s, size_t start, size_t end) {
+    size_t i = end;
+    while (i > start) {
+        size_t j = i - 1;
+        while (j > start && ((unsigned char)s[j] & 0xC0) == 0x80 && i - j < 4) j--;
+        uint32_t cp;
+        if ((size_t)utf8_decode((const unsigned char *)s + j, i - j, &cp) != i - j || !uni_is_space(cp)) break;
+        i = j;
+    }
+    return end - i;
+}
+
+static size_t space_after(const char *s, size_t i, size_t n) {
+    size_t k = i;
+    while (k < n) {
+        uint32_t cp;
+        int l = utf8_decode((const unsigned char *)s + k, n - k, &cp);
+        if (!uni_is_space(cp)) break;
+        k += (size_t)l;
+    }
+    return k - i;
+}
+
 infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                               bool parse_special, int32_t **ids, size_t *n_ids) {
     *ids = NULL;
@@ -154,11 +179,13 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
             i++;
             continue;
         }
-        if (a < i) st = encode_stretch(&e, text + a, i - a, first);
+        size_t b = i, end = i + t->len[id];
+        if (t->strip && (t->strip[id] & TOK_LSTRIP)) b -= space_before(text, a, i);
+        if (t->strip && (t->strip[id] & TOK_RSTRIP)) end += space_after(text, end, len);
+        if (a < b) st = encode_stretch(&e, text + a, b - a, first);
         first = 0;
         if (!st) st = ids_push(&out, id);
-        i += t->len[id];
-        a = i;
+        i = a = end;
     }
     if (!st && (a < len || (first && t->add_space_prefix && len))) st = encode_stretch(&e, text + a, len - a, first);
     if (!st && add_special && t->add_eos) st = ids_push(&out, t->eos);

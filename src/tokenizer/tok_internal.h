@@ -36,6 +36,7 @@ struct tokenizer {
     // longest first: for each first byte, the distinct lengths, descending.
     str_map added;
     uint32_t *added_lens[256]; // per first byte, lengths descending, 0-terminated
+    uint8_t *strip;            // (n) TOK_LSTRIP | TOK_RSTRIP, or NULL when no token has any
     int32_t byte_id[256];      // llama: <0xAB> token; gpt2: the mapped-byte token; -1 if none
     int32_t bos, eos, eot, pad, unk;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;

@@ -63,7 +63,12 @@ typedef struct {
     bool add_space_prefix;         // llama kind: prepend "▁" to the text
     bool ignore_merges;            // a word that is itself a token is not merged (llama3)
     const char *chat_template;     // NUL-terminated Jinja text, or NULL
+    const uint8_t *strip;          // (n_tokens) or NULL: TOK_LSTRIP | TOK_RSTRIP of added
+                                   // tokens (tokenizer.json's lstrip/rstrip; GGUF has none)
 } tok_vocab;
+
+// An added token with lstrip/rstrip also takes the whitespace before/after it.
+enum { TOK_LSTRIP = 1, TOK_RSTRIP = 2 };
 
 typedef struct tokenizer tokenizer;
 

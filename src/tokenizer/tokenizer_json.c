@@ -75,6 +75,7 @@ typedef struct {
     char **merges; // (n_merges) owned "left right"
     uint32_t *merge_lens;
     char *template_copy;
+    uint8_t *strip; // (n) or NULL
 } load;
 
 static int32_t find_token(const load *L, const char *s) {
@@ -127,6 +128,13 @@ static infer_status read_vocab(load *L, const cJSON *model, const cJSON *added) 
     }
     cJSON_ArrayForEach(e, added) {
         int32_t id = (int32_t)cJSON_GetObjectItemCaseSensitive(e, "id")->valuedouble;
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "single_word")))
+            return fail(INFER_ERR_UNSUPPORTED, "%s: added token %d has single_word (not implemented)", L->file, id);
+        uint8_t strip = (uint8_t)((cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "lstrip")) ? TOK_LSTRIP : 0) |
+                                  (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "rstrip")) ? TOK_RSTRIP : 0));
+        if (strip && !L->strip && !(L->strip = calloc((size_t)n, 1)))
+            return fail(INFER_ERR_NOMEM, "%s: strip flags", L->file);
+        if (L->strip) L->strip[id] = strip;
         L->tokens[id] = str_field(e, "content");
         L->types[id] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special")) ? TOK_TYPE_CONTROL
                                                                                      : TOK_TYPE_USER_DEFINED;
@@ -141,6 +149,7 @@ static infer_status read_vocab(load *L, const cJSON *model, const cJSON *added) 
     L->v.tokens = L->tokens;
     L->v.token_lens = L->lens;
     L->v.types = L->types;
+    L->v.strip = L->strip;
     return INFER_OK;
 }
 
@@ -418,6 +427,7 @@ out:
     free(L.lens);
     free(L.types);
     free(L.template_copy);
+    free(L.strip);
     cJSON_Delete(root);
     return st;
 }

@@ -339,6 +339,13 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     if (st) goto out;
     if ((st = build_added(t))) goto out;
     build_byte_ids(t);
+    if (v->strip) {
+        if (!(t->strip = malloc((size_t)t->n))) {
+            st = fail(INFER_ERR_NOMEM, "tokenizer: strip flags");
+            goto out;
+        }
+        memcpy(t->strip, v->strip, (size_t)t->n);
+    }
     // Neither Gemma's GGUF nor a tokenizer.json names the end-of-turn token;
     // it is the chat template's turn terminator, found by its text.
     static const char *const eot_names[] = {"<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>"};
@@ -369,6 +376,7 @@ void tokenizer_free(tokenizer *t) {
     free(t->merges.slots);
     for (int b = 0; b < 256; b++) free(t->added_lens[b]);
     free(t->chat_template);
+    free(t->strip);
     free(t);
 }
 
