@@ -187,7 +187,7 @@ static void check_random_bytes(const tokenizer *t, const char *name) {
         char want[300];
         size_t nw = 0;
         for (size_t i = 0; i < n; i++)
-            if (tokenizer_kind(t) == TOK_KIND_LLAMA || t->byte_id[(unsigned char)text[i]] >= 0 || t->unk >= 0)
+            if (tokenizer_kind(t) == TOK_KIND_LLAMA || t->byte_id[(unsigned char)text[i]] >= 0)
                 want[nw++] = text[i];
         if (!tokenizer_decode(t, ids, nids, false, &back, &blen)) {
             ok += blen == nw && !memcmp(back, want, nw);
@@ -309,6 +309,10 @@ static void check_rejects(void) {
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"byte_fallback\": \"yes\"}}",
         "{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]]}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999999}}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 9999999}, \"merges\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFKC\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": [{\"id\": 1}]}",
         "[1, 2",
     };
     char path[] = "/tmp/infer_tok_XXXXXX";

@@ -172,10 +172,6 @@ static infer_status read_gguf(const mapfile *m, gg *g) {
     g->v.chat_template = g->tmpl;
     if ((st = tok_kind_from_name(g->model, &g->v.kind))) return st;
     if (g->v.kind == TOK_KIND_GPT2 && (st = tok_pre_from_name(g->pre, &g->v.pre))) return st;
-    // The models' upstream tokenizer.json has no unknown token for the
-    // byte-level kind (a byte missing from the vocabulary is dropped).
-    if (g->v.kind == TOK_KIND_GPT2) g->v.unk = -1;
-    // GGUF marks the chat-turn end of Gemma only by text.
     return INFER_OK;
 }
 

@@ -65,11 +65,13 @@ static infer_status encode_word_gpt2(void *ctx, const char *w, size_t n) {
         int32_t id = str_map_find(t, &t->by_text, buf, m);
         if (id >= 0) return ids_push(e->out, id);
     }
+    // A byte the vocabulary has no token for is dropped, as HF does when the
+    // model has no unknown token (upstream byte-level tokenizers have none;
+    // SmolLM2 lacks 21 bytes, e.g. 0x04 and 0xFF).
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t id = t->byte_id[(unsigned char)w[i]];
-        if (id < 0) id = t->unk;
-        if (id >= 0) e->sym[k++] = id; // a vocabulary without the byte and no unk: dropped
+        if (id >= 0) e->sym[k++] = id;
     }
     return bpe_merge(t, e->sym, k, e->out);
 }

@@ -46,6 +46,20 @@ typedef enum {
 
 // What the tokenizer needs, as the sources store it. Pointers are borrowed
 // (e.g. into a mapped GGUF) and only read during tokenizer_from_vocab.
+//
+// From GGUF metadata (reject any other element type; never cast):
+//   kind       tokenizer.ggml.model         string  -> tok_kind_from_name
+//   pre        tokenizer.ggml.pre           string  -> tok_pre_from_name (gpt2 kind)
+//   tokens     tokenizer.ggml.tokens        array of string
+//   scores     tokenizer.ggml.scores        array of float32 (llama kind; same count)
+//   types      tokenizer.ggml.token_type    array of int32 (same count)
+//   merges     tokenizer.ggml.merges        array of string (gpt2 kind)
+//   bos .. unk tokenizer.ggml.{bos,eos,eot,padding,unknown}_token_id  uint32
+//   add_*      tokenizer.ggml.add_{bos,eos}_token, add_space_prefix   bool
+//   chat_template tokenizer.chat_template   string
+// In the gpt2 kind a byte missing from the vocabulary is dropped (HF with no
+// unknown token, as upstream byte-level tokenizers have); unk is not used there.
+// tests/test_tokenizer_gguf.c holds a minimal walker that does exactly this.
 typedef struct {
     tok_kind kind;
     tok_pre pre;                   // gpt2 kind only

@@ -115,6 +115,11 @@ static infer_status read_vocab(load *L, const cJSON *model, const cJSON *added) 
     }
     int32_t n = (int32_t)max_id + 1;
     if (n <= 0) return fail(INFER_ERR_FORMAT, "%s: empty vocabulary", L->file);
+    // Ids are dense in practice; a few holes are tolerated, but a small file
+    // must not make us allocate for millions of ids it does not name.
+    int entries = cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
+    if (n > entries + 1024)
+        return fail(INFER_ERR_FORMAT, "%s: token id %d in a vocabulary of %d entries", L->file, n - 1, entries);
     L->tokens = calloc((size_t)n, sizeof *L->tokens);
     L->lens = calloc((size_t)n, sizeof *L->lens);
     L->types = malloc(sizeof *L->types * (size_t)n);
