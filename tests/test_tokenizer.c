@@ -298,6 +298,33 @@ static void check_rejects(void) {
         }
         tokenizer_free(t);
     }
+    // A vocabulary without "▁" and with byte tokens: each space falls back to
+    // three byte tokens (E2 96 81); nothing may overflow.
+    {
+        const char *bt[256 + 1];
+        uint32_t bl[256 + 1];
+        int32_t ty[256 + 1];
+        float sc[256 + 1];
+        char names[256][7];
+        for (int b = 0; b < 256; b++) {
+            snprintf(names[b], sizeof names[b], "<0x%02X>", b);
+            bt[b] = names[b], bl[b] = 6, ty[b] = TOK_TYPE_BYTE, sc[b] = 0;
+        }
+        bt[256] = "x", bl[256] = 1, ty[256] = TOK_TYPE_NORMAL, sc[256] = 0;
+        tok_vocab bv = {.kind = TOK_KIND_LLAMA, .n_tokens = 257, .tokens = bt, .token_lens = bl, .scores = sc,
+                        .types = ty, .bos = -1, .eos = -1, .eot = -1, .pad = -1, .unk = -1, .add_space_prefix = true};
+        tokenizer *bt_tok = NULL;
+        CHECK(tokenizer_from_vocab(&bv, &bt_tok) == INFER_OK, "byte vocab: %s", infer_last_error());
+        if (bt_tok) {
+            int32_t *ids;
+            size_t n;
+            if (!tokenizer_encode(bt_tok, "     x  ", 8, false, false, &ids, &n)) {
+                CHECK(n == 3 * 8 + 1, "byte vocab: %zu ids for 7 spaces + prefix + x", n);
+                free(ids);
+            }
+            tokenizer_free(bt_tok);
+        }
+    }
     tok_pre pre;
     CHECK(tok_pre_from_name("no-such-pre", &pre) == INFER_ERR_UNSUPPORTED, "unknown pre-tokenizer name accepted");
 

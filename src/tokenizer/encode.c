@@ -81,7 +81,9 @@ static infer_status encode_word_gpt2(void *ctx, const char *w, size_t n) {
 // (or the unknown token, consecutive ones fused, when those are missing too).
 static infer_status encode_llama(enc *e, const char *s, size_t n, int prefix) {
     const tokenizer *t = e->t;
-    infer_status st = reserve_sym(e, n + 1); // at most one symbol per byte, plus the prefix
+    // A byte gives at most one symbol, except a space: "▁" falls back to 3 bytes
+    // in a vocabulary without it. So 3 per byte, and 3 for the prefix.
+    infer_status st = reserve_sym(e, 3 * (n + 1));
     if (st) return st;
     static const char meta[] = "\xE2\x96\x81"; // U+2581
     size_t k = 0;
