@@ -1,6 +1,6 @@
-// encode and decode: added tokens are split out of the raw text first
-// (leftmost, longest), each stretch between them is encoded by the model's
-// kind, and BOS/EOS are added around the whole.
+// encode: added tokens are split out of the raw text first (leftmost,
+// longest), each stretch between them is encoded by the model's kind, and
+// BOS/EOS are added around the whole.
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,30 +11,6 @@
 // Hard limit on input. Encoding takes about 40 bytes of scratch per input
 // byte (symbols, links, heap), so this bounds it near 10 GiB.
 #define MAX_TEXT_BYTES ((size_t)256 << 20)
-
-// ---------------------------------------------------------------------------
-// GPT-2's bytes_to_unicode: printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ')
-// map to themselves, the other 68 to U+0100 onwards, in byte order.
-
-static int printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); }
-
-uint32_t gpt2_byte_to_cp(unsigned char b) {
-    if (printable(b)) return b;
-    uint32_t k = 0;
-    for (unsigned x = 0; x < b; x++) k += !printable(x);
-    return 0x100 + k;
-}
-
-int gpt2_cp_to_byte(uint32_t cp) {
-    if (cp < 0x100) return printable(cp) ? (int)cp : -1;
-    uint32_t k = 0;
-    for (unsigned x = 0; x < 256; x++)
-        if (!printable(x) && 0x100 + k++ == cp) return (int)x;
-    return -1;
-}
-
-// ---------------------------------------------------------------------------
-// encode
 
 typedef struct {
     const tokenizer *t;
@@ -201,103 +177,5 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     if (!out.v && !(out.v = malloc(sizeof(int32_t)))) return fail(INFER_ERR_NOMEM, "tokenizer: ids");
     *ids = out.v;
     *n_ids = out.n;
-    return INFER_OK;
-}
-
-// ---------------------------------------------------------------------------
-// decode
-
-typedef struct {
-    char *v;
-    size_t n, cap;
-} buf;
-
-static infer_status put(buf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *v = realloc(b->v, cap);
-        if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: decoded text of %zu bytes", cap);
-        b->v = v;
-        b->cap = cap;
-    }
-    memcpy(b->v + b->n, s, n);
-    b->n += n;
-    b->v[b->n] = 0;
-    return INFER_OK;
-}
-
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-static infer_status decode_one(const tokenizer *t, int32_t id, buf *b) {
-    const char *s = t->text[id];
-    size_t n = t->len[id];
-    int ty = t->type[id];
-    if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED) return put(b, s, n);
-    if (t->kind == TOK_KIND_LLAMA) {
-        if (ty == TOK_TYPE_BYTE && n == 6 && hexval(s[3]) >= 0 && hexval(s[4]) >= 0) {
-            char c = (char)(hexval(s[3]) * 16 + hexval(s[4]));
-            return put(b, &c, 1);
-        }
-        infer_status st = INFER_OK;
-        for (size_t i = 0; i < n && !st;) {
-            if (i + 3 <= n && !memcmp(s + i, "\xE2\x96\x81", 3)) {
-                st = put(b, " ", 1);
-                i += 3;
-            } else {
-                st = put(b, s + i, 1);
-                i++;
-            }
-        }
-        return st;
-    }
-    infer_status st = INFER_OK;
-    for (size_t i = 0; i < n && !st;) {
-        uint32_t cp;
-        int l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
-        int byte = gpt2_cp_to_byte(cp);
-        if (byte >= 0) {
-            char c = (char)byte;
-            st = put(b, &c, 1);
-        } else st = put(b, s + i, (size_t)l);
-        i += (size_t)l;
-    }
-    return st;
-}
-
-infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, bool skip_special, char **text,
-                              size_t *len) {
-    *text = NULL;
-    *len = 0;
-    buf b = {0};
-    infer_status st = put(&b, "", 0);
-    int first = 1;
-    for (size_t i = 0; i < n && !st; i++) {
-        int32_t id = ids[i];
-        if (id < 0 || id >= t->n) {
-            st = fail(INFER_ERR_ARG, "tokenizer: decode: id %d at %zu outside [0, %d)", id, i, t->n);
-            break;
-        }
-        if (skip_special && t->type[id] == TOK_TYPE_CONTROL) continue;
-        size_t before = b.n;
-        st = decode_one(t, id, &b);
-        // SentencePiece's dummy prefix: the first piece's leading space is not text.
-        if (!st && first && t->add_space_prefix && t->kind == TOK_KIND_LLAMA && b.n > before && b.v[before] == ' ') {
-            memmove(b.v + before, b.v + before + 1, b.n - before);
-            b.n--;
-        }
-        first = 0;
-    }
-    if (st) {
-        free(b.v);
-        return st;
-    }
-    *text = b.v;
-    *len = b.n;
     return INFER_OK;
 }

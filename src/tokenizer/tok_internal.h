@@ -64,8 +64,4 @@ infer_status bpe_merge(const tokenizer *t, int32_t *sym, size_t n, id_list *out)
 typedef infer_status (*word_fn)(void *ctx, const char *w, size_t n);
 infer_status pretokenize(tok_pre pre, const char *s, size_t n, word_fn emit, void *ctx);
 
-// GPT-2's byte <-> printable code point map (bytes_to_unicode).
-uint32_t gpt2_byte_to_cp(unsigned char b);
-int gpt2_cp_to_byte(uint32_t cp); // -1 if cp is not an image of a byte
-
 #endif

@@ -78,3 +78,24 @@ int uni_is_space(uint32_t cp) {
     }
     return cp >= 0x2000 && cp <= 0x200A;
 }
+
+// ---------------------------------------------------------------------------
+// GPT-2's bytes_to_unicode: printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ')
+// map to themselves, the other 68 to U+0100 onwards, in byte order.
+
+static int printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); }
+
+uint32_t gpt2_byte_to_cp(unsigned char b) {
+    if (printable(b)) return b;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < b; x++) k += !printable(x);
+    return 0x100 + k;
+}
+
+int gpt2_cp_to_byte(uint32_t cp) {
+    if (cp < 0x100) return printable(cp) ? (int)cp : -1;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < 256; x++)
+        if (!printable(x) && 0x100 + k++ == cp) return (int)x;
+    return -1;
+}

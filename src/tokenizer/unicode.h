@@ -1,4 +1,5 @@
-// UTF-8 decoding and the Unicode classes the pre-tokenizers need.
+// UTF-8 decoding, the Unicode classes the pre-tokenizers need, and GPT-2's
+// byte-to-character map.
 #ifndef INFER_TOKENIZER_UNICODE_H
 #define INFER_TOKENIZER_UNICODE_H
 
@@ -18,6 +19,10 @@ int utf8_encode(uint32_t cp, char *out);
 int uni_is_letter(uint32_t cp); // general category L*
 int uni_is_number(uint32_t cp); // general category N*
 int uni_is_space(uint32_t cp);  // White_Space property (regex \s)
+
+// GPT-2's byte <-> printable code point map (bytes_to_unicode).
+uint32_t gpt2_byte_to_cp(unsigned char b);
+int gpt2_cp_to_byte(uint32_t cp); // -1 if cp is not an image of a byte
 
 // Generated tables (unicode_table.c): sorted inclusive ranges.
 extern const uint32_t uni_letter_ranges[][2];
