@@ -25,7 +25,7 @@ is BPE) with only 5 added tokens and no <bos>, and SmolLM2 without its
 individual-digits pre-tokenizer and with eos = <|im_start|>; neither is the
 tokenizer the models were trained with. --compare-transformers reports how
 often that build agrees with ours (on the 2,400-line corpus: Gemma 3 on
-almost no line, SmolLM2 on the lines without digits).
+0 lines, 885 when <bos> is left out on both sides; SmolLM2 on 2,305).
 
 Usage: python3 scripts/gen-tokenizer-expected.py [--export-only] [--compare-transformers] [gemma3|smollm2 ...]
 """
