@@ -1,0 +1,131 @@
+// The tokenizer: text <-> token ids, exactly as Hugging Face `tokenizers`
+// encodes with the model's upstream tokenizer.json.
+//
+// Two model kinds, as llama.cpp names them:
+//   llama  SentencePiece-style BPE with byte fallback: spaces become U+2581 "▁",
+//          no pre-tokenizer, characters missing from the vocabulary become
+//          <0xAB> byte tokens (Gemma 3).
+//   gpt2   byte-level BPE: a pre-tokenizer splits the text into words (the GPT-2,
+//          Llama 3, Qwen 2 or SmolLM regex, written out by hand in pretok.c),
+//          each word's bytes are mapped to printable characters and merged
+//          (SmolLM2).
+// Both apply merges by rank (HF's BPE): in a word, the adjacent pair with the
+// lowest merge rank is merged first, the leftmost on ties, until none applies.
+//
+// A tokenizer is built from a tok_vocab, a read-only view that both sources
+// fill: the GGUF reader (tokenizer.ggml.* metadata) and tokenizer_json.c.
+#ifndef INFER_TOKENIZER_H
+#define INFER_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "infer.h"
+
+typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2 } tok_kind;
+
+// GGUF tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
+typedef enum {
+    TOK_TYPE_UNDEFINED = 0,
+    TOK_TYPE_NORMAL = 1,
+    TOK_TYPE_UNKNOWN = 2,
+    TOK_TYPE_CONTROL = 3,      // special: matched in text only when parse_special
+    TOK_TYPE_USER_DEFINED = 4, // added token: always matched in text
+    TOK_TYPE_UNUSED = 5,
+    TOK_TYPE_BYTE = 6,         // <0xAB>, the byte-fallback tokens
+} tok_type;
+
+// Pre-tokenizers of the gpt2 kind (GGUF tokenizer.ggml.pre names them).
+typedef enum {
+    TOK_PRE_GPT2,   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+    TOK_PRE_LLAMA3, // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    TOK_PRE_QWEN2,  // as llama3 with \p{N} (one digit per word)
+    TOK_PRE_SMOLLM, // each \p{N} its own word, then gpt2
+} tok_pre;
+
+// What the tokenizer needs, as the sources store it. Pointers are borrowed
+// (e.g. into a mapped GGUF) and only read during tokenizer_from_vocab.
+//
+// From GGUF metadata (reject any other element type; never cast):
+//   kind       tokenizer.ggml.model         string  -> tok_kind_from_name
+//   pre        tokenizer.ggml.pre           string  -> tok_pre_from_name (gpt2 kind)
+//   tokens     tokenizer.ggml.tokens        array of string
+//   scores     tokenizer.ggml.scores        array of float32 (llama kind; same count)
+//   types      tokenizer.ggml.token_type    array of int32 (same count)
+//   merges     tokenizer.ggml.merges        array of string (gpt2 kind)
+//   bos .. unk tokenizer.ggml.{bos,eos,eot,padding,unknown}_token_id  uint32
+//   add_*      tokenizer.ggml.add_{bos,eos}_token, add_space_prefix   bool
+//   chat_template tokenizer.chat_template   string
+// In the gpt2 kind a byte missing from the vocabulary is dropped (HF with no
+// unknown token, as upstream byte-level tokenizers have); unk is not used there.
+// tests/test_tokenizer_gguf.c holds a minimal walker that does exactly this.
+typedef struct {
+    tok_kind kind;
+    tok_pre pre;                   // gpt2 kind only
+    int32_t n_tokens;
+    const char *const *tokens;     // (n_tokens) token text, UTF-8, not NUL-terminated
+    const uint32_t *token_lens;    // (n_tokens) bytes of each token
+    const float *scores;           // (n_tokens) or NULL; llama kind: merge priority
+    const int32_t *types;          // (n_tokens) tok_type, or NULL for all normal
+    int32_t n_merges;              // gpt2 kind: required; llama kind: 0 = derive from scores
+    const char *const *merges;     // (n_merges) "left right", in rank order
+    const uint32_t *merge_lens;    // (n_merges) bytes of each merge string
+    int32_t bos, eos, eot, pad, unk; // token ids, -1 when absent (eot -1: found by
+                                     // name, <end_of_turn> / <|im_end|> / <|eot_id|> / <|end|>)
+    bool add_bos, add_eos;         // what encode(add_special) adds
+    bool add_space_prefix;         // llama kind: prepend "▁" to the text
+    bool ignore_merges;            // a word that is itself a token is not merged (llama3)
+    const char *chat_template;     // NUL-terminated Jinja text, or NULL
+    const uint8_t *strip;          // (n_tokens) or NULL: TOK_LSTRIP | TOK_RSTRIP of added
+                                   // tokens (tokenizer.json's lstrip/rstrip; GGUF has none)
+} tok_vocab;
+
+// An added token with lstrip/rstrip also takes the whitespace before/after it.
+enum { TOK_LSTRIP = 1, TOK_RSTRIP = 2 };
+
+typedef struct tokenizer tokenizer;
+
+// Names as GGUF stores them: tokenizer.ggml.model ("llama", "gpt2") and
+// tokenizer.ggml.pre ("default", "gpt2", "llama-bpe"/"llama3", "qwen2", "smollm").
+infer_status tok_kind_from_name(const char *name, tok_kind *out);
+infer_status tok_pre_from_name(const char *name, tok_pre *out);
+
+// Validates the vocabulary (ids in range, known types, merges naming tokens)
+// and builds the lookup tables; copies everything it keeps.
+infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out);
+
+// Loads a Hugging Face tokenizer.json (BPE model); reads tokenizer_config.json
+// from the same folder when present (add_bos_token, add_eos_token, chat_template).
+infer_status tokenizer_load_json(const char *path, tokenizer **out);
+
+void tokenizer_free(tokenizer *t);
+
+// text (len bytes, any bytes: invalid UTF-8 is encoded byte by byte) -> ids.
+// add_special: add BOS/EOS as the vocabulary says. parse_special: text of a
+// control token (e.g. "<start_of_turn>") becomes that token; user-defined
+// tokens are always recognised. *ids is malloc'd; the caller frees it.
+infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len,
+                              bool add_special, bool parse_special,
+                              int32_t **ids, size_t *n_ids);
+
+// ids -> bytes (malloc'd, NUL-terminated, *len excludes the NUL). Control
+// tokens are written as their text unless skip_special.
+infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n,
+                              bool skip_special, char **text, size_t *len);
+
+int32_t tokenizer_n_vocab(const tokenizer *t);
+tok_kind tokenizer_kind(const tokenizer *t);
+// Token ids of BOS, EOS, end-of-turn, padding, unknown; -1 when absent.
+int32_t tokenizer_bos(const tokenizer *t);
+int32_t tokenizer_eos(const tokenizer *t);
+int32_t tokenizer_eot(const tokenizer *t);
+int32_t tokenizer_pad(const tokenizer *t);
+int32_t tokenizer_unk(const tokenizer *t);
+// The id of the token whose text is exactly s, or -1.
+int32_t tokenizer_find(const tokenizer *t, const char *s, size_t len);
+// A token's text (not NUL-terminated) and type; NULL for an id out of range.
+const char *tokenizer_token(const tokenizer *t, int32_t id, size_t *len, tok_type *type);
+const char *tokenizer_chat_template(const tokenizer *t); // or NULL
+
+#endif

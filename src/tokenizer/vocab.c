@@ -1,0 +1,404 @@
+// tokenizer_from_vocab: checks a tok_vocab and builds the lookup tables
+// (token text -> id, merge pair -> rank, added tokens, byte tokens).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "tokenizer/tok_internal.h"
+#include "tokenizer/unicode.h"
+
+// Limits that no real vocabulary comes near; a file past them is hostile.
+#define MAX_TOKENS (16 << 20)
+#define MAX_TOKEN_BYTES 65536
+#define MAX_MERGES (16 << 20)
+
+// ---------------------------------------------------------------------------
+// names
+
+infer_status tok_kind_from_name(const char *name, tok_kind *out) {
+    if (!strcmp(name, "llama")) *out = TOK_KIND_LLAMA;
+    else if (!strcmp(name, "gpt2")) *out = TOK_KIND_GPT2;
+    else return fail(INFER_ERR_UNSUPPORTED, "tokenizer model '%s' (known: llama, gpt2)", name);
+    return INFER_OK;
+}
+
+infer_status tok_pre_from_name(const char *name, tok_pre *out) {
+    if (!strcmp(name, "default") || !strcmp(name, "gpt2") || !strcmp(name, "gpt-2")) *out = TOK_PRE_GPT2;
+    else if (!strcmp(name, "llama-bpe") || !strcmp(name, "llama3") || !strcmp(name, "llama-v3")) *out = TOK_PRE_LLAMA3;
+    else if (!strcmp(name, "qwen2")) *out = TOK_PRE_QWEN2;
+    else if (!strcmp(name, "smollm")) *out = TOK_PRE_SMOLLM;
+    else return fail(INFER_ERR_UNSUPPORTED, "tokenizer pre-tokenizer '%s' (known: gpt2, llama-bpe, qwen2, smollm)", name);
+    return INFER_OK;
+}
+
+// ---------------------------------------------------------------------------
+// hash tables
+
+uint64_t tok_hash(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; // FNV-1a
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static uint32_t pow2_at_least(uint64_t n) {
+    uint32_t c = 16;
+    while (c < n) c <<= 1;
+    return c;
+}
+
+static infer_status str_map_init(str_map *m, uint64_t entries) {
+    m->cap = pow2_at_least(entries * 2);
+    m->slots = malloc(sizeof(int32_t) * m->cap);
+    if (!m->slots) return fail(INFER_ERR_NOMEM, "tokenizer: hash table of %u slots", m->cap);
+    memset(m->slots, 0xff, sizeof(int32_t) * m->cap);
+    return INFER_OK;
+}
+
+int32_t str_map_find(const tokenizer *t, const str_map *m, const char *s, size_t n) {
+    if (!m->slots) return -1;
+    uint32_t mask = m->cap - 1;
+    for (uint32_t i = (uint32_t)tok_hash(s, n) & mask;; i = (i + 1) & mask) {
+        int32_t id = m->slots[i];
+        if (id < 0) return -1;
+        if (t->len[id] == n && !memcmp(t->text[id], s, n)) return id;
+    }
+}
+
+// Adds token id unless a token with the same text is there (the first wins).
+static void str_map_add(const tokenizer *t, str_map *m, int32_t id) {
+    uint32_t mask = m->cap - 1;
+    for (uint32_t i = (uint32_t)tok_hash(t->text[id], t->len[id]) & mask;; i = (i + 1) & mask) {
+        int32_t o = m->slots[i];
+        if (o < 0) {
+            m->slots[i] = id;
+            return;
+        }
+        if (t->len[o] == t->len[id] && !memcmp(t->text[o], t->text[id], t->len[id])) return;
+    }
+}
+
+static uint32_t pair_hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+static infer_status pair_map_init(pair_map *m, uint64_t entries) {
+    m->cap = pow2_at_least(entries * 2);
+    m->slots = malloc(sizeof(pair_slot) * m->cap);
+    if (!m->slots) return fail(INFER_ERR_NOMEM, "tokenizer: merge table of %u slots", m->cap);
+    for (uint32_t i = 0; i < m->cap; i++) m->slots[i].key = UINT64_MAX;
+    return INFER_OK;
+}
+
+int32_t pair_map_find(const pair_map *m, int32_t l, int32_t r, int32_t *merged) {
+    if (!m->slots) return -1;
+    uint64_t k = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
+    uint32_t mask = m->cap - 1;
+    for (uint32_t i = pair_hash(k) & mask;; i = (i + 1) & mask) {
+        const pair_slot *s = &m->slots[i];
+        if (s->key == k) {
+            *merged = s->merged;
+            return s->rank;
+        }
+        if (s->key == UINT64_MAX) return -1;
+    }
+}
+
+// Adds a merge unless the pair has one already (the lower rank wins).
+static void pair_map_add(pair_map *m, int32_t l, int32_t r, int32_t rank, int32_t merged) {
+    uint64_t k = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
+    uint32_t mask = m->cap - 1;
+    for (uint32_t i = pair_hash(k) & mask;; i = (i + 1) & mask) {
+        pair_slot *s = &m->slots[i];
+        if (s->key == k) return;
+        if (s->key == UINT64_MAX) {
+            *s = (pair_slot){k, rank, merged};
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// merges
+
+// Merges given as "left right" strings, rank = position. A token may itself
+// hold a space, so every space is tried as the separator.
+static infer_status merges_from_list(tokenizer *t, const tok_vocab *v) {
+    if (v->n_merges < 0 || v->n_merges > MAX_MERGES)
+        return fail(INFER_ERR_FORMAT, "tokenizer: %d merges", v->n_merges);
+    if (v->n_merges && (!v->merges || !v->merge_lens))
+        return fail(INFER_ERR_FORMAT, "tokenizer: merges missing");
+    infer_status st = pair_map_init(&t->merges, (uint64_t)v->n_merges);
+    if (st) return st;
+    for (int32_t r = 0; r < v->n_merges; r++) {
+        const char *s = v->merges[r];
+        uint32_t n = v->merge_lens[r];
+        if (!s) return fail(INFER_ERR_FORMAT, "tokenizer: merge %d is NULL", r);
+        int32_t l = -1, rt = -1, m = -1;
+        for (uint32_t k = 1; k + 1 < n && m < 0; k++) {
+            if (s[k] != ' ') continue;
+            l = str_map_find(t, &t->by_text, s, k);
+            rt = str_map_find(t, &t->by_text, s + k + 1, n - k - 1);
+            if (l < 0 || rt < 0) continue;
+            size_t ml = (size_t)t->len[l] + t->len[rt];
+            char *buf = malloc(ml + 1);
+            if (!buf) return fail(INFER_ERR_NOMEM, "tokenizer: merge %d", r);
+            memcpy(buf, t->text[l], t->len[l]);
+            memcpy(buf + t->len[l], t->text[rt], t->len[rt]);
+            m = str_map_find(t, &t->by_text, buf, ml);
+            free(buf);
+        }
+        if (m < 0)
+            return fail(INFER_ERR_FORMAT, "tokenizer: merge %d '%.*s' is not two tokens whose join is a token",
+                        r, (int)(n > 200 ? 200 : n), s);
+        pair_map_add(&t->merges, l, rt, r, m);
+    }
+    return INFER_OK;
+}
+
+typedef struct {
+    float score;       // of the merged token
+    uint32_t left_chars;
+    int32_t merged, l, r;
+} gen_merge;
+
+static int gen_merge_cmp(const void *pa, const void *pb) {
+    const gen_merge *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    if (a->left_chars != b->left_chars) return a->left_chars > b->left_chars ? -1 : 1;
+    if (a->merged != b->merged) return a->merged < b->merged ? -1 : 1;
+    if (a->l != b->l) return a->l < b->l ? -1 : 1;
+    return (a->r > b->r) - (a->r < b->r);
+}
+
+static int is_utf8_lead(unsigned char c) { return (c & 0xC0) != 0x80; }
+
+// SentencePiece vocabularies (GGUF "llama") store scores, not merges. The
+// merges are every split of a token into two tokens, ordered as Hugging
+// Face's converter orders them (transformers' generate_merges): merged
+// token's score descending, then longer left part, then merged, left and
+// right id ascending. Two passes: count, then fill.
+static infer_status merges_from_scores(tokenizer *t, const float *scores) {
+    size_t count = 0;
+    gen_merge *g = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t k = 0;
+        for (int32_t i = 0; i < t->n; i++) {
+            const char *s = t->text[i];
+            uint32_t n = t->len[i], chars = 0;
+            for (uint32_t c = 1; c < n; c++) {
+                if (is_utf8_lead((unsigned char)s[c - 1])) chars++;
+                if (!is_utf8_lead((unsigned char)s[c])) continue;
+                int32_t l = str_map_find(t, &t->by_text, s, c);
+                if (l < 0) continue;
+                int32_t r = str_map_find(t, &t->by_text, s + c, n - c);
+                if (r < 0) continue;
+                if (pass == 1) g[k] = (gen_merge){scores[i], chars, i, l, r};
+                k++;
+            }
+        }
+        if (pass == 0) {
+            count = k;
+            if (count > MAX_MERGES) return fail(INFER_ERR_FORMAT, "tokenizer: %zu derived merges", count);
+            g = malloc(sizeof *g * (count ? count : 1));
+            if (!g) return fail(INFER_ERR_NOMEM, "tokenizer: %zu derived merges", count);
+        }
+    }
+    qsort(g, count, sizeof *g, gen_merge_cmp);
+    infer_status st = pair_map_init(&t->merges, count);
+    if (!st)
+        for (size_t k = 0; k < count; k++) pair_map_add(&t->merges, g[k].l, g[k].r, (int32_t)k, g[k].merged);
+    free(g);
+    return st;
+}
+
+// ---------------------------------------------------------------------------
+// added tokens and byte tokens
+
+static int cmp_u32_desc(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x < y) - (x > y);
+}
+
+static infer_status build_added(tokenizer *t) {
+    int32_t count = 0;
+    for (int32_t i = 0; i < t->n; i++)
+        if ((t->type[i] == TOK_TYPE_CONTROL || t->type[i] == TOK_TYPE_USER_DEFINED) && t->len[i]) count++;
+    infer_status st = str_map_init(&t->added, (uint64_t)count);
+    if (st) return st;
+    uint32_t n_by_byte[256] = {0};
+    for (int32_t i = 0; i < t->n; i++)
+        if ((t->type[i] == TOK_TYPE_CONTROL || t->type[i] == TOK_TYPE_USER_DEFINED) && t->len[i]) {
+            str_map_add(t, &t->added, i);
+            n_by_byte[(unsigned char)t->text[i][0]]++;
+        }
+    for (int b = 0; b < 256; b++) {
+        if (!n_by_byte[b]) continue;
+        uint32_t *L = malloc(sizeof(uint32_t) * (n_by_byte[b] + 1));
+        if (!L) return fail(INFER_ERR_NOMEM, "tokenizer: added tokens");
+        uint32_t k = 0;
+        for (int32_t i = 0; i < t->n; i++)
+            if ((t->type[i] == TOK_TYPE_CONTROL || t->type[i] == TOK_TYPE_USER_DEFINED) && t->len[i] &&
+                (unsigned char)t->text[i][0] == b)
+                L[k++] = t->len[i];
+        qsort(L, k, sizeof *L, cmp_u32_desc);
+        uint32_t u = 0;
+        for (uint32_t j = 0; j < k; j++)
+            if (!u || L[u - 1] != L[j]) L[u++] = L[j];
+        L[u] = 0;
+        t->added_lens[b] = L;
+    }
+    return INFER_OK;
+}
+
+static void build_byte_ids(tokenizer *t) {
+    for (int b = 0; b < 256; b++) {
+        char buf[8];
+        int n;
+        if (t->kind == TOK_KIND_LLAMA) n = snprintf(buf, sizeof buf, "<0x%02X>", b);
+        else n = utf8_encode(gpt2_byte_to_cp((unsigned char)b), buf);
+        t->byte_id[b] = str_map_find(t, &t->by_text, buf, (size_t)n);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// tokenizer_from_vocab
+
+static infer_status check_id(const char *what, int32_t id, int32_t n) {
+    if (id < -1 || id >= n) return fail(INFER_ERR_FORMAT, "tokenizer: %s token id %d outside [0, %d)", what, id, n);
+    return INFER_OK;
+}
+
+infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
+    *out = NULL;
+    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2)
+        return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)v->kind);
+    if (v->kind == TOK_KIND_GPT2 && (v->pre < TOK_PRE_GPT2 || v->pre > TOK_PRE_SMOLLM))
+        return fail(INFER_ERR_FORMAT, "tokenizer: pre-tokenizer %d", (int)v->pre);
+    if (v->n_tokens <= 0 || v->n_tokens > MAX_TOKENS)
+        return fail(INFER_ERR_FORMAT, "tokenizer: %d tokens", v->n_tokens);
+    if (!v->tokens || !v->token_lens) return fail(INFER_ERR_FORMAT, "tokenizer: token texts missing");
+    if (v->kind == TOK_KIND_GPT2 && v->n_merges <= 0) return fail(INFER_ERR_FORMAT, "tokenizer: gpt2 model without merges");
+    if (v->kind == TOK_KIND_LLAMA && v->n_merges <= 0 && !v->scores)
+        return fail(INFER_ERR_FORMAT, "tokenizer: llama model without merges or scores");
+    infer_status st;
+    if ((st = check_id("bos", v->bos, v->n_tokens)) || (st = check_id("eos", v->eos, v->n_tokens)) ||
+        (st = check_id("eot", v->eot, v->n_tokens)) || (st = check_id("pad", v->pad, v->n_tokens)) ||
+        (st = check_id("unk", v->unk, v->n_tokens)))
+        return st;
+    if (v->add_bos && v->bos < 0) return fail(INFER_ERR_FORMAT, "tokenizer: add_bos without a bos token");
+    if (v->add_eos && v->eos < 0) return fail(INFER_ERR_FORMAT, "tokenizer: add_eos without an eos token");
+
+    tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return fail(INFER_ERR_NOMEM, "tokenizer");
+    t->kind = v->kind;
+    t->pre = v->pre;
+    t->n = v->n_tokens;
+    t->bos = v->bos, t->eos = v->eos, t->eot = v->eot, t->pad = v->pad, t->unk = v->unk;
+    t->add_bos = v->add_bos, t->add_eos = v->add_eos;
+    t->add_space_prefix = v->add_space_prefix, t->ignore_merges = v->ignore_merges;
+    t->text = calloc((size_t)t->n, sizeof *t->text);
+    t->len = malloc(sizeof *t->len * (size_t)t->n);
+    t->type = malloc((size_t)t->n);
+    if (!t->text || !t->len || !t->type) {
+        st = fail(INFER_ERR_NOMEM, "tokenizer: %d tokens", t->n);
+        goto out;
+    }
+    for (int32_t i = 0; i < t->n; i++) {
+        uint32_t n = v->token_lens[i];
+        if (!v->tokens[i] || n > MAX_TOKEN_BYTES) {
+            st = fail(INFER_ERR_FORMAT, "tokenizer: token %d: %u bytes", i, n);
+            goto out;
+        }
+        int32_t ty = v->types ? v->types[i] : TOK_TYPE_NORMAL;
+        if (ty < TOK_TYPE_UNDEFINED || ty > TOK_TYPE_BYTE) {
+            st = fail(INFER_ERR_FORMAT, "tokenizer: token %d has type %d (known: 0-6)", i, ty);
+            goto out;
+        }
+        if (v->scores && isnan(v->scores[i])) {
+            st = fail(INFER_ERR_FORMAT, "tokenizer: token %d has a NaN score", i);
+            goto out;
+        }
+        t->type[i] = (uint8_t)ty;
+        t->len[i] = n;
+        t->text[i] = malloc(n + 1);
+        if (!t->text[i]) {
+            st = fail(INFER_ERR_NOMEM, "tokenizer: token %d", i);
+            goto out;
+        }
+        memcpy(t->text[i], v->tokens[i], n);
+        t->text[i][n] = 0;
+    }
+    if ((st = str_map_init(&t->by_text, (uint64_t)t->n))) goto out;
+    for (int32_t i = 0; i < t->n; i++) str_map_add(t, &t->by_text, i);
+    st = v->n_merges > 0 ? merges_from_list(t, v) : merges_from_scores(t, v->scores);
+    if (st) goto out;
+    if ((st = build_added(t))) goto out;
+    build_byte_ids(t);
+    if (v->strip) {
+        if (!(t->strip = malloc((size_t)t->n))) {
+            st = fail(INFER_ERR_NOMEM, "tokenizer: strip flags");
+            goto out;
+        }
+        memcpy(t->strip, v->strip, (size_t)t->n);
+    }
+    // Neither Gemma's GGUF nor a tokenizer.json names the end-of-turn token;
+    // it is the chat template's turn terminator, found by its text.
+    static const char *const eot_names[] = {"<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>"};
+    for (size_t k = 0; k < sizeof eot_names / sizeof *eot_names && t->eot < 0; k++) {
+        int32_t id = str_map_find(t, &t->by_text, eot_names[k], strlen(eot_names[k]));
+        if (id >= 0 && (t->type[id] == TOK_TYPE_CONTROL || t->type[id] == TOK_TYPE_USER_DEFINED)) t->eot = id;
+    }
+    if (v->chat_template && !(t->chat_template = strdup(v->chat_template))) {
+        st = fail(INFER_ERR_NOMEM, "tokenizer: chat template");
+        goto out;
+    }
+    *out = t;
+    return INFER_OK;
+out:
+    tokenizer_free(t);
+    return st;
+}
+
+void tokenizer_free(tokenizer *t) {
+    if (!t) return;
+    if (t->text)
+        for (int32_t i = 0; i < t->n; i++) free(t->text[i]);
+    free(t->text);
+    free(t->len);
+    free(t->type);
+    free(t->by_text.slots);
+    free(t->added.slots);
+    free(t->merges.slots);
+    for (int b = 0; b < 256; b++) free(t->added_lens[b]);
+    free(t->chat_template);
+    free(t->strip);
+    free(t);
+}
+
+// ---------------------------------------------------------------------------
+// accessors
+
+int32_t tokenizer_n_vocab(const tokenizer *t) { return t->n; }
+tok_kind tokenizer_kind(const tokenizer *t) { return t->kind; }
+int32_t tokenizer_bos(const tokenizer *t) { return t->bos; }
+int32_t tokenizer_eos(const tokenizer *t) { return t->eos; }
+int32_t tokenizer_eot(const tokenizer *t) { return t->eot; }
+int32_t tokenizer_pad(const tokenizer *t) { return t->pad; }
+int32_t tokenizer_unk(const tokenizer *t) { return t->unk; }
+const char *tokenizer_chat_template(const tokenizer *t) { return t->chat_template; }
+
+int32_t tokenizer_find(const tokenizer *t, const char *s, size_t len) {
+    return str_map_find(t, &t->by_text, s, len);
+}
+
+const char *tokenizer_token(const tokenizer *t, int32_t id, size_t *len, tok_type *type) {
+    if (id < 0 || id >= t->n) return NULL;
+    if (len) *len = t->len[id];
+    if (type) *type = (tok_type)t->type[id];
+    return t->text[id];
+}
