@@ -52,6 +52,24 @@ size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
 void infer_set_threads(int n);
 int infer_get_threads(void);
 
+// ---------------------------------------------------------------------------
+// Text: the model's tokenizer (GGUF tokenizer.ggml.* metadata, or
+// tokenizer.json beside a safetensors model), built on first use.
+
+// ids: malloc'd, the caller frees. add_special: BOS/EOS as the vocabulary
+// says; parse_special: text of special tokens ("<start_of_turn>") becomes them.
+infer_status infer_tokenize(infer_model *model, const char *text, size_t len, int add_special, int parse_special,
+                            int32_t **ids, int *n_ids);
+// text: malloc'd and NUL-terminated; special tokens are written unless skip_special.
+infer_status infer_detokenize(infer_model *model, const int32_t *ids, int n, int skip_special, char **text, size_t *len);
+// End-of-generation ids: the config's eos plus the tokenizer's eos and
+// end-of-turn (up to max; returns the count).
+int infer_model_eog(infer_model *model, int32_t *ids, int max);
+// The chat template the model carries, or NULL.
+const char *infer_model_chat_template(infer_model *model);
+// Text of one token (not NUL-terminated), NULL if out of range.
+const char *infer_token_text(infer_model *model, int32_t id, size_t *len);
+
 // A context of n_ctx positions (0: the model's maximum, capped at 4096).
 infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
 void infer_ctx_free(infer_ctx *ctx);

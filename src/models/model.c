@@ -3,6 +3,7 @@
 #include "models/model.h"
 #include "models/dtype.h"
 #include "models/gguf.h"
+#include "tokenizer/tokenizer.h"
 #include "base/error.h"
 
 #include <stdio.h>
@@ -86,6 +87,7 @@ void infer_model_free(infer_model *m) {
     free(m->layers);
     free(m->views);
     store_close(&m->store);
+    tokenizer_free(m->tok);
     gguf_close(m->gguf);
     config_free(&m->cfg);
     free(m->path);

@@ -46,6 +46,8 @@ struct infer_model {
     infer_config cfg;
     tensor_store store;
     struct gguf_file *gguf;                  // the mapped GGUF file (NULL for safetensors)
+    struct tokenizer *tok;                   // built on first use (inference/text.c)
+    int tok_loaded;                          // 1 once tried
     char *path;
     double load_seconds;
     const tensor *tok_embd;                  // (n_vocab, n_embd)

@@ -4,9 +4,11 @@
 
 #include "tokenizer/tokenizer.h"
 
-// Open-addressing hash from token text to id.
+// Open-addressing hash from token text to id. A slot keeps the upper 32 bits
+// of the text's hash beside the id, so a probe that misses rarely touches the
+// token's text (a cache miss each).
 typedef struct {
-    int32_t *slots;  // (cap) token id, or -1 for empty
+    uint64_t *slots; // (cap) hash >> 32 << 32 | id, or UINT64_MAX for empty
     uint32_t cap;    // power of two, >= 2 * entries
 } str_map;
 
@@ -27,11 +29,18 @@ struct tokenizer {
     tok_kind kind;
     tok_pre pre;
     int32_t n;          // vocabulary size
-    char **text;        // (n) token text, NUL-terminated copies
+    char **text;        // (n) token text, NUL-terminated, in arena
+    char *arena;        // every token's text, one allocation
     uint32_t *len;      // (n) bytes
     uint8_t *type;      // (n) tok_type
     str_map by_text;    // all tokens
-    pair_map merges;
+    pair_map merges;    // listed merges (gpt2 kind, or a llama kind that lists them)
+    // A SentencePiece vocabulary lists scores, not merges (GGUF "llama"): any
+    // two adjacent tokens whose join is a token merge, ordered as Hugging
+    // Face's converter orders the derived list (the merged token's score
+    // descending, then the longer left part, then the merged id). score_rank
+    // is the rank of each token's score among the distinct scores, highest 0.
+    int32_t *score_rank; // (n), or NULL when merges are listed
     // Added tokens (control and user-defined), matched in the raw text
     // longest first: for each first byte, the distinct lengths, descending.
     str_map added;

@@ -39,7 +39,12 @@ infer_status tok_pre_from_name(const char *name, tok_pre *out) {
 uint64_t tok_hash(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull; // FNV-1a
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h ^ (h >> 29);
+    // FNV's low bits are weak, and the tables index by them: mix (murmur3's fmix64)
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
 
 static uint32_t pow2_at_least(uint64_t n) {
@@ -50,32 +55,36 @@ static uint32_t pow2_at_least(uint64_t n) {
 
 static infer_status str_map_init(str_map *m, uint64_t entries) {
     m->cap = pow2_at_least(entries * 2);
-    m->slots = malloc(sizeof(int32_t) * m->cap);
+    m->slots = malloc(sizeof(uint64_t) * m->cap);
     if (!m->slots) return fail(INFER_ERR_NOMEM, "tokenizer: hash table of %u slots", m->cap);
-    memset(m->slots, 0xff, sizeof(int32_t) * m->cap);
+    memset(m->slots, 0xff, sizeof(uint64_t) * m->cap);
     return INFER_OK;
 }
 
 int32_t str_map_find(const tokenizer *t, const str_map *m, const char *s, size_t n) {
     if (!m->slots) return -1;
     uint32_t mask = m->cap - 1;
-    for (uint32_t i = (uint32_t)tok_hash(s, n) & mask;; i = (i + 1) & mask) {
-        int32_t id = m->slots[i];
-        if (id < 0) return -1;
-        if (t->len[id] == n && !memcmp(t->text[id], s, n)) return id;
+    uint64_t h = tok_hash(s, n), tag = h >> 32 << 32;
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        uint64_t e = m->slots[i];
+        if (e == UINT64_MAX) return -1;
+        int32_t id = (int32_t)(uint32_t)e;
+        if ((e >> 32 << 32) == tag && t->len[id] == n && !memcmp(t->text[id], s, n)) return id;
     }
 }
 
 // Adds token id unless a token with the same text is there (the first wins).
 static void str_map_add(const tokenizer *t, str_map *m, int32_t id) {
     uint32_t mask = m->cap - 1;
-    for (uint32_t i = (uint32_t)tok_hash(t->text[id], t->len[id]) & mask;; i = (i + 1) & mask) {
-        int32_t o = m->slots[i];
-        if (o < 0) {
-            m->slots[i] = id;
+    uint64_t h = tok_hash(t->text[id], t->len[id]), tag = h >> 32 << 32;
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        uint64_t e = m->slots[i];
+        if (e == UINT64_MAX) {
+            m->slots[i] = tag | (uint32_t)id;
             return;
         }
-        if (t->len[o] == t->len[id] && !memcmp(t->text[o], t->text[id], t->len[id])) return;
+        int32_t o = (int32_t)(uint32_t)e;
+        if ((e >> 32 << 32) == tag && t->len[o] == t->len[id] && !memcmp(t->text[o], t->text[id], t->len[id])) return;
     }
 }
 
@@ -160,60 +169,34 @@ static infer_status merges_from_list(tokenizer *t, const tok_vocab *v) {
     return INFER_OK;
 }
 
-typedef struct {
-    float score;       // of the merged token
-    uint32_t left_chars;
-    int32_t merged, l, r;
-} gen_merge;
+static const float *g_sort_scores; // qsort has no context argument
 
-static int gen_merge_cmp(const void *pa, const void *pb) {
-    const gen_merge *a = pa, *b = pb;
-    if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    if (a->left_chars != b->left_chars) return a->left_chars > b->left_chars ? -1 : 1;
-    if (a->merged != b->merged) return a->merged < b->merged ? -1 : 1;
-    if (a->l != b->l) return a->l < b->l ? -1 : 1;
-    return (a->r > b->r) - (a->r < b->r);
+static int by_score_desc(const void *pa, const void *pb) {
+    float a = g_sort_scores[*(const int32_t *)pa], b = g_sort_scores[*(const int32_t *)pb];
+    return (a < b) - (a > b);
 }
 
-static int is_utf8_lead(unsigned char c) { return (c & 0xC0) != 0x80; }
-
-// SentencePiece vocabularies (GGUF "llama") store scores, not merges. The
-// merges are every split of a token into two tokens, ordered as Hugging
-// Face's converter orders them (transformers' generate_merges): merged
-// token's score descending, then longer left part, then merged, left and
-// right id ascending. Two passes: count, then fill.
-static infer_status merges_from_scores(tokenizer *t, const float *scores) {
-    size_t count = 0;
-    gen_merge *g = NULL;
-    for (int pass = 0; pass < 2; pass++) {
-        size_t k = 0;
-        for (int32_t i = 0; i < t->n; i++) {
-            const char *s = t->text[i];
-            uint32_t n = t->len[i], chars = 0;
-            for (uint32_t c = 1; c < n; c++) {
-                if (is_utf8_lead((unsigned char)s[c - 1])) chars++;
-                if (!is_utf8_lead((unsigned char)s[c])) continue;
-                int32_t l = str_map_find(t, &t->by_text, s, c);
-                if (l < 0) continue;
-                int32_t r = str_map_find(t, &t->by_text, s + c, n - c);
-                if (r < 0) continue;
-                if (pass == 1) g[k] = (gen_merge){scores[i], chars, i, l, r};
-                k++;
-            }
-        }
-        if (pass == 0) {
-            count = k;
-            if (count > MAX_MERGES) return fail(INFER_ERR_FORMAT, "tokenizer: %zu derived merges", count);
-            g = malloc(sizeof *g * (count ? count : 1));
-            if (!g) return fail(INFER_ERR_NOMEM, "tokenizer: %zu derived merges", count);
+// Ranks of the scores (distinct scores highest first) for merges derived on
+// the fly in bpe.c; no scores means every token ranks the same.
+static infer_status build_score_rank(tokenizer *t, const float *scores) {
+    t->score_rank = calloc((size_t)t->n, sizeof *t->score_rank);
+    int32_t *order = malloc(sizeof *order * (size_t)t->n);
+    if (!t->score_rank || !order) {
+        free(order);
+        return fail(INFER_ERR_NOMEM, "tokenizer: score ranks");
+    }
+    if (scores) {
+        for (int32_t i = 0; i < t->n; i++) order[i] = i;
+        g_sort_scores = scores;
+        qsort(order, (size_t)t->n, sizeof *order, by_score_desc);
+        int32_t r = 0;
+        for (int32_t k = 0; k < t->n; k++) {
+            if (k && scores[order[k]] != scores[order[k - 1]]) r++;
+            t->score_rank[order[k]] = r;
         }
     }
-    qsort(g, count, sizeof *g, gen_merge_cmp);
-    infer_status st = pair_map_init(&t->merges, count);
-    if (!st)
-        for (size_t k = 0; k < count; k++) pair_map_add(&t->merges, g[k].l, g[k].r, (int32_t)k, g[k].merged);
-    free(g);
-    return st;
+    free(order);
+    return INFER_OK;
 }
 
 // ---------------------------------------------------------------------------
@@ -308,6 +291,13 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
         st = fail(INFER_ERR_NOMEM, "tokenizer: %d tokens", t->n);
         goto out;
     }
+    size_t total = 0;
+    for (int32_t i = 0; i < t->n; i++) total += (size_t)v->token_lens[i] + 1;
+    if (!(t->arena = malloc(total ? total : 1))) {
+        st = fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of token text", total);
+        goto out;
+    }
+    char *at = t->arena;
     for (int32_t i = 0; i < t->n; i++) {
         uint32_t n = v->token_lens[i];
         if (!v->tokens[i] || n > MAX_TOKEN_BYTES) {
@@ -325,17 +315,14 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
         }
         t->type[i] = (uint8_t)ty;
         t->len[i] = n;
-        t->text[i] = malloc(n + 1);
-        if (!t->text[i]) {
-            st = fail(INFER_ERR_NOMEM, "tokenizer: token %d", i);
-            goto out;
-        }
+        t->text[i] = at;
+        at += n + 1;
         memcpy(t->text[i], v->tokens[i], n);
         t->text[i][n] = 0;
     }
     if ((st = str_map_init(&t->by_text, (uint64_t)t->n))) goto out;
     for (int32_t i = 0; i < t->n; i++) str_map_add(t, &t->by_text, i);
-    st = v->n_merges > 0 ? merges_from_list(t, v) : merges_from_scores(t, v->scores);
+    st = v->n_merges > 0 ? merges_from_list(t, v) : build_score_rank(t, v->scores);
     if (st) goto out;
     if ((st = build_added(t))) goto out;
     build_byte_ids(t);
@@ -366,11 +353,11 @@ out:
 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
-    if (t->text)
-        for (int32_t i = 0; i < t->n; i++) free(t->text[i]);
+    free(t->arena);
     free(t->text);
     free(t->len);
     free(t->type);
+    free(t->score_rank);
     free(t->by_text.slots);
     free(t->added.slots);
     free(t->merges.slots);

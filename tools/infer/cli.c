@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 int cli_error(const char *fmt, ...) {
     va_list ap;
@@ -80,4 +81,63 @@ long cli_peak_rss_kib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss;
+}
+
+static int parse_float(const char *flag, const char *s, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        cli_error("%s: \"%s\" is not a number in [%g, %g]", flag, s, lo, hi);
+        return -1;
+    }
+    *out = (float)v;
+    return 1;
+}
+
+int cli_sampling_flag(int argc, char **argv, int *i, infer_sampling *p) {
+    const char *f = argv[*i], *v;
+    long n;
+    if (!strcmp(f, "-s") || !strcmp(f, "--seed")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (errno || end == v || *end) { cli_error("%s: \"%s\" is not a seed", f, v); return -1; }
+        p->seed = s;
+        return 1;
+    }
+    if (!strcmp(f, "--temp")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 0, 1e6f, &p->temp) : -1;
+    if (!strcmp(f, "--top-p")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 0, 1, &p->top_p) : -1;
+    if (!strcmp(f, "--min-p")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 0, 1, &p->min_p) : -1;
+    if (!strcmp(f, "--repeat-penalty")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 1e-3f, 100, &p->repeat_penalty) : -1;
+    if (!strcmp(f, "--presence-penalty")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, -100, 100, &p->presence_penalty) : -1;
+    if (!strcmp(f, "--frequency-penalty")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, -100, 100, &p->frequency_penalty) : -1;
+    if (!strcmp(f, "--top-k")) {
+        if (!(v = cli_value(argc, argv, i)) || (n = cli_parse_count(f, v, 1 << 24)) < 0) return -1;
+        p->top_k = (int)n;
+        return 1;
+    }
+    if (!strcmp(f, "--repeat-last-n")) {
+        if (!(v = cli_value(argc, argv, i)) || (n = cli_parse_count(f, v, 1 << 24)) < 0) return -1;
+        p->repeat_last_n = (int)n;
+        return 1;
+    }
+    return 0;
+}
+
+const char *cli_default_model(void) {
+    static char path[4096];
+    const char *cache = getenv("INFER_CACHE"), *home = getenv("HOME");
+    if (cache && *cache) snprintf(path, sizeof path, "%s/gemma3/gemma-3-270m-q4_k_m.gguf", cache);
+    else snprintf(path, sizeof path, "%s/.cache/infer/gemma3/gemma-3-270m-q4_k_m.gguf", home ? home : ".");
+    if (access(path, R_OK) == 0) return path;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/fetch-model.sh' gemma3 >&2", INFER_SOURCE_DIR);
+    fprintf(stderr, "infer: no -m given and the default model is not in the cache: fetching it (%s)\n", path);
+    if (system(cmd) != 0 || access(path, R_OK) != 0) {
+        cli_error("could not fetch the default model; run scripts/fetch-model.sh gemma3 or give -m MODEL");
+        return NULL;
+    }
+    return path;
 }

@@ -22,6 +22,15 @@ long cli_parse_count(const char *flag, const char *s, long max);
 // Takes the value of a flag at argv[*i], advancing *i; NULL if missing.
 const char *cli_value(int argc, char **argv, int *i);
 
+// Parses one llama.cpp sampling flag at argv[*i] (-s --seed --temp --top-k
+// --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty
+// --frequency-penalty) into p: 1 if taken, 0 if not a sampling flag, -1 on error.
+int cli_sampling_flag(int argc, char **argv, int *i, infer_sampling *p);
+
+// The default model (Gemma 3 270M Q4_K_M) from the cache, fetched with
+// scripts/fetch-model.sh when absent; NULL (with a message) on failure.
+const char *cli_default_model(void);
+
 double cli_now(void);
 long cli_peak_rss_kib(void);
 

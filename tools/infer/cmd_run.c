@@ -1,25 +1,37 @@
-// infer run -m MODEL --ids 1,2,3 -n N: greedy generation with the KV cache,
-// printing the new token ids. Timings go to stderr.
+// infer run [-m MODEL] -p TEXT | --ids 1,2,3 [-n N] [sampling flags]
+// Generates with the KV cache. With -p the continuation is printed as text as
+// it is produced; with --ids the new token ids are printed. Timings go to
+// stderr. Flags follow llama.cpp's.
 #include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
+// Bytes of s[0..n) that form complete UTF-8 characters.
+static size_t utf8_complete(const char *s, size_t n) {
+    size_t i = n;
+    int back = 0;
+    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--, back++;
+    if (i == 0) return n;
+    unsigned char c = (unsigned char)s[i - 1];
+    int need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return (back + 1 >= need) ? n : i - 1;
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *ids_s = NULL;
-    long n_new = 16, n_ctx = 0;
+    const char *model = NULL, *ids_s = NULL, *prompt = NULL;
+    long n_new = 128, n_ctx = 0;
     int ignore_eos = 0;
+    infer_sampling sp = infer_sampling_default();
+    sp.seed = (uint64_t)cli_now() * 1000003u;
     for (int i = 1; i < argc; i++) {
         const char *v;
+        int r = cli_sampling_flag(argc, argv, &i, &sp);
+        if (r < 0) return 1;
+        if (r) continue;
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) { if (!(prompt = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--n-predict")) {
             if (!(v = cli_value(argc, argv, &i)) || (n_new = cli_parse_count("-n", v, 1 << 24)) < 0) return 1;
@@ -32,47 +44,77 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--ignore-eos")) ignore_eos = 1;
         else return cli_error("run: unknown option \"%s\"", argv[i]);
     }
-    if (!model) return cli_error("run: no model given (-m MODEL)");
-    if (!ids_s) return cli_error("run: no prompt given (--ids 1,2,3)");
-    int n;
-    int32_t *ids = cli_parse_ids(ids_s, &n);
-    if (!ids) return 1;
+    if (!prompt && !ids_s) return cli_error("run: no prompt given (-p TEXT or --ids 1,2,3)");
+    if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
+    if (!model && !(model = cli_default_model())) return 1;
 
-    int rc = 1;
+    int rc = 1, n = 0;
+    int32_t *ids = NULL, *hist = NULL;
     infer_model *m = NULL;
     infer_ctx *c = NULL;
+    infer_sampler *smp = NULL;
     float *logits = NULL;
+    char *text = NULL;
     double t0 = cli_now();
     if (infer_model_load(model, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (prompt) {
+        if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
+        if (n == 0) { cli_error("run: the prompt gives no tokens"); goto done; }
+    } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (n_ctx == 0) n_ctx = n + n_new;
-    if (n + n_new > n_ctx) { cli_error("run: prompt (%d) + new tokens (%ld) exceed the context (%ld)", n, n_new, n_ctx); goto done; }
-    if (infer_ctx_new(m, (int)n_ctx, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    if (n + n_new > n_ctx) { cli_error("run: prompt (%d tokens) + %ld new tokens exceed the context (%ld)", n, n_new, n_ctx); goto done; }
+    if (infer_ctx_new(m, (int)n_ctx, &c) || infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
+        cli_error("%s", infer_last_error());
+        goto done;
+    }
     int V = infer_model_n_vocab(m);
-    int32_t eos[8];
-    int n_eos = ignore_eos ? 0 : infer_model_eos(m, eos, 8);
+    int32_t eog[8];
+    int n_eog = ignore_eos ? 0 : (prompt ? infer_model_eog(m, eog, 8) : infer_model_eos(m, eog, 8));
     logits = malloc(sizeof(float) * (size_t)V);
-    if (!logits) { cli_error("out of memory"); goto done; }
+    hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1));
+    if (!logits || !hist) { cli_error("out of memory"); goto done; }
+    memcpy(hist, ids, sizeof(int32_t) * (size_t)n);
     double t1 = cli_now();
     if (infer_eval(c, ids, n, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
     double t2 = cli_now();
     int gen = 0;
-    for (; gen < n_new; gen++) {
-        int32_t tok = argmax(logits, V);
-        printf("%s%d", gen ? "," : "", tok);
-        fflush(stdout);
+    size_t printed = 0;
+    while (gen < n_new) {
+        int32_t tok = infer_sample(smp, logits, hist, n + gen);
         int stop = 0;
-        for (int k = 0; k < n_eos; k++) stop |= tok == eos[k];
-        if (stop || gen + 1 == n_new) { gen++; break; }
+        for (int k = 0; k < n_eog; k++) stop |= tok == eog[k];
+        if (stop) break;
+        hist[n + gen++] = tok;
+        if (prompt) {
+            // print what the new token completes; hold back a split UTF-8 character
+            size_t len;
+            free(text);
+            text = NULL;
+            if (infer_detokenize(m, hist + n, gen, 0, &text, &len)) { cli_error("%s", infer_last_error()); goto done; }
+            size_t ok = utf8_complete(text, len);
+            if (ok > printed) { fwrite(text + printed, 1, ok - printed, stdout); printed = ok; }
+        } else {
+            printf("%s%d", gen > 1 ? "," : "", tok);
+        }
+        fflush(stdout);
+        if (gen == n_new) break;
         if (infer_eval(c, &tok, 1, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
+    }
+    if (prompt && text) {
+        size_t len = strlen(text);
+        if (len > printed) fwrite(text + printed, 1, len - printed, stdout);
     }
     printf("\n");
     double t3 = cli_now();
-    fprintf(stderr, "load %.1f ms, prompt %d tokens %.1f tok/s, generated %d tokens %.1f tok/s\n", (t1 - t0) * 1e3, n,
+    fprintf(stderr, "load %.1f ms | prompt %d tokens, %.2f tok/s | generated %d tokens, %.2f tok/s\n", (t1 - t0) * 1e3, n,
             n / (t2 - t1), gen, gen > 1 ? (gen - 1) / (t3 - t2) : 0.0);
     rc = 0;
 done:
+    free(text);
     free(logits);
+    free(hist);
     free(ids);
+    infer_sampler_free(smp);
     infer_ctx_free(c);
     infer_model_free(m);
     return rc;
