@@ -18,6 +18,7 @@
 #include "models/gguf_convert.h"
 #include "models/gguf_write.h"
 #include "models/dtype.h"
+#include "models/quant_mix.h"
 #include "base/error.h"
 
 #include <math.h>
@@ -113,6 +114,7 @@ typedef struct {
     const infer_model *m;
     gguf_writer *w;
     int type;
+    quant_mix *mix;     // a named mix (q4_k_m, ...) picks per tensor; NULL: every matrix is `type`
     rows_src **srcs;
     int n_srcs, cap_srcs;
     infer_status st;
@@ -141,6 +143,7 @@ static rows_src *new_src(conv *c, int n_w) {
 // llama.cpp's converter keeps 1-D tensors, the router and position embeddings in f32.
 static int pick_type(const conv *c, const char *name, int nd, int64_t ne0) {
     if (nd < 2 || strstr(name, "ffn_gate_inp") || !strcmp(name, "position_embd.weight")) return DT_F32;
+    if (c->mix) return quant_mix_type(c->mix, name, nd, ne0, DT_F32);
     const dtype_traits *tr = dtype_get(c->type);
     if (!tr || !tr->from_float || ne0 % tr->blck) return DT_F16;
     return c->type;
@@ -251,7 +254,7 @@ static void put_metadata(conv *c, const char *a, const char *name) {
     const infer_config *cf = &c->m->cfg;
     const family *f = cf->fam;
     int L = cf->n_layer;
-    int ftype = c->type == DT_F32 ? 0 : c->type == DT_F16 ? 1 : c->type == DT_BF16 ? 32 : c->type == DT_Q8_0 ? 7 : 1;
+    int ftype = c->mix ? c->mix->ftype : gguf_ftype_of(c->type);
     SET(gguf_set_str(c->w, "general.architecture", a));
     SET(gguf_set_str(c->w, "general.name", name));
     SET(gguf_set_u32(c->w, "general.file_type", (uint32_t)ftype));
@@ -445,14 +448,14 @@ static void put_layer(conv *c, int il, int rope_normal) {
 #undef NM
 }
 
-infer_status gguf_convert(const infer_model *m, const char *out_path, int type) {
+static infer_status convert(const infer_model *m, const char *out_path, int type, quant_mix *mix) {
     const infer_config *cf = &m->cfg;
     const char *a = gguf_arch_of(cf->model_type);
     if (!a) return fail(INFER_ERR_UNSUPPORTED, "convert: no GGUF architecture for model type \"%s\"", cf->model_type);
     if (cf->from_gguf) return fail(INFER_ERR_UNSUPPORTED, "convert: the source is already a GGUF file");
     const dtype_traits *tr = dtype_get(type);
     if (!tr || !tr->from_float) return fail(INFER_ERR_UNSUPPORTED, "convert: no encoder for type %d yet", type);
-    conv c = {m, gguf_writer_new(), type, NULL, 0, 0, INFER_OK};
+    conv c = {m, gguf_writer_new(), type, mix, NULL, 0, 0, INFER_OK};
     if (!c.w) return fail(INFER_ERR_NOMEM, "out of memory");
 
     const char *base = strrchr(m->path, '/');
@@ -481,4 +484,14 @@ infer_status gguf_convert(const infer_model *m, const char *out_path, int type) 
     free(c.srcs);
     gguf_writer_free(c.w);
     return c.st;
+}
+
+infer_status gguf_convert(const infer_model *m, const char *out_path, int type) { return convert(m, out_path, type, NULL); }
+
+infer_status gguf_convert_mix(const infer_model *m, const char *out_path, const char *mix_name) {
+    quant_mix mix;
+    int tied = !m->output.w || m->output.w == m->tok_embd;
+    if (!quant_mix_init(&mix, mix_name, m->cfg.n_layer, m->cfg.n_expert, tied))
+        return fail(INFER_ERR_ARG, "convert: unknown type \"%s\" (%s)", mix_name, quant_mix_names());
+    return convert(m, out_path, mix.base, &mix);
 }

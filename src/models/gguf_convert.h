@@ -11,6 +11,10 @@
 // a matrix whose rows are not whole blocks of `type` falls back to f16.
 infer_status gguf_convert(const infer_model *m, const char *out_path, int type);
 
+// As gguf_convert with a named mix (f32, f16, bf16, q8_0, q4_0, q4_k_m,
+// q5_k_m, ...): each tensor's type as llama-quantize picks it for that ftype.
+infer_status gguf_convert_mix(const infer_model *m, const char *out_path, const char *mix);
+
 // llama.cpp's general.architecture for one of our model types, or NULL.
 const char *gguf_arch_of(const char *model_type);
 

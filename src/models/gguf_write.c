@@ -255,3 +255,34 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     if (!ok) return fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     return INFER_OK;
 }
+
+// A parsed value, re-encoded (arrays of strings and nested arrays included).
+static void put_value(buf *b, const gguf_value *v, int with_type) {
+    if (with_type) put_u32(b, (uint32_t)v->type);
+    if (v->type == GGUF_STRING) {
+        put_u64(b, v->n);
+        put(b, v->data, (size_t)v->n);
+    } else if (v->type == GGUF_ARRAY) {
+        put_u32(b, (uint32_t)v->elem_type);
+        put_u64(b, v->n);
+        if (v->elem_type == GGUF_STRING)
+            for (uint64_t i = 0; i < v->n; i++) {
+                size_t len;
+                const char *s = gguf_arr_str(v, i, &len);
+                put_u64(b, len);
+                put(b, s, len);
+            }
+        else if (v->elem_type == GGUF_ARRAY)
+            for (uint64_t i = 0; i < v->n; i++) put_value(b, gguf_arr_item(v, i), 0);
+        else
+            put(b, v->data, (size_t)v->n * gguf_type_size(v->elem_type));
+    } else {
+        put(b, v->data, gguf_type_size(v->type));
+    }
+}
+
+infer_status gguf_set_value(gguf_writer *w, const char *key, const gguf_value *v) {
+    buf b = {0};
+    put_value(&b, v, 1);
+    return set_kv(w, key, &b);
+}

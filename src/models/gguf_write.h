@@ -25,6 +25,8 @@ infer_status gguf_set_str(gguf_writer *w, const char *key, const char *v);
 // An array of n fixed-size elements of elem_type, little-endian in data.
 infer_status gguf_set_arr(gguf_writer *w, const char *key, int elem_type, const void *data, uint64_t n);
 infer_status gguf_set_arr_str(gguf_writer *w, const char *key, const char *const *v, uint64_t n);
+// A value read from another GGUF file, copied as it is.
+infer_status gguf_set_value(gguf_writer *w, const char *key, const gguf_value *v);
 
 // Tensors (ne[0] innermost). The rows are produced at write time: fn is
 // called once per row (ne[1] * ne[2] * ne[3] rows), in order.

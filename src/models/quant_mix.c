@@ -4,12 +4,21 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct { const char *name; int base, k_mixed, more; } g_mixes[] = {
-    {"f32", DT_F32, 0, 0},     {"f16", DT_F16, 0, 0},       {"bf16", DT_BF16, 0, 0},
-    {"q8_0", DT_Q8_0, 0, 0},   {"q4_0", DT_Q4_0, 0, 0},     {"q5_0", DT_Q5_0, 0, 0},
-    {"q4_1", DT_Q4_1, 0, 0},   {"q5_1", DT_Q5_1, 0, 0},     {"q6_k", DT_Q6_K, 0, 0},
-    {"q4_k_m", DT_Q4_K, 1, DT_Q6_K}, {"q5_k_m", DT_Q5_K, 1, DT_Q6_K},
+// name, default type, "M" rules, the type use_more_bits picks, LLAMA_FTYPE_*
+static const struct { const char *name; int base, k_mixed, more, ftype; } g_mixes[] = {
+    {"f32", DT_F32, 0, 0, 0},     {"f16", DT_F16, 0, 0, 1},       {"bf16", DT_BF16, 0, 0, 32},
+    {"q8_0", DT_Q8_0, 0, 0, 7},   {"q4_0", DT_Q4_0, 0, 0, 2},     {"q5_0", DT_Q5_0, 0, 0, 8},
+    {"q4_1", DT_Q4_1, 0, 0, 3},   {"q5_1", DT_Q5_1, 0, 0, 9},     {"q6_k", DT_Q6_K, 0, 0, 18},
+    {"q4_k_m", DT_Q4_K, 1, DT_Q6_K, 15}, {"q5_k_m", DT_Q5_K, 1, DT_Q6_K, 17},
 };
+
+const char *quant_mix_names(void) { return "f32, f16, bf16, q8_0, q4_0, q5_0, q4_1, q5_1, q6_k, q4_k_m, q5_k_m"; }
+
+int gguf_ftype_of(int type) {
+    for (size_t i = 0; i < sizeof g_mixes / sizeof g_mixes[0]; i++)
+        if (g_mixes[i].base == type && !g_mixes[i].k_mixed) return g_mixes[i].ftype;
+    return 1;
+}
 
 int quant_mix_init(quant_mix *q, const char *name, int n_layer, int n_expert, int tied) {
     memset(q, 0, sizeof *q);
@@ -18,6 +27,7 @@ int quant_mix_init(quant_mix *q, const char *name, int n_layer, int n_expert, in
         q->base = g_mixes[i].base;
         q->k_mixed = g_mixes[i].k_mixed;
         q->more_bits_type = g_mixes[i].more;
+        q->ftype = g_mixes[i].ftype;
         q->n_layer = n_layer;
         q->n_expert = n_expert;
         q->tied = tied;
@@ -52,16 +62,13 @@ static int fit(int t, int64_t ne0) {
 }
 
 int quant_mix_type(quant_mix *q, const char *name, int n_dims, int64_t ne0, int stored) {
-    if (is_float(q->base)) {
-        // a float mix converts every float tensor, keeping 1-D ones in f32
-        if (n_dims < 2) return DT_F32;
-        return is_float(stored) ? q->base : stored;
-    }
-    // what llama.cpp leaves alone
-    if (n_dims < 2 || !ends_with(name, "weight") || strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp.weight") ||
+    // what llama.cpp leaves alone: vectors, norms, routers, positions
+    if (n_dims < 2) return is_float(stored) ? DT_F32 : stored;
+    if (!ends_with(name, "weight") || strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp.weight") ||
         strstr(name, "per_layer_model_proj") || !strcmp(name, "position_embd.weight") || strstr(name, "altup") ||
         strstr(name, "laurel"))
-        return stored == DT_F32 || stored == DT_F16 || stored == DT_BF16 ? (n_dims < 2 ? DT_F32 : stored) : stored;
+        return stored;
+    if (is_float(q->base)) return q->base; // a float mix converts every matrix
 
     int t = q->base;
     int layer = -1;

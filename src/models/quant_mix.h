@@ -13,7 +13,13 @@ typedef struct {
     int n_layer, n_expert;
     int tied;          // token_embd doubles as the output head
     int i_attn_v;      // running counter of attn_v tensors seen
+    int ftype;         // llama.cpp's general.file_type (LLAMA_FTYPE_*)
 } quant_mix;
+
+// "f32, f16, ..." for messages.
+const char *quant_mix_names(void);
+// general.file_type for a file whose matrices are all of one type.
+int gguf_ftype_of(int type);
 
 // Parses a mix name (f32, f16, bf16, q4_0, q8_0, q4_k_m, q5_k_m, q6_k, ...);
 // returns 0 for an unknown name.

@@ -1,8 +1,9 @@
-// infer convert HF_DIR OUT.gguf [--type f32|f16|bf16]: write a GGUF file
+// infer convert HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_k_m|...]: write a GGUF file
 // the way llama.cpp's convert_hf_to_gguf.py lays it out.
 #include "cli.h"
 #include "models/gguf_convert.h"
 #include "models/dtype.h"
+#include "models/quant_mix.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,17 +19,14 @@ int cmd_convert(int argc, char **argv) {
         else if (!out) out = argv[i];
         else return cli_error("convert: unexpected argument \"%s\"", argv[i]);
     }
-    if (!in || !out) return cli_error("convert: usage: infer convert HF_DIR OUT.gguf [--type f32|f16|bf16]");
-    int type = -1;
-    for (int t = 0; t < DT_COUNT; t++) {
-        const dtype_traits *tr = dtype_get(t);
-        if (tr && tr->from_float && !strcasecmp(tr->name, type_name)) type = t;
-    }
-    if (type < 0) return cli_error("convert: unknown or unsupported --type \"%s\" (f32, f16, bf16)", type_name);
+    if (!in || !out) return cli_error("convert: usage: infer convert HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_k_m|...]");
+    quant_mix probe;
+    if (!quant_mix_init(&probe, type_name, 1, 0, 0))
+        return cli_error("convert: unknown --type \"%s\" (%s)", type_name, quant_mix_names());
     double t0 = cli_now();
     infer_model *m;
     if (infer_model_load(in, &m)) return cli_error("%s", infer_last_error());
-    infer_status st = gguf_convert(m, out, type);
+    infer_status st = gguf_convert_mix(m, out, type_name);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());
     fprintf(stderr, "infer: wrote %s (%s) in %.2f s\n", out, type_name, cli_now() - t0);
