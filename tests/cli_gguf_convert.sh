@@ -16,7 +16,7 @@ cmp -s "$TMP/hf.f32" "$TMP/gguf.f32" || fail "bf16 GGUF logits differ from the H
 "$BIN" info -m "$TMP/q.gguf" | grep -q "gguf *= version 3" || fail "info does not describe the GGUF file"
 
 "$BIN" convert "$FIX/qwen3" "$TMP/x.gguf" --type q9_9 2>"$TMP/err" && fail "an unknown --type was accepted"
-grep -q "unknown or unsupported --type" "$TMP/err" || fail "message for a bad --type: $(cat "$TMP/err")"
+grep -q "unknown --type \"q9_9\"" "$TMP/err" || fail "message for a bad --type: $(cat "$TMP/err")"
 "$BIN" convert "$TMP/nowhere" "$TMP/x.gguf" 2>"$TMP/err" && fail "a missing model was accepted"
 grep -q "nowhere" "$TMP/err" || fail "message for a missing model: $(cat "$TMP/err")"
 "$BIN" convert "$TMP/q.gguf" "$TMP/y.gguf" 2>"$TMP/err" && fail "converting a GGUF file again was accepted"
