@@ -205,6 +205,22 @@ static void test_errors(void) {
     expect_error("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
                  "loop iterations");
     expect_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "macro calls nested deeper than");
+    // a macro whose body is nested deeply, recursing: bounded by the eval depth
+    char *mac = malloc(100000);
+    size_t m = (size_t)sprintf(mac, "{%% macro f(n) %%}");
+    for (int i = 0; i < 150; i++) m += (size_t)sprintf(mac + m, "{%% if 1 %%}");
+    m += (size_t)sprintf(mac + m, "{{ f(n) }}");
+    for (int i = 0; i < 150; i++) m += (size_t)sprintf(mac + m, "{%% endif %%}");
+    sprintf(mac + m, "{%% endmacro %%}{{ f(1) }}");
+    expect_error(mac, "nested deeper than");
+    free(mac);
+    // a value nested 100000 deep must not overflow the stack when printed or compared
+    expect_error("{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+                 "nested too deeply");
+    expect_error("{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                 "{{ ns.x|tojson }}", "nested too deeply");
+    expect_error("{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                 "{{ ns.x < ns.x }}", "nested too deeply");
     expect_error("{{ 'x' * 100000000000 }}", "string repetition too large");
     expect_error("{% set ns = namespace(s='xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx') %}{% for i in range(40) %}"
                  "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "MiB");

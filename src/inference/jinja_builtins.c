@@ -322,6 +322,7 @@ value call_method(jstate *J, int pos, value obj, const char *name, value *args, 
                 else if (name[0] == 'v') list_push(J, r.l, obj.d->v[i]);
                 else {
                     value p = v_list(J);
+                    p.l->is_tuple = 1;
                     list_push(J, p.l, obj.d->k[i]);
                     list_push(J, p.l, obj.d->v[i]);
                     list_push(J, r.l, p);
@@ -367,6 +368,12 @@ value call_method(jstate *J, int pos, value obj, const char *name, value *args, 
 int apply_test(jstate *J, const node *t, value x, value *args, int nargs) {
     const char *n = t->s;
     value y = nargs ? args[0] : v_undef(NULL);
+    static const char *const one_arg[] = {"sameas", "equalto", "eq", "==", "ne", "!=", "lt", "lessthan", "le", "gt",
+                                          "greaterthan", "ge", "in", "divisibleby", NULL};
+    int want = 0;
+    for (int i = 0; one_arg[i]; i++)
+        if (!strcmp(n, one_arg[i])) want = 1;
+    if (nargs != want) jerr(J, t->pos, "test '%s' takes %d argument%s, got %d", n, want, want == 1 ? "" : "s", nargs);
     if (!strcmp(n, "defined")) return x.t != V_UNDEF;
     if (!strcmp(n, "undefined")) return x.t == V_UNDEF;
     if (!strcmp(n, "none")) return x.t == V_NONE;

@@ -306,22 +306,32 @@ static int contains(jstate *J, int pos, value hay, value needle) {
     }
 }
 
-static value compare(jstate *J, const node *e, value a, value b) {
-    switch (e->op) {
-    case OP_EQ: return v_bool(v_equal(a, b));
-    case OP_NE: return v_bool(!v_equal(a, b));
-    case OP_IN: return v_bool(contains(J, e->pos, b, a));
-    case OP_NOTIN: return v_bool(!contains(J, e->pos, b, a));
+static int compare1(jstate *J, int pos, int op, value a, value b) {
+    switch (op) {
+    case OP_EQ: return v_equal(a, b);
+    case OP_NE: return !v_equal(a, b);
+    case OP_IN: return contains(J, pos, b, a);
+    case OP_NOTIN: return !contains(J, pos, b, a);
     }
-    if (a.t == V_UNDEF) undefined_err(J, e->pos, a);
-    if (b.t == V_UNDEF) undefined_err(J, e->pos, b);
-    int c = v_compare(J, e->pos, a, b);
-    switch (e->op) {
-    case OP_LT: return v_bool(c < 0);
-    case OP_LE: return v_bool(c <= 0);
-    case OP_GT: return v_bool(c > 0);
-    default: return v_bool(c >= 0);
+    if (a.t == V_UNDEF) undefined_err(J, pos, a);
+    if (b.t == V_UNDEF) undefined_err(J, pos, b);
+    int c = v_compare(J, pos, a, b);
+    switch (op) {
+    case OP_LT: return c < 0;
+    case OP_LE: return c <= 0;
+    case OP_GT: return c > 0;
+    default: return c >= 0;
     }
+}
+
+static value compare(jstate *J, const node *e) {
+    value a = eval(J, e->args.v[0]);
+    for (int i = 1; i < e->args.n; i++) {
+        value b = eval(J, e->args.v[i]);
+        if (!compare1(J, e->pos, e->ops[i - 1], a, b)) return v_bool(0);
+        a = b;
+    }
+    return v_bool(1);
 }
 
 // ============================================================================
@@ -367,7 +377,18 @@ static value call(jstate *J, const node *e) {
     jerr(J, e->pos, "'%s' object is not callable", v_typename(fn));
 }
 
+static value eval_node(jstate *J, const node *e);
+
+// Evaluation depth is bounded on its own: macro recursion multiplies the
+// syntax depth, and the C stack must survive hostile templates.
 value eval(jstate *J, const node *e) {
+    if (++J->edepth > J_MAX_EVAL_DEPTH) jerr(J, e->pos, "evaluation nested deeper than %d", J_MAX_EVAL_DEPTH);
+    value v = eval_node(J, e);
+    J->edepth--;
+    return v;
+}
+
+static value eval_node(jstate *J, const node *e) {
     value a, b;
     switch (e->kind) {
     case E_LIT: return e->lit;
@@ -375,6 +396,7 @@ value eval(jstate *J, const node *e) {
     case E_LIST:
     case E_TUPLE:
         a = v_list(J);
+        a.l->is_tuple = e->kind == E_TUPLE;
         for (int i = 0; i < e->args.n; i++) list_push(J, a.l, eval(J, e->args.v[i]));
         return a;
     case E_DICT:
@@ -414,7 +436,7 @@ value eval(jstate *J, const node *e) {
     case E_AND: a = eval(J, e->a); return v_truthy(a) ? eval(J, e->b) : a;
     case E_OR: a = eval(J, e->a); return v_truthy(a) ? a : eval(J, e->b);
     case E_BIN: a = eval(J, e->a); b = eval(J, e->b); return binop(J, e, a, b);
-    case E_CMP: a = eval(J, e->a); b = eval(J, e->b); return compare(J, e, a, b);
+    case E_CMP: return compare(J, e);
     case E_COND:
         if (v_truthy(eval(J, e->b))) return eval(J, e->a);
         return e->c ? eval(J, e->c) : v_undef(NULL);
@@ -505,7 +527,16 @@ value call_macro(jstate *J, const node *call, value m, value *args, int nargs,
     return r;
 }
 
+static int exec_body(jstate *J, const nlist *body);
+
 int exec_list(jstate *J, const nlist *body) {
+    if (++J->edepth > J_MAX_EVAL_DEPTH) jerr(J, -1, "evaluation nested deeper than %d", J_MAX_EVAL_DEPTH);
+    int r = exec_body(J, body);
+    J->edepth--;
+    return r;
+}
+
+static int exec_body(jstate *J, const nlist *body) {
     for (int i = 0; i < body->n; i++) {
         const node *s = body->v[i];
         int r = 0;

@@ -14,6 +14,7 @@
 #define J_MAX_TEMPLATE (4u << 20)   // bytes of template source
 #define J_MAX_DEPTH 200             // syntax nesting (parser recursion)
 #define J_MAX_CALLS 64              // nested macro calls
+#define J_MAX_EVAL_DEPTH 1000       // nested eval/exec frames (all macro calls together)
 #define J_MAX_ITERS 200000          // loop iterations over one render
 #define J_MAX_OUTPUT (16u << 20)    // bytes of rendered text
 #define J_MAX_ARENA (256u << 20)    // bytes of working memory for one render
@@ -53,7 +54,7 @@ typedef struct value {
     const char *name;       // V_UNDEF: what was looked up (for messages), may be NULL
 } value;
 
-struct jlist { value *v; int n, cap; };
+struct jlist { value *v; int n, cap; int is_tuple; };   // tuples print as (a, b)
 // `loop` inside a for body: index0 of length items
 struct jloop { int64_t index0, length; const jlist *items; };
 struct jdict {
@@ -95,6 +96,7 @@ struct node {
                         // S_IF: conditions; S_FOR/S_SET: targets; S_MACRO: parameters
     nlist kwargs;       // keyword arguments (E_LIT-less: kwnames holds names); S_MACRO defaults
     const char **kwnames;
+    int *ops;           // E_CMP: the operators of a chain a < b <= c (args: the operands)
     nlist body;         // statement body; S_IF: one S_BLOCK per condition (+ else)
     nlist orelse;       // S_FOR else, S_IF else
 };
@@ -116,7 +118,8 @@ typedef struct jstate {
     jbuf *out;              // where text goes now
     scope *globals;         // the template's top-level variables
     scope *cur;             // where `set` writes now
-    int depth, calls;
+    int depth, calls;       // parser nesting; macro calls in progress
+    int edepth;             // eval/exec nesting
     long iters;
     long long now;
 } jstate;

@@ -292,6 +292,7 @@ static void lex(parser *P) {
             const char *e = NULL;
             for (size_t k = body; k + 1 < n; k++)
                 if (s[k] == '#' && s[k + 1] == '}') { e = s + k; break; }
+            if (!e && body >= n) break;   // jinja2 ignores a bare "{#" at the very end
             if (!e) jerr(J, (int)o, "unterminated comment");
             size_t k = (size_t)(e - s);
             char esign = k > body && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
@@ -524,7 +525,7 @@ static node *parse_postfix(parser *P, node *e) {
                 x->c = parts[1];
                 x->d = parts[2];
             } else {
-                if (!parts[0]) jerr(P->J, k->pos, "empty subscript");
+                if (!parts[0]) parts[0] = mk(P, E_TUPLE, k->pos);   // x[] is x[()]
                 x->b = parts[0];
             }
             e = x;
@@ -540,6 +541,21 @@ static node *parse_postfix(parser *P, node *e) {
     }
 }
 
+// Filter and test names may be dotted (`a.b`); unknown ones fail only when
+// evaluated, as in jinja2 3.x.
+static const char *dotted_name(parser *P, token *nm) {
+    if (!is_op(peek(P), ".") || peek2(P)->t != T_NAME) return nm->s;
+    jbuf b = {0};
+    buf_put(P->J, &b, nm->s, nm->n);
+    while (is_op(peek(P), ".") && peek2(P)->t == T_NAME) {
+        next(P);
+        token *k = next(P);
+        buf_putc(P->J, &b, '.');
+        buf_put(P->J, &b, k->s, k->n);
+    }
+    return b.p;
+}
+
 // `x | f(args) | g`, `x is [not] test [arg]`
 static node *parse_filters_tests(parser *P, node *e) {
     for (;;) {
@@ -549,7 +565,7 @@ static node *parse_filters_tests(parser *P, node *e) {
             token *nm = next(P);
             if (nm->t != T_NAME) jerr(P->J, nm->pos, "expected a filter name after '|'");
             node *f = mk(P, E_FILTER, nm->pos);
-            f->s = nm->s;
+            f->s = dotted_name(P, nm);
             f->a = e;
             // dotted filter names are not supported
             if (is_op(peek(P), "(")) { next(P); parse_args(P, f); }
@@ -560,7 +576,7 @@ static node *parse_filters_tests(parser *P, node *e) {
             if (is_name(peek(P), "not")) { next(P); t->op = 1; }
             token *nm = next(P);
             if (nm->t != T_NAME) jerr(P->J, nm->pos, "expected a test name after 'is'");
-            t->s = nm->s;
+            t->s = dotted_name(P, nm);
             t->a = e;
             token *a = peek(P);
             if (is_op(a, "(")) { next(P); parse_args(P, t); }
@@ -645,8 +661,11 @@ static node *parse_math1(parser *P) {
     }
 }
 
+// a < b == c chains like Python: (a < b) and (b == c), each operand evaluated once
 static node *parse_compare(parser *P) {
     node *e = parse_math1(P);
+    node *c = NULL;
+    int cap = 0;
     for (;;) {
         token *k = peek(P);
         int op = is_op(k, "==") ? OP_EQ : is_op(k, "!=") ? OP_NE : is_op(k, "<") ? OP_LT
@@ -656,13 +675,20 @@ static node *parse_compare(parser *P) {
             next(P);
             op = OP_NOTIN;
         }
-        if (!op) return e;
+        if (!op) return c ? c : e;
         next(P);
-        node *c = mk(P, E_CMP, k->pos);
-        c->op = op;
-        c->a = e;
-        c->b = parse_math1(P);
-        e = c;   // a < b < c evaluates as (a < b) < c: chains are not used by chat templates
+        if (!c) {
+            c = mk(P, E_CMP, k->pos);
+            nlist_push(P->J, &c->args, e);
+        }
+        if (c->args.n - 1 == cap) {
+            cap = cap ? cap * 2 : 2;
+            int *no = jalloc(P->J, (size_t)cap * sizeof *no);
+            if (c->args.n > 1) memcpy(no, c->ops, (size_t)(c->args.n - 1) * sizeof *no);
+            c->ops = no;
+        }
+        c->ops[c->args.n - 1] = op;
+        nlist_push(P->J, &c->args, parse_math1(P));
     }
 }
 
@@ -805,7 +831,7 @@ static node *parse_stmt(parser *P, token *kw) {
     const char *w = kw->s;
     if (!strcmp(w, "if")) {
         node *s = mk(P, S_IF, kw->pos);
-        nlist_push(J, &s->args, parse_expr(P));
+        nlist_push(J, &s->args, parse_tuple_expr(P));
         expect_block_end(P);
         static const char *const ends[] = {"endif", "elif", "else", NULL};
         for (;;) {
@@ -813,7 +839,7 @@ static node *parse_stmt(parser *P, token *kw) {
             const char *e = parse_body(P, &blk->body, ends, kw->pos, "if");
             nlist_push(J, &s->body, blk);
             if (!strcmp(e, "elif")) {
-                nlist_push(J, &s->args, parse_expr(P));
+                nlist_push(J, &s->args, parse_tuple_expr(P));
                 expect_block_end(P);
             } else if (!strcmp(e, "else")) {
                 expect_block_end(P);

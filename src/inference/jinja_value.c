@@ -154,7 +154,13 @@ int v_truthy(value v) {
 static int is_num(value v) { return v.t == V_INT || v.t == V_FLOAT || v.t == V_BOOL; }
 static double num(value v) { return v.t == V_FLOAT ? v.f : v.t == V_INT ? (double)v.i : v.b; }
 
-int v_equal(value a, value b) {
+static int equal_at(value a, value b, int depth);
+
+int v_equal(value a, value b) { return equal_at(a, b, 0); }
+
+// Values nested deeper than J_MAX_DEPTH compare unequal rather than recurse on.
+static int equal_at(value a, value b, int depth) {
+    if (depth > J_MAX_DEPTH) return 0;
     if (is_num(a) && is_num(b)) {
         if (a.t != V_FLOAT && b.t != V_FLOAT)
             return (a.t == V_INT ? a.i : a.b) == (b.t == V_INT ? b.i : b.b);
@@ -167,14 +173,14 @@ int v_equal(value a, value b) {
     case V_LIST:
         if (a.l->n != b.l->n) return 0;
         for (int i = 0; i < a.l->n; i++)
-            if (!v_equal(a.l->v[i], b.l->v[i])) return 0;
+            if (!equal_at(a.l->v[i], b.l->v[i], depth + 1)) return 0;
         return 1;
     case V_DICT:
         if (a.d == b.d) return 1;
         if (a.d->n != b.d->n || a.d->is_ns || b.d->is_ns) return 0;
         for (int i = 0; i < a.d->n; i++) {
             value *o = dict_getv(b.d, a.d->k[i]);
-            if (!o || !v_equal(a.d->v[i], *o)) return 0;
+            if (!o || !equal_at(a.d->v[i], *o, depth + 1)) return 0;
         }
         return 1;
     case V_MACRO: return a.m == b.m;
@@ -184,7 +190,12 @@ int v_equal(value a, value b) {
     }
 }
 
-int v_compare(jstate *J, int pos, value a, value b) {
+static int compare_at(jstate *J, int pos, value a, value b, int depth);
+
+int v_compare(jstate *J, int pos, value a, value b) { return compare_at(J, pos, a, b, 0); }
+
+static int compare_at(jstate *J, int pos, value a, value b, int depth) {
+    if (depth > J_MAX_DEPTH) jerr(J, pos, "values nested too deeply to compare");
     if (is_num(a) && is_num(b)) {
         if (a.t == V_INT && b.t == V_INT) return (a.i > b.i) - (a.i < b.i);
         double x = num(a), y = num(b);
@@ -199,7 +210,7 @@ int v_compare(jstate *J, int pos, value a, value b) {
     if (a.t == V_LIST && b.t == V_LIST) {
         for (int i = 0; i < a.l->n && i < b.l->n; i++) {
             if (v_equal(a.l->v[i], b.l->v[i])) continue;
-            return v_compare(J, pos, a.l->v[i], b.l->v[i]);
+            return compare_at(J, pos, a.l->v[i], b.l->v[i], depth + 1);
         }
         return (a.l->n > b.l->n) - (a.l->n < b.l->n);
     }
@@ -322,25 +333,31 @@ static void write_str_repr(jstate *J, jbuf *b, const char *p, size_t n) {
     buf_putc(J, b, q);
 }
 
-void v_write_repr(jstate *J, jbuf *b, value v) {
+static void repr_at(jstate *J, jbuf *b, value v, int depth);
+
+void v_write_repr(jstate *J, jbuf *b, value v) { repr_at(J, b, v, 0); }
+
+static void repr_at(jstate *J, jbuf *b, value v, int depth) {
+    if (depth > J_MAX_DEPTH) jerr(J, -1, "value nested too deeply to print");
     switch (v.t) {
     case V_STR: write_str_repr(J, b, v.s.p, v.s.n); return;
     case V_LIST:
-        buf_putc(J, b, '[');
+        buf_putc(J, b, v.l->is_tuple ? '(' : '[');
         for (int i = 0; i < v.l->n; i++) {
             if (i) buf_puts(J, b, ", ");
-            v_write_repr(J, b, v.l->v[i]);
+            repr_at(J, b, v.l->v[i], depth + 1);
         }
-        buf_putc(J, b, ']');
+        if (v.l->is_tuple && v.l->n == 1) buf_putc(J, b, ',');
+        buf_putc(J, b, v.l->is_tuple ? ')' : ']');
         return;
     case V_DICT:
         if (v.d->is_ns) buf_puts(J, b, "<Namespace ");
         buf_putc(J, b, '{');
         for (int i = 0; i < v.d->n; i++) {
             if (i) buf_puts(J, b, ", ");
-            v_write_repr(J, b, v.d->k[i]);
+            repr_at(J, b, v.d->k[i], depth + 1);
             buf_puts(J, b, ": ");
-            v_write_repr(J, b, v.d->v[i]);
+            repr_at(J, b, v.d->v[i], depth + 1);
         }
         buf_putc(J, b, '}');
         if (v.d->is_ns) buf_putc(J, b, '>');
