@@ -9,6 +9,27 @@
 
 #include "inference/jinja_impl.h"
 
+// Every filter and test jinja2 3.1 defines (its sandbox, plus transformers'
+// tojson). Names outside these are compile-time errors where jinja2 makes
+// them so; names inside that we lack fail when evaluated.
+int jinja_builtin_known(const char *name, int is_filter) {
+    static const char *const filters[] = {
+        "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
+        "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
+        "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr",
+        "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags",
+        "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount",
+        "wordwrap", "xmlattr", NULL};
+    static const char *const tests[] = {
+        "!=", "<", "<=", "==", ">", ">=", "boolean", "callable", "defined", "divisibleby", "eq", "equalto",
+        "escaped", "even", "false", "filter", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable",
+        "le", "lessthan", "lower", "lt", "mapping", "ne", "none", "number", "odd", "sameas", "sequence",
+        "string", "test", "true", "undefined", "upper", NULL};
+    for (const char *const *p = is_filter ? filters : tests; *p; p++)
+        if (!strcmp(*p, name)) return 1;
+    return 0;
+}
+
 // ============================================================================
 // argument helpers
 // ============================================================================
@@ -406,6 +427,7 @@ int apply_test(jstate *J, const node *t, value x, value *args, int nargs) {
         if (y.t == V_STR && x.t == V_STR) return x.s.n <= y.s.n && (x.s.n == 0 || memmem(y.s.p, y.s.n, x.s.p, x.s.n));
         if (y.t == V_LIST) { for (int i = 0; i < y.l->n; i++) if (v_equal(y.l->v[i], x)) return 1; return 0; }
         if (y.t == V_DICT) return dict_getv(y.d, x) != NULL;
+        if (y.t == V_UNDEF) return 0;
         jerr(J, t->pos, "test 'in': bad container %s", v_typename(y));
     }
     if (!strcmp(n, "odd") || !strcmp(n, "even") || !strcmp(n, "divisibleby")) {
@@ -426,6 +448,7 @@ int apply_test(jstate *J, const node *t, value x, value *args, int nargs) {
         }
         return cased;
     }
+    if (jinja_builtin_known(n, 0)) jerr(J, t->pos, "test '%s' is not supported", n);
     jerr(J, t->pos, "unknown test '%s'", n);
 }
 
@@ -746,6 +769,7 @@ value apply_filter(jstate *J, const node *f, value x, value *args, int nargs,
         value parts = do_split(J, v_tostr(J, x), v_none(), -1);
         return v_int(parts.l->n);
     }
+    if (jinja_builtin_known(n, 1)) jerr(J, pos, "filter '%s' is not supported", n);
     jerr(J, pos, "unknown filter '%s'", n);
 }
 

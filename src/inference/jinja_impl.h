@@ -193,5 +193,6 @@ value call_method(jstate *J, int pos, value obj, const char *name, value *args, 
 value call_global(jstate *J, int pos, int fn, value *args, int nargs,
                   const char **kwn, value *kwv, int nkw);
 int global_lookup(const char *name);   // FN_* or 0
+int jinja_builtin_known(const char *name, int is_filter);
 
 #endif

@@ -517,6 +517,17 @@ static node *parse_postfix(parser *P, node *e) {
                 }
                 if (parts[colons]) jerr(P->J, t->pos, "expected ']' or ':'");
                 parts[colons] = parse_expr(P);
+                if (!colons && is_op(peek(P), ",")) {   // x[a, b] indexes with the tuple (a, b)
+                    node *tup = mk(P, E_TUPLE, parts[0]->pos);
+                    nlist_push(P->J, &tup->args, parts[0]);
+                    while (is_op(peek(P), ",")) {
+                        next(P);
+                        if (is_op(peek(P), "]")) break;
+                        nlist_push(P->J, &tup->args, parse_expr(P));
+                    }
+                    parts[0] = tup;
+                    break;
+                }
             }
             expect_op(P, "]");
             if (colons) {
@@ -580,11 +591,10 @@ static node *parse_filters_tests(parser *P, node *e) {
             t->a = e;
             token *a = peek(P);
             if (is_op(a, "(")) { next(P); parse_args(P, t); }
-            else if (a->t == T_STR || a->t == T_INT || a->t == T_FLOAT ||
-                     (a->t == T_NAME && strcmp(a->s, "and") && strcmp(a->s, "or") && strcmp(a->s, "else") &&
-                      strcmp(a->s, "if") && strcmp(a->s, "in") && strcmp(a->s, "is") && strcmp(a->s, "not")) ||
-                     is_op(a, "[") || is_op(a, "{")) {
+            else if (a->t == T_STR || a->t == T_INT || a->t == T_FLOAT || is_op(a, "[") || is_op(a, "{") ||
+                     (a->t == T_NAME && strcmp(a->s, "and") && strcmp(a->s, "or") && strcmp(a->s, "else"))) {
                 // `is sameas false`, `is equalto 5`: one argument without parentheses
+                if (is_name(a, "is")) jerr(P->J, a->pos, "cannot chain multiple tests with 'is'");
                 node *arg = parse_primary(P);
                 arg = parse_postfix(P, arg);
                 nlist_push(P->J, &t->args, arg);
@@ -745,8 +755,8 @@ static node *parse_expr(parser *P) {
 }
 
 // An expression that may be an unparenthesised tuple: `a, b`.
-static node *parse_tuple_expr(parser *P) {
-    node *e = parse_expr(P);
+static node *parse_tuple_expr_ex(parser *P, int condexpr) {
+    node *e = condexpr ? parse_expr(P) : parse_or(P);
     if (!is_op(peek(P), ",")) return e;
     node *t = mk(P, E_TUPLE, e->pos);
     nlist_push(P->J, &t->args, e);
@@ -754,14 +764,17 @@ static node *parse_tuple_expr(parser *P) {
         next(P);
         token *k = peek(P);
         if (k->t == T_BLOCK_END || k->t == T_VAR_END) break;
-        nlist_push(P->J, &t->args, parse_expr(P));
+        nlist_push(P->J, &t->args, condexpr ? parse_expr(P) : parse_or(P));
     }
     return t;
 }
 
+static node *parse_tuple_expr(parser *P) { return parse_tuple_expr_ex(P, 1); }
+
 // ---- statements -------------------------------------------------------------
 
 static void expect_block_end(parser *P) {
+    if (is_op(peek(P), ":")) next(P);   // jinja2 accepts `{% if x: %}`
     token *k = next(P);
     if (k->t != T_BLOCK_END) jerr(P->J, k->pos, "expected '%%}', got '%s'", tok_desc(k));
 }
@@ -831,7 +844,7 @@ static node *parse_stmt(parser *P, token *kw) {
     const char *w = kw->s;
     if (!strcmp(w, "if")) {
         node *s = mk(P, S_IF, kw->pos);
-        nlist_push(J, &s->args, parse_tuple_expr(P));
+        nlist_push(J, &s->args, parse_tuple_expr_ex(P, 0));
         expect_block_end(P);
         static const char *const ends[] = {"endif", "elif", "else", NULL};
         for (;;) {
@@ -839,7 +852,7 @@ static node *parse_stmt(parser *P, token *kw) {
             const char *e = parse_body(P, &blk->body, ends, kw->pos, "if");
             nlist_push(J, &s->body, blk);
             if (!strcmp(e, "elif")) {
-                nlist_push(J, &s->args, parse_tuple_expr(P));
+                nlist_push(J, &s->args, parse_tuple_expr_ex(P, 0));
                 expect_block_end(P);
             } else if (!strcmp(e, "else")) {
                 expect_block_end(P);
@@ -946,10 +959,48 @@ static node *parse_stmt(parser *P, token *kw) {
     jerr(J, kw->pos, "unsupported statement '%s'", w);
 }
 
+// jinja2 rejects unknown filters and tests when compiling, except inside an
+// if statement or a conditional expression (a "soft frame"); a for-loop or
+// macro body is a hard frame again, the loop's iterable is not.
+static void check_names(jstate *J, const node *e, int soft);
+
+static void check_list(jstate *J, const nlist *l, int soft) {
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i]) check_names(J, l->v[i], soft);
+}
+
+static void check_names(jstate *J, const node *e, int soft) {
+    if (!e) return;
+    if (e->kind == E_FILTER && !soft && !jinja_builtin_known(e->s, 1)) jerr(J, e->pos, "unknown filter '%s'", e->s);
+    if (e->kind == E_TEST && !soft && !jinja_builtin_known(e->s, 0)) jerr(J, e->pos, "unknown test '%s'", e->s);
+    switch (e->kind) {
+    case E_COND: soft = 1; break;
+    case S_IF: check_list(J, &e->args, 1); check_list(J, &e->body, 1); check_list(J, &e->orelse, 1); return;
+    case S_FOR:
+        check_list(J, &e->args, soft);
+        check_names(J, e->a, soft);
+        check_names(J, e->b, 0);
+        check_list(J, &e->body, 0);
+        check_list(J, &e->orelse, 0);
+        return;
+    case S_MACRO: check_list(J, &e->kwargs, soft); check_list(J, &e->body, 0); return;
+    default: break;
+    }
+    check_names(J, e->a, soft);
+    check_names(J, e->b, soft);
+    check_names(J, e->c, soft);
+    check_names(J, e->d, soft);
+    check_list(J, &e->args, soft);
+    check_list(J, &e->kwargs, soft);
+    check_list(J, &e->body, soft);
+    check_list(J, &e->orelse, soft);
+}
+
 nlist jparse(jstate *J) {
     parser P = {.J = J};
     lex(&P);
     nlist top = {0};
     parse_body(&P, &top, NULL, 0, NULL);
+    check_list(J, &top, 0);
     return top;
 }
