@@ -156,6 +156,10 @@ static void test_features(void) {
     expect_render("{% raw %}{{ not rendered }}{% endraw %}", "{{ not rendered }}");
     expect_render("{{ strftime_now('%Y-%m-%d') }}", "1970-01-01");
     expect_render("{{ {'k': [1, 'two', none, true, 1.5]} }}", "{'k': [1, 'two', None, True, 1.5]}");
+    expect_render("{{ 1 < 2 < 3 }} {{ 1 < 3 < 2 }} {{ 'a' in 'cat' == true }}", "True False False");
+    expect_render("{{ (1, 'a') }} {{ (1,) }} {{ d.items()|list }}", "(1, 'a') (1,) [('b', 2), ('a', 1)]");
+    expect_render("{% if false %}{{ x|no_such_filter }}{% endif %}ok", "ok");   // unknown filters under if fail lazily
+    expect_render("{{ xs[0, 1] }}|{{ d['a'] }}{% if d.a: %}:{% endif %}", "|1:");
     expect_render("{{ \"it's\" }} {{ [\"it's\"] }} {{ 'tab\\there' }}", "it's [\"it's\"] tab\there");
 }
 
@@ -177,6 +181,9 @@ static void test_errors(void) {
     expect_error("{% if x %}abc", "unclosed 'if' block");
     expect_error("{% endif %}", "unexpected '{% endif %}'");
     expect_error("{{ x|frobnicate }}", "unknown filter 'frobnicate' (at line 1");
+    expect_error("{% for m in messages %}{{ m|frobnicate }}{% endfor %}", "unknown filter 'frobnicate'");
+    expect_error("{{ x|groupby('a') }}", "filter 'groupby' is not supported");
+    expect_error("{{ 'a\\0b' }}", "NUL character");
     expect_error("{{ x is frobnicated }}", "unknown test 'frobnicated'");
     expect_error("\n\n  {{ raise_exception('Roles must alternate') }}", "raise_exception: Roles must alternate");
     expect_error("{% include 'x.html' %}", "unsupported statement 'include' (at line 1, column 4)");

@@ -24,7 +24,10 @@ extern const char *const chat_fallback_template;
 // Renders `msgs` (n of them) with `tmpl` (NULL or blank: chat_fallback_template).
 // bos_token/eos_token are the model's special token strings (NULL: "").
 // On success *out is malloc'd text the caller frees. Errors name the template
-// construct and its line:column, or carry the template's raise_exception text.
+// construct and its line:column (INFER_ERR_UNSUPPORTED for syntax we do not
+// support, evaluation errors and exceeded limits), or carry the template's
+// raise_exception text (INFER_ERR_ARG: the conversation does not suit the
+// template, e.g. roles that do not alternate).
 infer_status chat_render(const char *tmpl, const chat_message *msgs, int n, int add_generation_prompt,
                          const char *bos_token, const char *eos_token, char **out);
 

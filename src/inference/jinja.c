@@ -53,6 +53,8 @@ infer_status jinja_render(const char *tmpl, const cJSON *vars, long long now, ch
     jbuf b = {0};
     J->out = &b;
     exec_list(J, &top);
+    // a "\0" escape can put a NUL in the text, which a C string cannot carry
+    if (b.n && memchr(b.p, 0, b.n)) jerr(J, -1, "template output contains a NUL character");
 
     char *r = malloc(b.n + 1);
     if (!r) {
