@@ -774,9 +774,14 @@ static node *parse_tuple_expr(parser *P) { return parse_tuple_expr_ex(P, 1); }
 // ---- statements -------------------------------------------------------------
 
 static void expect_block_end(parser *P) {
-    if (is_op(peek(P), ":")) next(P);   // jinja2 accepts `{% if x: %}`
     token *k = next(P);
     if (k->t != T_BLOCK_END) jerr(P->J, k->pos, "expected '%%}', got '%s'", tok_desc(k));
+}
+
+// The end of a tag that opens a body: jinja2 accepts `{% if x: %}`.
+static void expect_body_start(parser *P) {
+    if (is_op(peek(P), ":")) next(P);
+    expect_block_end(P);
 }
 
 // Parses statements until a block tag whose keyword is in `ends` (a
@@ -845,7 +850,7 @@ static node *parse_stmt(parser *P, token *kw) {
     if (!strcmp(w, "if")) {
         node *s = mk(P, S_IF, kw->pos);
         nlist_push(J, &s->args, parse_tuple_expr_ex(P, 0));
-        expect_block_end(P);
+        expect_body_start(P);
         static const char *const ends[] = {"endif", "elif", "else", NULL};
         for (;;) {
             node *blk = mk(P, S_BLOCK, kw->pos);
@@ -853,9 +858,9 @@ static node *parse_stmt(parser *P, token *kw) {
             nlist_push(J, &s->body, blk);
             if (!strcmp(e, "elif")) {
                 nlist_push(J, &s->args, parse_tuple_expr_ex(P, 0));
-                expect_block_end(P);
+                expect_body_start(P);
             } else if (!strcmp(e, "else")) {
-                expect_block_end(P);
+                expect_body_start(P);
                 static const char *const end2[] = {"endif", NULL};
                 parse_body(P, &s->orelse, end2, kw->pos, "if");
                 expect_block_end(P);
@@ -881,11 +886,13 @@ static node *parse_stmt(parser *P, token *kw) {
         }
         s->a = it;
         if (is_name(peek(P), "if")) { next(P); s->b = parse_expr(P); }
-        if (is_name(peek(P), "recursive")) jerr(J, peek(P)->pos, "recursive for loops are not supported");
-        expect_block_end(P);
+        // `recursive` is accepted; calling loop(...) is not supported (the loop is not callable)
+        if (is_name(peek(P), "recursive")) next(P);
+        expect_body_start(P);
         static const char *const ends[] = {"endfor", "else", NULL};
         const char *e = parse_body(P, &s->body, ends, kw->pos, "for");
-        expect_block_end(P);
+        if (!strcmp(e, "else")) expect_body_start(P);
+        else expect_block_end(P);
         if (!strcmp(e, "else")) {
             static const char *const end2[] = {"endfor", NULL};
             parse_body(P, &s->orelse, end2, kw->pos, "for");
@@ -906,7 +913,7 @@ static node *parse_stmt(parser *P, token *kw) {
         if (s->args.n != 1 || s->args.v[0]->kind != E_NAME) jerr(J, kw->pos, "block set needs one name");
         s->kind = S_SETBLOCK;
         if (is_op(peek(P), "|")) jerr(J, peek(P)->pos, "filters on block set are not supported");
-        expect_block_end(P);
+        expect_body_start(P);
         static const char *const ends[] = {"endset", NULL};
         parse_body(P, &s->body, ends, kw->pos, "set");
         expect_block_end(P);
@@ -931,7 +938,7 @@ static node *parse_stmt(parser *P, token *kw) {
             next(P);
         }
         expect_op(P, ")");
-        expect_block_end(P);
+        expect_body_start(P);
         static const char *const ends[] = {"endmacro", NULL};
         parse_body(P, &s->body, ends, kw->pos, "macro");
         if (peek(P)->t == T_NAME) next(P);   // {% endmacro name %}
@@ -945,7 +952,7 @@ static node *parse_stmt(parser *P, token *kw) {
     }
     if (!strcmp(w, "generation")) {   // transformers' assistant-mask tag: renders its body
         node *s = mk(P, S_BLOCK, kw->pos);
-        expect_block_end(P);
+        expect_body_start(P);
         static const char *const ends[] = {"endgeneration", NULL};
         parse_body(P, &s->body, ends, kw->pos, "generation");
         expect_block_end(P);
