@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/mapfile.h"
 #include "check.h"
@@ -114,6 +115,41 @@ static void test_simple_api(void) {
     CHECK(st == INFER_OK && out && strcmp(out, "<s>[SYSTEM]Be nice.[USER]Hi</s>") == 0, "simple template: %s",
           out ? out : infer_last_error());
     free(out);
+}
+
+// ---- loading a Hugging Face directory ---------------------------------------------
+
+static void write_file(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+static void test_load_hf(void) {
+    char dir[] = "/tmp/infer-chat-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char *tmpl, *bos, *eos;
+    // no tokenizer_config.json: no template, no error
+    CHECK(chat_template_load_hf(dir, &tmpl, &bos, &eos) == INFER_OK && !tmpl && !bos && !eos, "empty dir");
+    write_file(dir, "tokenizer_config.json",
+               "{\"bos_token\": {\"content\": \"<s>\", \"lstrip\": false}, \"eos_token\": \"</s>\","
+               " \"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"},"
+               " {\"name\": \"default\", \"template\": \"D{{ bos_token }}\"}]}");
+    CHECK(chat_template_load_hf(dir, &tmpl, &bos, &eos) == INFER_OK, "load: %s", infer_last_error());
+    CHECK(tmpl && !strcmp(tmpl, "D{{ bos_token }}"), "default template picked");
+    CHECK(bos && !strcmp(bos, "<s>") && eos && !strcmp(eos, "</s>"), "special tokens");
+    free(tmpl); free(bos); free(eos);
+    // chat_template.jinja wins over tokenizer_config.json
+    write_file(dir, "chat_template.jinja", "J{{ eos_token }}\n");
+    CHECK(chat_template_load_hf(dir, &tmpl, NULL, NULL) == INFER_OK && tmpl && !strcmp(tmpl, "J{{ eos_token }}\n"),
+          "chat_template.jinja");
+    free(tmpl);
+    write_file(dir, "tokenizer_config.json", "{\"chat_template\": 5}");
+    remove(strcat(strcpy((char[600]){0}, dir), "/chat_template.jinja"));
+    CHECK(chat_template_load_hf(dir, &tmpl, NULL, NULL) != INFER_OK, "bad chat_template type is an error");
+    remove(strcat(strcpy((char[600]){0}, dir), "/tokenizer_config.json"));
+    rmdir(dir);
 }
 
 // ---- language features not covered by the real templates ----------------------
@@ -238,6 +274,7 @@ static void test_errors(void) {
 int main(void) {
     test_expected();
     test_simple_api();
+    test_load_hf();
     test_features();
     test_errors();
     return check_summary("test_chat");
