@@ -153,6 +153,8 @@ def tokens_for(name):
         return "", "<|im_end|>"
     if "gemma" in n:
         return "<bos>", "<eos>"
+    if "deepseek" in n:
+        return "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
     if "granite" in n:
         return "", "<|end_of_text|>"
     if "phi-3" in n or "phi-4" in n:

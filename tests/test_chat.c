@@ -196,6 +196,8 @@ static void test_features(void) {
     expect_render("{{ (1, 'a') }} {{ (1,) }} {{ d.items()|list }}", "(1, 'a') (1,) [('b', 2), ('a', 1)]");
     expect_render("{% if false %}{{ x|no_such_filter }}{% endif %}ok", "ok");   // unknown filters under if fail lazily
     expect_render("{{ xs[0, 1] }}|{{ d['a'] }}{% if d.a: %}:{% endif %}", "|1:");
+    expect_render("{{ 'a<{}>{x}'.format('b', x='&') }} {{ '<'|safe + '<' }} {{ '<b>'|e }}", "a<b>& <&lt; &lt;b&gt;");
+    expect_render("{{ none|selectattr('a')|list }} {{ none|map(attribute='a')|list }}", "[] []");
     expect_render("{{ \"it's\" }} {{ [\"it's\"] }} {{ 'tab\\there' }}", "it's [\"it's\"] tab\there");
 }
 

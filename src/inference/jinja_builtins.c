@@ -30,6 +30,57 @@ int jinja_builtin_known(const char *name, int is_filter) {
     return 0;
 }
 
+value html_escape(jstate *J, value s) {
+    if (s.safe) return s;
+    jbuf b = {0};
+    for (size_t i = 0; i < s.s.n; i++) {
+        char c = s.s.p[i];
+        const char *r = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&#34;"
+                      : c == '\'' ? "&#39;" : NULL;
+        if (r) buf_put(J, &b, r, strlen(r));
+        else buf_putc(J, &b, c);
+    }
+    value r = v_str(b.p ? b.p : "", b.n);
+    r.safe = 1;
+    return r;
+}
+
+// str.format: {} {0} {name} fields and {{ }} escapes; format specs are not supported.
+static value str_format(jstate *J, int pos, value fmt, value *args, int nargs, const char **kwn, value *kwv, int nkw) {
+    jbuf b = {0};
+    int auto_i = 0;
+    for (size_t i = 0; i < fmt.s.n; i++) {
+        char c = fmt.s.p[i];
+        if ((c == '{' || c == '}') && i + 1 < fmt.s.n && fmt.s.p[i + 1] == c) { buf_putc(J, &b, c); i++; continue; }
+        if (c == '}') jerr(J, pos, "str.format(): single '}' in format string");
+        if (c != '{') { buf_putc(J, &b, c); continue; }
+        const char *end = memchr(fmt.s.p + i, '}', fmt.s.n - i);
+        if (!end) jerr(J, pos, "str.format(): single '{' in format string");
+        const char *f = fmt.s.p + i + 1;
+        size_t L = (size_t)(end - f);
+        if (memchr(f, ':', L) || memchr(f, '!', L) || memchr(f, '[', L) || memchr(f, '.', L))
+            jerr(J, pos, "str.format(): format specs and field lookups are not supported");
+        value v;
+        if (L == 0) {
+            if (auto_i >= nargs) jerr(J, pos, "str.format(): not enough arguments");
+            v = args[auto_i++];
+        } else if (f[0] >= '0' && f[0] <= '9') {
+            int k = atoi(jstrdup(J, f, L));
+            if (k >= nargs) jerr(J, pos, "str.format(): argument index %d out of range", k);
+            v = args[k];
+        } else {
+            int k;
+            for (k = 0; k < nkw; k++)
+                if (strlen(kwn[k]) == L && !memcmp(kwn[k], f, L)) break;
+            if (k == nkw) jerr(J, pos, "str.format(): no argument named '%.*s'", (int)L, f);
+            v = kwv[k];
+        }
+        v_write_str(J, &b, v);
+        i = (size_t)(end - fmt.s.p);
+    }
+    return v_str(b.p ? b.p : "", b.n);
+}
+
 // ============================================================================
 // argument helpers
 // ============================================================================
@@ -245,6 +296,7 @@ value call_method(jstate *J, int pos, value obj, const char *name, value *args, 
             if (chars.t != V_NONE) want_str(&a, chars, "chars");
             return do_strip(obj, chars, name[0] != 'r', name[0] != 'l');
         }
+        if (!strcmp(name, "format")) return str_format(J, pos, obj, args, nargs, kwn, kwv, nkw);
         if (!strcmp(name, "upper")) return map_case(J, obj, 0);
         if (!strcmp(name, "lower")) return map_case(J, obj, 1);
         if (!strcmp(name, "capitalize")) return map_case(J, obj, 2);
@@ -522,22 +574,21 @@ value apply_filter(jstate *J, const node *f, value x, value *args, int nargs,
         }
     }
     if (!strcmp(n, "string")) return v_tostr(J, x);
-    if (!strcmp(n, "safe") || !strcmp(n, "list") || !strcmp(n, "e") || !strcmp(n, "escape")) {
-        if (n[0] == 's') return x;
-        if (n[0] == 'l') {
-            value items = v_iterate(J, pos, x), r = v_list(J);
-            for (int i = 0; i < items.l->n; i++) list_push(J, r.l, items.l->v[i]);
-            return r;
-        }
+    if (!strcmp(n, "safe")) {
         value s = v_tostr(J, x);
-        jbuf b = {0};
-        for (size_t i = 0; i < s.s.n; i++) {
-            char c = s.s.p[i];
-            const char *r = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&#34;" : c == '\'' ? "&#39;" : NULL;
-            if (r) buf_put(J, &b, r, strlen(r));
-            else buf_putc(J, &b, c);
-        }
-        return v_str(b.p ? b.p : "", b.n);
+        s.safe = 1;
+        return s;
+    }
+    if (!strcmp(n, "list")) {
+        value items = v_iterate(J, pos, x), r = v_list(J);
+        for (int i = 0; i < items.l->n; i++) list_push(J, r.l, items.l->v[i]);
+        return r;
+    }
+    if (!strcmp(n, "e") || !strcmp(n, "escape") || !strcmp(n, "forceescape")) {
+        value s = v_tostr(J, x);
+        if (s.safe && n[0] != 'f') return s;
+        s.safe = 0;
+        return html_escape(J, s);
     }
     if (!strcmp(n, "trim")) {
         value chars = arg(&a, 0, "chars", v_none());
@@ -618,7 +669,8 @@ value apply_filter(jstate *J, const node *f, value x, value *args, int nargs,
     }
     if (!strcmp(n, "selectattr") || !strcmp(n, "rejectattr") || !strcmp(n, "select") || !strcmp(n, "reject")) {
         int is_attr = strstr(n, "attr") != NULL, keep_if = n[0] == 's';
-        value items = v_iterate(J, pos, x), r = v_list(J);
+        // jinja2 iterates only a truthy value: none|selectattr(...) is empty
+        value items = v_truthy(x) ? v_iterate(J, pos, x) : v_list(J), r = v_list(J);
         int first_test = is_attr ? 1 : 0;
         value attr = is_attr ? arg(&a, 0, "attribute", v_undef(NULL)) : v_none();
         if (is_attr && attr.t != V_STR && attr.t != V_INT) jerr(J, pos, "filter '%s' needs an attribute name", n);
@@ -637,7 +689,7 @@ value apply_filter(jstate *J, const node *f, value x, value *args, int nargs,
         return r;
     }
     if (!strcmp(n, "map")) {
-        value items = v_iterate(J, pos, x), r = v_list(J);
+        value items = v_truthy(x) ? v_iterate(J, pos, x) : v_list(J), r = v_list(J);
         value attr = arg(&a, -1, "attribute", v_undef(NULL));
         if (attr.t != V_UNDEF) {
             value def = arg(&a, -1, "default", v_undef(NULL));

@@ -269,10 +269,17 @@ static value binop(jstate *J, const node *e, value a, value b) {
         }
     }
     if (op == OP_ADD && a.t == V_STR && b.t == V_STR) {
+        // Markup + str escapes the str (markupsafe), and the result is Markup
+        if (a.safe != b.safe) {
+            if (!a.safe) a = html_escape(J, a);
+            else b = html_escape(J, b);
+        }
         jbuf buf = {0};
         buf_put(J, &buf, a.s.p, a.s.n);
         buf_put(J, &buf, b.s.p, b.s.n);
-        return v_str(buf.p ? buf.p : "", buf.n);
+        value r = v_str(buf.p ? buf.p : "", buf.n);
+        r.safe = a.safe || b.safe;
+        return r;
     }
     if (op == OP_ADD && a.t == V_LIST && b.t == V_LIST) {
         value r = v_list(J);

@@ -40,6 +40,7 @@ typedef struct node node;
 
 typedef struct value {
     vtype t;
+    unsigned char safe;     // V_STR: a Markup string (from |safe or |e): `+` escapes the other side
     union {
         int b;              // V_BOOL
         int64_t i;          // V_INT
@@ -194,5 +195,6 @@ value call_global(jstate *J, int pos, int fn, value *args, int nargs,
                   const char **kwn, value *kwv, int nkw);
 int global_lookup(const char *name);   // FN_* or 0
 int jinja_builtin_known(const char *name, int is_filter);
+value html_escape(jstate *J, value s);   // markupsafe.escape: & < > " ' as entities; Markup in and out
 
 #endif
