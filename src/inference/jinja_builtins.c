@@ -404,6 +404,7 @@ value call_method(jstate *J, int pos, value obj, const char *name, value *args, 
             return r;
         }
         if (!strcmp(name, "get")) {
+            if (nargs < 1 || nargs + nkw > 2) jerr(J, pos, "dict.get() takes 1 or 2 arguments");
             value *v = dict_getv(obj.d, arg(&a, 0, "key", v_none()));
             return v ? *v : arg(&a, 1, "default", v_none());
         }

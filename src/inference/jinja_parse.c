@@ -941,7 +941,6 @@ static node *parse_stmt(parser *P, token *kw) {
         expect_body_start(P);
         static const char *const ends[] = {"endmacro", NULL};
         parse_body(P, &s->body, ends, kw->pos, "macro");
-        if (peek(P)->t == T_NAME) next(P);   // {% endmacro name %}
         expect_block_end(P);
         return s;
     }
