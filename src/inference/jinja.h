@@ -11,6 +11,13 @@
 // keyword arguments, filters, tests, the usual operators. Everything else
 // (include, extends, import, call blocks, filter blocks) is a clear error.
 //
+// Known differences from jinja2: upper/lower/title/capitalize map ASCII letters
+// only; filters that jinja2 implements as lazy generators (items, map,
+// select...) are evaluated eagerly, so a misuse jinja2 would only report when
+// iterated fails here at once; JSON numbers that are integral (1.0) read as
+// ints; str % args, recursive loop calls, call/filter blocks, include/import/
+// extends are not supported (a clear error).
+//
 // Bounds (hostile templates): template size, nesting depth, macro call depth,
 // total loop iterations, output size and total memory are all capped; past a
 // cap rendering stops with an error naming it.
