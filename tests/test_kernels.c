@@ -20,7 +20,6 @@ static void check_type(int wt, int n, int rows) {
     const vecdot_kernel *ref = vecdot_get_ref(wt), *simd = vecdot_get_simd(wt);
     CHECK(ref != NULL, "%s has no reference kernel", tw->name);
     if (!ref) return;
-    const dtype_traits *ta = dtype_get(ref->act_type);
     size_t wrs = dtype_row_size(wt, n), ars = dtype_row_size(ref->act_type, n);
     float *x = malloc(sizeof(float) * n), *row = malloc(sizeof(float) * n), *dec = malloc(sizeof(float) * n);
     unsigned char *w = malloc(wrs), *xa = malloc(ars);
@@ -30,7 +29,7 @@ static void check_type(int wt, int n, int rows) {
         for (int i = 0; i < n; i++) { row[i] = frand() * scale; x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f); }
         if (r == 1) for (int i = 0; i < n; i++) row[i] = fabsf(row[i]); // all positive
         tw->from_float(row, w, n);
-        ta->from_float(x, xa, n);
+        if (ref->quant) ref->quant(x, xa, n);
         float a = ref->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
         if (simd) {
             float b = simd->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);

@@ -89,8 +89,7 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
                 g_xq = p;
                 g_xq_cap = need;
             }
-            const dtype_traits *ta = dtype_get(a.k->act_type);
-            for (int t = 0; t < T; t++) ta->from_float(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
+            for (int t = 0; t < T; t++) a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
             a.xq = g_xq;
         }
     }

@@ -5,6 +5,7 @@
 #include "models/quant.h"
 #include "base/half.h"
 
+#include <math.h>
 #include <string.h>
 
 static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return f16_to_f32(h); }
@@ -175,18 +176,35 @@ static float dot_q6_K(const void *vw, const void *vx, int n) {
 }
 
 // ---------------------------------------------------------------------------
+// activation quantizers
+
+void act_quant_q8_0(const float *x, void *vy, int n) {
+    block_q8_0 *y = vy;
+    for (int i = 0; i < n / QK; i++, x += QK) {
+        float amax = 0;
+        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+        uint16_t h = f32_to_f16(d);
+        memcpy(y[i].d, &h, 2);
+        for (int j = 0; j < QK; j++) y[i].qs[j] = (int8_t)nearbyintf(x[j] * id); // round half to even
+    }
+}
+
+void act_quant_q8_K(const float *x, void *y, int n) { q8_K_from_float(x, y, n); }
+
+// ---------------------------------------------------------------------------
 
 static const vecdot_kernel g_ref[DT_COUNT] = {
     [DT_F32] = {DT_F32, dot_f32},
     [DT_F16] = {DT_F32, dot_f16},
     [DT_BF16] = {DT_F32, dot_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K},
-    [DT_Q5_K] = {DT_Q8_K, dot_q5_K},
-    [DT_Q6_K] = {DT_Q8_K, dot_q6_K},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0},
+    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0},
+    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K},
+    [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
+    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K},
 };
 
 static int g_force_scalar;

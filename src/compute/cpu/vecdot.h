@@ -14,10 +14,20 @@
 // s = row w (n elements, stored type) . x (n elements of the act type, or f32)
 typedef float (*vec_dot_fn)(const void *w, const void *x, int n);
 
+// Quantizes n activations to the kernel's act_type.
+typedef void (*act_quant_fn)(const float *x, void *y, int n);
+
 typedef struct {
     int act_type;      // dtype the activations are given in (DT_F32 for float weights)
     vec_dot_fn dot;
+    act_quant_fn quant; // NULL for DT_F32
 } vecdot_kernel;
+
+// Activation quantizers, as ggml's CPU backend quantizes activations on x86
+// (quantize_row_q8_0: scale 127/amax, round half to even; quantize_row_q8_K:
+// the reference), so results track llama.cpp's for the same file.
+void act_quant_q8_0(const float *x, void *y, int n);
+void act_quant_q8_K(const float *x, void *y, int n);
 
 // The kernel for a weight type: SIMD when the CPU has it, else scalar. NULL
 // for types without one (the matmul then uses the traits' f32 dot).
