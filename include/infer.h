@@ -70,6 +70,25 @@ const char *infer_model_chat_template(infer_model *model);
 // Text of one token (not NUL-terminated), NULL if out of range.
 const char *infer_token_text(infer_model *model, int32_t id, size_t *len);
 
+// Chat: a conversation rendered with the model's chat template (GGUF
+// tokenizer.chat_template or the checkpoint's tokenizer_config.json); a model
+// without one gets its family's built-in template (Gemma), else ChatML.
+typedef struct {
+    const char *role;     // "system", "user", "assistant"
+    const char *content;
+} infer_chat_message;
+
+// out: malloc'd prompt text. Errors name the template construct, or carry the
+// template's own message (e.g. roles that do not alternate).
+infer_status infer_chat_render(infer_model *model, const infer_chat_message *msgs, int n, int add_generation_prompt,
+                               char **out);
+// Which template infer_chat_render uses: "model", "builtin:gemma" or "builtin:chatml".
+const char *infer_chat_template_source(infer_model *model);
+
+// Forgets cached positions from n on (n <= n_past), so a conversation can be
+// re-fed from where it changed.
+void infer_ctx_truncate(infer_ctx *ctx, int n);
+
 // A context of n_ctx positions (0: the model's maximum, capped at 4096).
 infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
 void infer_ctx_free(infer_ctx *ctx);

@@ -90,6 +90,7 @@ void infer_ctx_free(infer_ctx *c) {
 }
 
 void infer_ctx_reset(infer_ctx *c) { c->n_past = 0; }
+void infer_ctx_truncate(infer_ctx *c, int n) { if (n >= 0 && n < c->n_past) c->n_past = n; }
 int infer_ctx_n_past(const infer_ctx *c) { return c->n_past; }
 int infer_ctx_n_ctx(const infer_ctx *c) { return c->n_ctx; }
 

@@ -5,6 +5,9 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_gguf.h"
 #include "base/error.h"
+#include "inference/chat.h"
+
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -71,4 +74,70 @@ const char *infer_token_text(infer_model *m, int32_t id, size_t *len) {
     tokenizer *t;
     if (get_tok(m, &t)) return NULL;
     return tokenizer_token(t, id, len, NULL);
+}
+
+// ---------------------------------------------------------------------------
+// chat
+
+// Gemma's turn format, for Gemma files that carry no template (the Gemma 3
+// 270M GGUF has none): the same text as google/gemma-3-it's template renders
+// for string contents.
+static const char *const g_gemma_template =
+    "{{ bos_token }}"
+    "{% if messages[0]['role'] == 'system' %}{% set sys = messages[0]['content'] + '\\n\\n' %}"
+    "{% set msgs = messages[1:] %}{% else %}{% set sys = '' %}{% set msgs = messages %}{% endif %}"
+    "{% for m in msgs %}"
+    "{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\\n' + (sys if loop.first else '')"
+    " + (m['content'] | trim) + '<end_of_turn>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
+
+const char *infer_chat_builtin_gemma(void) { return g_gemma_template; }
+
+static const char *chat_template_of(infer_model *m, const char **source) {
+    const char *t = infer_model_chat_template(m);
+    if (!t && !m->gguf && !m->chat_tmpl_loaded) {
+        m->chat_tmpl_loaded = 1;
+        char *bos = NULL, *eos = NULL;
+        if (chat_template_load_hf(m->path, &m->chat_tmpl, &bos, &eos) != INFER_OK) m->chat_tmpl = NULL;
+        free(bos);
+        free(eos);
+    }
+    if (!t) t = m->chat_tmpl;
+    if (t) { *source = "model"; return t; }
+    if (!strncmp(m->cfg.model_type, "gemma", 5)) { *source = "builtin:gemma"; return g_gemma_template; }
+    *source = "builtin:chatml";
+    return NULL; // chat_render falls back to ChatML
+}
+
+const char *infer_chat_template_source(infer_model *m) {
+    const char *src;
+    chat_template_of(m, &src);
+    return src;
+}
+
+static void token_string(infer_model *m, int32_t id, char *buf, size_t cap) {
+    size_t len = 0;
+    const char *s = id >= 0 ? infer_token_text(m, id, &len) : NULL;
+    snprintf(buf, cap, "%.*s", s ? (int)(len < cap ? len : cap - 1) : 0, s ? s : "");
+}
+
+infer_status infer_chat_render(infer_model *m, const infer_chat_message *msgs, int n, int add_generation_prompt, char **out) {
+    *out = NULL;
+    tokenizer *t;
+    infer_status st = get_tok(m, &t);
+    if (st) return st;
+    const char *src;
+    const char *tmpl = chat_template_of(m, &src);
+    char bos[256], eos[256];
+    token_string(m, tokenizer_bos(t), bos, sizeof bos);
+    token_string(m, tokenizer_eos(t), eos, sizeof eos);
+    chat_message *cm = malloc(sizeof *cm * (size_t)(n > 0 ? n : 1));
+    if (!cm) return fail(INFER_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) { cm[i].role = msgs[i].role; cm[i].content = msgs[i].content; }
+    st = chat_render(tmpl, cm, n, add_generation_prompt, bos, eos, out);
+    free(cm);
+    return st;
 }

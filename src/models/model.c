@@ -88,6 +88,7 @@ void infer_model_free(infer_model *m) {
     free(m->views);
     store_close(&m->store);
     tokenizer_free(m->tok);
+    free(m->chat_tmpl);
     gguf_close(m->gguf);
     config_free(&m->cfg);
     free(m->path);

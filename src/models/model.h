@@ -48,6 +48,8 @@ struct infer_model {
     struct gguf_file *gguf;                  // the mapped GGUF file (NULL for safetensors)
     struct tokenizer *tok;                   // built on first use (inference/text.c)
     int tok_loaded;                          // 1 once tried
+    char *chat_tmpl;                         // a checkpoint's chat template (HF directories)
+    int chat_tmpl_loaded;
     char *path;
     double load_seconds;
     const tensor *tok_embd;                  // (n_vocab, n_embd)
