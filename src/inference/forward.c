@@ -5,6 +5,7 @@
 #include "compute/cpu/ops.h"
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
+#include "base/half.h"
 #include "base/error.h"
 
 #include <math.h>
@@ -12,6 +13,16 @@
 #include <string.h>
 
 static const float *f32_or_null(const tensor *t) { return t ? t->f32 : NULL; }
+
+// Quantized models run with ggml's CPU numerics (see model.h: ggml_numerics).
+static void act(const infer_ctx *c, float *x, int n) {
+    if (c->m->ggml_numerics) activate_ggml(x, n, c->m->cfg.act);
+    else activate(x, n, c->m->cfg.act);
+}
+
+static void round_f16(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
 
 // The family's norm of T rows of n_embd: RMSNorm (optionally 1 + w) or LayerNorm.
 static void norm(const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {
@@ -93,6 +104,7 @@ static void attn_task(void *arg, int ith, int nth) {
             } else {
                 softmax(s, n);
             }
+            if (c->m->ggml_numerics) round_f16(s, (size_t)n); // ggml multiplies V by f16 probabilities
         }
         float *o = c->att + (size_t)t * nq + (size_t)kh * group * hd;
         memset(o, 0, sizeof(float) * (size_t)group * hd);
@@ -144,6 +156,11 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
             rope(c->q + (size_t)t * nq, H, hd, pos0 + t, &lc->rope);
             if (own_kv) rope(c->k + (size_t)t * nkv, KV, hd, pos0 + t, &lc->rope);
         }
+    if (m->ggml_numerics) {
+        // ggml keeps K and V in f16 and rounds q to f16 for the q.k products
+        round_f16(c->q, (size_t)T * nq);
+        if (own_kv) round_f16(c->k, (size_t)T * nkv), round_f16(c->v, (size_t)T * nkv);
+    }
     if (own_kv)
         for (int t = 0; t < T; t++) {
             memcpy(c->k_cache[il] + (size_t)(pos0 + t) * nkv, c->k + (size_t)t * nkv, sizeof(float) * nkv);
@@ -167,19 +184,19 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
         matmul(c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F);
-        activate(c->ff, T * F, cf->act);
+        act(c, c->ff, T * F);
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
         matmul(c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F);
         for (int t = 0; t < T; t++) {
             float *g = c->ff2 + (size_t)t * 2 * F, *u = g + F, *o = c->ff + (size_t)t * F;
-            activate(g, F, cf->act);
+            act(c, g, F);
             for (int i = 0; i < F; i++) o[i] = g[i] * u[i];
         }
     } else {
         matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F);
         matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F);
-        activate(c->ff, T * F, cf->act);
+        act(c, c->ff, T * F);
         for (size_t i = 0; i < (size_t)T * F; i++) c->ff[i] *= c->ff2[i];
     }
     matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E);
@@ -217,7 +234,7 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
         matmul(g, x, &l->exp_gate[e], NULL, 1, E, F);
         matmul(u, x, &l->exp_up[e], NULL, 1, E, F);
     }
-    activate(g, F, cf->act);
+    act(c, g, F);
     for (int i = 0; i < F; i++) g[i] *= u[i];
     matmul(out, g, &l->exp_down[e], NULL, 1, F, E);
 }
@@ -288,7 +305,7 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
     if (cf->ple_dim) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
         matmul(c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
-        activate(c->ple_tmp, T * P, cf->act);
+        act(c, c->ple_tmp, T * P);
         for (int t = 0; t < T; t++)
             for (int i = 0; i < P; i++) c->ple_tmp[(size_t)t * P + i] *= c->ple[(size_t)t * LP + (size_t)il * P + i];
         matmul(c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);

@@ -63,6 +63,10 @@ struct infer_model {
     tensor *views;                           // storage of expert views
     int n_views, cap_views;
     int n_unused;                            // tensors no slot took
+    // Quantized models (activations quantized to q8 as ggml does) also follow
+    // ggml's CPU numerics elsewhere: K/V and q.k in f16, f16 attention
+    // probabilities, GELU from an f16 table. Float models run exact f32.
+    int ggml_numerics;
 };
 
 // Fills the slots from the store and checks every shape against the config.

@@ -484,5 +484,9 @@ infer_status model_bind(infer_model *m) {
         }
     if (!m->output.w) m->output.w = m->tok_embd; // tied embeddings
     TRY(check_model(m));
+    for (int i = 0; i < m->store.n; i++) {
+        int t = m->store.t[i].type;
+        if (m->store.t[i].nd >= 2 && t >= 0 && t != DT_F32 && t != DT_F16 && t != DT_BF16) m->ggml_numerics = 1;
+    }
     return decode_small(m);
 }

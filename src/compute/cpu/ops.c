@@ -2,6 +2,9 @@
 #include "models/dtype.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include "base/half.h"
 #include <string.h>
 
 void tensor_row(const tensor *t, int64_t row, float *out) {
@@ -17,9 +20,10 @@ void rmsnorm(float *out, const float *x, const float *w, int T, int n, float eps
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * n;
         float *ot = out + (size_t)t * n;
-        float ss = 0;
-        for (int i = 0; i < n; i++) ss += xt[i] * xt[i];
-        float r = 1.0f / sqrtf(ss / (float)n + eps);
+        double ss = 0; // squares in float, summed in double (as ggml's rms_norm)
+        for (int i = 0; i < n; i++) ss += (double)(xt[i] * xt[i]);
+        float mean = (float)(ss / n);
+        float r = 1.0f / sqrtf(mean + eps);
         for (int i = 0; i < n; i++) {
             float s = w ? (plus_one ? 1.0f + w[i] : w[i]) : 1.0f;
             ot[i] = xt[i] * r * s;
@@ -87,6 +91,32 @@ void activate(float *x, int n, int act) {
     case ACT_RELU:
         for (int i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
         break;
+    }
+}
+
+// GELU (tanh form) as ggml's CPU backend computes it: the input rounded to
+// f16 and looked up in a table of f16 results; beyond +-10 the limits.
+static uint16_t *g_gelu_table;
+
+static void gelu_table_init(void) {
+    uint16_t *t = malloc(sizeof(uint16_t) << 16);
+    if (!t) return;
+    for (uint32_t i = 0; i < 1u << 16; i++) {
+        float v = f16_to_f32((uint16_t)i);
+        t[i] = f32_to_f16(0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))));
+    }
+    g_gelu_table = t;
+}
+
+void activate_ggml(float *x, int n, int act) {
+    if (act != ACT_GELU_TANH) { activate(x, n, act); return; }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, gelu_table_init);
+    if (!g_gelu_table) { activate(x, n, act); return; }
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        if (v <= -10.0f) x[i] = 0.0f;
+        else if (v < 10.0f) x[i] = f16_to_f32(g_gelu_table[f32_to_f16(v)]);
     }
 }
 
