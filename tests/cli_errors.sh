@@ -25,7 +25,7 @@ expect_error() { # label, substring, command...
 
 m=$fx/qwen3
 expect_error "unknown command" "unknown command" "$bin" frobnicate
-expect_error "no model" "no model given" "$bin" logits --ids 1 --out "$tmp/x"
+expect_error "no ids" "no token ids given" "$bin" logits --out "$tmp/x"
 expect_error "flag without value" "needs a value" "$bin" logits -m
 expect_error "unknown option" "unknown option" "$bin" run -m "$m" --ids 1 --bogus
 expect_error "ids not numbers" "expected a token id" "$bin" logits -m "$m" --ids 1,x,3 --out "$tmp/x"

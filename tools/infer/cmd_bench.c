@@ -51,7 +51,7 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench: -o takes md or json, not \"%s\"", fmt);
         } else return cli_error("bench: unknown option \"%s\"", argv[i]);
     }
-    if (!model) return cli_error("bench: no model given (-m MODEL)");
+    if (!model && !(model = cli_default_model())) return 1;
     if (reps < 1) return cli_error("bench: -r must be at least 1");
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;

@@ -12,7 +12,7 @@ int cmd_info(int argc, char **argv) {
             if (!(model = cli_value(argc, argv, &i))) return 1;
         } else return cli_error("info: unknown option \"%s\"", argv[i]);
     }
-    if (!model) return cli_error("info: no model given (-m MODEL)");
+    if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
     size_t cap = 1 << 16;

@@ -21,9 +21,9 @@ int cmd_logits(int argc, char **argv) {
         }
         else return cli_error("logits: unknown option \"%s\"", argv[i]);
     }
-    if (!model) return cli_error("logits: no model given (-m MODEL)");
     if (!ids_s) return cli_error("logits: no token ids given (--ids 1,2,3)");
     if (!out) return cli_error("logits: no output file given (--out FILE)");
+    if (!model && !(model = cli_default_model())) return 1;
     int n;
     int32_t *ids = cli_parse_ids(ids_s, &n);
     if (!ids) return 1;
