@@ -18,6 +18,15 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# The test suite rebuilds two reference tokenizer.json files from the fetched
+# GGUFs with Hugging Face `tokenizers` (scripts/gen-tokenizer-expected.py):
+# Python is for reference data only, never for the engine.
+if ! python3 -c "import tokenizers, gguf, numpy" 2>/dev/null; then
+    echo "setup: installing the Python reference tools of the tests (tokenizers, gguf, numpy)"
+    python3 -m pip install --quiet tokenizers gguf numpy >/dev/null 2>&1 ||
+        echo "setup: pip could not install tokenizers/gguf; the tokenizer.json tests will say so" >&2
+fi
+
 build=${BUILD:-build}
 sanitize=${SANITIZE:-0}
 opts=(-DCMAKE_BUILD_TYPE=Release)
