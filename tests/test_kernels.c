@@ -44,6 +44,26 @@ static void check_type(int wt, int n, int rows) {
         fs += mag * mag;
     }
     if (simd) CHECK(se / ss <= 1e-7, "%s n=%d: SIMD vs scalar normalized MSE %.3g", tw->name, n, se / ss);
+    // the 4-row prefill kernel against 4 calls of the scalar oracle
+    if (simd && simd->dot4) {
+        unsigned char *x4 = malloc(ars * 4);
+        double e4 = 0, s4 = 0;
+        for (int r = 0; r < 4; r++) {
+            for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
+            ref->quant(x, x4 + ars * r, n);
+        }
+        for (int i = 0; i < n; i++) row[i] = frand();
+        tw->from_float(row, w, n);
+        float got[4];
+        simd->dot4(w, x4, ars, n, got);
+        for (int r = 0; r < 4; r++) {
+            float want = ref->dot(w, x4 + ars * r, n);
+            e4 += (double)(got[r] - want) * (got[r] - want);
+            s4 += (double)want * want;
+        }
+        CHECK(e4 / s4 <= 1e-7, "%s n=%d: dot4 vs scalar normalized MSE %.3g", tw->name, n, e4 / s4);
+        free(x4);
+    }
     double tol = ref->act_type == DT_F32 ? 1e-10 : 1e-4; // q8 activations round x to ~1/127 of its block max
     CHECK(fe / fs <= tol, "%s n=%d: integer path vs decoded float dot: normalized error %.3g", tw->name, n, fe / fs);
     free(x); free(row); free(dec); free(w); free(xa);

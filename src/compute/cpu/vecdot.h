@@ -9,6 +9,7 @@
 #ifndef INFER_COMPUTE_CPU_VECDOT_H
 #define INFER_COMPUTE_CPU_VECDOT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 // s = row w (n elements, stored type) . x (n elements of the act type, or f32)
@@ -17,10 +18,15 @@ typedef float (*vec_dot_fn)(const void *w, const void *x, int n);
 // Quantizes n activations to the kernel's act_type.
 typedef void (*act_quant_fn)(const float *x, void *y, int n);
 
+// s[r] = row w . x_r for the 4 activation rows x_r = x + r * stride (bytes):
+// the prefill kernel, which unpacks each weight block once for 4 tokens.
+typedef void (*vec_dot4_fn)(const void *w, const void *x, size_t stride, int n, float *s);
+
 typedef struct {
     int act_type;      // dtype the activations are given in (DT_F32 for float weights)
     vec_dot_fn dot;
     act_quant_fn quant; // NULL for DT_F32
+    vec_dot4_fn dot4;   // NULL: 4 calls of dot
 } vecdot_kernel;
 
 // Activation quantizers, as ggml's CPU backend quantizes activations on x86

@@ -12,7 +12,8 @@
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
-static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return f16_to_f32(h); }
+// one vcvtph2ps (F16C) rather than the portable bit manipulation
+AVX2 static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return _cvtsh_ss(h); }
 static inline float ld_f32(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
 
 AVX2 static inline float hsum8(__m256 v) {
@@ -279,15 +280,128 @@ AVX2 static float dot_q6_K(const void *vw, const void *vx, int n) {
     return hsum8(acc);
 }
 
+// ---------------------------------------------------------------------------
+// four activation rows at once (prefill): each weight block is unpacked once
+
+// The signed 32 weights of block i of a 32-element type, and its scale.
+AVX2 static inline __m256i unpack_q8_0(const void *w, int i, float *d) {
+    const block_q8_0 *b = (const block_q8_0 *)w + i;
+    *d = ld_f16(b->d);
+    return _mm256_loadu_si256((const __m256i *)b->qs);
+}
+AVX2 static inline __m256i unpack_q4_0(const void *w, int i, float *d) {
+    const block_q4_0 *b = (const block_q4_0 *)w + i;
+    *d = ld_f16(b->d);
+    return _mm256_sub_epi8(nibbles32(b->qs), _mm256_set1_epi8(8));
+}
+AVX2 static inline __m256i unpack_q5_0(const void *w, int i, float *d) {
+    const block_q5_0 *b = (const block_q5_0 *)w + i;
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+    uint32_t qh;
+    memcpy(&qh, b->qh, 4);
+    __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1));
+    *d = ld_f16(b->d);
+    return _mm256_or_si256(nibbles32(b->qs), _mm256_andnot_si256(h, _mm256_set1_epi8((char)0xF0)));
+}
+
+#define DOT4_Q8_0(name, unpack)                                                                   \
+    AVX2 static void name(const void *w, const void *vx, size_t stride, int n, float *s) {       \
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
+        for (int i = 0; i < n / QK; i++) {                                                       \
+            float dw;                                                                            \
+            __m256i qw = unpack(w, i, &dw);                                                      \
+            __m256i aw = _mm256_sign_epi8(qw, qw);                                               \
+            for (int r = 0; r < 4; r++) {                                                        \
+                const block_q8_0 *x = (const block_q8_0 *)((const char *)vx + stride * r) + i;   \
+                __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->qs), qw);   \
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sy), _mm256_set1_epi16(1)); \
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ld_f16(x->d)), _mm256_cvtepi32_ps(p), acc[r]); \
+            }                                                                                    \
+        }                                                                                        \
+        for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]);                                        \
+    }
+DOT4_Q8_0(dot4_q8_0, unpack_q8_0)
+DOT4_Q8_0(dot4_q4_0, unpack_q4_0)
+DOT4_Q8_0(dot4_q5_0, unpack_q5_0)
+
+AVX2 static void dot4_q4_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
+    const block_q4_K *w = vw;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    float accm[4] = {0, 0, 0, 0};
+    for (int i = 0; i < n / QK_K; i++) {
+        int16_t sc[8];
+        int m[8];
+        scales_mins_k4(w[i].scales, sc, m);
+        float d = ld_f16(w[i].d), dmin = ld_f16(w[i].dmin);
+        __m256i lo[4], hi[4];
+        for (int j = 0; j < 4; j++) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
+            lo[j] = _mm256_and_si256(bits, m4);
+            hi[j] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        }
+        for (int r = 0; r < 4; r++) {
+            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+            float dy = ld_f32(x->d);
+            accm[r] += dy * dmin * mins_dot(x->bsums, m);
+            __m256i sumi = _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                __m256i pl = _mm256_maddubs_epi16(lo[j], _mm256_loadu_si256((const __m256i *)(x->qs + 64 * j)));
+                __m256i ph = _mm256_maddubs_epi16(hi[j], _mm256_loadu_si256((const __m256i *)(x->qs + 64 * j + 32)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]) - accm[r];
+}
+
+AVX2 static void dot4_q6_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
+    const block_q6_K *w = vw;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < n / QK_K; i++) {
+        __m256i q[8], sc[8];
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = w[i].ql + 64 * h, *qh = w[i].qh + 32 * h;
+            const int8_t *scl = w[i].scales + 8 * h;
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)ql), b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
+            q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(b1, m4), _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
+            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(b2, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
+            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
+            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            for (int k = 0; k < 4; k++) sc[4 * h + k] = _mm256_set_m128i(_mm_set1_epi16(scl[2 * k + 1]), _mm_set1_epi16(scl[2 * k]));
+        }
+        float d = ld_f16(w[i].d);
+        for (int r = 0; r < 4; r++) {
+            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int k = 0; k < 8; k++) {
+                __m256i yk = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * k));
+                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sc[k]));
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x->d) * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]);
+}
+
 const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_F32] = {DT_F32, dot_f32},
     [DT_F16] = {DT_F32, dot_f16},
     [DT_BF16] = {DT_F32, dot_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0, dot4_q8_0},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0, dot4_q4_0},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0, dot4_q5_0},
     [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K},
+    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
-    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K},
+    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K},
 };
