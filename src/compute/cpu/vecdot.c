@@ -46,6 +46,23 @@ static float dot_q4_0(const void *vw, const void *vx, int n) {
     return s;
 }
 
+// x = d q + m: d dx sum(q y) + m dx sum(y), against q8_0 activations
+static float dot_q4_1(const void *vw, const void *vx, int n) {
+    const block_q4_1 *w = vw;
+    const block_q8_0 *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        int sumi = 0, sumy = 0;
+        for (int j = 0; j < QK / 2; j++) {
+            sumi += (w[i].qs[j] & 15) * x[i].qs[j] + (w[i].qs[j] >> 4) * x[i].qs[j + QK / 2];
+            sumy += x[i].qs[j] + x[i].qs[j + QK / 2];
+        }
+        float dx = ld_f16(x[i].d);
+        s += sumi * (ld_f16(w[i].d) * dx) + sumy * (ld_f16(w[i].m) * dx);
+    }
+    return s;
+}
+
 static float dot_q5_0(const void *vw, const void *vx, int n) {
     const block_q5_0 *w = vw;
     const block_q8_0 *x = vx;
@@ -201,6 +218,7 @@ static const vecdot_kernel g_ref[DT_COUNT] = {
     [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0},
     [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0},
     [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0},
+    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0},
     [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0},
     [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},

@@ -121,6 +121,24 @@ AVX2 static float dot_q4_0(const void *vw, const void *vx, int n) {
     return hsum8(acc);
 }
 
+// q4_1 (x = d q + m) against q8_0: d dx sum(q y) + m dx sum(y)
+AVX2 static float dot_q4_1(const void *vw, const void *vx, int n) {
+    const block_q4_1 *w = vw;
+    const block_q8_0 *x = vx;
+    const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        __m256i qw = nibbles32(w[i].qs); // unsigned 0..15
+        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qw, qx), ones16);
+        __m256i sy = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, qx), ones16);
+        float dx = ld_f16(x[i].d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(ld_f16(w[i].d) * dx), _mm256_cvtepi32_ps(p), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(ld_f16(w[i].m) * dx), _mm256_cvtepi32_ps(sy), acc);
+    }
+    return hsum8(acc);
+}
+
 AVX2 static float dot_q5_0(const void *vw, const void *vx, int n) {
     const block_q5_0 *w = vw;
     const block_q8_0 *x = vx;
@@ -400,6 +418,7 @@ const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0, dot4_q8_0},
     [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0, dot4_q4_0},
     [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0, dot4_q5_0},
+    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0},
     [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0},
     [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
