@@ -7,6 +7,13 @@
 
 #define N_BATCH 64 // tokens per pass of the layer loop
 
+// Phases of the forward pass timed when a context profiles (bench-components).
+enum phase {
+    PH_EMBED, PH_NORM, PH_QKV, PH_ROPE, PH_ATTN, PH_O, PH_GATE_UP, PH_ACT, PH_DOWN, PH_RESIDUAL, PH_MOE, PH_PLE,
+    PH_LOGITS, PH_COUNT
+};
+extern const char *const phase_names[PH_COUNT];
+
 struct infer_ctx {
     infer_model *m;
     int n_ctx;          // positions the cache holds
@@ -30,6 +37,8 @@ struct infer_ctx {
     float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
     float *row;         // (max(n_embd, n_expert)) one decoded row / router logits
     float *eo;          // (n_embd) one expert's output
+    int profiling;      // accumulate seconds per phase into prof
+    double prof[PH_COUNT];
 };
 
 // Runs T <= N_BATCH tokens at positions n_past.. through every layer.

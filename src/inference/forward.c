@@ -11,8 +11,28 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const float *f32_or_null(const tensor *t) { return t ? t->f32 : NULL; }
+
+const char *const phase_names[PH_COUNT] = {
+    "embedding", "norms", "QKV projection", "RoPE", "attention (scores+softmax+V)", "O projection",
+    "FFN gate+up", "activation", "FFN down", "residual", "MoE (router+experts)", "per-layer inputs", "final norm+logits",
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Runs the statements, adding their time to phase ph when the context profiles.
+#define TIMED(ph, ...)                                      \
+    do {                                                    \
+        double t0_ = c->profiling ? now_s() : 0;            \
+        __VA_ARGS__;                                        \
+        if (c->profiling) c->prof[ph] += now_s() - t0_;     \
+    } while (0)
 
 // Quantized models run with ggml's CPU numerics (see model.h: ggml_numerics).
 static void act(const infer_ctx *c, float *x, int n) {
@@ -127,6 +147,7 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     int own_kv = lc->kv_source == il;
 
     // q, k, v = x Wq, x Wk, x Wv (+ biases), from one fused matrix or three
+    double t0 = c->profiling ? now_s() : 0;
     if (l->wqkv.w) {
         int n = nq + 2 * nkv;
         matmul(c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
@@ -144,18 +165,22 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
             else memcpy(c->v, c->k, sizeof(float) * (size_t)T * nkv); // Gemma 4 attention_k_eq_v
         }
     }
+    if (c->profiling) c->prof[PH_QKV] += now_s() - t0;
     // per-head norms, then RoPE at each token's position
     float eps = (float)cf->norm_eps;
+    t0 = c->profiling ? now_s() : 0;
     if (l->q_norm) rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
     if (own_kv) {
         if (l->k_norm) rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
         if (f->v_norm) rmsnorm(c->v, c->v, NULL, T * KV, hd, eps, 0);
     }
+    if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
     if (!f->learned_pos)
-        for (int t = 0; t < T; t++) {
+        TIMED(PH_ROPE, for (int t = 0; t < T; t++) {
             rope(c->q + (size_t)t * nq, H, hd, pos0 + t, &lc->rope);
             if (own_kv) rope(c->k + (size_t)t * nkv, KV, hd, pos0 + t, &lc->rope);
-        }
+        });
+    t0 = c->profiling ? now_s() : 0;
     if (m->ggml_numerics) {
         // ggml keeps K and V in f16 and rounds q to f16 for the q.k products
         round_f16(c->q, (size_t)T * nq);
@@ -172,7 +197,8 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     // keys and values once for all the query heads of its group.
     attn_job j = {c, il, T, pos0};
     pool_run(attn_task, &j);
-    matmul(c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E);
+    if (c->profiling) c->prof[PH_ATTN] += now_s() - t0;
+    TIMED(PH_O, matmul(c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
 }
 
 // ---------------------------------------------------------------------------
@@ -183,23 +209,21 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
-        matmul(c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F);
-        act(c, c->ff, T * F);
+        TIMED(PH_GATE_UP, matmul(c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
+        TIMED(PH_ACT, act(c, c->ff, T * F));
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
-        matmul(c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F);
-        for (int t = 0; t < T; t++) {
+        TIMED(PH_GATE_UP, matmul(c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
+        TIMED(PH_ACT, for (int t = 0; t < T; t++) {
             float *g = c->ff2 + (size_t)t * 2 * F, *u = g + F, *o = c->ff + (size_t)t * F;
             act(c, g, F);
             for (int i = 0; i < F; i++) o[i] = g[i] * u[i];
-        }
+        });
     } else {
-        matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F);
-        matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F);
-        act(c, c->ff, T * F);
-        for (size_t i = 0; i < (size_t)T * F; i++) c->ff[i] *= c->ff2[i];
+        TIMED(PH_GATE_UP, matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F); matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F));
+        TIMED(PH_ACT, act(c, c->ff, T * F); for (size_t i = 0; i < (size_t)T * F; i++) c->ff[i] *= c->ff2[i]);
     }
-    matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E);
+    TIMED(PH_DOWN, matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
 
 // One expert on one token: out = down(act(gate x) * up x).
@@ -289,19 +313,20 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
     size_t TE = (size_t)T * E;
 
     // x = x + post_norm(attn(norm(x))) * residual_scale
-    norm(m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T);
+    TIMED(PH_NORM, norm(m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T, pos0);
-    if (l->post_attn_norm) norm(m, c->o, c->o, l->post_attn_norm, NULL, T);
-    for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale;
+    if (l->post_attn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_attn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale);
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale
-    norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T);
-    if (cf->n_expert) moe(c, l, c->xn, c->o, T);
+    TIMED(PH_NORM, norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
+    if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
     else mlp(c, l, c->xn, c->o, T);
-    if (l->post_ffn_norm) norm(m, c->o, c->o, l->post_ffn_norm, NULL, T);
-    for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale;
+    if (l->post_ffn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_ffn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale);
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
+    double t0 = c->profiling ? now_s() : 0;
     if (cf->ple_dim) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
         matmul(c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
@@ -316,6 +341,7 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
         float s = l->layer_scalar->f32[0];
         for (size_t i = 0; i < TE; i++) c->x[i] *= s;
     }
+    if (c->profiling) c->prof[PH_PLE] += now_s() - t0;
 }
 
 // ---------------------------------------------------------------------------
@@ -334,8 +360,8 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         c->scores_threads = pool_threads();
     }
 
-    embed(c, ids, T, pos0);
-    if (cf->ple_dim) per_layer_inputs(c, ids, T);
+    TIMED(PH_EMBED, embed(c, ids, T, pos0));
+    if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     if (hidden) memcpy(hidden, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
     for (int il = 0; il < cf->n_layer; il++) {
         layer(c, il, T, pos0);
@@ -345,11 +371,16 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
 
     // logits = final_norm(x) W_out^T * logit_scale, softcapped
     int first = last_only ? T - 1 : 0, n = T - first;
+    double t0 = c->profiling ? now_s() : 0;
     norm(m, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
     if (hidden) memcpy(hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, sizeof(float) * E);
-    if (!logits) return INFER_OK;
+    if (!logits) {
+        if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
+        return INFER_OK;
+    }
     matmul(logits, c->xn, &m->output, NULL, n, E, V);
     for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= cf->logit_scale;
     if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
+    if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return INFER_OK;
 }
