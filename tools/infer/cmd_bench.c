@@ -18,15 +18,16 @@ static void stats(const double *v, int r, double *mean, double *sd) {
     *sd = r > 1 ? sqrt(q / (r - 1)) : 0;
 }
 
-// Tokens per second of one run: pp feeds n tokens at once, tg one by one.
-static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, double *tps) {
+// Tokens per second of one run: pp feeds n tokens at once, tg one by one;
+// as llama-bench, the logits of the last token of each call are computed.
+static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logits, double *tps) {
     infer_ctx_reset(c);
     double t0 = cli_now();
     if (pp) {
-        if (infer_eval(c, ids, n, NULL, 0)) return cli_error("%s", infer_last_error());
+        if (infer_eval(c, ids, n, logits, 1)) return cli_error("%s", infer_last_error());
     } else {
         for (int i = 0; i < n; i++)
-            if (infer_eval(c, ids + i, 1, NULL, 0)) return cli_error("%s", infer_last_error());
+            if (infer_eval(c, ids + i, 1, logits, 1)) return cli_error("%s", infer_last_error());
     }
     *tps = n / (cli_now() - t0);
     return 0;
@@ -67,12 +68,13 @@ int cmd_bench(int argc, char **argv) {
     result res[2];
     int nres = 0, rc = 0;
     double *v = malloc(sizeof *v * (size_t)reps);
+    float *logits = malloc(sizeof(float) * (size_t)V);
     for (int pp = 1; pp >= 0 && !rc; pp--) {
         int n = (int)(pp ? n_pp : n_tg);
         if (n <= 0) continue;
         double warm;
-        if ((rc = run_once(c, ids, pp ? n : (n < 16 ? n : 16), pp, &warm))) break; // warm-up
-        for (int k = 0; k < reps && !rc; k++) rc = run_once(c, ids, n, pp, &v[k]);
+        if ((rc = run_once(c, ids, pp ? n : (n < 16 ? n : 16), pp, logits, &warm))) break; // warm-up
+        for (int k = 0; k < reps && !rc; k++) rc = run_once(c, ids, n, pp, logits, &v[k]);
         snprintf(res[nres].test, sizeof res[nres].test, "%s%d", pp ? "pp" : "tg", n);
         stats(v, (int)reps, &res[nres].mean, &res[nres].sd);
         nres++;
@@ -102,6 +104,7 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     free(v);
+    free(logits);
     free(ids);
     infer_ctx_free(c);
     infer_model_free(m);
