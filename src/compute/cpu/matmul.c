@@ -6,6 +6,7 @@
 #include "models/dtype.h"
 #include "base/pool.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -18,6 +19,8 @@ typedef struct {
     const float *bias;
     int T, n_in, n_out;
     int trans;
+    atomic_int next;         // next row to hand out
+    int chunk;               // rows per hand-out
 } mm_job;
 
 // Rows [j0, j1) of the output for every token.
@@ -70,13 +73,22 @@ static void trans_range(const mm_job *a, int j0, int j1) {
     }
 }
 
+// Threads take chunks of rows from a shared counter, so one that is slowed
+// (by the OS, or by rows in slower memory) does not hold the others up.
 static void mm_task(void *arg, int ith, int nth) {
-    const mm_job *a = arg;
-    int per = (a->n_out + nth - 1) / nth;
-    int j0 = ith * per, j1 = j0 + per > a->n_out ? a->n_out : j0 + per;
-    if (j0 >= j1) return;
-    if (a->trans) trans_range(a, j0, j1);
-    else rows_range(a, j0, j1);
+    mm_job *a = arg;
+    if (a->trans) {
+        int per = (a->n_out + nth - 1) / nth;
+        int j0 = ith * per, j1 = j0 + per > a->n_out ? a->n_out : j0 + per;
+        if (j0 < j1) trans_range(a, j0, j1);
+        return;
+    }
+    for (;;) {
+        int j0 = atomic_fetch_add_explicit(&a->next, a->chunk, memory_order_relaxed);
+        if (j0 >= a->n_out) break;
+        int j1 = j0 + a->chunk > a->n_out ? a->n_out : j0 + a->chunk;
+        rows_range(a, j0, j1);
+    }
 }
 
 // Activations quantized for the integer path; grows, never shrinks, so the
@@ -85,7 +97,7 @@ static unsigned char *g_xq;
 static size_t g_xq_cap;
 
 void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans};
+    mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
     if (!w->trans) {
         a.k = vecdot_get(w->w->type);
         if (a.k && a.k->act_type != DT_F32) {
@@ -107,5 +119,12 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
         else rows_range(&a, 0, n_out);
         return;
     }
+    // Decode streams the weights: one contiguous share per thread keeps each
+    // thread's reads (and prefetches) sequential. Prefill is compute bound:
+    // about 8 chunks per thread balance it.
+    int nth = pool_threads();
+    a.chunk = T == 1 ? (n_out + nth - 1) / nth : n_out / (nth * 8);
+    if (a.chunk < 16) a.chunk = 16;
+    atomic_init(&a.next, 0);
     pool_run(mm_task, &a);
 }
