@@ -3,6 +3,8 @@
 #include "check.h"
 #include "compute/cpu/vecdot.h"
 #include "compute/cpu/vec.h"
+#include "compute/cpu/ops.h"
+#include "base/half.h"
 #include "models/dtype.h"
 
 #include <math.h>
@@ -95,6 +97,39 @@ int main(void) {
         double e = 0;
         for (int i = 0; i < n; i++) e += (y1[i] - y2[i]) * (y1[i] - y2[i]);
         CHECK(e <= 1e-10, "vec_axpy n=%d: error %g", n, e);
+    }
+    // f16 rounding and the AVX2 activation quantizer against their oracles
+    {
+        float a[1031], b[1031];
+        for (int i = 0; i < 1031; i++) a[i] = b[i] = frand() * (i % 5 == 0 ? 70000.0f : i % 3 == 0 ? 1e-6f : 3.0f);
+        vec_round_f16(a, 1031);
+        vec_round_f16_ref(b, 1031);
+        CHECK(!memcmp(a, b, sizeof a), "vec_round_f16 differs from the scalar rounding");
+        const vecdot_kernel *s8 = vecdot_get_simd(DT_Q8_0), *r8 = vecdot_get_ref(DT_Q8_0);
+        if (s8) {
+            unsigned char qa[34 * 32], qb[34 * 32];
+            for (int i = 0; i < 1024; i++) a[i] = frand() * (i % 64 == 0 ? 50.0f : 1.0f);
+            a[5] = 0.5f * 127.0f / 50.0f; // a tie on the grid of some blocks
+            s8->quant(a, qa, 1024);
+            r8->quant(a, qb, 1024);
+            CHECK(!memcmp(qa, qb, sizeof qa), "AVX2 q8_0 activation quantizer differs from the scalar one");
+        }
+    }
+    // GELU as ggml computes it: the f16 input looked up in an f16 table
+    {
+        float g[203], want[203];
+        for (int i = 0; i < 203; i++) {
+            g[i] = i == 0 ? -10.0f : i == 1 ? 10.0f : i == 2 ? 9.999f : frand() * 14.0f;
+            float v = g[i];
+            if (v <= -10.0f) want[i] = 0.0f;
+            else if (v >= 10.0f) want[i] = v;
+            else {
+                float h = f16_to_f32(f32_to_f16(v));
+                want[i] = f16_to_f32(f32_to_f16(0.5f * h * (1.0f + tanhf(0.7978845608028654f * (h + 0.044715f * h * h * h)))));
+            }
+        }
+        activate_ggml(g, 203, ACT_GELU_TANH);
+        CHECK(!memcmp(g, want, sizeof g), "activate_ggml differs from f16(gelu(f16(x)))");
     }
     return check_summary("kernels");
 }

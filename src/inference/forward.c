@@ -40,9 +40,7 @@ static void act(const infer_ctx *c, float *x, int n) {
     else activate(x, n, c->m->cfg.act);
 }
 
-static void round_f16(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
-}
+static void round_f16(float *x, size_t n) { vec_round_f16(x, n); }
 
 // The family's norm of T rows of n_embd: RMSNorm (optionally 1 + w) or LayerNorm.
 static void norm(const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {

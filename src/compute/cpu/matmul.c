@@ -15,6 +15,8 @@ typedef struct {
     const vecdot_kernel *k;  // NULL: the traits' f32 dot
     const unsigned char *xq; // x in k->act_type (T rows of xq_row bytes), or NULL
     size_t xq_row;
+    const unsigned char *xu; // x as block_q8u rows (xu_row bytes) for k->dot8u, or NULL
+    size_t xu_row;
     const tensor *W;
     const float *bias;
     int T, n_in, n_out;
@@ -33,6 +35,12 @@ static void rows_range(const mm_job *a, int j0, int j1) {
         float *yj = a->y + j;
         if (a->xq) {
             int t = 0;
+            if (a->xu)
+                for (; t + 8 <= a->T; t += 8) {
+                    float s8[8];
+                    a->k->dot8u(row, a->xu + a->xu_row * t, a->xu_row, a->n_in, s8);
+                    for (int r = 0; r < 8; r++) yj[(size_t)(t + r) * a->n_out] = s8[r] + b;
+                }
             if (a->k->dot4)
                 for (; t + 4 <= a->T; t += 4) {
                     float s4[4];
@@ -93,24 +101,34 @@ static void mm_task(void *arg, int ith, int nth) {
 
 // Activations quantized for the integer path; grows, never shrinks, so the
 // token loop does not allocate once the first pass has sized it.
-static unsigned char *g_xq;
-static size_t g_xq_cap;
+static unsigned char *g_xq, *g_xu;
+static size_t g_xq_cap, g_xu_cap;
+
+static void *grow(unsigned char **p, size_t *cap, size_t need) {
+    if (need > *cap) {
+        unsigned char *q = realloc(*p, need);
+        if (!q) abort(); // a few KB per token: failing here means the process is out of memory
+        *p = q;
+        *cap = need;
+    }
+    return *p;
+}
 
 void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
+    mm_job a = {y, x, NULL, NULL, 0, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
     if (!w->trans) {
         a.k = vecdot_get(w->w->type);
         if (a.k && a.k->act_type != DT_F32) {
             a.xq_row = dtype_row_size(a.k->act_type, n_in);
-            size_t need = a.xq_row * (size_t)T;
-            if (need > g_xq_cap) {
-                unsigned char *p = realloc(g_xq, need);
-                if (!p) abort(); // a few KB per token: failing here means the process is out of memory
-                g_xq = p;
-                g_xq_cap = need;
-            }
+            grow(&g_xq, &g_xq_cap, a.xq_row * (size_t)T);
             for (int t = 0; t < T; t++) a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
             a.xq = g_xq;
+            if (a.k->dot8u && T >= 8) {
+                a.xu_row = sizeof(block_q8u) * (size_t)(n_in / 32);
+                grow(&g_xu, &g_xu_cap, a.xu_row * (size_t)T);
+                for (int t = 0; t < T; t++) act_q8_0_to_q8u(g_xq + a.xq_row * t, (block_q8u *)(g_xu + a.xu_row * t), n_in);
+                a.xu = g_xu;
+            }
         }
     }
     // small products are not worth waking the pool

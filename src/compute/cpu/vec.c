@@ -1,6 +1,7 @@
 #include "compute/cpu/vec.h"
 
 #include <immintrin.h>
+#include "base/half.h"
 
 float vec_dot_ref(const float *a, const float *b, int n) {
     float s = 0;
@@ -48,3 +49,19 @@ static int use_avx2(void) {
 
 float vec_dot(const float *a, const float *b, int n) { return use_avx2() ? dot_avx2(a, b, n) : vec_dot_ref(a, b, n); }
 void vec_axpy(float *y, float a, const float *x, int n) { if (use_avx2()) axpy_avx2(y, a, x, n); else vec_axpy_ref(y, a, x, n); }
+
+void vec_round_f16_ref(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
+__attribute__((target("avx2,f16c"))) static void round_f16_avx2(float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
+void vec_round_f16(float *x, size_t n) {
+    if (use_avx2()) round_f16_avx2(x, n);
+    else vec_round_f16_ref(x, n);
+}

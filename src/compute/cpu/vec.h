@@ -3,8 +3,14 @@
 #ifndef INFER_COMPUTE_CPU_VEC_H
 #define INFER_COMPUTE_CPU_VEC_H
 
+#include <stddef.h>
+
 float vec_dot(const float *a, const float *b, int n);          // sum a[i] * b[i]
 void vec_axpy(float *y, float a, const float *x, int n);       // y += a * x
+
+// x = x rounded to f16 (round half to even), as ggml stores K/V in f16.
+void vec_round_f16(float *x, size_t n);
+void vec_round_f16_ref(float *x, size_t n);
 
 float vec_dot_ref(const float *a, const float *b, int n);
 void vec_axpy_ref(float *y, float a, const float *x, int n);

@@ -209,6 +209,14 @@ void act_quant_q8_0(const float *x, void *vy, int n) {
 
 void act_quant_q8_K(const float *x, void *y, int n) { q8_K_from_float(x, y, n); }
 
+void act_q8_0_to_q8u(const void *vx, block_q8u *y, int n) {
+    const block_q8_0 *x = vx;
+    for (int i = 0; i < n / QK; i++) {
+        y[i].d = ld_f16(x[i].d);
+        for (int j = 0; j < QK; j++) y[i].qs[j] = (uint8_t)(x[i].qs[j] + 128);
+    }
+}
+
 // ---------------------------------------------------------------------------
 
 static const vecdot_kernel g_ref[DT_COUNT] = {

@@ -360,6 +360,39 @@ DOT4_Q8_0(dot4_q8_0, unpack_q8_0)
 DOT4_Q8_0(dot4_q4_0, unpack_q4_0)
 DOT4_Q8_0(dot4_q5_0, unpack_q5_0)
 
+// Eight tokens per weight block with unsigned activations (block_q8u): per
+// block and token one load, maddubs, madd and the 128-offset correction,
+// which depends on the weights only and is made once per block.
+#define DOT8U(name, unpack)                                                                         \
+    AVX2 static void name(const void *w, const void *vx, size_t stride, int n, float *s) {         \
+        __m256 acc[8];                                                                             \
+        for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();                                  \
+        const __m256i ones16 = _mm256_set1_epi16(1), off = _mm256_set1_epi8((char)0x80);           \
+        for (int i = 0; i < n / QK; i++) {                                                         \
+            float dw;                                                                              \
+            __m256i qw = unpack(w, i, &dw);                                                        \
+            __m256i corr = _mm256_madd_epi16(_mm256_maddubs_epi16(off, qw), ones16);               \
+            __m256 vdw = _mm256_set1_ps(dw);                                                       \
+            for (int r = 0; r < 8; r++) {                                                          \
+                const block_q8u *x = (const block_q8u *)((const char *)vx + stride * r) + i;       \
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)x->qs), qw), ones16); \
+                p = _mm256_sub_epi32(p, corr);                                                     \
+                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vdw, _mm256_broadcast_ss(&x->d)), _mm256_cvtepi32_ps(p), acc[r]); \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < 8; r++) s[r] = hsum8(acc[r]);                                          \
+    }
+
+AVX2 static inline __m256i unpack_mxfp4(const void *w, int i, float *d) {
+    const block_mxfp4 *b = (const block_mxfp4 *)w + i;
+    const __m128i tab = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    *d = e8m0_half(b->e);
+    return _mm256_shuffle_epi8(_mm256_set_m128i(tab, tab), nibbles32(b->qs));
+}
+DOT8U(dot8u_q4_0, unpack_q4_0)
+DOT8U(dot8u_q5_0, unpack_q5_0)
+DOT8U(dot8u_mxfp4, unpack_mxfp4)
+
 AVX2 static void dot4_q4_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
     const block_q4_K *w = vw;
     const __m256i m4 = _mm256_set1_epi8(15);
@@ -427,15 +460,43 @@ AVX2 static void dot4_q6_K(const void *vw, const void *vx, size_t stride, int n,
     for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]);
 }
 
+// act_quant_q8_0 with AVX2: the same max, scales and round-half-to-even as
+// the scalar version (and as ggml's x86 quantize_row_q8_0), so the blocks are
+// identical.
+AVX2 static void act_quant_q8_0_avx2(const float *x, void *vy, int n) {
+    block_q8_0 *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int i = 0; i < n / QK; i++, x += QK) {
+        __m256 v[4];
+        for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+        uint16_t h = f32_to_f16(d);
+        memcpy(y[i].d, &h, 2);
+        __m256 mul = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)y[i].qs, p);
+    }
+}
+
 const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_F32] = {DT_F32, dot_f32},
     [DT_F16] = {DT_F32, dot_f16},
     [DT_BF16] = {DT_F32, dot_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0, dot4_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0, dot4_q4_0},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0, dot4_q5_0},
-    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0_avx2, dot4_q8_0},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0_avx2, dot4_q4_0, dot8u_q4_0},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0_avx2, dot4_q5_0, dot8u_q5_0},
+    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0_avx2},
+    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0_avx2, NULL, dot8u_mxfp4},
     [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
     [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K},
