@@ -347,6 +347,7 @@ AVX2 static inline __m256i unpack_q5_0(const void *w, int i, float *d) {
             float dw;                                                                            \
             __m256i qw = unpack(w, i, &dw);                                                      \
             __m256i aw = _mm256_sign_epi8(qw, qw);                                               \
+            _Pragma("GCC unroll 4")                                                              \
             for (int r = 0; r < 4; r++) {                                                        \
                 const block_q8_0 *x = (const block_q8_0 *)((const char *)vx + stride * r) + i;   \
                 __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->qs), qw);   \
@@ -373,6 +374,7 @@ DOT4_Q8_0(dot4_q5_0, unpack_q5_0)
             __m256i qw = unpack(w, i, &dw);                                                        \
             __m256i corr = _mm256_madd_epi16(_mm256_maddubs_epi16(off, qw), ones16);               \
             __m256 vdw = _mm256_set1_ps(dw);                                                       \
+            _Pragma("GCC unroll 8")                                                                \
             for (int r = 0; r < 8; r++) {                                                          \
                 const block_q8u *x = (const block_q8u *)((const char *)vx + stride * r) + i;       \
                 __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)x->qs), qw), ones16); \
@@ -409,6 +411,7 @@ AVX2 static void dot4_q4_K(const void *vw, const void *vx, size_t stride, int n,
             lo[j] = _mm256_and_si256(bits, m4);
             hi[j] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
         }
+#pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
             float dy = ld_f32(x->d);
@@ -446,6 +449,7 @@ AVX2 static void dot4_q6_K(const void *vw, const void *vx, size_t stride, int n,
             for (int k = 0; k < 4; k++) sc[4 * h + k] = _mm256_set_m128i(_mm_set1_epi16(scl[2 * k + 1]), _mm_set1_epi16(scl[2 * k]));
         }
         float d = ld_f16(w[i].d);
+#pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
             __m256i sumi = _mm256_setzero_si256();
