@@ -46,6 +46,48 @@ static void check_type(int wt, int n, int rows) {
         fs += mag * mag;
     }
     if (simd) CHECK(se / ss <= 1e-7, "%s n=%d: SIMD vs scalar normalized MSE %.3g", tw->name, n, se / ss);
+    // the 8-row prefill kernel against 8 calls of the scalar oracle
+    if (simd && simd->dot8) {
+        unsigned char *x8 = malloc(ars * 8);
+        double e8 = 0, s8 = 0;
+        for (int r = 0; r < 8; r++) {
+            for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
+            ref->quant(x, x8 + ars * r, n);
+        }
+        for (int i = 0; i < n; i++) row[i] = frand();
+        tw->from_float(row, w, n);
+        float got[8];
+        simd->dot8(w, x8, ars, n, got);
+        for (int r = 0; r < 8; r++) {
+            float want = ref->dot(w, x8 + ars * r, n);
+            e8 += (double)(got[r] - want) * (got[r] - want);
+            s8 += (double)want * want;
+        }
+        CHECK(e8 / s8 <= 1e-7, "%s n=%d: dot8 vs scalar normalized MSE %.3g", tw->name, n, e8 / s8);
+        free(x8);
+    }
+    // the 8-row kernel on unsigned activations against the scalar oracle
+    if (simd && simd->dot8u) {
+        size_t urs = sizeof(block_q8u) * (size_t)(n / 32);
+        unsigned char *x8 = malloc(ars * 8), *u8 = malloc(urs * 8);
+        double e8 = 0, s8 = 0;
+        for (int r = 0; r < 8; r++) {
+            for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
+            ref->quant(x, x8 + ars * r, n);
+            act_q8_0_to_q8u(x8 + ars * r, (block_q8u *)(u8 + urs * r), n);
+        }
+        for (int i = 0; i < n; i++) row[i] = frand();
+        tw->from_float(row, w, n);
+        float got[8];
+        simd->dot8u(w, u8, urs, n, got);
+        for (int r = 0; r < 8; r++) {
+            float want = ref->dot(w, x8 + ars * r, n);
+            e8 += (double)(got[r] - want) * (got[r] - want);
+            s8 += (double)want * want;
+        }
+        CHECK(e8 / s8 <= 1e-7, "%s n=%d: dot8u vs scalar normalized MSE %.3g", tw->name, n, e8 / s8);
+        free(x8), free(u8);
+    }
     // the 4-row prefill kernel against 4 calls of the scalar oracle
     if (simd && simd->dot4) {
         unsigned char *x4 = malloc(ars * 4);

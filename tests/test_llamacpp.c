@@ -87,6 +87,18 @@ int main(void) {
     printf("greedy: %d of %d tokens equal llama.cpp's\n", same, n_g);
     CHECK(same == n_g, "greedy tokens differ from llama.cpp's at %d", same);
 
+    // batched (prefill kernels) and one-at-a-time (decode kernels) give the same logits
+    {
+        int nb = n_t < 40 ? n_t : 40;
+        float *lb = malloc(sizeof(float) * (size_t)V);
+        infer_ctx_reset(c);
+        CHECK(infer_eval(c, want_t, nb, lb, 1) == INFER_OK, "%s", infer_last_error());
+        infer_ctx_reset(c);
+        for (int i = 0; i < nb; i++) infer_eval(c, want_t + i, 1, logits, 1);
+        CHECK(!memcmp(lb, logits, sizeof(float) * (size_t)V), "logits of a %d-token batch differ from token by token", nb);
+        free(lb);
+    }
+
     // next-token distributions at a few positions of the text
     infer_ctx_reset(c);
     const cJSON *dists = cJSON_GetObjectItem(want, "distributions");

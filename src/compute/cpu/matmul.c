@@ -41,6 +41,12 @@ static void rows_range(const mm_job *a, int j0, int j1) {
                     a->k->dot8u(row, a->xu + a->xu_row * t, a->xu_row, a->n_in, s8);
                     for (int r = 0; r < 8; r++) yj[(size_t)(t + r) * a->n_out] = s8[r] + b;
                 }
+            if (a->k->dot8)
+                for (; t + 8 <= a->T; t += 8) {
+                    float s8[8];
+                    a->k->dot8(row, a->xq + a->xq_row * t, a->xq_row, a->n_in, s8);
+                    for (int r = 0; r < 8; r++) yj[(size_t)(t + r) * a->n_out] = s8[r] + b;
+                }
             if (a->k->dot4)
                 for (; t + 4 <= a->T; t += 4) {
                     float s4[4];

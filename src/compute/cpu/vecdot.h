@@ -40,6 +40,7 @@ typedef struct {
     act_quant_fn quant; // NULL for DT_F32
     vec_dot4_fn dot4;   // NULL: 4 calls of dot
     vec_dot8u_fn dot8u; // NULL: none (needs act_type q8_0 and |w| < 128 / 2)
+    vec_dot4_fn dot8;   // 8 rows of the act type at once (as dot4), or NULL
 } vecdot_kernel;
 
 // q8_0 activations -> block_q8u (n elements).

@@ -429,6 +429,45 @@ AVX2 static void dot4_q4_K(const void *vw, const void *vx, size_t stride, int n,
     for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]) - accm[r];
 }
 
+// Eight tokens per q4_K super-block: the nibbles of each 64-element part are
+// unpacked once and multiplied into 8 integer sums.
+AVX2 static void dot8_q4_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
+    const block_q4_K *w = vw;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    // the same operations per token as dot_q4_K, so batched and single-token
+    // results are identical
+    __m256 acc[8];
+    float accm[8] = {0};
+    for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK_K; i++) {
+        int16_t sc[8];
+        int m[8];
+        scales_mins_k4(w[i].scales, sc, m);
+        float d = ld_f16(w[i].d);
+        __m256i sumi[8];
+        for (int r = 0; r < 8; r++) sumi[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
+            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            __m256i sl = _mm256_set1_epi16(sc[2 * j]), sh = _mm256_set1_epi16(sc[2 * j + 1]);
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; r++) {
+                const int8_t *y = ((const block_q8_K *)((const char *)vx + stride * r) + i)->qs + 64 * j;
+                __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));
+                __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(_mm256_madd_epi16(pl, sl), _mm256_madd_epi16(ph, sh)));
+            }
+        }
+        for (int r = 0; r < 8; r++) {
+            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+            float dy = ld_f32(x->d);
+            accm[r] += dy * ld_f16(w[i].dmin) * mins_dot(x->bsums, m);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        }
+    }
+    for (int r = 0; r < 8; r++) s[r] = hsum8(acc[r]) - accm[r];
+}
+
 AVX2 static void dot4_q6_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
     const block_q6_K *w = vw;
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
@@ -501,7 +540,7 @@ const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0_avx2, dot4_q5_0, dot8u_q5_0},
     [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0_avx2},
     [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0_avx2, NULL, dot8u_mxfp4},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K},
+    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K, NULL, dot8_q4_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
     [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K},
 };
