@@ -12,7 +12,8 @@
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
-// Weight rows stream from memory once per token: fetch this many bytes ahead.
+// Weight rows stream from memory once per token: fetch this many bytes ahead,
+// non-temporally (they are not read again until the next token).
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 2048
 #endif
@@ -51,7 +52,7 @@ AVX2 static float dot_f32(const void *vw, const void *vx, int n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)vw + 4 * i + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)vw + 4 * i + PREFETCH_AHEAD, _MM_HINT_NTA);
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(w + 4 * i)), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(w + 4 * i + 32)), _mm256_loadu_ps(x + i + 8), a1);
     }
@@ -66,7 +67,7 @@ AVX2 static float dot_f16(const void *vw, const void *vx, int n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)vw + 2 * i + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)vw + 2 * i + PREFETCH_AHEAD, _MM_HINT_NTA);
         __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i)));
         __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i + 16)));
         a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0);
@@ -88,7 +89,7 @@ AVX2 static float dot_bf16(const void *vw, const void *vx, int n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)vw + 2 * i + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)vw + 2 * i + PREFETCH_AHEAD, _MM_HINT_NTA);
         a0 = _mm256_fmadd_ps(bf16x8(w + 2 * i), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(bf16x8(w + 2 * i + 16), _mm256_loadu_ps(x + i + 8), a1);
     }
@@ -108,7 +109,7 @@ AVX2 static float dot_q8_0(const void *vw, const void *vx, int n) {
     const block_q8_0 *w = vw, *x = vx;
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         __m256i qw = _mm256_loadu_si256((const __m256i *)w[i].qs);
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
@@ -122,7 +123,7 @@ AVX2 static float dot_q4_0(const void *vw, const void *vx, int n) {
     const block_q8_0 *x = vx;
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         __m256i qw = _mm256_sub_epi8(nibbles32(w[i].qs), _mm256_set1_epi8(8));
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
@@ -138,7 +139,7 @@ AVX2 static float dot_q4_1(const void *vw, const void *vx, int n) {
     const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         __m256i qw = nibbles32(w[i].qs); // unsigned 0..15
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qw, qx), ones16);
@@ -158,7 +159,7 @@ AVX2 static float dot_q5_0(const void *vw, const void *vx, int n) {
     const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         uint32_t qh;
         memcpy(&qh, w[i].qh, 4);
         // bit j of qh set -> byte j = 0xFF
@@ -187,7 +188,7 @@ AVX2 static float dot_mxfp4(const void *vw, const void *vx, int n) {
     const __m256i tab2 = _mm256_set_m128i(tab, tab);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         __m256i qw = _mm256_shuffle_epi8(tab2, nibbles32(w[i].qs));
         __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256 d = _mm256_set1_ps(e8m0_half(w[i].e) * ld_f16(x[i].d));
@@ -224,7 +225,7 @@ AVX2 static float dot_q4_K(const void *vw, const void *vx, int n) {
     __m256 acc = _mm256_setzero_ps();
     float accm = 0;
     for (int i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         int16_t sc[8];
         int m[8];
         scales_mins_k4(w[i].scales, sc, m);
@@ -253,7 +254,7 @@ AVX2 static float dot_q5_K(const void *vw, const void *vx, int n) {
     __m256 acc = _mm256_setzero_ps();
     float accm = 0;
     for (int i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         int16_t sc[8];
         int m[8];
         scales_mins_k4(w[i].scales, sc, m);
@@ -286,7 +287,7 @@ AVX2 static float dot_q6_K(const void *vw, const void *vx, int n) {
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
         const uint8_t *ql = w[i].ql, *qh = w[i].qh;
         const int8_t *y = x[i].qs, *sc = w[i].scales;
         __m256i sumi = _mm256_setzero_si256();
