@@ -36,9 +36,11 @@ infer_status infer_sampler_new(const infer_sampling *p, int n_vocab, infer_sampl
     s->n_vocab = n_vocab;
     s->c = malloc(sizeof *s->c * (size_t)n_vocab);
     s->probs = malloc(sizeof *s->probs * (size_t)n_vocab);
-    s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
+    // occurrence counts only when a penalty needs them (1 MB for a 262k vocabulary)
+    int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+    s->counts = use_pen ? calloc((size_t)n_vocab, sizeof *s->counts) : NULL;
     s->rng = p->seed * 0x9E3779B97F4A7C15ull + 1;
-    if (!s->c || !s->probs || !s->counts) { infer_sampler_free(s); return fail(INFER_ERR_NOMEM, "out of memory"); }
+    if (!s->c || !s->probs || (use_pen && !s->counts)) { infer_sampler_free(s); return fail(INFER_ERR_NOMEM, "out of memory"); }
     *out = s;
     return INFER_OK;
 }
@@ -92,7 +94,7 @@ int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *hist,
 
     // penalties over the last repeat_last_n tokens (llama.cpp's penalties sampler)
     int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
-    if (use_pen && p->repeat_last_n > 0 && n_hist > 0) {
+    if (use_pen && s->counts && p->repeat_last_n > 0 && n_hist > 0) {
         int from = n_hist > p->repeat_last_n ? n_hist - p->repeat_last_n : 0;
         for (int i = from; i < n_hist; i++)
             if (hist[i] >= 0 && hist[i] < V) s->counts[hist[i]]++;
