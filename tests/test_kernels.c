@@ -88,8 +88,18 @@ static void check_type(int wt, int n, int rows) {
         CHECK(e8 / s8 <= 1e-7, "%s n=%d: dot8u vs scalar normalized MSE %.3g", tw->name, n, e8 / s8);
         free(x8), free(u8);
     }
+    // float weights: the 4-row kernel equals 4 calls of the 1-row SIMD kernel bit for bit
+    if (simd && simd->dot4 && ref->act_type == DT_F32) {
+        float *x4 = malloc(sizeof(float) * 4 * (size_t)n), got[4];
+        for (int i = 0; i < 4 * n; i++) x4[i] = frand();
+        simd->dot4(w, x4, sizeof(float) * (size_t)n, n, got);
+        int same = 1;
+        for (int r = 0; r < 4; r++) same &= got[r] == simd->dot(w, x4 + (size_t)r * n, n);
+        CHECK(same, "%s n=%d: dot4 differs from dot", tw->name, n);
+        free(x4);
+    }
     // the 4-row prefill kernel against 4 calls of the scalar oracle
-    if (simd && simd->dot4) {
+    if (simd && simd->dot4 && ref->act_type != DT_F32) {
         unsigned char *x4 = malloc(ars * 4);
         double e4 = 0, s4 = 0;
         for (int r = 0; r < 4; r++) {

@@ -55,8 +55,16 @@ static void rows_range(const mm_job *a, int j0, int j1) {
                 }
             for (; t < a->T; t++) yj[(size_t)t * a->n_out] = a->k->dot(row, a->xq + a->xq_row * t, a->n_in) + b;
         }
-        else if (a->k)
-            for (int t = 0; t < a->T; t++) yj[(size_t)t * a->n_out] = a->k->dot(row, a->x + (size_t)t * a->n_in, a->n_in) + b;
+        else if (a->k) {
+            int t = 0;
+            if (a->k->dot4)
+                for (; t + 4 <= a->T; t += 4) {
+                    float s4[4];
+                    a->k->dot4(row, a->x + (size_t)t * a->n_in, sizeof(float) * (size_t)a->n_in, a->n_in, s4);
+                    for (int r = 0; r < 4; r++) yj[(size_t)(t + r) * a->n_out] = s4[r] + b;
+                }
+            for (; t < a->T; t++) yj[(size_t)t * a->n_out] = a->k->dot(row, a->x + (size_t)t * a->n_in, a->n_in) + b;
+        }
         else {
             const dtype_traits *tr = dtype_get(a->W->type);
             for (int t = 0; t < a->T; t++) yj[(size_t)t * a->n_out] = tr->dot(row, a->x + (size_t)t * a->n_in, a->n_in) + b;

@@ -102,6 +102,42 @@ AVX2 static float dot_bf16(const void *vw, const void *vx, int n) {
     return s;
 }
 
+// Four tokens per weight row for float weights (f32 activations): each 16
+// weights are widened once; every token keeps the two accumulators and the
+// order of dot_*, so the results equal 4 calls of it bit for bit.
+#define DOT4_FLOAT(name, load8, tail)                                                          \
+    AVX2 static void name(const void *vw, const void *vx, size_t stride, int n, float *s) {   \
+        const uint8_t *w = vw;                                                                 \
+        __m256 a0[4], a1[4];                                                                   \
+        for (int r = 0; r < 4; r++) a0[r] = a1[r] = _mm256_setzero_ps();                       \
+        int i = 0;                                                                             \
+        for (; i + 16 <= n; i += 16) {                                                         \
+            __m256 w0 = load8(w, i), w1 = load8(w, i + 8);                                     \
+            _Pragma("GCC unroll 4")                                                            \
+            for (int r = 0; r < 4; r++) {                                                      \
+                const float *x = (const float *)((const char *)vx + stride * r);               \
+                a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0[r]);                    \
+                a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1[r]);                \
+            }                                                                                  \
+        }                                                                                      \
+        for (int r = 0; r < 4; r++) {                                                          \
+            const float *x = (const float *)((const char *)vx + stride * r);                   \
+            float acc = hsum8(_mm256_add_ps(a0[r], a1[r]));                                    \
+            for (int j = i; j < n; j++) acc += tail(w, j) * x[j];                              \
+            s[r] = acc;                                                                        \
+        }                                                                                      \
+    }
+
+AVX2 static inline __m256 ld8_f32(const uint8_t *w, int i) { return _mm256_loadu_ps((const float *)(w + 4 * i)); }
+AVX2 static inline __m256 ld8_f16(const uint8_t *w, int i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i))); }
+AVX2 static inline __m256 ld8_bf16(const uint8_t *w, int i) { return bf16x8(w + 2 * i); }
+static inline float tail_f32(const uint8_t *w, int j) { return ld_f32(w + 4 * j); }
+AVX2 static inline float tail_f16(const uint8_t *w, int j) { return ld_f16(w + 2 * j); }
+static inline float tail_bf16(const uint8_t *w, int j) { uint16_t h; memcpy(&h, w + 2 * j, 2); return bf16_to_f32(h); }
+DOT4_FLOAT(dot4_f32, ld8_f32, tail_f32)
+DOT4_FLOAT(dot4_f16, ld8_f16, tail_f16)
+DOT4_FLOAT(dot4_bf16, ld8_bf16, tail_bf16)
+
 // ---------------------------------------------------------------------------
 // 32-element blocks x q8_0
 
@@ -533,9 +569,9 @@ AVX2 static void act_quant_q8_0_avx2(const float *x, void *vy, int n) {
 }
 
 const vecdot_kernel vecdot_avx2[DT_COUNT] = {
-    [DT_F32] = {DT_F32, dot_f32},
-    [DT_F16] = {DT_F32, dot_f16},
-    [DT_BF16] = {DT_F32, dot_bf16},
+    [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32},
+    [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16},
+    [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16},
     [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0_avx2, dot4_q8_0},
     [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0_avx2, dot4_q4_0, dot8u_q4_0},
     [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0_avx2, dot4_q5_0, dot8u_q5_0},
