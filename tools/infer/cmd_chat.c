@@ -44,6 +44,7 @@ int cmd_chat(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r = cli_sampling_flag(argc, argv, &i, &sp);
+        if (!r) r = cli_threads_flag(argc, argv, &i);
         if (r < 0) return 1;
         if (r) continue;
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
@@ -52,10 +53,6 @@ int cmd_chat(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i)) || (n_new = cli_parse_count("-n", v, 1 << 24)) < 0) return 1;
         } else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--ctx-size")) {
             if (!(v = cli_value(argc, argv, &i)) || (n_ctx = cli_parse_count("-c", v, 1 << 24)) < 1) return 1;
-        } else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
-            long t;
-            if (!(v = cli_value(argc, argv, &i)) || (t = cli_parse_count("-t", v, 256)) < 0) return 1;
-            infer_set_threads(t ? (int)t : 1);
         } else return cli_error("chat: unknown option \"%s\"", argv[i]);
     }
     if (!model && !(model = cli_default_model())) return 1;

@@ -10,15 +10,12 @@
 int cmd_logits(int argc, char **argv) {
     const char *model = NULL, *ids_s = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
+        int r = cli_threads_flag(argc, argv, &i);
+        if (r < 0) return 1;
+        if (r) continue;
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "-o")) { if (!(out = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
-            const char *v;
-            long t;
-            if (!(v = cli_value(argc, argv, &i)) || (t = cli_parse_count("-t", v, 256)) < 0) return 1;
-            infer_set_threads(t ? (int)t : 1);
-        }
         else return cli_error("logits: unknown option \"%s\"", argv[i]);
     }
     if (!ids_s) return cli_error("logits: no token ids given (--ids 1,2,3)");
