@@ -17,12 +17,18 @@ static float frand(void) { // uniform in [-1, 1)
     return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
+// x quantized to the activation type, with the sidecar the SIMD kernel reads
+static void quant_act(const vecdot_kernel *ref, const vecdot_kernel *simd, const float *x, void *xa, int n) {
+    ref->quant(x, xa, n);
+    if (simd && simd->sums) act_q8_0_sums(xa, n);
+}
+
 static void check_type(int wt, int n, int rows) {
     const dtype_traits *tw = dtype_get(wt);
     const vecdot_kernel *ref = vecdot_get_ref(wt), *simd = vecdot_get_simd(wt);
     CHECK(ref != NULL, "%s has no reference kernel", tw->name);
     if (!ref) return;
-    size_t wrs = dtype_row_size(wt, n), ars = dtype_row_size(ref->act_type, n);
+    size_t wrs = dtype_row_size(wt, n), ars = act_row_size(simd ? simd : ref, n);
     float *x = malloc(sizeof(float) * n), *row = malloc(sizeof(float) * n), *dec = malloc(sizeof(float) * n);
     unsigned char *w = malloc(wrs), *xa = malloc(ars);
     double se = 0, ss = 0, fe = 0, fs = 0;
@@ -31,7 +37,7 @@ static void check_type(int wt, int n, int rows) {
         for (int i = 0; i < n; i++) { row[i] = frand() * scale; x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f); }
         if (r == 1) for (int i = 0; i < n; i++) row[i] = fabsf(row[i]); // all positive
         tw->from_float(row, w, n);
-        if (ref->quant) ref->quant(x, xa, n);
+        if (ref->quant) quant_act(ref, simd, x, xa, n);
         float a = ref->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
         if (simd) {
             float b = simd->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
@@ -52,7 +58,7 @@ static void check_type(int wt, int n, int rows) {
         double e8 = 0, s8 = 0;
         for (int r = 0; r < 8; r++) {
             for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
-            ref->quant(x, x8 + ars * r, n);
+            quant_act(ref, simd, x, x8 + ars * r, n);
         }
         for (int i = 0; i < n; i++) row[i] = frand();
         tw->from_float(row, w, n);
@@ -66,37 +72,41 @@ static void check_type(int wt, int n, int rows) {
         CHECK(e8 / s8 <= 1e-7, "%s n=%d: dot8 vs scalar normalized MSE %.3g", tw->name, n, e8 / s8);
         free(x8);
     }
-    // the 8-row kernel on unsigned activations against the scalar oracle
-    if (simd && simd->dot8u) {
-        size_t urs = sizeof(block_q8u) * (size_t)(n / 32);
-        unsigned char *x8 = malloc(ars * 8), *u8 = malloc(urs * 8);
-        double e8 = 0, s8 = 0;
-        for (int r = 0; r < 8; r++) {
-            for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
-            ref->quant(x, x8 + ars * r, n);
-            act_q8_0_to_q8u(x8 + ars * r, (block_q8u *)(u8 + urs * r), n);
+    // the 4- and 8-row kernels equal calls of the 1-row SIMD kernel bit for
+    // bit, so a batch gives the token-by-token results
+    if (simd && (simd->dot4 || simd->dot8)) {
+        unsigned char *xs = malloc(ars * 8);
+        float *x8 = malloc(sizeof(float) * 8 * (size_t)n), got[8];
+        for (int i = 0; i < 8 * n; i++) x8[i] = frand() * (i % 5 == 0 ? 6.0f : 1.0f);
+        size_t st = simd->act_type == DT_F32 ? sizeof(float) * (size_t)n : ars;
+        const void *xr = simd->act_type == DT_F32 ? (const void *)x8 : xs;
+        if (simd->act_type != DT_F32)
+            for (int r = 0; r < 8; r++) quant_act(ref, simd, x8 + (size_t)r * n, xs + ars * r, n);
+        for (int m = 4; m <= 8; m += 4) {
+            vec_dot4_fn f = m == 4 ? simd->dot4 : simd->dot8;
+            if (!f) continue;
+            f(w, xr, st, n, got);
+            int same = 1;
+            for (int r = 0; r < m; r++) same &= got[r] == simd->dot(w, (const char *)xr + st * r, n);
+            CHECK(same, "%s n=%d: dot%d differs from dot", tw->name, n, m);
         }
-        for (int i = 0; i < n; i++) row[i] = frand();
-        tw->from_float(row, w, n);
-        float got[8];
-        simd->dot8u(w, u8, urs, n, got);
-        for (int r = 0; r < 8; r++) {
-            float want = ref->dot(w, x8 + ars * r, n);
-            e8 += (double)(got[r] - want) * (got[r] - want);
-            s8 += (double)want * want;
-        }
-        CHECK(e8 / s8 <= 1e-7, "%s n=%d: dot8u vs scalar normalized MSE %.3g", tw->name, n, e8 / s8);
-        free(x8), free(u8);
+        free(xs), free(x8);
     }
-    // float weights: the 4-row kernel equals 4 calls of the 1-row SIMD kernel bit for bit
-    if (simd && simd->dot4 && ref->act_type == DT_F32) {
-        float *x4 = malloc(sizeof(float) * 4 * (size_t)n), got[4];
-        for (int i = 0; i < 4 * n; i++) x4[i] = frand();
-        simd->dot4(w, x4, sizeof(float) * (size_t)n, n, got);
+    // the 4-weight-row decode kernel equals 4 calls of the 1-row kernel bit for bit
+    if (simd && simd->dotr) {
+        unsigned char *w4 = malloc(wrs * 4);
+        for (int k = 0; k < 4; k++) {
+            for (int i = 0; i < n; i++) row[i] = frand() * (k + 1);
+            tw->from_float(row, w4 + wrs * k, n);
+        }
+        for (int i = 0; i < n; i++) x[i] = frand();
+        quant_act(ref, simd, x, xa, n);
+        float got[4];
+        simd->dotr(w4, wrs, xa, n, got);
         int same = 1;
-        for (int r = 0; r < 4; r++) same &= got[r] == simd->dot(w, x4 + (size_t)r * n, n);
-        CHECK(same, "%s n=%d: dot4 differs from dot", tw->name, n);
-        free(x4);
+        for (int k = 0; k < 4; k++) same &= got[k] == simd->dot(w4 + wrs * k, xa, n);
+        CHECK(same, "%s n=%d: dotr differs from dot", tw->name, n);
+        free(w4);
     }
     // the 4-row prefill kernel against 4 calls of the scalar oracle
     if (simd && simd->dot4 && ref->act_type != DT_F32) {
@@ -104,7 +114,7 @@ static void check_type(int wt, int n, int rows) {
         double e4 = 0, s4 = 0;
         for (int r = 0; r < 4; r++) {
             for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
-            ref->quant(x, x4 + ars * r, n);
+            quant_act(ref, simd, x, x4 + ars * r, n);
         }
         for (int i = 0; i < n; i++) row[i] = frand();
         tw->from_float(row, w, n);

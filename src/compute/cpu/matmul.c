@@ -15,8 +15,6 @@ typedef struct {
     const vecdot_kernel *k;  // NULL: the traits' f32 dot
     const unsigned char *xq; // x in k->act_type (T rows of xq_row bytes), or NULL
     size_t xq_row;
-    const unsigned char *xu; // x as block_q8u rows (xu_row bytes) for k->dot8u, or NULL
-    size_t xu_row;
     const tensor *W;
     const float *bias;
     int T, n_in, n_out;
@@ -29,18 +27,15 @@ typedef struct {
 static void rows_range(const mm_job *a, int j0, int j1) {
     size_t rs = dtype_row_size(a->W->type, a->n_in);
     const char *base = a->W->data;
-    for (int j = j0; j < j1; j++) {
+    int j = j0;
+    if (a->T == 1 && a->xq && a->k->dotr && !a->bias)
+        for (; j + 4 <= j1; j += 4) a->k->dotr(base + rs * (size_t)j, rs, a->xq, a->n_in, a->y + j);
+    for (; j < j1; j++) {
         const void *row = base + rs * (size_t)j;
         float b = a->bias ? a->bias[j] : 0.0f;
         float *yj = a->y + j;
         if (a->xq) {
             int t = 0;
-            if (a->xu)
-                for (; t + 8 <= a->T; t += 8) {
-                    float s8[8];
-                    a->k->dot8u(row, a->xu + a->xu_row * t, a->xu_row, a->n_in, s8);
-                    for (int r = 0; r < 8; r++) yj[(size_t)(t + r) * a->n_out] = s8[r] + b;
-                }
             if (a->k->dot8)
                 for (; t + 8 <= a->T; t += 8) {
                     float s8[8];
@@ -115,8 +110,8 @@ static void mm_task(void *arg, int ith, int nth) {
 
 // Activations quantized for the integer path; grows, never shrinks, so the
 // token loop does not allocate once the first pass has sized it.
-static unsigned char *g_xq, *g_xu;
-static size_t g_xq_cap, g_xu_cap;
+static unsigned char *g_xq;
+static size_t g_xq_cap;
 
 static void *grow(unsigned char **p, size_t *cap, size_t need) {
     if (need > *cap) {
@@ -129,20 +124,17 @@ static void *grow(unsigned char **p, size_t *cap, size_t need) {
 }
 
 void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    mm_job a = {y, x, NULL, NULL, 0, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
+    mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
     if (!w->trans) {
         a.k = vecdot_get(w->w->type);
         if (a.k && a.k->act_type != DT_F32) {
-            a.xq_row = dtype_row_size(a.k->act_type, n_in);
+            a.xq_row = act_row_size(a.k, n_in);
             grow(&g_xq, &g_xq_cap, a.xq_row * (size_t)T);
-            for (int t = 0; t < T; t++) a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
-            a.xq = g_xq;
-            if (a.k->dot8u && T >= 8) {
-                a.xu_row = sizeof(block_q8u) * (size_t)(n_in / 32);
-                grow(&g_xu, &g_xu_cap, a.xu_row * (size_t)T);
-                for (int t = 0; t < T; t++) act_q8_0_to_q8u(g_xq + a.xq_row * t, (block_q8u *)(g_xu + a.xu_row * t), n_in);
-                a.xu = g_xu;
+            for (int t = 0; t < T; t++) {
+                a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
+                if (a.k->sums) act_q8_0_sums(g_xq + a.xq_row * t, n_in);
             }
+            a.xq = g_xq;
         }
     }
     // small products are not worth waking the pool

@@ -209,12 +209,22 @@ void act_quant_q8_0(const float *x, void *vy, int n) {
 
 void act_quant_q8_K(const float *x, void *y, int n) { q8_K_from_float(x, y, n); }
 
-void act_q8_0_to_q8u(const void *vx, block_q8u *y, int n) {
-    const block_q8_0 *x = vx;
-    for (int i = 0; i < n / QK; i++) {
-        y[i].d = ld_f16(x[i].d);
-        for (int j = 0; j < QK; j++) y[i].qs[j] = (uint8_t)(x[i].qs[j] + 128);
+void act_q8_0_sums(void *x, int n) {
+    const block_q8_0 *b = x;
+    int nb = n / QK;
+    uint8_t *side = (uint8_t *)x + (((size_t)nb * sizeof(block_q8_0) + 3) & ~(size_t)3);
+    for (int i = 0; i < nb; i++) {
+        float d = ld_f16(b[i].d);
+        int32_t s = 0;
+        for (int j = 0; j < QK; j++) s += b[i].qs[j];
+        memcpy(side + 4 * (size_t)i, &d, 4);
+        memcpy(side + 4 * ((size_t)nb + i), &s, 4);
     }
+}
+
+size_t act_row_size(const vecdot_kernel *k, int n) {
+    size_t rs = dtype_row_size(k->act_type, n);
+    return k->sums ? ((rs + 3) & ~(size_t)3) + 8 * (size_t)(n / QK) : rs;
 }
 
 // ---------------------------------------------------------------------------

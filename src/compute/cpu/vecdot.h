@@ -22,29 +22,26 @@ typedef void (*act_quant_fn)(const float *x, void *y, int n);
 // the prefill kernel, which unpacks each weight block once for 4 tokens.
 typedef void (*vec_dot4_fn)(const void *w, const void *x, size_t stride, int n, float *s);
 
-// Prefill activations for weights of small magnitude (q4_0, q5_0, mxfp4): a
-// q8_0 block with its scale widened to f32 and its values offset by 128 to
-// unsigned, so u8 x s8 products need no sign juggling: sum (y + 128) w minus
-// 128 sum w gives the same integers as sum y w.
-typedef struct {
-    float d;           // the q8_0 block's f16 scale, as f32
-    uint8_t qs[32];    // y + 128
-} block_q8u;
-
-// s[r] = row w . x_r for 8 rows x_r = x + r * stride (bytes) of block_q8u.
-typedef void (*vec_dot8u_fn)(const void *w, const void *x, size_t stride, int n, float *s);
+// s[k] = row (w + k * wstride bytes) . x for 4 weight rows: the decode
+// kernel, which loads the token's activations once for 4 rows.
+typedef void (*vec_dotr_fn)(const void *w, size_t wstride, const void *x, int n, float *s);
 
 typedef struct {
     int act_type;      // dtype the activations are given in (DT_F32 for float weights)
     vec_dot_fn dot;
     act_quant_fn quant; // NULL for DT_F32
     vec_dot4_fn dot4;   // NULL: 4 calls of dot
-    vec_dot8u_fn dot8u; // NULL: none (needs act_type q8_0 and |w| < 128 / 2)
     vec_dot4_fn dot8;   // 8 rows of the act type at once (as dot4), or NULL
+    int sums;           // q8_0 activation rows carry the sidecar of act_q8_0_sums
+    vec_dotr_fn dotr;   // 4 weight rows against one token (decode), or NULL
 } vecdot_kernel;
 
-// q8_0 activations -> block_q8u (n elements).
-void act_q8_0_to_q8u(const void *x, block_q8u *y, int n);
+// A q8_0 activation row of n elements may carry a sidecar after its n/32
+// blocks (at the next 4-byte boundary): per block its scale as f32, then per
+// block the int32 sum of its values. act_q8_0_sums fills it from the blocks;
+// act_row_size is the bytes of one activation row for kernel k.
+void act_q8_0_sums(void *x, int n);
+size_t act_row_size(const vecdot_kernel *k, int n);
 
 // Activation quantizers, as ggml's CPU backend quantizes activations on x86
 // (quantize_row_q8_0: scale 127/amax, round half to even; quantize_row_q8_K:

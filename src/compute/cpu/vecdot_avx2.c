@@ -22,11 +22,18 @@
 AVX2 static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return _cvtsh_ss(h); }
 static inline float ld_f32(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
 
+// The sum of 8 lanes as ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)),
+// the order hsum8x4 keeps, so 1-row and 4-row kernels agree bit for bit.
 AVX2 static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+    __m256 h = _mm256_hadd_ps(v, v);
+    h = _mm256_hadd_ps(h, h);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
+// hsum8 of four vectors at once
+AVX2 static inline __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
 // 32 nibbles of 16 bytes: low nibbles in the low lane, high in the high lane.
@@ -139,76 +146,20 @@ DOT4_FLOAT(dot4_f16, ld8_f16, tail_f16)
 DOT4_FLOAT(dot4_bf16, ld8_bf16, tail_bf16)
 
 // ---------------------------------------------------------------------------
-// 32-element blocks x q8_0
+// 32-element blocks x q8_0, four blocks at a time
+//
+// The activation row carries a sidecar after its blocks (act_q8_0_sums): per
+// block the scale as f32 and the int32 sum of the values. Weights are
+// unpacked to unsigned bytes u = w + off (q4_0: 8, q5_0: 16, mxfp4: 12), so
+// maddubs(u, y) needs no sign juggling and sum (u - off) y = sum u y - off
+// sum y stays exact in integers. The sums of four blocks are reduced by two
+// hadds into one vector (lanes j and j + 4 hold the halves of block j) and
+// scaled by the four weight scales times the four activation scales at once.
+// q4_1 (w = d u + m) adds m dy sum y; q8_0 keeps signed weights.
+// The 1-token (decode) and R-token (prefill) kernels below run the same
+// operations per token, so a batch gives the token-by-token results exactly.
 
-AVX2 static float dot_q8_0(const void *vw, const void *vx, int n) {
-    const block_q8_0 *w = vw, *x = vx;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        __m256i qw = _mm256_loadu_si256((const __m256i *)w[i].qs);
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
-    }
-    return hsum8(acc);
-}
-
-AVX2 static float dot_q4_0(const void *vw, const void *vx, int n) {
-    const block_q4_0 *w = vw;
-    const block_q8_0 *x = vx;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        __m256i qw = _mm256_sub_epi8(nibbles32(w[i].qs), _mm256_set1_epi8(8));
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
-    }
-    return hsum8(acc);
-}
-
-// q4_1 (x = d q + m) against q8_0: d dx sum(q y) + m dx sum(y)
-AVX2 static float dot_q4_1(const void *vw, const void *vx, int n) {
-    const block_q4_1 *w = vw;
-    const block_q8_0 *x = vx;
-    const __m256i ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        __m256i qw = nibbles32(w[i].qs); // unsigned 0..15
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qw, qx), ones16);
-        __m256i sy = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, qx), ones16);
-        float dx = ld_f16(x[i].d);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(ld_f16(w[i].d) * dx), _mm256_cvtepi32_ps(p), acc);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(ld_f16(w[i].m) * dx), _mm256_cvtepi32_ps(sy), acc);
-    }
-    return hsum8(acc);
-}
-
-AVX2 static float dot_q5_0(const void *vw, const void *vx, int n) {
-    const block_q5_0 *w = vw;
-    const block_q8_0 *x = vx;
-    // byte j of the spread mask selects bit j of qh within its lane's 8 bytes
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
-    const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        uint32_t qh;
-        memcpy(&qh, w[i].qh, 4);
-        // bit j of qh set -> byte j = 0xFF
-        __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
-        h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1));
-        // q - 16 where the fifth bit is clear, q where it is set
-        __m256i qw = _mm256_or_si256(nibbles32(w[i].qs), _mm256_andnot_si256(h, _mm256_set1_epi8((char)0xF0)));
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        __m256 d = _mm256_set1_ps(ld_f16(w[i].d) * ld_f16(x[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
-    }
-    return hsum8(acc);
-}
+enum { K_Q8_0, K_Q4_0, K_Q4_1, K_Q5_0, K_MXFP4 };
 
 static inline float e8m0_half(uint8_t e) {
     uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
@@ -217,26 +168,167 @@ static inline float e8m0_half(uint8_t e) {
     return f;
 }
 
-AVX2 static float dot_mxfp4(const void *vw, const void *vx, int n) {
-    const block_mxfp4 *w = vw;
-    const block_q8_0 *x = vx;
-    const __m128i tab = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-    const __m256i tab2 = _mm256_set_m128i(tab, tab);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QK; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        __m256i qw = _mm256_shuffle_epi8(tab2, nibbles32(w[i].qs));
-        __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        __m256 d = _mm256_set1_ps(e8m0_half(w[i].e) * ld_f16(x[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(qw, qx)), acc);
+// bytes of block i of row w, and its scale (and q4_1's min)
+AVX2 static inline __attribute__((always_inline)) __m256i q32_unpack(int K, const void *w, int i) {
+    switch (K) {
+    case K_Q8_0: return _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)w)[i].qs);
+    case K_Q4_0: return nibbles32(((const block_q4_0 *)w)[i].qs);
+    case K_Q4_1: return nibbles32(((const block_q4_1 *)w)[i].qs);
+    case K_Q5_0: {
+        const block_q5_0 *b = (const block_q5_0 *)w + i;
+        // byte j of the spread mask selects bit j of qh within its lane's 8 bytes
+        const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+        const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+        uint32_t qh;
+        memcpy(&qh, b->qh, 4);
+        __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+        h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1)); // bit set -> 0xFF
+        return _mm256_or_si256(nibbles32(b->qs), _mm256_and_si256(h, _mm256_set1_epi8(16)));
     }
-    return hsum8(acc);
+    default: { // mxfp4: the e2m1 values, doubled, plus 12
+        const __m128i tab = _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+        return _mm256_shuffle_epi8(_mm256_set_m128i(tab, tab), nibbles32(((const block_mxfp4 *)w)[i].qs));
+    }
+    }
 }
+
+AVX2 static inline __attribute__((always_inline)) float q32_scale(int K, const void *w, int i) {
+    switch (K) {
+    case K_Q8_0: return ld_f16(((const block_q8_0 *)w)[i].d);
+    case K_Q4_0: return ld_f16(((const block_q4_0 *)w)[i].d);
+    case K_Q4_1: return ld_f16(((const block_q4_1 *)w)[i].d);
+    case K_Q5_0: return ld_f16(((const block_q5_0 *)w)[i].d);
+    default: return e8m0_half(((const block_mxfp4 *)w)[i].e);
+    }
+}
+
+AVX2 static inline __attribute__((always_inline)) __m128 q32_scale4(int K, const void *w, int i) {
+    if (K == K_MXFP4) {
+        const block_mxfp4 *b = (const block_mxfp4 *)w + i;
+        return _mm_setr_ps(e8m0_half(b[0].e), e8m0_half(b[1].e), e8m0_half(b[2].e), e8m0_half(b[3].e));
+    }
+    size_t bs = K == K_Q8_0 ? sizeof(block_q8_0) : K == K_Q4_0 ? sizeof(block_q4_0) : K == K_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_0);
+    const uint8_t *p = (const uint8_t *)w + bs * (size_t)i; // d leads every block
+    uint16_t h[4];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 4; j++) memcpy(&h[j], p + bs * (size_t)j, 2);
+    return _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+}
+
+AVX2 static inline __attribute__((always_inline)) __m128 q41_min4(const void *w, int i) {
+    const block_q4_1 *b = (const block_q4_1 *)w + i;
+    uint16_t h[4];
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 4; j++) memcpy(&h[j], b[j].m, 2);
+    return _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
+}
+
+static inline int q32_off(int K) { return K == K_Q4_0 ? 8 : K == K_Q5_0 ? 16 : K == K_MXFP4 ? 12 : 0; }
+
+// the sidecar of an activation row of nb blocks (act_q8_0_sums)
+static inline const float *side_d(const void *x, int nb) {
+    return (const float *)((const uint8_t *)x + (((size_t)nb * sizeof(block_q8_0) + 3) & ~(size_t)3));
+}
+
+// integer sum of weight block u (|u| for q8_0, with its signs in w) against y
+AVX2 static inline __attribute__((always_inline)) __m256i q32_isum(int K, __m256i u, __m256i w, const block_q8_0 *y) {
+    __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+    if (K == K_Q8_0) yv = _mm256_sign_epi8(yv, w);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, yv), _mm256_set1_epi16(1));
+}
+
+// The kernel for RW weight rows (w + k * ws bytes) by RT tokens (x + r *
+// stride bytes): s[k * RT + r] = row k . token r. Decode runs 4 rows of one
+// token, prefill one row of 4 or 8 tokens; each (row, token) pair sees the
+// same operations either way.
+AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const void *w0, size_t ws, int RW, const void *vx,
+                                                                size_t stride, int RT, int n, float *s) {
+    const int nb = n / QK, off = q32_off(K);
+    const size_t bsz = K == K_Q8_0 ? sizeof(block_q8_0) : K == K_Q4_0 ? sizeof(block_q4_0)
+                     : K == K_Q4_1 ? sizeof(block_q4_1) : K == K_Q5_0 ? sizeof(block_q5_0) : sizeof(block_mxfp4);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int a = 0; a < RW * RT; a++) acc[a] = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        _Pragma("GCC unroll 8")
+        for (int k = 0; k < RW; k++) {
+            const void *w = (const char *)w0 + ws * k;
+            if (RT == 1) // every cache line of the next 4 blocks, PREFETCH_AHEAD bytes on
+                for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch((const char *)w + bsz * (size_t)i + PREFETCH_AHEAD + o, _MM_HINT_NTA);
+            __m256i u[4], sg[4];
+            _Pragma("GCC unroll 8")
+            for (int j = 0; j < 4; j++) {
+                sg[j] = q32_unpack(K, w, i + j);
+                u[j] = K == K_Q8_0 ? _mm256_sign_epi8(sg[j], sg[j]) : sg[j];
+            }
+            __m128 dw = q32_scale4(K, w, i);
+            __m128 m4 = K == K_Q4_1 ? q41_min4(w, i) : _mm_setzero_ps();
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < RT; r++) {
+                const block_q8_0 *y = (const block_q8_0 *)((const char *)vx + stride * r) + i;
+                const float *yd = side_d((const char *)vx + stride * r, nb) + i;
+                const int32_t *ys = (const int32_t *)(yd + nb);
+                __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 1);
+                __m256i p01 = _mm256_hadd_epi32(p0, p1);
+                __m256i p2 = q32_isum(K, u[2], sg[2], y + 2), p3 = q32_isum(K, u[3], sg[3], y + 3);
+                __m256i p = _mm256_hadd_epi32(p01, _mm256_hadd_epi32(p2, p3));
+                __m128i ys4 = _mm_loadu_si128((const __m128i *)ys);
+                if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_mullo_epi32(ys4, _mm_set1_epi32(off))));
+                __m128 dy = _mm_loadu_ps(yd);
+                __m128 sc = _mm_mul_ps(dw, dy);
+                __m256 *ac = &acc[k * RT + r];
+                *ac = _mm256_fmadd_ps(_mm256_set_m128(sc, sc), _mm256_cvtepi32_ps(p), *ac);
+                if (K == K_Q4_1)
+                    *ac = _mm256_fmadd_ps(_mm256_zextps128_ps256(m4), _mm256_zextps128_ps256(_mm_mul_ps(dy, _mm_cvtepi32_ps(ys4))), *ac);
+            }
+        }
+    }
+    for (; i < nb; i++) {
+        for (int k = 0; k < RW; k++) {
+            const void *w = (const char *)w0 + ws * k;
+            __m256i sg = q32_unpack(K, w, i), u = K == K_Q8_0 ? _mm256_sign_epi8(sg, sg) : sg;
+            float dw = q32_scale(K, w, i);
+            float m = K == K_Q4_1 ? ld_f16(((const block_q4_1 *)w)[i].m) : 0.0f;
+            for (int r = 0; r < RT; r++) {
+                const block_q8_0 *y = (const block_q8_0 *)((const char *)vx + stride * r) + i;
+                const float *yd = side_d((const char *)vx + stride * r, nb) + i;
+                int32_t ys;
+                memcpy(&ys, yd + nb, 4);
+                __m256i p = q32_isum(K, u, sg, y);
+                if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_cvtsi32_si128(off * ys)));
+                __m256 *ac = &acc[k * RT + r];
+                *ac = _mm256_fmadd_ps(_mm256_set1_ps(dw * yd[0]), _mm256_cvtepi32_ps(p), *ac);
+                if (K == K_Q4_1)
+                    *ac = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_set_ss(m)), _mm256_zextps128_ps256(_mm_set_ss(yd[0] * (float)ys)), *ac);
+            }
+        }
+    }
+    if (RW * RT == 4) _mm_storeu_ps(s, hsum8x4(acc[0], acc[1], acc[2], acc[3]));
+    else if (RW * RT == 8) {
+        _mm_storeu_ps(s, hsum8x4(acc[0], acc[1], acc[2], acc[3]));
+        _mm_storeu_ps(s + 4, hsum8x4(acc[4], acc[5], acc[6], acc[7]));
+    }
+    else
+        for (int a = 0; a < RW * RT; a++) s[a] = hsum8(acc[a]);
+}
+
+#define Q32_KERNELS(t, K)                                                                                    \
+    AVX2 static float dot_##t(const void *w, const void *x, int n) { float s; q32_tile(K, w, 0, 1, x, 0, 1, n, &s); return s; } \
+    AVX2 __attribute__((unused)) static void dotr_##t(const void *w, size_t ws, const void *x, int n, float *s) { q32_tile(K, w, ws, 4, x, 0, 1, n, s); } \
+    AVX2 static void dot4_##t(const void *w, const void *x, size_t st, int n, float *s) { q32_tile(K, w, 0, 1, x, st, 4, n, s); } \
+    AVX2 static void dot8_##t(const void *w, const void *x, size_t st, int n, float *s) { q32_tile(K, w, 0, 1, x, st, 8, n, s); }
+Q32_KERNELS(q8_0, K_Q8_0)
+Q32_KERNELS(q4_0, K_Q4_0)
+Q32_KERNELS(q4_1, K_Q4_1)
+Q32_KERNELS(q5_0, K_Q5_0)
+Q32_KERNELS(mxfp4, K_MXFP4)
 
 // ---------------------------------------------------------------------------
 // k-quants x q8_K
 
 static inline void scales_mins_k4(const uint8_t *q, int16_t *sc, int *m) {
+    _Pragma("GCC unroll 8")
     for (int j = 0; j < 8; j++) {
         if (j < 4) { sc[j] = q[j] & 63; m[j] = q[j + 4] & 63; }
         else { sc[j] = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4); m[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
@@ -254,34 +346,74 @@ static inline int mins_dot(const uint8_t *bsums, const int *m) {
     return s;
 }
 
-AVX2 static float dot_q4_K(const void *vw, const void *vx, int n) {
-    const block_q4_K *w = vw;
-    const block_q8_K *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc = _mm256_setzero_ps();
-    float accm = 0;
-    for (int i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        int16_t sc[8];
-        int m[8];
-        scales_mins_k4(w[i].scales, sc, m);
-        float dy = ld_f32(x[i].d);
-        accm += dy * ld_f16(w[i].dmin) * mins_dot(x[i].bsums, m);
-        const uint8_t *q = w[i].qs;
-        const int8_t *y = x[i].qs;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++, q += 32, y += 64) {
-            __m256i bits = _mm256_loadu_si256((const __m256i *)q);
-            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));
-            __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dy * ld_f16(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum8(acc) - accm;
+// q4_K: the 6-bit scales and mins of a super-block unpacked with 32-bit
+// masks into 8 scale bytes and 8 min bytes (get_scale_min_k4 for all 8 at
+// once); each 32-element group's scale is spread to 16-bit lanes by a byte
+// shuffle, and the mins meet the activation's 16-element sums in one madd.
+AVX2 static inline __m128i q4K_scales_mins(const uint8_t *q) {
+    uint32_t u[4];
+    memcpy(u, q, 12);
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4); // mins 4..7
+    uint32_t mins03 = u[1] & m6;
+    u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);        // scales 4..7
+    u[2] = mins03;
+    u[0] &= m6;                                            // scales 0..3
+    return _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
 }
+
+// shuffle picking 16-bit lane e of each 128-bit half into all 8 of its lanes
+AVX2 static inline __m256i pick16(int e) { return _mm256_set1_epi16((short)((2 * e + 1) << 8 | 2 * e)); }
+
+AVX2 static inline __attribute__((always_inline)) void q4K_tokens(const void *vw, const void *vx, size_t stride, int n,
+                                                                  int R, float *s) {
+    const block_q4_K *w = vw;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK_K; i++) {
+        if (R == 1) {
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        }
+        __m128i sm = q4K_scales_mins(w[i].scales);
+        __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+        __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        float d = ld_f16(w[i].d), dmin = ld_f16(w[i].dmin);
+        __m256i sumi[8];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) sumi[r] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 4; j++) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
+            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            __m256i sl = _mm256_shuffle_epi8(sc, pick16(2 * j)), sh = _mm256_shuffle_epi8(sc, pick16(2 * j + 1));
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < R; r++) {
+                const int8_t *y = ((const block_q8_K *)((const char *)vx + stride * r) + i)->qs + 64 * j;
+                __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));
+                __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(_mm256_madd_epi16(pl, sl), _mm256_madd_epi16(ph, sh)));
+            }
+        }
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+            float dy = ld_f32(x->d);
+            __m128i bs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)x->bsums), _mm_loadu_si128((const __m128i *)(x->bsums + 16)));
+            __m128i pm = _mm_madd_epi16(mins, bs);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dy * dmin), _mm256_cvtepi32_ps(_mm256_zextsi128_si256(pm)), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) s[r] = hsum8(acc[r]);
+}
+
+AVX2 static float dot_q4_K(const void *w, const void *x, int n) { float s; q4K_tokens(w, x, 0, n, 1, &s); return s; }
+AVX2 static void dot4_q4_K(const void *w, const void *x, size_t st, int n, float *s) { q4K_tokens(w, x, st, n, 4, s); }
+AVX2 static void dot8_q4_K(const void *w, const void *x, size_t st, int n, float *s) { q4K_tokens(w, x, st, n, 8, s); }
 
 AVX2 static float dot_q5_K(const void *vw, const void *vx, int n) {
     const block_q5_K *w = vw;
@@ -317,228 +449,64 @@ AVX2 static float dot_q5_K(const void *vw, const void *vx, int n) {
     return hsum8(acc) - accm;
 }
 
-AVX2 static float dot_q6_K(const void *vw, const void *vx, int n) {
+// q6_K: 6-bit values q in 0..63 with weight q - 32; sum (q - 32) y per
+// 16-element group is sum q y - 32 times the activation's group sum, so the
+// offset costs one madd of the 16 scales with the 16 sums per super-block.
+AVX2 static inline __attribute__((always_inline)) void q6K_tokens(const void *vw, const void *vx, size_t stride, int n,
+                                                                  int R, float *s) {
     const block_q6_K *w = vw;
-    const block_q8_K *x = vx;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
-    __m256 acc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        const uint8_t *ql = w[i].ql, *qh = w[i].qh;
-        const int8_t *y = x[i].qs, *sc = w[i].scales;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++, ql += 64, qh += 32, y += 128, sc += 8) {
-            __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);
-            __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+        if (R == 1)
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 3; k++) _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64 * k, _MM_HINT_NTA);
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)w[i].scales);
+        __m256i sumi[8];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) sumi[r] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8")
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = w[i].ql + 64 * h, *qh = w[i].qh + 32 * h;
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)ql), b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
             __m256i q[4];
             q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4), _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
             q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+            _Pragma("GCC unroll 8")
             for (int k = 0; k < 4; k++) {
-                __m256i yk = _mm256_loadu_si256((const __m256i *)(y + 32 * k));
-                // (q - 32) . y = q . y - 32 * sum(y)
-                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk));
-                __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+                int g = 8 * h + 2 * k; // scales g (elements 0..15 of part k) and g + 1 (16..31)
+                __m128i pick = _mm_setr_epi8(g, g, g, g, g, g, g, g, g + 1, g + 1, g + 1, g + 1, g + 1, g + 1, g + 1, g + 1);
+                __m256i sck = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
+                _Pragma("GCC unroll 8")
+                for (int r = 0; r < R; r++) {
+                    const int8_t *y = ((const block_q8_K *)((const char *)vx + stride * r) + i)->qs + 128 * h + 32 * k;
+                    __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)y));
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sck));
+                }
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x[i].d) * ld_f16(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum8(acc);
-}
-
-// ---------------------------------------------------------------------------
-// four activation rows at once (prefill): each weight block is unpacked once
-
-// The signed 32 weights of block i of a 32-element type, and its scale.
-AVX2 static inline __m256i unpack_q8_0(const void *w, int i, float *d) {
-    const block_q8_0 *b = (const block_q8_0 *)w + i;
-    *d = ld_f16(b->d);
-    return _mm256_loadu_si256((const __m256i *)b->qs);
-}
-AVX2 static inline __m256i unpack_q4_0(const void *w, int i, float *d) {
-    const block_q4_0 *b = (const block_q4_0 *)w + i;
-    *d = ld_f16(b->d);
-    return _mm256_sub_epi8(nibbles32(b->qs), _mm256_set1_epi8(8));
-}
-AVX2 static inline __m256i unpack_q5_0(const void *w, int i, float *d) {
-    const block_q5_0 *b = (const block_q5_0 *)w + i;
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
-    uint32_t qh;
-    memcpy(&qh, b->qh, 4);
-    __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
-    h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1));
-    *d = ld_f16(b->d);
-    return _mm256_or_si256(nibbles32(b->qs), _mm256_andnot_si256(h, _mm256_set1_epi8((char)0xF0)));
-}
-
-#define DOT4_Q8_0(name, unpack)                                                                   \
-    AVX2 static void name(const void *w, const void *vx, size_t stride, int n, float *s) {       \
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
-        for (int i = 0; i < n / QK; i++) {                                                       \
-            float dw;                                                                            \
-            __m256i qw = unpack(w, i, &dw);                                                      \
-            __m256i aw = _mm256_sign_epi8(qw, qw);                                               \
-            _Pragma("GCC unroll 4")                                                              \
-            for (int r = 0; r < 4; r++) {                                                        \
-                const block_q8_0 *x = (const block_q8_0 *)((const char *)vx + stride * r) + i;   \
-                __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)x->qs), qw);   \
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sy), _mm256_set1_epi16(1)); \
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ld_f16(x->d)), _mm256_cvtepi32_ps(p), acc[r]); \
-            }                                                                                    \
-        }                                                                                        \
-        for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]);                                        \
-    }
-DOT4_Q8_0(dot4_q8_0, unpack_q8_0)
-DOT4_Q8_0(dot4_q4_0, unpack_q4_0)
-DOT4_Q8_0(dot4_q5_0, unpack_q5_0)
-
-// Eight tokens per weight block with unsigned activations (block_q8u): per
-// block and token one load, maddubs, madd and the 128-offset correction,
-// which depends on the weights only and is made once per block.
-#define DOT8U(name, unpack)                                                                         \
-    AVX2 static void name(const void *w, const void *vx, size_t stride, int n, float *s) {         \
-        __m256 acc[8];                                                                             \
-        for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();                                  \
-        const __m256i ones16 = _mm256_set1_epi16(1), off = _mm256_set1_epi8((char)0x80);           \
-        for (int i = 0; i < n / QK; i++) {                                                         \
-            float dw;                                                                              \
-            __m256i qw = unpack(w, i, &dw);                                                        \
-            __m256i corr = _mm256_madd_epi16(_mm256_maddubs_epi16(off, qw), ones16);               \
-            __m256 vdw = _mm256_set1_ps(dw);                                                       \
-            _Pragma("GCC unroll 8")                                                                \
-            for (int r = 0; r < 8; r++) {                                                          \
-                const block_q8u *x = (const block_q8u *)((const char *)vx + stride * r) + i;       \
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)x->qs), qw), ones16); \
-                p = _mm256_sub_epi32(p, corr);                                                     \
-                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(vdw, _mm256_broadcast_ss(&x->d)), _mm256_cvtepi32_ps(p), acc[r]); \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < 8; r++) s[r] = hsum8(acc[r]);                                          \
-    }
-
-AVX2 static inline __m256i unpack_mxfp4(const void *w, int i, float *d) {
-    const block_mxfp4 *b = (const block_mxfp4 *)w + i;
-    const __m128i tab = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-    *d = e8m0_half(b->e);
-    return _mm256_shuffle_epi8(_mm256_set_m128i(tab, tab), nibbles32(b->qs));
-}
-DOT8U(dot8u_q4_0, unpack_q4_0)
-DOT8U(dot8u_q5_0, unpack_q5_0)
-DOT8U(dot8u_mxfp4, unpack_mxfp4)
-
-AVX2 static void dot4_q4_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
-    const block_q4_K *w = vw;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    float accm[4] = {0, 0, 0, 0};
-    for (int i = 0; i < n / QK_K; i++) {
-        int16_t sc[8];
-        int m[8];
-        scales_mins_k4(w[i].scales, sc, m);
-        float d = ld_f16(w[i].d), dmin = ld_f16(w[i].dmin);
-        __m256i lo[4], hi[4];
-        for (int j = 0; j < 4; j++) {
-            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
-            lo[j] = _mm256_and_si256(bits, m4);
-            hi[j] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
-            float dy = ld_f32(x->d);
-            accm[r] += dy * dmin * mins_dot(x->bsums, m);
-            __m256i sumi = _mm256_setzero_si256();
-            for (int j = 0; j < 4; j++) {
-                __m256i pl = _mm256_maddubs_epi16(lo[j], _mm256_loadu_si256((const __m256i *)(x->qs + 64 * j)));
-                __m256i ph = _mm256_maddubs_epi16(hi[j], _mm256_loadu_si256((const __m256i *)(x->qs + 64 * j + 32)));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
-            }
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi), acc[r]);
-        }
-    }
-    for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]) - accm[r];
-}
-
-// Eight tokens per q4_K super-block: the nibbles of each 64-element part are
-// unpacked once and multiplied into 8 integer sums.
-AVX2 static void dot8_q4_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
-    const block_q4_K *w = vw;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    // the same operations per token as dot_q4_K, so batched and single-token
-    // results are identical
-    __m256 acc[8];
-    float accm[8] = {0};
-    for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
-    for (int i = 0; i < n / QK_K; i++) {
-        int16_t sc[8];
-        int m[8];
-        scales_mins_k4(w[i].scales, sc, m);
+        __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         float d = ld_f16(w[i].d);
-        __m256i sumi[8];
-        for (int r = 0; r < 8; r++) sumi[r] = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
-            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            __m256i sl = _mm256_set1_epi16(sc[2 * j]), sh = _mm256_set1_epi16(sc[2 * j + 1]);
-#pragma GCC unroll 8
-            for (int r = 0; r < 8; r++) {
-                const int8_t *y = ((const block_q8_K *)((const char *)vx + stride * r) + i)->qs + 64 * j;
-                __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));
-                __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));
-                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(_mm256_madd_epi16(pl, sl), _mm256_madd_epi16(ph, sh)));
-            }
-        }
-        for (int r = 0; r < 8; r++) {
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
             const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
-            float dy = ld_f32(x->d);
-            accm[r] += dy * ld_f16(w[i].dmin) * mins_dot(x->bsums, m);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+            __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)x->bsums));
+            __m256i t = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(corr, 5));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x->d) * d), _mm256_cvtepi32_ps(t), acc[r]);
         }
     }
-    for (int r = 0; r < 8; r++) s[r] = hsum8(acc[r]) - accm[r];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) s[r] = hsum8(acc[r]);
 }
 
-AVX2 static void dot4_q6_K(const void *vw, const void *vx, size_t stride, int n, float *s) {
-    const block_q6_K *w = vw;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int i = 0; i < n / QK_K; i++) {
-        __m256i q[8], sc[8];
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = w[i].ql + 64 * h, *qh = w[i].qh + 32 * h;
-            const int8_t *scl = w[i].scales + 8 * h;
-            __m256i b1 = _mm256_loadu_si256((const __m256i *)ql), b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            __m256i bh = _mm256_loadu_si256((const __m256i *)qh);
-            q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(b1, m4), _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
-            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(b2, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
-            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
-            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
-            for (int k = 0; k < 4; k++) sc[4 * h + k] = _mm256_set_m128i(_mm_set1_epi16(scl[2 * k + 1]), _mm_set1_epi16(scl[2 * k]));
-        }
-        float d = ld_f16(w[i].d);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
-            __m256i sumi = _mm256_setzero_si256();
-            for (int k = 0; k < 8; k++) {
-                __m256i yk = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * k));
-                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sc[k]));
-            }
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x->d) * d), _mm256_cvtepi32_ps(sumi), acc[r]);
-        }
-    }
-    for (int r = 0; r < 4; r++) s[r] = hsum8(acc[r]);
-}
+AVX2 static float dot_q6_K(const void *w, const void *x, int n) { float s; q6K_tokens(w, x, 0, n, 1, &s); return s; }
+AVX2 static void dot4_q6_K(const void *w, const void *x, size_t st, int n, float *s) { q6K_tokens(w, x, st, n, 4, s); }
+AVX2 static void dot8_q6_K(const void *w, const void *x, size_t st, int n, float *s) { q6K_tokens(w, x, st, n, 8, s); }
 
 // act_quant_q8_0 with AVX2: the same max, scales and round-half-to-even as
 // the scalar version (and as ggml's x86 quantize_row_q8_0), so the blocks are
@@ -568,16 +536,17 @@ AVX2 static void act_quant_q8_0_avx2(const float *x, void *vy, int n) {
     }
 }
 
+
 const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32},
     [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16},
     [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0_avx2, dot4_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0_avx2, dot4_q4_0, dot8u_q4_0},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0_avx2, dot4_q5_0, dot8u_q5_0},
-    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0_avx2},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0_avx2, NULL, dot8u_mxfp4},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K, NULL, dot8_q4_K},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0_avx2, dot4_q8_0, dot8_q8_0, 1},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
+    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0_avx2, dot4_q5_0, dot8_q5_0, 1, dotr_q5_0},
+    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0_avx2, dot4_mxfp4, dot8_mxfp4, 1, dotr_mxfp4},
+    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K, dot8_q4_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
-    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K},
+    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K, dot8_q6_K},
 };
