@@ -4,6 +4,7 @@
 #include "compute/cpu/vecdot.h"
 #include "compute/cpu/vec.h"
 #include "compute/cpu/ops.h"
+#include "compute/cpu/attn.h"
 #include "base/half.h"
 #include "models/dtype.h"
 
@@ -17,10 +18,24 @@ static float frand(void) { // uniform in [-1, 1)
     return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
-// x quantized to the activation type, with the sidecar the SIMD kernel reads
-static void quant_act(const vecdot_kernel *ref, const vecdot_kernel *simd, const float *x, void *xa, int n) {
-    ref->quant(x, xa, n);
-    if (simd && simd->sums) act_q8_0_sums(xa, n);
+// Activations of 8 tokens in both kernels' types: xo for the oracle (rows of
+// ors bytes), xs for the SIMD kernel (rows of srs bytes), both from x.
+typedef struct { unsigned char *xo, *xs; size_t ors, srs; } acts;
+
+static acts make_acts(const vecdot_kernel *ref, const vecdot_kernel *simd, const float *x, int n) {
+    acts a = {0};
+    a.ors = ref->act_type == DT_F32 ? sizeof(float) * (size_t)n : act_row_size(ref, n);
+    a.srs = simd ? (simd->act_type == DT_F32 ? sizeof(float) * (size_t)n : act_row_size(simd, n)) : a.ors;
+    a.xo = malloc(a.ors * 8);
+    a.xs = malloc(a.srs * 8);
+    for (int r = 0; r < 8; r++) {
+        const float *xr = x + (size_t)r * n;
+        if (ref->quant) ref->quant(xr, a.xo + a.ors * r, n);
+        else memcpy(a.xo + a.ors * r, xr, a.ors);
+        if (simd && simd->quant) simd->quant(xr, a.xs + a.srs * r, n);
+        else memcpy(a.xs + a.srs * r, xr, a.srs);
+    }
+    return a;
 }
 
 static void check_type(int wt, int n, int rows) {
@@ -28,109 +43,81 @@ static void check_type(int wt, int n, int rows) {
     const vecdot_kernel *ref = vecdot_get_ref(wt), *simd = vecdot_get_simd(wt);
     CHECK(ref != NULL, "%s has no reference kernel", tw->name);
     if (!ref) return;
-    size_t wrs = dtype_row_size(wt, n), ars = act_row_size(simd ? simd : ref, n);
-    float *x = malloc(sizeof(float) * n), *row = malloc(sizeof(float) * n), *dec = malloc(sizeof(float) * n);
-    unsigned char *w = malloc(wrs), *xa = malloc(ars);
+    size_t wrs = dtype_row_size(wt, n);
+    float *x = malloc(sizeof(float) * 8 * (size_t)n), *row = malloc(sizeof(float) * n), *dec = malloc(sizeof(float) * n);
+    unsigned char *w = malloc(wrs);
     double se = 0, ss = 0, fe = 0, fs = 0;
     for (int r = 0; r < rows; r++) {
         float scale = r % 3 == 0 ? 0.01f : r % 3 == 1 ? 1.0f : 30.0f;
         for (int i = 0; i < n; i++) { row[i] = frand() * scale; x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f); }
         if (r == 1) for (int i = 0; i < n; i++) row[i] = fabsf(row[i]); // all positive
         tw->from_float(row, w, n);
-        if (ref->quant) quant_act(ref, simd, x, xa, n);
-        float a = ref->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
+        acts a = make_acts(ref, simd, x, n);
+        float want = ref->dot(w, a.xo, n);
         if (simd) {
-            float b = simd->dot(w, ref->act_type == DT_F32 ? (const void *)x : xa, n);
-            se += (double)(a - b) * (a - b);
-            ss += (double)a * a;
+            float got = simd->dot(w, a.xs, n);
+            se += (double)(want - got) * (want - got);
+            ss += (double)want * want;
         }
         // the integer path against the decoded row . f32 x
         tw->to_float(w, dec, n);
         double exact = 0, mag = 0;
         for (int i = 0; i < n; i++) { exact += (double)dec[i] * x[i]; mag += fabs((double)dec[i] * x[i]); }
-        fe += (a - exact) * (a - exact);
+        fe += (want - exact) * (want - exact);
         fs += mag * mag;
+        free(a.xo), free(a.xs);
     }
     if (simd) CHECK(se / ss <= 1e-7, "%s n=%d: SIMD vs scalar normalized MSE %.3g", tw->name, n, se / ss);
-    // the 8-row prefill kernel against 8 calls of the scalar oracle
-    if (simd && simd->dot8) {
-        unsigned char *x8 = malloc(ars * 8);
-        double e8 = 0, s8 = 0;
-        for (int r = 0; r < 8; r++) {
-            for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
-            quant_act(ref, simd, x, x8 + ars * r, n);
-        }
+    if (simd) {
+        for (int i = 0; i < 8 * n; i++) x[i] = frand() * (1 + i / n) * (i % 5 == 0 ? 6.0f : 1.0f);
         for (int i = 0; i < n; i++) row[i] = frand();
         tw->from_float(row, w, n);
-        float got[8];
-        simd->dot8(w, x8, ars, n, got);
-        for (int r = 0; r < 8; r++) {
-            float want = ref->dot(w, x8 + ars * r, n);
-            e8 += (double)(got[r] - want) * (got[r] - want);
-            s8 += (double)want * want;
-        }
-        CHECK(e8 / s8 <= 1e-7, "%s n=%d: dot8 vs scalar normalized MSE %.3g", tw->name, n, e8 / s8);
-        free(x8);
-    }
-    // the 4- and 8-row kernels equal calls of the 1-row SIMD kernel bit for
-    // bit, so a batch gives the token-by-token results
-    if (simd && (simd->dot4 || simd->dot8)) {
-        unsigned char *xs = malloc(ars * 8);
-        float *x8 = malloc(sizeof(float) * 8 * (size_t)n), got[8];
-        for (int i = 0; i < 8 * n; i++) x8[i] = frand() * (i % 5 == 0 ? 6.0f : 1.0f);
-        size_t st = simd->act_type == DT_F32 ? sizeof(float) * (size_t)n : ars;
-        const void *xr = simd->act_type == DT_F32 ? (const void *)x8 : xs;
-        if (simd->act_type != DT_F32)
-            for (int r = 0; r < 8; r++) quant_act(ref, simd, x8 + (size_t)r * n, xs + ars * r, n);
+        acts a = make_acts(ref, simd, x, n);
+        // the 4- and 8-token prefill kernels: against the oracle, and equal to
+        // calls of the 1-token SIMD kernel bit for bit, so a batch gives the
+        // token-by-token results
         for (int m = 4; m <= 8; m += 4) {
             vec_dot4_fn f = m == 4 ? simd->dot4 : simd->dot8;
             if (!f) continue;
-            f(w, xr, st, n, got);
+            float got[8];
+            f(w, a.xs, a.srs, n, got);
+            double e = 0, s2 = 0;
             int same = 1;
-            for (int r = 0; r < m; r++) same &= got[r] == simd->dot(w, (const char *)xr + st * r, n);
+            for (int r = 0; r < m; r++) {
+                float want = ref->dot(w, a.xo + a.ors * r, n);
+                e += (double)(got[r] - want) * (got[r] - want);
+                s2 += (double)want * want;
+                same &= got[r] == simd->dot(w, a.xs + a.srs * r, n);
+            }
+            CHECK(e / s2 <= 1e-7, "%s n=%d: dot%d vs scalar normalized MSE %.3g", tw->name, n, m, e / s2);
             CHECK(same, "%s n=%d: dot%d differs from dot", tw->name, n, m);
         }
-        free(xs), free(x8);
-    }
-    // the 4-weight-row decode kernel equals 4 calls of the 1-row kernel bit for bit
-    if (simd && simd->dotr) {
-        unsigned char *w4 = malloc(wrs * 4);
-        for (int k = 0; k < 4; k++) {
-            for (int i = 0; i < n; i++) row[i] = frand() * (k + 1);
-            tw->from_float(row, w4 + wrs * k, n);
+        // the 4-weight-row decode kernel equals 4 calls of the 1-row kernel bit for bit
+        if (simd->dotr) {
+            unsigned char *w4 = malloc(wrs * 4);
+            for (int k = 0; k < 4; k++) {
+                for (int i = 0; i < n; i++) row[i] = frand() * (k + 1);
+                tw->from_float(row, w4 + wrs * k, n);
+            }
+            float got[4];
+            simd->dotr(w4, wrs, a.xs, n, got);
+            int same = 1;
+            for (int k = 0; k < 4; k++) same &= got[k] == simd->dot(w4 + wrs * k, a.xs, n);
+            CHECK(same, "%s n=%d: dotr differs from dot", tw->name, n);
+            free(w4);
         }
-        for (int i = 0; i < n; i++) x[i] = frand();
-        quant_act(ref, simd, x, xa, n);
-        float got[4];
-        simd->dotr(w4, wrs, xa, n, got);
-        int same = 1;
-        for (int k = 0; k < 4; k++) same &= got[k] == simd->dot(w4 + wrs * k, xa, n);
-        CHECK(same, "%s n=%d: dotr differs from dot", tw->name, n);
-        free(w4);
-    }
-    // the 4-row prefill kernel against 4 calls of the scalar oracle
-    if (simd && simd->dot4 && ref->act_type != DT_F32) {
-        unsigned char *x4 = malloc(ars * 4);
-        double e4 = 0, s4 = 0;
-        for (int r = 0; r < 4; r++) {
-            for (int i = 0; i < n; i++) x[i] = frand() * (r + 1);
-            quant_act(ref, simd, x, x4 + ars * r, n);
+        // grouped activations hold exactly the oracle's q8_0 blocks
+        if (simd->grouped) {
+            unsigned char *g = malloc(a.srs);
+            act_q8_0_group(a.xo, g, n);
+            CHECK(!memcmp(g, a.xs, a.srs), "%s n=%d: grouped activations differ from the q8_0 blocks", tw->name, n);
+            free(g);
         }
-        for (int i = 0; i < n; i++) row[i] = frand();
-        tw->from_float(row, w, n);
-        float got[4];
-        simd->dot4(w, x4, ars, n, got);
-        for (int r = 0; r < 4; r++) {
-            float want = ref->dot(w, x4 + ars * r, n);
-            e4 += (double)(got[r] - want) * (got[r] - want);
-            s4 += (double)want * want;
-        }
-        CHECK(e4 / s4 <= 1e-7, "%s n=%d: dot4 vs scalar normalized MSE %.3g", tw->name, n, e4 / s4);
-        free(x4);
+        free(a.xo), free(a.xs);
     }
     double tol = ref->act_type == DT_F32 ? 1e-10 : 1e-4; // q8 activations round x to ~1/127 of its block max
     CHECK(fe / fs <= tol, "%s n=%d: integer path vs decoded float dot: normalized error %.3g", tw->name, n, fe / fs);
-    free(x); free(row); free(dec); free(w); free(xa);
+    free(x); free(row); free(dec); free(w);
 }
 
 int main(void) {
@@ -160,6 +147,49 @@ int main(void) {
         for (int i = 0; i < n; i++) e += (y1[i] - y2[i]) * (y1[i] - y2[i]);
         CHECK(e <= 1e-10, "vec_axpy n=%d: error %g", n, e);
     }
+    // attention kernels against their oracles, for group sizes 1..6 and
+    // lengths around the 4-row and 16-float steps
+    for (int group = 1; group <= 6; group++)
+        for (int hd = 16; hd <= 272; hd += 128)
+            for (int n = 1; n <= 23; n += 5) {
+                size_t ks = (size_t)hd * 3, ss = 29;
+                float *q = malloc(sizeof(float) * group * hd), *k = malloc(sizeof(float) * ks * n);
+                float *s1 = calloc(group * ss, sizeof(float)), *s2 = calloc(group * ss, sizeof(float));
+                float *o1 = malloc(sizeof(float) * group * hd), *o2 = malloc(sizeof(float) * group * hd);
+                for (int i = 0; i < group * hd; i++) q[i] = frand();
+                for (size_t i = 0; i < ks * n; i++) k[i] = frand();
+                attn_scores_ref(q, group, hd, k, ks, n, 0.3f, s1, ss);
+                attn_scores(q, group, hd, k, ks, n, 0.3f, s2, ss);
+                double e = 0, m = 0;
+                for (size_t i = 0; i < group * ss; i++) e += (s1[i] - s2[i]) * (s1[i] - s2[i]), m += s1[i] * s1[i];
+                CHECK(e <= 1e-10 * (m + 1), "attn_scores group=%d hd=%d n=%d: error %g", group, hd, n, e);
+                attn_mix_ref(s1, ss, group, n, k + 5, ks, hd, o1);
+                attn_mix(s1, ss, group, n, k + 5, ks, hd, o2);
+                e = 0, m = 0;
+                for (int i = 0; i < group * hd; i++) e += (o1[i] - o2[i]) * (o1[i] - o2[i]), m += o1[i] * o1[i];
+                CHECK(e <= 1e-10 * (m + 1), "attn_mix group=%d hd=%d n=%d: error %g", group, hd, n, e);
+                free(q), free(k), free(s1), free(s2), free(o1), free(o2);
+            }
+    // softmax with the SIMD exp: within a few ulp of expf, -inf gives 0
+    for (int n = 1; n < 70; n += 6) {
+        float a[70], b[70];
+        for (int i = 0; i < n; i++) a[i] = b[i] = frand() * (i % 4 == 0 ? 120.0f : 8.0f);
+        if (n > 3) a[2] = b[2] = -INFINITY;
+        float sa = vec_softmax_ref(a, n), sb = vec_softmax(b, n);
+        double worst = 0;
+        for (int i = 0; i < n; i++) {
+            double d = fabs((double)a[i] - b[i]) / (fabs((double)a[i]) + 1e-30);
+            if (a[i] > 1e-30 && d > worst) worst = d;
+        }
+        CHECK(worst <= 4e-7 && fabsf(sa - sb) <= 4e-7f * sa && (n <= 3 || b[2] == 0.0f),
+              "vec_softmax n=%d: worst relative error %g", n, worst);
+    }
+    for (int n = 1; n < 1000; n += 97) {
+        float a[1000];
+        for (int i = 0; i < n; i++) a[i] = frand() * 100.0f;
+        double r = vec_sumsq_ref(a, n), v = vec_sumsq(a, n);
+        CHECK(fabs(r - v) <= 1e-12 * r, "vec_sumsq n=%d: %.17g vs %.17g", n, v, r);
+    }
     // f16 rounding and the AVX2 activation quantizer against their oracles
     {
         float a[1031], b[1031];
@@ -169,12 +199,13 @@ int main(void) {
         CHECK(!memcmp(a, b, sizeof a), "vec_round_f16 differs from the scalar rounding");
         const vecdot_kernel *s8 = vecdot_get_simd(DT_Q8_0), *r8 = vecdot_get_ref(DT_Q8_0);
         if (s8) {
-            unsigned char qa[34 * 32], qb[34 * 32];
+            unsigned char qa[ACT_GROUP_BYTES * 8], qb[34 * 32], qg[ACT_GROUP_BYTES * 8];
             for (int i = 0; i < 1024; i++) a[i] = frand() * (i % 64 == 0 ? 50.0f : 1.0f);
             a[5] = 0.5f * 127.0f / 50.0f; // a tie on the grid of some blocks
             s8->quant(a, qa, 1024);
             r8->quant(a, qb, 1024);
-            CHECK(!memcmp(qa, qb, sizeof qa), "AVX2 q8_0 activation quantizer differs from the scalar one");
+            act_q8_0_group(qb, qg, 1024);
+            CHECK(!memcmp(qa, qg, sizeof qa), "AVX2 q8_0 activation quantizer differs from the scalar one");
         }
     }
     // GELU as ggml computes it: the f16 input looked up in an f16 table

@@ -3,6 +3,7 @@
 // attention and feed-forward blocks, then the final norm and the logits.
 #include "inference/context.h"
 #include "compute/cpu/ops.h"
+#include "compute/cpu/attn.h"
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
 #include "base/half.h"
@@ -109,10 +110,7 @@ static void attn_task(void *arg, int ith, int nth) {
         if (start < 0) start = 0;
         int n = pos - start + 1;
         const float *q = c->q + (size_t)t * nq + (size_t)kh * group * hd;
-        for (int p = 0; p < n; p++) {
-            const float *kp = kc + (size_t)(start + p) * nkv + (size_t)kh * hd;
-            for (int g = 0; g < group; g++) S[(size_t)g * stride + p] = vec_dot(q + (size_t)g * hd, kp, hd) * scale;
-        }
+        attn_scores(q, group, hd, kc + (size_t)start * nkv + (size_t)kh * hd, nkv, n, scale, S, stride);
         for (int g = 0; g < group; g++) {
             float *s = S + (size_t)g * stride;
             if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
@@ -125,11 +123,7 @@ static void attn_task(void *arg, int ith, int nth) {
             if (c->m->ggml_numerics) round_f16(s, (size_t)n); // ggml multiplies V by f16 probabilities
         }
         float *o = c->att + (size_t)t * nq + (size_t)kh * group * hd;
-        memset(o, 0, sizeof(float) * (size_t)group * hd);
-        for (int p = 0; p < n; p++) {
-            const float *vp = vc + (size_t)(start + p) * nkv + (size_t)kh * hd;
-            for (int g = 0; g < group; g++) vec_axpy(o + (size_t)g * hd, S[(size_t)g * stride + p], vp, hd);
-        }
+        attn_mix(S, stride, group, n, vc + (size_t)start * nkv + (size_t)kh * hd, nkv, hd, o);
     }
 }
 

@@ -130,10 +130,7 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
         if (a.k && a.k->act_type != DT_F32) {
             a.xq_row = act_row_size(a.k, n_in);
             grow(&g_xq, &g_xq_cap, a.xq_row * (size_t)T);
-            for (int t = 0; t < T; t++) {
-                a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
-                if (a.k->sums) act_q8_0_sums(g_xq + a.xq_row * t, n_in);
-            }
+            for (int t = 0; t < T; t++) a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
             a.xq = g_xq;
         }
     }

@@ -1,5 +1,6 @@
 #include "compute/cpu/ops.h"
 #include "models/dtype.h"
+#include "compute/cpu/vec.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -21,9 +22,7 @@ void rmsnorm(float *out, const float *x, const float *w, int T, int n, float eps
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * n;
         float *ot = out + (size_t)t * n;
-        double ss = 0; // squares in float, summed in double (as ggml's rms_norm)
-        for (int i = 0; i < n; i++) ss += (double)(xt[i] * xt[i]);
-        float mean = (float)(ss / n);
+        float mean = (float)(vec_sumsq(xt, n) / n);
         float r = 1.0f / sqrtf(mean + eps);
         for (int i = 0; i < n; i++) {
             float s = w ? (plus_one ? 1.0f + w[i] : w[i]) : 1.0f;
@@ -67,13 +66,7 @@ void rope(float *x, int n_heads, int head_dim, int pos, const rope_table *r) {
 
 // ---------------------------------------------------------------------------
 
-void softmax(float *x, int n) {
-    float m = -INFINITY;
-    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
-    float s = 0;
-    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - m); s += x[i]; }
-    for (int i = 0; i < n; i++) x[i] /= s;
-}
+void softmax(float *x, int n) { vec_softmax(x, n); }
 
 void activate(float *x, int n, int act) {
     switch (act) {

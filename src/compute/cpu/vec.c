@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include "base/half.h"
 
+#include <math.h>
+
 float vec_dot_ref(const float *a, const float *b, int n) {
     float s = 0;
     for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -65,3 +67,98 @@ void vec_round_f16(float *x, size_t n) {
     if (use_avx2()) round_f16_avx2(x, n);
     else vec_round_f16_ref(x, n);
 }
+
+// ---------------------------------------------------------------------------
+// softmax with a vectorized exp (as ggml's soft_max uses its SIMD expf)
+
+float vec_softmax_ref(float *x, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    float s = 0;
+    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - m); s += x[i]; }
+    for (int i = 0; i < n; i++) x[i] /= s;
+    return s;
+}
+
+// e^x for 8 lanes: x = k ln2 + r with |r| <= ln2 / 2, e^r by Cephes' expf
+// polynomial (about 1 ulp), times 2^k built in the exponent bits. Below
+// -87.3 (where e^x leaves the normal floats) the result is 0.
+__attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) {
+    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365447504f);
+    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(x, hi);
+    x = _mm256_max_ps(x, lo);
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500E-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(under, y);
+}
+
+__attribute__((target("avx2,fma"))) static float softmax_avx2(float *x, int n) {
+    int i = 0;
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float m = _mm_cvtss_f32(h);
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    __m256 sum = _mm256_setzero_ps(), mm = _mm256_set1_ps(m);
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm));
+        _mm256_storeu_ps(x + i, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (i < n) { // the tail through the same exp, padded with -inf (exp 0)
+        float t[8];
+        for (int j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] - m : -INFINITY;
+        __m256 e = exp8(_mm256_loadu_ps(t));
+        _mm256_storeu_ps(t, e);
+        sum = _mm256_add_ps(sum, e);
+        for (int j = 0; i + j < n; j++) x[i + j] = t[j];
+    }
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
+    float s = _mm_cvtss_f32(s4);
+    __m256 vs = _mm256_set1_ps(s);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_loadu_ps(x + i), vs));
+    for (; i < n; i++) x[i] /= s;
+    return s;
+}
+
+float vec_softmax(float *x, int n) { return use_avx2() ? softmax_avx2(x, n) : vec_softmax_ref(x, n); }
+
+// sum of x[i]^2, each square in float, summed in double (as ggml's rms_norm)
+double vec_sumsq_ref(const float *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)(x[i] * x[i]);
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static double sumsq_avx2(const float *x, int n) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 sq = _mm256_mul_ps(v, v);
+        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    __m256d a = _mm256_add_pd(a0, a1);
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    double s = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    for (; i < n; i++) s += (double)(x[i] * x[i]);
+    return s;
+}
+
+double vec_sumsq(const float *x, int n) { return use_avx2() ? sumsq_avx2(x, n) : vec_sumsq_ref(x, n); }

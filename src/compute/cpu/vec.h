@@ -12,6 +12,15 @@ void vec_axpy(float *y, float a, const float *x, int n);       // y += a * x
 void vec_round_f16(float *x, size_t n);
 void vec_round_f16_ref(float *x, size_t n);
 
+// In place: x = softmax(x) (max subtracted, SIMD exp); returns the sum of
+// the exponentials.
+float vec_softmax(float *x, int n);
+float vec_softmax_ref(float *x, int n);
+
+// sum of x[i]^2: squares in float, summed in double (as ggml's rms_norm)
+double vec_sumsq(const float *x, int n);
+double vec_sumsq_ref(const float *x, int n);
+
 float vec_dot_ref(const float *a, const float *b, int n);
 void vec_axpy_ref(float *y, float a, const float *x, int n);
 

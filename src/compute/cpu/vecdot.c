@@ -209,22 +209,24 @@ void act_quant_q8_0(const float *x, void *vy, int n) {
 
 void act_quant_q8_K(const float *x, void *y, int n) { q8_K_from_float(x, y, n); }
 
-void act_q8_0_sums(void *x, int n) {
+void act_q8_0_group(const void *x, void *y, int n) {
     const block_q8_0 *b = x;
     int nb = n / QK;
-    uint8_t *side = (uint8_t *)x + (((size_t)nb * sizeof(block_q8_0) + 3) & ~(size_t)3);
+    uint8_t *g = y;
+    memset(g, 0, ACT_GROUP_BYTES * (size_t)((nb + 3) / 4));
     for (int i = 0; i < nb; i++) {
+        uint8_t *gi = g + ACT_GROUP_BYTES * (size_t)(i / 4);
         float d = ld_f16(b[i].d);
         int32_t s = 0;
         for (int j = 0; j < QK; j++) s += b[i].qs[j];
-        memcpy(side + 4 * (size_t)i, &d, 4);
-        memcpy(side + 4 * ((size_t)nb + i), &s, 4);
+        memcpy(gi + 32 * (i % 4), b[i].qs, QK);
+        memcpy(gi + 128 + 4 * (i % 4), &d, 4);
+        memcpy(gi + 144 + 4 * (i % 4), &s, 4);
     }
 }
 
 size_t act_row_size(const vecdot_kernel *k, int n) {
-    size_t rs = dtype_row_size(k->act_type, n);
-    return k->sums ? ((rs + 3) & ~(size_t)3) + 8 * (size_t)(n / QK) : rs;
+    return k->grouped ? ACT_GROUP_BYTES * (size_t)((n / QK + 3) / 4) : dtype_row_size(k->act_type, n);
 }
 
 // ---------------------------------------------------------------------------

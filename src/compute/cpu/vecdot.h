@@ -32,15 +32,17 @@ typedef struct {
     act_quant_fn quant; // NULL for DT_F32
     vec_dot4_fn dot4;   // NULL: 4 calls of dot
     vec_dot4_fn dot8;   // 8 rows of the act type at once (as dot4), or NULL
-    int sums;           // q8_0 activation rows carry the sidecar of act_q8_0_sums
+    int grouped;        // quant writes grouped q8_0 activations (act_q8_0_group)
     vec_dotr_fn dotr;   // 4 weight rows against one token (decode), or NULL
 } vecdot_kernel;
 
-// A q8_0 activation row of n elements may carry a sidecar after its n/32
-// blocks (at the next 4-byte boundary): per block its scale as f32, then per
-// block the int32 sum of its values. act_q8_0_sums fills it from the blocks;
+// Grouped q8_0 activations (kernels with `grouped`): the row's blocks in
+// groups of four, each 128 value bytes, the four scales as f32 (the f16
+// scale widened) and the four int32 sums of the values; the last group's
+// empty slots are zero. act_q8_0_group converts plain q8_0 blocks to it;
 // act_row_size is the bytes of one activation row for kernel k.
-void act_q8_0_sums(void *x, int n);
+#define ACT_GROUP_BYTES 160
+void act_q8_0_group(const void *blocks, void *grouped, int n);
 size_t act_row_size(const vecdot_kernel *k, int n);
 
 // Activation quantizers, as ggml's CPU backend quantizes activations on x86

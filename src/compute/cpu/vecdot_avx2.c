@@ -148,8 +148,9 @@ DOT4_FLOAT(dot4_bf16, ld8_bf16, tail_bf16)
 // ---------------------------------------------------------------------------
 // 32-element blocks x q8_0, four blocks at a time
 //
-// The activation row carries a sidecar after its blocks (act_q8_0_sums): per
-// block the scale as f32 and the int32 sum of the values. Weights are
+// The activations come in groups of four q8_0 blocks (act_q8_0_group's
+// layout): 128 value bytes, the four scales as f32 and the four int32 sums
+// of the values, so one pointer per token reaches all of a group. Weights are
 // unpacked to unsigned bytes u = w + off (q4_0: 8, q5_0: 16, mxfp4: 12), so
 // maddubs(u, y) needs no sign juggling and sum (u - off) y = sum u y - off
 // sum y stays exact in integers. The sums of four blocks are reduced by two
@@ -225,14 +226,14 @@ AVX2 static inline __attribute__((always_inline)) __m128 q41_min4(const void *w,
 
 static inline int q32_off(int K) { return K == K_Q4_0 ? 8 : K == K_Q5_0 ? 16 : K == K_MXFP4 ? 12 : 0; }
 
-// the sidecar of an activation row of nb blocks (act_q8_0_sums)
-static inline const float *side_d(const void *x, int nb) {
-    return (const float *)((const uint8_t *)x + (((size_t)nb * sizeof(block_q8_0) + 3) & ~(size_t)3));
-}
+// activation group g of a row: values, scales, sums
+#define XG_QS(x, g) ((const int8_t *)((const char *)(x) + ACT_GROUP_BYTES * (size_t)(g)))
+#define XG_D(x, g) ((const float *)((const char *)(x) + ACT_GROUP_BYTES * (size_t)(g) + 128))
+#define XG_S(x, g) ((const int32_t *)((const char *)(x) + ACT_GROUP_BYTES * (size_t)(g) + 144))
 
 // integer sum of weight block u (|u| for q8_0, with its signs in w) against y
-AVX2 static inline __attribute__((always_inline)) __m256i q32_isum(int K, __m256i u, __m256i w, const block_q8_0 *y) {
-    __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+AVX2 static inline __attribute__((always_inline)) __m256i q32_isum(int K, __m256i u, __m256i w, const int8_t *y) {
+    __m256i yv = _mm256_loadu_si256((const __m256i *)y);
     if (K == K_Q8_0) yv = _mm256_sign_epi8(yv, w);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, yv), _mm256_set1_epi16(1));
 }
@@ -266,12 +267,13 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
             __m128 m4 = K == K_Q4_1 ? q41_min4(w, i) : _mm_setzero_ps();
             _Pragma("GCC unroll 8")
             for (int r = 0; r < RT; r++) {
-                const block_q8_0 *y = (const block_q8_0 *)((const char *)vx + stride * r) + i;
-                const float *yd = side_d((const char *)vx + stride * r, nb) + i;
-                const int32_t *ys = (const int32_t *)(yd + nb);
-                __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 1);
+                const void *xr = (const char *)vx + stride * r;
+                const int8_t *y = XG_QS(xr, i / 4);
+                const float *yd = XG_D(xr, i / 4);
+                const int32_t *ys = XG_S(xr, i / 4);
+                __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 32);
                 __m256i p01 = _mm256_hadd_epi32(p0, p1);
-                __m256i p2 = q32_isum(K, u[2], sg[2], y + 2), p3 = q32_isum(K, u[3], sg[3], y + 3);
+                __m256i p2 = q32_isum(K, u[2], sg[2], y + 64), p3 = q32_isum(K, u[3], sg[3], y + 96);
                 __m256i p = _mm256_hadd_epi32(p01, _mm256_hadd_epi32(p2, p3));
                 __m128i ys4 = _mm_loadu_si128((const __m128i *)ys);
                 if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_mullo_epi32(ys4, _mm_set1_epi32(off))));
@@ -291,10 +293,10 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
             float dw = q32_scale(K, w, i);
             float m = K == K_Q4_1 ? ld_f16(((const block_q4_1 *)w)[i].m) : 0.0f;
             for (int r = 0; r < RT; r++) {
-                const block_q8_0 *y = (const block_q8_0 *)((const char *)vx + stride * r) + i;
-                const float *yd = side_d((const char *)vx + stride * r, nb) + i;
-                int32_t ys;
-                memcpy(&ys, yd + nb, 4);
+                const void *xr = (const char *)vx + stride * r;
+                const int8_t *y = XG_QS(xr, i / 4) + 32 * (i % 4);
+                const float *yd = XG_D(xr, i / 4) + i % 4;
+                int32_t ys = XG_S(xr, i / 4)[i % 4];
                 __m256i p = q32_isum(K, u, sg, y);
                 if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_cvtsi32_si128(off * ys)));
                 __m256 *ac = &acc[k * RT + r];
@@ -508,44 +510,68 @@ AVX2 static float dot_q6_K(const void *w, const void *x, int n) { float s; q6K_t
 AVX2 static void dot4_q6_K(const void *w, const void *x, size_t st, int n, float *s) { q6K_tokens(w, x, st, n, 4, s); }
 AVX2 static void dot8_q6_K(const void *w, const void *x, size_t st, int n, float *s) { q6K_tokens(w, x, st, n, 8, s); }
 
-// act_quant_q8_0 with AVX2: the same max, scales and round-half-to-even as
-// the scalar version (and as ggml's x86 quantize_row_q8_0), so the blocks are
-// identical.
-AVX2 static void act_quant_q8_0_avx2(const float *x, void *vy, int n) {
-    block_q8_0 *y = vy;
+// The activation quantizer: the same max, scales and round-half-to-even as
+// the scalar act_quant_q8_0 (and as ggml's x86 quantize_row_q8_0), so the
+// blocks are identical. One block: its f16 scale, and its 32 values (their
+// sum in *sum).
+AVX2 static inline __m256i quant_block(const float *x, uint16_t *dh, int32_t *sum) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    for (int i = 0; i < n / QK; i++, x += QK) {
-        __m256 v[4];
-        for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
-        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-                                 _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        float amax = _mm_cvtss_f32(m4);
-        float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
-        uint16_t h = f32_to_f16(d);
-        memcpy(y[i].d, &h, 2);
-        __m256 mul = _mm256_set1_ps(id);
-        __m256i q[4];
-        for (int k = 0; k < 4; k++)
-            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)y[i].qs, p);
+    __m256 v[4];
+    for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+    *dh = f32_to_f16(d);
+    __m256 mul = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++)
+        q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (sum) {
+        __m256i t = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+        *sum = _mm_cvtsi128_si32(h);
     }
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// q8_0 blocks as ggml's x86 quantize_row_q8_0 makes them (scale amax / 127,
+// round half to even), in act_q8_0_group's layout.
+AVX2 static void act_quant_q8_0x4_avx2(const float *x, void *vy, int n) {
+    int nb = n / QK;
+    uint8_t *g = vy;
+    for (int i = 0; i < nb; i++) {
+        uint8_t *gi = g + ACT_GROUP_BYTES * (size_t)(i / 4);
+        uint16_t h;
+        int32_t sum;
+        _mm256_storeu_si256((__m256i *)(gi + 32 * (i % 4)), quant_block(x + QK * i, &h, &sum));
+        float d = _cvtsh_ss(h);
+        memcpy(gi + 128 + 4 * (i % 4), &d, 4);
+        memcpy(gi + 144 + 4 * (i % 4), &sum, 4);
+    }
+    for (int i = nb; i % 4; i++) { // empty slots of the last group
+        uint8_t *gi = g + ACT_GROUP_BYTES * (size_t)(i / 4);
+        memset(gi + 32 * (i % 4), 0, 32);
+        memset(gi + 128 + 4 * (i % 4), 0, 4);
+        memset(gi + 144 + 4 * (i % 4), 0, 4);
+    }
+}
 
 const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32},
     [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16},
     [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0_avx2, dot4_q8_0, dot8_q8_0, 1},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
-    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0_avx2, dot4_q5_0, dot8_q5_0, 1, dotr_q5_0},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0_avx2, dot4_mxfp4, dot8_mxfp4, 1, dotr_mxfp4},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0x4_avx2, dot4_q8_0, dot8_q8_0, 1},
+    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0x4_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
+    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0x4_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
+    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0x4_avx2, dot4_q5_0, dot8_q5_0, 1, dotr_q5_0},
+    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0x4_avx2, dot4_mxfp4, dot8_mxfp4, 1, dotr_mxfp4},
     [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K, dot8_q4_K},
     [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
     [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K, dot8_q6_K},
