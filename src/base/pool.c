@@ -82,3 +82,18 @@ void pool_run(pool_fn fn, void *arg) {
     fn(arg, 0, P.n);
     while (atomic_load_explicit(&P.pending, memory_order_acquire) > 0) {}
 }
+
+typedef struct { pool_range_fn fn; void *arg; int n; } for_job;
+
+static void for_task(void *a, int ith, int nth) {
+    const for_job *j = a;
+    int per = (j->n + nth - 1) / nth, i0 = ith * per, i1 = i0 + per > j->n ? j->n : i0 + per;
+    if (i0 < i1) j->fn(j->arg, i0, i1);
+}
+
+void pool_for(int n, int min_per_thread, pool_range_fn fn, void *arg) {
+    if (n <= 0) return;
+    if (P.n == 1 || n < 2 * min_per_thread) { fn(arg, 0, n); return; }
+    for_job j = {fn, arg, n};
+    pool_run(for_task, &j);
+}

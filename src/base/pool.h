@@ -14,4 +14,10 @@ int pool_threads(void);
 // Runs fn on every thread of the pool (including the caller) and waits.
 void pool_run(pool_fn fn, void *arg);
 
+// Splits [0, n) into one contiguous range per thread and runs fn(arg, i0, i1)
+// on each; on the caller alone when n < 2 * min_per_thread (not worth a
+// wake-up). Each index is handled the same way whatever the split.
+typedef void (*pool_range_fn)(void *arg, int i0, int i1);
+void pool_for(int n, int min_per_thread, pool_range_fn fn, void *arg);
+
 #endif

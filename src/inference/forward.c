@@ -41,15 +41,66 @@ static void act(const infer_ctx *c, float *x, int n) {
     else activate(x, n, c->m->cfg.act);
 }
 
-static void round_f16(float *x, size_t n) { vec_round_f16(x, n); }
+// Element-wise work over many tokens is split across the pool by rows (each
+// row computed as it would be alone, so batches equal token-by-token runs).
+enum { PAR_ROWS = 4, PAR_ELEMS = 8192 };
 
-// The family's norm of T rows of n_embd: RMSNorm (optionally 1 + w) or LayerNorm.
+typedef struct { float *x; size_t n; } round_job;
+static void round_range(void *a, int i0, int i1) {
+    round_job *j = a;
+    size_t b = (size_t)i0 * PAR_ELEMS, e = (size_t)i1 * PAR_ELEMS < j->n ? (size_t)i1 * PAR_ELEMS : j->n;
+    vec_round_f16(j->x + b, e - b);
+}
+static void round_f16(float *x, size_t n) {
+    round_job j = {x, n};
+    pool_for((int)((n + PAR_ELEMS - 1) / PAR_ELEMS), 1, round_range, &j);
+}
+
+// RMSNorm (optionally 1 + w) or LayerNorm of `rows` rows of n.
+typedef struct { float *out; const float *x, *w, *b; int n, layer, plus_one; float eps; } norm_job;
+static void norm_range(void *a, int i0, int i1) {
+    norm_job *j = a;
+    float *o = j->out + (size_t)i0 * j->n;
+    const float *x = j->x + (size_t)i0 * j->n;
+    if (j->layer) layernorm(o, x, j->w, j->b, i1 - i0, j->n, j->eps);
+    else rmsnorm(o, x, j->w, i1 - i0, j->n, j->eps, j->plus_one);
+}
+static void par_rmsnorm(float *out, const float *x, const float *w, int rows, int n, float eps, int plus_one) {
+    norm_job j = {out, x, w, NULL, n, 0, plus_one, eps};
+    pool_for(rows, PAR_ROWS, norm_range, &j);
+}
+
+// The family's norm of T rows of n_embd.
 static void norm(const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {
     const infer_config *c = &m->cfg;
-    if (c->fam->norm == NORM_LAYER)
-        layernorm(out, x, f32_or_null(w), f32_or_null(b), T, c->n_embd, (float)c->norm_eps);
-    else
-        rmsnorm(out, x, f32_or_null(w), T, c->n_embd, (float)c->norm_eps, c->norm_plus_one);
+    norm_job j = {out, x, f32_or_null(w), f32_or_null(b), c->n_embd, c->fam->norm == NORM_LAYER, c->norm_plus_one, (float)c->norm_eps};
+    pool_for(T, PAR_ROWS, norm_range, &j);
+}
+
+// x += o * s over T rows of n
+typedef struct { float *x; const float *o; float s; int n; } resid_job;
+static void resid_range(void *a, int i0, int i1) {
+    resid_job *j = a;
+    for (size_t i = (size_t)i0 * j->n; i < (size_t)i1 * j->n; i++) j->x[i] += j->o[i] * j->s;
+}
+static void residual(float *x, const float *o, float s, int T, int n) {
+    resid_job j = {x, o, s, n};
+    pool_for(T, PAR_ROWS, resid_range, &j);
+}
+
+// g = act(g) * u over T rows of F (u NULL: act only)
+typedef struct { const infer_ctx *c; float *g; const float *u; int F; } glu_job;
+static void glu_range(void *a, int i0, int i1) {
+    glu_job *j = a;
+    float *g = j->g + (size_t)i0 * j->F;
+    size_t n = (size_t)(i1 - i0) * j->F;
+    act(j->c, g, (int)n);
+    if (j->u)
+        for (size_t i = 0; i < n; i++) g[i] *= j->u[(size_t)i0 * j->F + i];
+}
+static void glu(const infer_ctx *c, float *g, const float *u, int T, int F) {
+    glu_job j = {c, g, u, F};
+    pool_for(T, PAR_ROWS, glu_range, &j);
 }
 
 // ---------------------------------------------------------------------------
@@ -128,6 +179,16 @@ static void attn_task(void *arg, int ith, int nth) {
 }
 
 
+// RoPE of the query (and key) heads of tokens [t0, t1) at their positions
+typedef struct { float *q, *k; int H, KV, hd, pos0; const rope_table *r; } rope_job;
+static void rope_range(void *a, int t0, int t1) {
+    rope_job *j = a;
+    for (int t = t0; t < t1; t++) {
+        rope(j->q + (size_t)t * j->H * j->hd, j->H, j->hd, j->pos0 + t, j->r);
+        if (j->k) rope(j->k + (size_t)t * j->KV * j->hd, j->KV, j->hd, j->pos0 + t, j->r);
+    }
+}
+
 static void attention(infer_ctx *c, int il, int T, int pos0) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
@@ -161,16 +222,16 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     // per-head norms, then RoPE at each token's position
     float eps = (float)cf->norm_eps;
     t0 = c->profiling ? now_s() : 0;
-    if (l->q_norm) rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
+    if (l->q_norm) par_rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
     if (own_kv) {
-        if (l->k_norm) rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
-        if (f->v_norm) rmsnorm(c->v, c->v, NULL, T * KV, hd, eps, 0);
+        if (l->k_norm) par_rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
+        if (f->v_norm) par_rmsnorm(c->v, c->v, NULL, T * KV, hd, eps, 0);
     }
     if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
     if (!f->learned_pos)
-        TIMED(PH_ROPE, for (int t = 0; t < T; t++) {
-            rope(c->q + (size_t)t * nq, H, hd, pos0 + t, &lc->rope);
-            if (own_kv) rope(c->k + (size_t)t * nkv, KV, hd, pos0 + t, &lc->rope);
+        TIMED(PH_ROPE, {
+            rope_job rj = {c->q, own_kv ? c->k : NULL, H, KV, hd, pos0, &lc->rope};
+            pool_for(T, PAR_ROWS, rope_range, &rj);
         });
     t0 = c->profiling ? now_s() : 0;
     if (m->ggml_numerics) {
@@ -202,7 +263,7 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
         TIMED(PH_GATE_UP, matmul(c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
-        TIMED(PH_ACT, act(c, c->ff, T * F));
+        TIMED(PH_ACT, glu(c, c->ff, NULL, T, F));
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
         TIMED(PH_GATE_UP, matmul(c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
@@ -213,7 +274,7 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
         });
     } else {
         TIMED(PH_GATE_UP, matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F); matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F));
-        TIMED(PH_ACT, act(c, c->ff, T * F); for (size_t i = 0; i < (size_t)T * F; i++) c->ff[i] *= c->ff2[i]);
+        TIMED(PH_ACT, glu(c, c->ff, c->ff2, T, F));
     }
     TIMED(PH_DOWN, matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
@@ -308,14 +369,14 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
     TIMED(PH_NORM, norm(m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T, pos0);
     if (l->post_attn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_attn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale);
+    TIMED(PH_RESIDUAL, residual(c->x, c->o, cf->residual_scale, T, E));
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale
     TIMED(PH_NORM, norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
     else mlp(c, l, c->xn, c->o, T);
     if (l->post_ffn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_ffn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i] * cf->residual_scale);
+    TIMED(PH_RESIDUAL, residual(c->x, c->o, cf->residual_scale, T, E));
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
     double t0 = c->profiling ? now_s() : 0;

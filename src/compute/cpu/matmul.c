@@ -123,6 +123,11 @@ static void *grow(unsigned char **p, size_t *cap, size_t need) {
     return *p;
 }
 
+static void quant_range(void *arg, int t0, int t1) {
+    mm_job *a = arg;
+    for (int t = t0; t < t1; t++) a->k->quant(a->x + (size_t)t * a->n_in, g_xq + a->xq_row * t, a->n_in);
+}
+
 void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
     if (!w->trans) {
@@ -130,7 +135,7 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
         if (a.k && a.k->act_type != DT_F32) {
             a.xq_row = act_row_size(a.k, n_in);
             grow(&g_xq, &g_xq_cap, a.xq_row * (size_t)T);
-            for (int t = 0; t < T; t++) a.k->quant(x + (size_t)t * n_in, g_xq + a.xq_row * t, n_in);
+            pool_for(T, 8, quant_range, &a);
             a.xq = g_xq;
         }
     }
