@@ -40,8 +40,12 @@ int infer_model_n_vocab(const infer_model *model);
 int infer_model_n_layer(const infer_model *model);
 int infer_model_n_embd(const infer_model *model);
 const char *infer_model_arch(const infer_model *model);
-// The dominant weight type of the matrices ("bf16", "q4_K", ...).
+// The file type as llama.cpp names it ("Q4_K - Medium", "BF16", ...) from a
+// GGUF's general.file_type, else the dominant type of the matrices ("bf16").
 const char *infer_model_ftype(const infer_model *model);
+// Number of parameters, and bytes of tensor data.
+int64_t infer_model_n_params(const infer_model *model);
+size_t infer_model_tensor_bytes(const infer_model *model);
 // End-of-generation token ids from the config (up to max, returns the count).
 int infer_model_eos(const infer_model *model, int32_t *ids, int max);
 // Writes a human-readable description (architecture, config in effect,

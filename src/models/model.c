@@ -1,6 +1,7 @@
 // Loading a model: config, mapped tensors, slots. A path is a Hugging Face
 // directory (config.json + safetensors) or a GGUF file.
 #include "models/model.h"
+#include "models/quant_mix.h"
 #include "models/dtype.h"
 #include "models/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -101,6 +102,11 @@ int infer_model_n_embd(const infer_model *m) { return m->cfg.n_embd; }
 const char *infer_model_arch(const infer_model *m) { return m->cfg.model_type; }
 
 const char *infer_model_ftype(const infer_model *m) {
+    int64_t ft;
+    if (m->gguf && gguf_find(m->gguf, "general.file_type") && !gguf_get_int(m->gguf, "general.file_type", 0, 1 << 20, &ft)) {
+        const char *name = llama_ftype_name((int)ft);
+        if (name) return name;
+    }
     size_t bytes[DT_COUNT] = {0};
     for (int i = 0; i < m->store.n; i++)
         if (m->store.t[i].nd >= 2 && m->store.t[i].type >= 0) bytes[m->store.t[i].type] += m->store.t[i].nbytes;
@@ -108,6 +114,18 @@ const char *infer_model_ftype(const infer_model *m) {
     for (int k = 0; k < DT_COUNT; k++)
         if (bytes[k] > bytes[best]) best = k;
     return dtype_get(best) ? dtype_get(best)->name : "?";
+}
+
+int64_t infer_model_n_params(const infer_model *m) {
+    int64_t n = 0;
+    for (int i = 0; i < m->store.n; i++) n += tensor_nelem(&m->store.t[i]);
+    return n;
+}
+
+size_t infer_model_tensor_bytes(const infer_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->store.n; i++) n += m->store.t[i].nbytes;
+    return n;
 }
 
 int infer_model_eos(const infer_model *m, int32_t *ids, int max) {

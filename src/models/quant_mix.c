@@ -12,6 +12,18 @@ static const struct { const char *name; int base, k_mixed, more, ftype; } g_mixe
     {"q4_k_m", DT_Q4_K, 1, DT_Q6_K, 15}, {"q5_k_m", DT_Q5_K, 1, DT_Q6_K, 17},
 };
 
+const char *llama_ftype_name(int ftype) {
+    static const struct { int ftype; const char *name; } names[] = {
+        {0, "all F32"}, {1, "F16"}, {2, "Q4_0"}, {3, "Q4_1"}, {7, "Q8_0"}, {8, "Q5_0"}, {9, "Q5_1"},
+        {10, "Q2_K - Medium"}, {11, "Q3_K - Small"}, {12, "Q3_K - Medium"}, {13, "Q3_K - Large"},
+        {14, "Q4_K - Small"}, {15, "Q4_K - Medium"}, {16, "Q5_K - Small"}, {17, "Q5_K - Medium"},
+        {18, "Q6_K"}, {32, "BF16"}, {38, "MXFP4 MoE"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].ftype == ftype) return names[i].name;
+    return NULL;
+}
+
 const char *quant_mix_names(void) { return "f32, f16, bf16, q8_0, q4_0, q5_0, q4_1, q5_1, q6_k, q4_k_m, q5_k_m"; }
 
 int gguf_ftype_of(int type) {

@@ -16,6 +16,8 @@ typedef struct {
     int ftype;         // llama.cpp's general.file_type (LLAMA_FTYPE_*)
 } quant_mix;
 
+// llama.cpp's name of a general.file_type ("Q4_K - Medium"), or NULL.
+const char *llama_ftype_name(int ftype);
 // "f32, f16, ..." for messages.
 const char *quant_mix_names(void);
 // general.file_type for a file whose matrices are all of one type.

@@ -80,12 +80,7 @@ int cmd_bench(int argc, char **argv) {
         nres++;
     }
     if (!rc) {
-        char desc[4096];
-        infer_model_describe(m, desc, sizeof desc);
-        const char *p = strstr(desc, "parameters           = ");
-        long long params = p ? atoll(p + 23) : 0;
-        const char *b = strstr(desc, "bytes mapped         = ");
-        long long bytes = b ? atoll(b + 23) : 0;
+        long long params = (long long)infer_model_n_params(m), bytes = (long long)infer_model_tensor_bytes(m);
         char name[96];
         snprintf(name, sizeof name, "%s %.0fM %s", infer_model_arch(m), params / 1e6, infer_model_ftype(m));
         if (!strcmp(fmt, "json")) {
