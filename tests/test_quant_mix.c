@@ -74,7 +74,7 @@ static void roundtrip(const char *fam) {
         infer_ctx_new(d, 8, &cd);
         CHECK(infer_eval(cq, ids, 6, lq, 0) == INFER_OK && infer_eval(cd, ids, 6, ld, 0) == INFER_OK, "%s", infer_last_error());
         CHECK(!memcmp(lq, ld, sizeof(float) * 6 * V), "%s: quantize(f32 GGUF) differs from convert --type q8_0", fam);
-        CHECK(!strcmp(infer_model_ftype(q), "q8_0"), "%s: quantized model is %s", fam, infer_model_ftype(q));
+        CHECK(!strcmp(infer_model_ftype(q), "Q8_0"), "%s: quantized model is %s", fam, infer_model_ftype(q));
         free(lq), free(ld);
         infer_ctx_free(cq), infer_ctx_free(cd);
     }
