@@ -163,6 +163,7 @@ int main(void) {
                 double e = 0, m = 0;
                 for (size_t i = 0; i < group * ss; i++) e += (s1[i] - s2[i]) * (s1[i] - s2[i]), m += s1[i] * s1[i];
                 CHECK(e <= 1e-10 * (m + 1), "attn_scores group=%d hd=%d n=%d: error %g", group, hd, n, e);
+                for (int i = 0; i < group * hd; i++) o1[i] = o2[i] = frand();
                 attn_mix_ref(s1, ss, group, n, k + 5, ks, hd, o1);
                 attn_mix(s1, ss, group, n, k + 5, ks, hd, o2);
                 e = 0, m = 0;

@@ -63,7 +63,9 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->ff = alloc_f(T * 2 * F, &ok);
     c->ff2 = alloc_f(T * 2 * F, &ok);
     c->scores_threads = pool_threads();
-    c->scores = alloc_f((size_t)c->scores_threads * H * ((size_t)n_ctx + 1), &ok);
+    c->attn_tokens = (int)((1 << 22) / ((size_t)H * ((size_t)n_ctx + 1)));
+    c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
+    c->scores = alloc_f((size_t)c->scores_threads * c->attn_tokens * H * ((size_t)n_ctx + 1), &ok);
     c->ple = alloc_f(T * LP, &ok);
     c->ple_tmp = alloc_f(T * LP + E, &ok);
     c->row = alloc_f(nrow, &ok);

@@ -31,8 +31,9 @@ struct infer_ctx {
     float *o;           // (T, n_embd) block output
     float *ff;          // (T, 2*n_ff_max) FFN hidden
     float *ff2;         // (T, n_ff_max)
-    float *scores;      // (scores_threads, n_head, n_ctx + 1) attention scores per thread
+    float *scores;      // (scores_threads, attn_tokens, n_head, n_ctx + 1) attention scores per thread
     int scores_threads;
+    int attn_tokens;    // query tokens per attention task (a few, bounded by memory)
     float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
     float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
     float *row;         // (max(n_embd, n_expert)) one decoded row / router logits

@@ -10,6 +10,7 @@
 #include "base/error.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -144,6 +145,10 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
 
 typedef struct { infer_ctx *c; int il, T, pos0; } attn_job;
 
+// Keys and values are met in chunks of ATTN_CHUNK positions, which stay in
+// the L1 cache while every query token of the task uses them.
+enum { ATTN_CHUNK = 16 };
+
 static void attn_task(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     infer_ctx *c = j->c;
@@ -151,33 +156,56 @@ static void attn_task(void *arg, int ith, int nth) {
     const layer_config *lc = &cf->layers[j->il];
     const layer_weights *l = &c->m->layers[j->il];
     int H = cf->n_head, KV = lc->n_kv_head, hd = lc->head_dim, group = H / KV;
-    int nq = H * hd, nkv = KV * hd, stride = c->n_ctx + 1;
+    int nq = H * hd, nkv = KV * hd, stride = c->n_ctx + 1, B = c->attn_tokens;
     const float *kc = c->k_cache[lc->kv_source], *vc = c->v_cache[lc->kv_source];
     float scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd);
-    float *S = c->scores + (size_t)ith * group * stride; // this thread's (group, n_ctx + 1) scores
-    for (int task = ith; task < j->T * KV; task += nth) {
-        int t = task / KV, kh = task % KV, pos = j->pos0 + t;
-        int start = lc->window ? pos - lc->window + 1 : 0;
-        if (start < 0) start = 0;
-        int n = pos - start + 1;
-        const float *q = c->q + (size_t)t * nq + (size_t)kh * group * hd;
-        attn_scores(q, group, hd, kc + (size_t)start * nkv + (size_t)kh * hd, nkv, n, scale, S, stride);
-        for (int g = 0; g < group; g++) {
-            float *s = S + (size_t)g * stride;
-            if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
-            if (l->sinks) {
-                s[n] = l->sinks->f32[kh * group + g];
-                softmax(s, n + 1); // the sink takes its share, then is dropped
-            } else {
-                softmax(s, n);
-            }
-            if (c->m->ggml_numerics) round_f16(s, (size_t)n); // ggml multiplies V by f16 probabilities
+    // this thread's scores: (B tokens, group heads, n_ctx + 1), row r of token b at S + (b * group + r) * stride
+    float *S = c->scores + (size_t)ith * B * group * stride;
+    int nblk = (j->T + B - 1) / B;
+    for (int task = ith; task < nblk * KV; task += nth) {
+        int t0 = task / KV * B, kh = task % KV, nt = j->T - t0 < B ? j->T - t0 : B;
+        int lo[8], hi[8], p0 = INT32_MAX, p1 = 0;
+        for (int b = 0; b < nt; b++) { // token b sees positions [lo, hi] of the cache
+            hi[b] = j->pos0 + t0 + b;
+            lo[b] = lc->window && hi[b] - lc->window + 1 > 0 ? hi[b] - lc->window + 1 : 0;
+            p0 = lo[b] < p0 ? lo[b] : p0;
+            p1 = hi[b] > p1 ? hi[b] : p1;
         }
-        float *o = c->att + (size_t)t * nq + (size_t)kh * group * hd;
-        attn_mix(S, stride, group, n, vc + (size_t)start * nkv + (size_t)kh * hd, nkv, hd, o);
+        const float *kh_k = kc + (size_t)kh * hd, *kh_v = vc + (size_t)kh * hd;
+        // scores, a chunk of keys at a time for all the tokens
+        for (int c0 = p0; c0 <= p1; c0 += ATTN_CHUNK)
+            for (int b = 0; b < nt; b++) {
+                int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
+                if (a0 > a1) continue;
+                const float *q = c->q + (size_t)(t0 + b) * nq + (size_t)kh * group * hd;
+                attn_scores(q, group, hd, kh_k + (size_t)a0 * nkv, nkv, a1 - a0 + 1, scale,
+                            S + (size_t)b * group * stride + (a0 - lo[b]), stride);
+            }
+        for (int b = 0; b < nt; b++) {
+            int n = hi[b] - lo[b] + 1;
+            for (int g = 0; g < group; g++) {
+                float *s = S + (size_t)(b * group + g) * stride;
+                if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
+                if (l->sinks) {
+                    s[n] = l->sinks->f32[kh * group + g];
+                    softmax(s, n + 1); // the sink takes its share, then is dropped
+                } else {
+                    softmax(s, n);
+                }
+                if (c->m->ggml_numerics) vec_round_f16(s, (size_t)n); // ggml multiplies V by f16 probabilities
+            }
+            memset(c->att + (size_t)(t0 + b) * nq + (size_t)kh * group * hd, 0, sizeof(float) * (size_t)group * hd);
+        }
+        // o += probabilities v, a chunk of values at a time for all the tokens
+        for (int c0 = p0; c0 <= p1; c0 += ATTN_CHUNK)
+            for (int b = 0; b < nt; b++) {
+                int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
+                if (a0 > a1) continue;
+                attn_mix(S + (size_t)b * group * stride + (a0 - lo[b]), stride, group, a1 - a0 + 1, kh_v + (size_t)a0 * nkv, nkv,
+                         hd, c->att + (size_t)(t0 + b) * nq + (size_t)kh * group * hd);
+            }
     }
 }
-
 
 // RoPE of the query (and key) heads of tokens [t0, t1) at their positions
 typedef struct { float *q, *k; int H, KV, hd, pos0; const rope_table *r; } rope_job;
@@ -406,7 +434,7 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
 
     // Threads were added since the context was made: widen the per-thread scores.
     if (pool_threads() > c->scores_threads) {
-        size_t n = (size_t)pool_threads() * cf->n_head * ((size_t)c->n_ctx + 1);
+        size_t n = (size_t)pool_threads() * c->attn_tokens * cf->n_head * ((size_t)c->n_ctx + 1);
         float *s = realloc(c->scores, sizeof(float) * n);
         if (!s) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
         c->scores = s;

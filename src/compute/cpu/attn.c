@@ -6,7 +6,6 @@
 #include "compute/cpu/vec.h"
 
 #include <immintrin.h>
-#include <string.h>
 
 void attn_scores_ref(const float *q, int group, int hd, const float *k, size_t kstride, int n, float scale,
                      float *s, size_t sstride) {
@@ -15,7 +14,6 @@ void attn_scores_ref(const float *q, int group, int hd, const float *k, size_t k
 }
 
 void attn_mix_ref(const float *s, size_t sstride, int group, int n, const float *v, size_t vstride, int hd, float *o) {
-    memset(o, 0, sizeof(float) * (size_t)group * hd);
     for (int p = 0; p < n; p++)
         for (int g = 0; g < group; g++) vec_axpy_ref(o + (size_t)g * hd, s[(size_t)g * sstride + p], v + vstride * p, hd);
 }
@@ -76,13 +74,16 @@ AVX2 static void scores_avx2(const float *q, int group, int hd, const float *k, 
     }
 }
 
-// o[g] = sum_p s[g][p] v_p for up to 4 heads, 16 floats of the head at a time.
+// o[g] += sum_p s[g][p] v_p for up to 4 heads, 16 floats of the head at a time.
 AVX2 static void mix_avx2(const float *s, size_t sstride, int group, int n, const float *v, size_t vstride, int hd, float *o) {
     for (int g0 = 0; g0 < group; g0 += 4) {
         int G = group - g0 < 4 ? group - g0 : 4;
         for (int i = 0; i < hd; i += 16) {
             __m256 a[4][2];
-            for (int g = 0; g < 4; g++) a[g][0] = a[g][1] = _mm256_setzero_ps();
+            for (int g = 0; g < G; g++) {
+                a[g][0] = _mm256_loadu_ps(o + (size_t)(g0 + g) * hd + i);
+                a[g][1] = _mm256_loadu_ps(o + (size_t)(g0 + g) * hd + i + 8);
+            }
             const float *vp = v + i;
             if (G == 4)
                 for (int p = 0; p < n; p++, vp += vstride) {
