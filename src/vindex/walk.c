@@ -1,0 +1,153 @@
+// Gate KNN and the walk FFN (see walk.h).
+#include "vindex/walk.h"
+#include "compute/cpu/ops.h"
+#include "compute/cpu/vecdot.h"
+#include "compute/cpu/vec.h"
+#include "models/dtype.h"
+#include "base/pool.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Features are summed in chunks of CHUNK: each chunk's partial sum is made
+// by one thread, and the partials are added in chunk order, so the result
+// does not depend on the number of threads.
+enum { CHUNK = 64 };
+
+struct walk_scratch {
+    int F, H;
+    float *scores;       // F
+    int32_t *idx;        // F
+    int k;
+    float *partial;      // (F / CHUNK + 1) x H
+    float *rows;         // threads x H: a decoded down vector
+    unsigned char *xq;   // x in the ffn kernel's activation type
+    int rows_threads;
+};
+
+walk_scratch *walk_scratch_new(int F, int H) {
+    walk_scratch *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->F = F, w->H = H;
+    w->rows_threads = pool_threads();
+    w->scores = malloc(sizeof(float) * (size_t)F);
+    w->idx = malloc(sizeof(int32_t) * (size_t)F);
+    w->partial = malloc(sizeof(float) * (size_t)(F / CHUNK + 1) * H);
+    w->rows = malloc(sizeof(float) * (size_t)w->rows_threads * H);
+    w->xq = malloc(sizeof(float) * (size_t)H + 4096); // any activation type is at most f32-sized, plus group padding
+    if (!w->scores || !w->idx || !w->partial || !w->rows || !w->xq) { walk_scratch_free(w); return NULL; }
+    return w;
+}
+
+void walk_scratch_free(walk_scratch *w) {
+    if (!w) return;
+    free(w->scores), free(w->idx), free(w->partial), free(w->rows), free(w->xq);
+    free(w);
+}
+
+void gate_scores(const tensor *g, const float *x, float *scores) {
+    weight w = {g, 0};
+    matmul(scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+// |s| with ties broken by index, so the selection is a strict order
+static int before(const float *s, int32_t a, int32_t b) {
+    float x = fabsf(s[a]), y = fabsf(s[b]);
+    return x > y || (x == y && a < b);
+}
+
+void topk_abs(const float *s, int n, int k, int32_t *idx) {
+    for (int i = 0; i < n; i++) idx[i] = i;
+    if (k < n) { // quickselect: idx[0..k) become the k first in `before` order
+        int lo = 0, hi = n - 1;
+        while (lo < hi) {
+            int32_t pivot = idx[lo + (hi - lo) / 2];
+            int i = lo, j = hi;
+            while (i <= j) {
+                while (before(s, idx[i], pivot)) i++;
+                while (before(s, pivot, idx[j])) j--;
+                if (i <= j) { int32_t t = idx[i]; idx[i] = idx[j]; idx[j] = t; i++, j--; }
+            }
+            if (k - 1 <= j) hi = j;
+            else if (k - 1 >= i) lo = i;
+            else break;
+        }
+    }
+    qsort(idx, (size_t)k, sizeof *idx, cmp_i32);
+}
+
+typedef struct {
+    const walk_layer *l;
+    walk_scratch *w;
+    const vecdot_kernel *kern; // NULL: the traits' f32 dot
+    const float *x;
+    int H, nchunk;
+    atomic_int next;
+} walk_job;
+
+static float row_dot(const walk_job *j, const void *row) {
+    if (!j->kern) return dtype_get(j->l->ffn->type)->dot(row, j->x, j->H);
+    return j->kern->dot(row, j->kern->act_type == DT_F32 ? (const void *)j->x : j->w->xq, j->H);
+}
+
+static void walk_task(void *arg, int ith, int nth) {
+    (void)nth;
+    walk_job *j = arg;
+    walk_scratch *w = j->w;
+    const walk_layer *l = j->l;
+    const dtype_traits *tr = dtype_get(l->ffn->type);
+    size_t rs = dtype_row_size(l->ffn->type, j->H);
+    const char *base = l->ffn->data;
+    float *down = w->rows + (size_t)ith * j->H;
+    for (;;) {
+        int c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (c >= j->nchunk) break;
+        float *y = w->partial + (size_t)c * j->H;
+        memset(y, 0, sizeof(float) * (size_t)j->H);
+        int e = (c + 1) * CHUNK < w->k ? (c + 1) * CHUNK : w->k;
+        for (int i = c * CHUNK; i < e; i++) {
+            const char *f = base + rs * 3 * (size_t)w->idx[i];
+            float a = row_dot(j, f) + (l->bias ? l->bias[w->idx[i]] : 0.0f);
+            activate(&a, 1, l->act);
+            if (l->gated) a *= row_dot(j, f + rs);
+            tr->to_float(f + 2 * rs, down, j->H);
+            vec_axpy(y, a, down, j->H);
+        }
+    }
+}
+
+void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scratch *w) {
+    int F = (int)l->gate_vectors->ne[1], H = (int)l->ffn->ne[0];
+    if (k >= F) {
+        k = F;
+        for (int i = 0; i < F; i++) w->idx[i] = i;
+    } else {
+        gate_scores(l->gate_vectors, x, w->scores);
+        topk_abs(w->scores, F, k, w->idx);
+    }
+    w->k = k;
+    walk_job j = {l, w, vecdot_get(l->ffn->type), x, H, (k + CHUNK - 1) / CHUNK, 0};
+    if (j.kern && j.kern->act_type != DT_F32) j.kern->quant(x, w->xq, H);
+    atomic_init(&j.next, 0);
+    if (pool_threads() > w->rows_threads) { // threads were added: one down buffer each
+        float *r = realloc(w->rows, sizeof(float) * (size_t)pool_threads() * H);
+        if (r) w->rows = r, w->rows_threads = pool_threads();
+    }
+    if (j.nchunk == 1 || w->rows_threads < pool_threads()) walk_task(&j, 0, 1);
+    else pool_run(walk_task, &j);
+    memcpy(out, w->partial, sizeof(float) * (size_t)H);
+    for (int c = 1; c < j.nchunk; c++) vec_axpy(out, 1.0f, w->partial + (size_t)c * H, H);
+    if (l->down_bias) vec_axpy(out, 1.0f, l->down_bias, H);
+}
+
+const int32_t *walk_selected(const walk_scratch *w, int *k) {
+    *k = w->k;
+    return w->idx;
+}

@@ -1,0 +1,41 @@
+// Gate KNN and the walk FFN: a layer's feed-forward computed from the top-K
+// features that match the input, instead of every feature.
+//
+// Feature f of a layer is three rows of n_embd: its gate row, its up row and
+// its down vector (column f of the FFN's down matrix). The walk scores every
+// feature with the gate vectors (scores = gate_vectors . x), keeps the K of
+// largest |score|, and returns sum_f act(gate_f . x) * (up_f . x) * down_f
+// over those; with K = all features this is the dense FFN.
+#ifndef INFER_VINDEX_WALK_H
+#define INFER_VINDEX_WALK_H
+
+#include "models/tensor.h"
+
+typedef struct {
+    const tensor *gate_vectors; // [F, H]: the KNN's gate rows (f32, f16 or q4_0)
+    const tensor *ffn;          // [3F, H]: rows 3f, 3f + 1, 3f + 2 = gate, up, down of feature f
+    int gated;                  // 0: plain MLP (rows 3f hold the up row; act(up . x) * down)
+    int act;                    // enum act_kind
+    const float *bias;          // (F) added to row 3f's product (a plain MLP's up bias), or NULL
+    const float *down_bias;     // (H) added once to the output, or NULL
+} walk_layer;
+
+// scores[f] = gate_vectors_f . x for the F features (threaded matvec).
+void gate_scores(const tensor *gate_vectors, const float *x, float *scores);
+
+// The k indices of largest |s[i]| among n, ascending by index. k <= n.
+void topk_abs(const float *s, int n, int k, int32_t *idx);
+
+// Scratch of a walk over layers of up to F features and width H (one per
+// context; no allocation per token).
+typedef struct walk_scratch walk_scratch;
+walk_scratch *walk_scratch_new(int F, int H);
+void walk_scratch_free(walk_scratch *w);
+
+// out (H) = the walk FFN of x (H) over the k best features (k >= F: all,
+// without the KNN). The selected indices stay in w (walk_selected).
+void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scratch *w);
+// The features the last walk_ffn used (ascending), and their count.
+const int32_t *walk_selected(const walk_scratch *w, int *k);
+
+#endif

@@ -1,0 +1,154 @@
+// Gate KNN and the walk FFN: top-K selection against brute force, the walk
+// over all features against the dense FFN of real fixture weights, a walk
+// over K features against a double-precision sum over the same K, and the
+// result independent of the thread count.
+#include "check.h"
+#include "infer.h"
+#include "vindex/walk.h"
+#include "models/model.h"
+#include "models/dtype.h"
+#include "compute/cpu/ops.h"
+#include "base/pool.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
+static float frand(void) {
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
+}
+
+static void check_topk(void) {
+    enum { N = 300 };
+    float s[N];
+    int32_t idx[N];
+    for (int i = 0; i < N; i++) s[i] = frand() * 10;
+    s[7] = s[8] = -9.99f; // ties
+    for (int k = 1; k <= N; k += 37) {
+        topk_abs(s, N, k, idx);
+        int ok = 1;
+        for (int i = 1; i < k; i++) ok &= idx[i - 1] < idx[i];
+        // every selected |s| is >= every unselected one
+        float minsel = INFINITY, maxrest = 0;
+        char sel[N] = {0};
+        for (int i = 0; i < k; i++) sel[idx[i]] = 1, minsel = fminf(minsel, fabsf(s[idx[i]]));
+        for (int i = 0; i < N; i++) if (!sel[i]) maxrest = fmaxf(maxrest, fabsf(s[i]));
+        CHECK(ok && (k == N || minsel >= maxrest), "topk_abs k=%d: not the k largest |s| in index order", k);
+    }
+}
+
+// The FFN of one layer as feature rows [3F, H] in f32, from the model's weights.
+static float *feature_rows(const infer_model *m, int il, int *F_out) {
+    const layer_weights *l = &m->layers[il];
+    int H = m->cfg.n_embd, F = m->cfg.n_ff;
+    float *rows = calloc((size_t)3 * F * H, sizeof(float)), *tmp = malloc(sizeof(float) * (size_t)F * H);
+    int gated = l->ffn_gate.w != NULL || l->ffn_gate_up.w != NULL;
+    if (l->ffn_gate_up.w) { // fused [gate; up] rows (Phi-3)
+        for (int f = 0; f < F; f++) {
+            tensor_row(l->ffn_gate_up.w, f, rows + (size_t)3 * f * H);
+            tensor_row(l->ffn_gate_up.w, F + f, rows + (size_t)(3 * f + 1) * H);
+        }
+    }
+    // up (and gate) rows: [F, H] stored, or [H, F] when transposed (GPT-2 Conv1D)
+    for (int which = 0; which < 2 && !l->ffn_gate_up.w; which++) {
+        const weight *w = which == 0 ? (gated ? &l->ffn_gate : &l->ffn_up) : &l->ffn_up;
+        if (which == 1 && !gated) break;
+        for (int r = 0; r < (w->trans ? H : F); r++) tensor_row(w->w, r, tmp + (size_t)r * (w->trans ? F : H));
+        for (int f = 0; f < F; f++)
+            for (int i = 0; i < H; i++)
+                rows[(size_t)(3 * f + which) * H + i] = w->trans ? tmp[(size_t)i * F + f] : tmp[(size_t)f * H + i];
+    }
+    const weight *d = &l->ffn_down; // [H, F] stored (rows of F), or [F, H] transposed
+    for (int r = 0; r < (d->trans ? F : H); r++) tensor_row(d->w, r, tmp + (size_t)r * (d->trans ? H : F));
+    for (int f = 0; f < F; f++)
+        for (int i = 0; i < H; i++) rows[(size_t)(3 * f + 2) * H + i] = d->trans ? tmp[(size_t)f * H + i] : tmp[(size_t)i * F + f];
+    free(tmp);
+    *F_out = F;
+    return rows;
+}
+
+static void check_family(const char *fam) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, fam);
+    infer_model *m;
+    CHECK(infer_model_load(dir, &m) == INFER_OK, "%s", infer_last_error());
+    if (!m) return;
+    int H = m->cfg.n_embd, F, il = m->cfg.n_layer - 1;
+    const layer_weights *l = &m->layers[il];
+    int gated = l->ffn_gate.w != NULL || l->ffn_gate_up.w != NULL;
+    float *rows = feature_rows(m, il, &F);
+    tensor ffn = {"ffn", DT_F32, "f32", 2, {H, 3 * F}, rows, sizeof(float) * 3 * (size_t)F * H, NULL};
+    tensor gv = {"gate", DT_F32, "f32", 2, {H, F}, NULL, 0, NULL};
+    float *gate = malloc(sizeof(float) * (size_t)F * H);
+    for (int f = 0; f < F; f++) memcpy(gate + (size_t)f * H, rows + (size_t)3 * f * H, sizeof(float) * H);
+    gv.data = gate, gv.nbytes = sizeof(float) * (size_t)F * H;
+    const float *ub = !gated && l->ffn_up_b ? l->ffn_up_b->f32 : NULL, *db = l->ffn_down_b ? l->ffn_down_b->f32 : NULL;
+    walk_layer wl = {&gv, &ffn, gated, m->cfg.act, ub, db};
+    walk_scratch *ws = walk_scratch_new(F, H);
+    float *x = malloc(sizeof(float) * H), *out = malloc(sizeof(float) * H), *ref = malloc(sizeof(float) * H);
+    float *g = malloc(sizeof(float) * F), *u = malloc(sizeof(float) * F), *out2 = malloc(sizeof(float) * H);
+    for (int i = 0; i < H; i++) x[i] = frand();
+
+    // all features: the dense FFN (biases aside: the fixtures' are added outside the FFN core)
+    walk_ffn(&wl, x, F, out, ws);
+    if (l->ffn_gate_up.w) {
+        float *gu = malloc(sizeof(float) * 2 * F);
+        matmul(gu, x, &l->ffn_gate_up, NULL, 1, H, 2 * F);
+        memcpy(g, gu, sizeof(float) * F), memcpy(u, gu + F, sizeof(float) * F);
+        free(gu);
+    } else {
+        matmul(g, x, gated ? &l->ffn_gate : &l->ffn_up, NULL, 1, H, F);
+        if (gated) matmul(u, x, &l->ffn_up, NULL, 1, H, F);
+    }
+    if (ub) for (int f = 0; f < F; f++) g[f] += ub[f];
+    activate(g, F, m->cfg.act);
+    if (gated) for (int f = 0; f < F; f++) g[f] *= u[f];
+    matmul(ref, g, &l->ffn_down, db, 1, F, H);
+    double e = 0, s = 0;
+    for (int i = 0; i < H; i++) e += (out[i] - ref[i]) * (out[i] - ref[i]), s += ref[i] * ref[i];
+    CHECK(e <= 1e-10 * s, "%s: walk over all %d features vs dense FFN: relative error %g", fam, F, sqrt(e / s));
+
+    // k features: against a double sum over the k features of largest |gate . x|
+    int k = F / 8;
+    walk_ffn(&wl, x, k, out, ws);
+    int nk;
+    const int32_t *sel = walk_selected(ws, &nk);
+    CHECK(nk == k, "%s: %d features selected, wanted %d", fam, nk, k);
+    double *want = calloc(H, sizeof(double));
+    for (int j = 0; j < nk; j++) {
+        const float *fr = rows + (size_t)3 * sel[j] * H;
+        double gs = 0, us = 0;
+        for (int i = 0; i < H; i++) gs += (double)fr[i] * x[i], us += (double)fr[H + i] * x[i];
+        float a = (float)gs + (ub ? ub[sel[j]] : 0.0f);
+        activate(&a, 1, m->cfg.act);
+        double av = gated ? a * us : a;
+        for (int i = 0; i < H; i++) want[i] += av * fr[2 * H + i];
+    }
+    if (db) for (int i = 0; i < H; i++) want[i] += db[i];
+    e = 0, s = 0;
+    for (int i = 0; i < H; i++) e += (out[i] - want[i]) * (out[i] - want[i]), s += want[i] * want[i];
+    CHECK(e <= 1e-9 * s, "%s: walk over %d features vs double sum: relative error %g", fam, k, sqrt(e / s));
+
+    // the same bits with 1 and 2 threads
+    int nt = pool_threads();
+    pool_set_threads(1);
+    walk_ffn(&wl, x, F, out, ws);
+    pool_set_threads(2);
+    walk_ffn(&wl, x, F, out2, ws);
+    pool_set_threads(nt);
+    CHECK(!memcmp(out, out2, sizeof(float) * H), "%s: walk differs between 1 and 2 threads", fam);
+
+    free(want), free(x), free(out), free(out2), free(ref), free(g), free(u), free(rows), free(gate);
+    walk_scratch_free(ws);
+    infer_model_free(m);
+}
+
+int main(void) {
+    check_topk();
+    const char *fams[] = {"llama", "gemma3", "gpt2", "phi3", "starcoder2"};
+    for (int i = 0; i < 5; i++) check_family(fams[i]);
+    return check_summary("walk");
+}
