@@ -112,6 +112,21 @@ infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits
 infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, float *hidden);
 
 // ---------------------------------------------------------------------------
+// Layer graphs: how each layer advances the residual stream. "dense" (the
+// default) is exact; the others are approximations, measured by the caller
+// against dense:
+//   walk[:A-B][@K|@P%]   the FFN from the top K features (by |gate . x|) of an
+//                        attached vindex (default_k when no @; <= 0: all)
+//   cached:0-B           layers 0..B replaced by the residual and K/V that a
+//                        template prompt left there (infer_ctx_set_template);
+//                        valid only for that template's tokens and positions
+// Items are joined by commas, e.g. "cached:0-12,walk:13-23@10%,dense:24-33".
+infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k);
+// Records the template for the graph's cached layers (a dense pass over ids);
+// the context is left empty.
+infer_status infer_ctx_set_template(infer_ctx *ctx, const int32_t *ids, int n);
+
+// ---------------------------------------------------------------------------
 // Sampling (llama.cpp's chain and defaults)
 
 typedef struct {

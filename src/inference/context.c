@@ -1,5 +1,6 @@
 // Contexts: the KV cache and scratch of one sequence, and infer_eval.
 #include "inference/context.h"
+#include "vindex/walk.h"
 #include "base/error.h"
 #include "base/pool.h"
 
@@ -70,6 +71,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->ple_tmp = alloc_f(T * LP + E, &ok);
     c->row = alloc_f(nrow, &ok);
     c->eo = alloc_f(E, &ok);
+    if (m->walk && !(c->ws = walk_scratch_new(m->walk_max_features, E))) ok = 0;
     if (!ok) {
         infer_ctx_free(c);
         return fail(INFER_ERR_NOMEM, "out of memory allocating a context of %d positions", n_ctx);
@@ -77,6 +79,9 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     *out = c;
     return INFER_OK;
 }
+
+static void free_template(infer_ctx *c);
+static infer_status eval(infer_ctx *c, const int32_t *ids, int n, float *logits, int last_only, float *hidden);
 
 void infer_ctx_free(infer_ctx *c) {
     if (!c) return;
@@ -88,7 +93,74 @@ void infer_ctx_free(infer_ctx *c) {
     free(c->v_cache);
     float *bufs[] = {c->x, c->xn, c->q, c->k, c->v, c->qkv, c->att, c->o, c->ff, c->ff2, c->scores, c->ple, c->ple_tmp, c->row, c->eo};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free_template(c);
+    free(c->plan);
+    walk_scratch_free(c->ws);
     free(c);
+}
+
+static void free_template(infer_ctx *c) {
+    for (int i = 0; i < c->tmpl_layers; i++) {
+        if (c->tmpl_k) free(c->tmpl_k[i]);
+        if (c->tmpl_v) free(c->tmpl_v[i]);
+    }
+    free(c->tmpl_k), free(c->tmpl_v), free(c->tmpl_x);
+    c->tmpl_k = c->tmpl_v = NULL, c->tmpl_x = NULL;
+    c->tmpl_n = c->tmpl_layers = 0;
+}
+
+infer_status infer_ctx_set_graph(infer_ctx *c, const char *spec, int default_k) {
+    const infer_model *m = c->m;
+    int L = m->cfg.n_layer;
+    layer_plan *plan = malloc(sizeof *plan * (size_t)L);
+    if (!plan) return fail(INFER_ERR_NOMEM, "out of memory");
+    char err[256];
+    if (!graph_parse(spec, L, default_k, plan, err, sizeof err)) { free(plan); return fail(INFER_ERR_ARG, "%s", err); }
+    int n_cached = 0, walks = 0;
+    for (int i = 0; i < L; i++) n_cached += plan[i].kind == G_CACHED, walks += plan[i].kind == G_WALK;
+    if (walks && !m->walk) { free(plan); return fail(INFER_ERR_ARG, "graph \"%s\": walk layers need a vindex (-x)", spec); }
+    if (walks && m->cfg.n_expert) { free(plan); return fail(INFER_ERR_UNSUPPORTED, "graph \"%s\": walk layers of a mixture of experts are not supported", spec); }
+    if ((walks || m->walk) && !c->ws) {
+        c->ws = walk_scratch_new(m->walk_max_features, m->cfg.n_embd);
+        if (!c->ws) { free(plan); return fail(INFER_ERR_NOMEM, "out of memory for the walk"); }
+    }
+    free(c->plan);
+    c->plan = plan;
+    c->n_cached = n_cached;
+    return INFER_OK;
+}
+
+infer_status infer_ctx_set_template(infer_ctx *c, const int32_t *ids, int n) {
+    const infer_config *cf = &c->m->cfg;
+    if (!c->plan || c->n_cached == 0) return fail(INFER_ERR_ARG, "the graph has no cached layers to record a template for");
+    if (n <= 0 || n > c->n_ctx) return fail(INFER_ERR_ARG, "a template of %d tokens does not fit a context of %d", n, c->n_ctx);
+    free_template(c);
+    int E = cf->n_embd, nc = c->n_cached;
+    c->tmpl_x = malloc(sizeof(float) * (size_t)n * E);
+    c->tmpl_k = calloc((size_t)nc, sizeof(float *));
+    c->tmpl_v = calloc((size_t)nc, sizeof(float *));
+    if (!c->tmpl_x || !c->tmpl_k || !c->tmpl_v) { free_template(c); return fail(INFER_ERR_NOMEM, "out of memory for the template"); }
+    c->tmpl_layers = nc; // forward copies the residual after layer nc - 1 into capture
+    // the template's own pass is dense
+    layer_plan *plan = c->plan;
+    c->plan = NULL;
+    c->capture = c->tmpl_x;
+    c->n_past = 0;
+    infer_status st = eval(c, ids, n, NULL, 0, NULL);
+    c->plan = plan;
+    c->capture = NULL;
+    for (int il = 0; !st && il < nc; il++) {
+        if (cf->layers[il].kv_source != il) continue;
+        size_t bytes = sizeof(float) * (size_t)n * cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        c->tmpl_k[il] = malloc(bytes), c->tmpl_v[il] = malloc(bytes);
+        if (!c->tmpl_k[il] || !c->tmpl_v[il]) { st = fail(INFER_ERR_NOMEM, "out of memory for the template"); break; }
+        memcpy(c->tmpl_k[il], c->k_cache[il], bytes);
+        memcpy(c->tmpl_v[il], c->v_cache[il], bytes);
+    }
+    c->n_past = 0;
+    if (st) { free_template(c); return st; }
+    c->tmpl_n = n;
+    return INFER_OK;
 }
 
 void infer_ctx_reset(infer_ctx *c) { c->n_past = 0; }

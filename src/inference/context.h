@@ -4,12 +4,13 @@
 #define INFER_INFERENCE_CONTEXT_H
 
 #include "models/model.h"
+#include "inference/graph.h"
 
 #define N_BATCH 64 // tokens per pass of the layer loop
 
 // Phases of the forward pass timed when a context profiles (bench-components).
 enum phase {
-    PH_EMBED, PH_NORM, PH_QKV, PH_ROPE, PH_ATTN, PH_O, PH_GATE_UP, PH_ACT, PH_DOWN, PH_RESIDUAL, PH_MOE, PH_PLE,
+    PH_EMBED, PH_NORM, PH_QKV, PH_ROPE, PH_ATTN, PH_O, PH_GATE_UP, PH_ACT, PH_DOWN, PH_RESIDUAL, PH_MOE, PH_PLE, PH_WALK,
     PH_LOGITS, PH_COUNT
 };
 extern const char *const phase_names[PH_COUNT];
@@ -38,6 +39,15 @@ struct infer_ctx {
     float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
     float *row;         // (max(n_embd, n_expert)) one decoded row / router logits
     float *eo;          // (n_embd) one expert's output
+    // layer graph (infer_ctx_set_graph): NULL is dense everywhere
+    layer_plan *plan;
+    int n_cached;       // layers [0, n_cached) come from the template
+    struct walk_scratch *ws;
+    // the template of cached layers (infer_ctx_set_template)
+    int tmpl_n, tmpl_layers;   // its tokens, and the prefix it was recorded for
+    float *tmpl_x;             // (tmpl_n, n_embd) residual after layer tmpl_layers - 1
+    float **tmpl_k, **tmpl_v;  // per recorded layer with its own K/V: (tmpl_n, n_kv*hd)
+    float *capture;            // while recording: where forward copies that residual
     int profiling;      // accumulate seconds per phase into prof
     double prof[PH_COUNT];
 };

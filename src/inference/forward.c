@@ -4,6 +4,7 @@
 #include "inference/context.h"
 #include "compute/cpu/ops.h"
 #include "compute/cpu/attn.h"
+#include "vindex/walk.h"
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
 #include "base/half.h"
@@ -19,7 +20,7 @@ static const float *f32_or_null(const tensor *t) { return t ? t->f32 : NULL; }
 
 const char *const phase_names[PH_COUNT] = {
     "embedding", "norms", "QKV projection", "RoPE", "attention (scores+softmax+V)", "O projection",
-    "FFN gate+up", "activation", "FFN down", "residual", "MoE (router+experts)", "per-layer inputs", "final norm+logits",
+    "FFN gate+up", "activation", "FFN down", "residual", "MoE (router+experts)", "per-layer inputs", "walk FFN", "final norm+logits",
 };
 
 static double now_s(void) {
@@ -307,6 +308,19 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     TIMED(PH_DOWN, matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
 
+// The walk FFN of each token over the plan's top-K features of the layer
+// (all of them for a dense layer whose FFN lives only in the vindex).
+static void walk(infer_ctx *c, int il, int T) {
+    const walk_layer *wl = &c->m->walk[il];
+    int E = c->m->cfg.n_embd, F = (int)wl->gate_vectors->ne[1], k = F;
+    const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
+    if (lp && lp->kind == G_WALK && lp->k > 0) {
+        k = lp->pct ? (int)((long long)F * lp->k / 100) : lp->k;
+        k = k < 1 ? 1 : k > F ? F : k;
+    }
+    for (int t = 0; t < T; t++) walk_ffn(wl, c->xn + (size_t)t * E, k, c->o + (size_t)t * E, c->ws);
+}
+
 // One expert on one token: out = down(act(gate x) * up x).
 static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, float *out) {
     const infer_config *cf = &c->m->cfg;
@@ -401,7 +415,9 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale
     TIMED(PH_NORM, norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
+    const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
+    else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
     else mlp(c, l, c->xn, c->o, T);
     if (l->post_ffn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_ffn_norm, NULL, T));
     TIMED(PH_RESIDUAL, residual(c->x, c->o, cf->residual_scale, T, E));
@@ -441,11 +457,30 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         c->scores_threads = pool_threads();
     }
 
-    TIMED(PH_EMBED, embed(c, ids, T, pos0));
-    if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
+    int first_layer = 0;
+    if (c->plan && c->n_cached > 0) {
+        // cached layers: the template's residual and K/V at these positions
+        if (!c->tmpl_x || c->tmpl_layers != c->n_cached)
+            return fail(INFER_ERR_ARG, "the graph's cached layers 0-%d need a template recorded for them", c->n_cached - 1);
+        if (pos0 + T > c->tmpl_n)
+            return fail(INFER_ERR_ARG, "cached layers: positions up to %d are beyond the template's %d tokens", pos0 + T - 1, c->tmpl_n);
+        memcpy(c->x, c->tmpl_x + (size_t)pos0 * E, sizeof(float) * (size_t)T * E);
+        for (int il = 0; il < c->n_cached; il++) {
+            if (!c->tmpl_k[il]) continue;
+            size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+            memcpy(c->k_cache[il] + (size_t)pos0 * nkv, c->tmpl_k[il] + (size_t)pos0 * nkv, sizeof(float) * T * nkv);
+            memcpy(c->v_cache[il] + (size_t)pos0 * nkv, c->tmpl_v[il] + (size_t)pos0 * nkv, sizeof(float) * T * nkv);
+        }
+        first_layer = c->n_cached;
+        if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
+    } else {
+        TIMED(PH_EMBED, embed(c, ids, T, pos0));
+        if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
+    }
     if (hidden) memcpy(hidden, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
-    for (int il = 0; il < cf->n_layer; il++) {
+    for (int il = first_layer; il < cf->n_layer; il++) {
         layer(c, il, T, pos0);
+        if (c->capture && il == c->tmpl_layers - 1) memcpy(c->capture + (size_t)pos0 * E, c->x, sizeof(float) * (size_t)T * E);
         if (hidden && il < cf->n_layer - 1) memcpy(hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
     }
     c->n_past += T;

@@ -67,6 +67,9 @@ struct infer_model {
     // ggml's CPU numerics elsewhere: K/V and q.k in f16, f16 attention
     // probabilities, GELU from an f16 table. Float models run exact f32.
     int ggml_numerics;
+    // Per-layer feature rows for walk layers (an attached vindex), or NULL.
+    struct walk_layer_s *walk;
+    int walk_max_features;
 };
 
 // Fills the slots from the store and checks every shape against the config.

@@ -11,7 +11,7 @@
 
 #include "models/tensor.h"
 
-typedef struct {
+typedef struct walk_layer_s {
     const tensor *gate_vectors; // [F, H]: the KNN's gate rows (f32, f16 or q4_0)
     const tensor *ffn;          // [3F, H]: rows 3f, 3f + 1, 3f + 2 = gate, up, down of feature f
     int gated;                  // 0: plain MLP (rows 3f hold the up row; act(up . x) * down)

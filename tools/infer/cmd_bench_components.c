@@ -38,7 +38,7 @@ static int profile(const char *label, infer_model *m, int T, int reps) {
     for (int p = 0; p < PH_COUNT; p++) {
         if (p == PH_EMBED || p == PH_LOGITS) continue;
         double us = c->prof[p] / reps / L * 1e6;
-        if (us < 0.05 && (p == PH_MOE || p == PH_PLE)) continue;
+        if (us < 0.05 && (p == PH_MOE || p == PH_PLE || p == PH_WALK)) continue;
         printf("| %s | %.1f | %.1f%% |\n", phase_names[p], us, 100 * us / (layer * 1e6));
     }
     printf("| **layer total** | **%.1f** | |\n", layer * 1e6);

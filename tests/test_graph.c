@@ -1,0 +1,142 @@
+// Layer graphs: spec parsing (and its errors), a cached prefix replayed on
+// its own template giving the dense logits exactly, the walk over every
+// feature giving the dense logits, and a small-K walk staying close.
+#include "check.h"
+#include "infer.h"
+#include "inference/graph.h"
+#include "inference/context.h"
+#include "vindex/walk.h"
+#include "models/model.h"
+#include "models/dtype.h"
+#include "compute/cpu/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void check_parse(void) {
+    layer_plan p[10];
+    char err[256];
+    CHECK(graph_parse("dense", 10, 8, p, err, sizeof err) && p[3].kind == G_DENSE, "dense");
+    CHECK(graph_parse("walk", 10, 8, p, err, sizeof err) && p[9].kind == G_WALK && p[9].k == 8 && !p[9].pct, "walk");
+    CHECK(graph_parse("cached:0-2,walk:3-5@10%,dense:6-9", 10, 8, p, err, sizeof err) && p[0].kind == G_CACHED &&
+              p[2].kind == G_CACHED && p[3].kind == G_WALK && p[5].k == 10 && p[5].pct && p[6].kind == G_DENSE,
+          "mix: %s", err);
+    CHECK(graph_parse("walk:4@3", 10, 0, p, err, sizeof err) && p[4].kind == G_WALK && p[4].k == 3 && p[3].kind == G_DENSE, "one layer");
+    const char *bad[] = {"fast", "walk:3-2", "walk:0-10", "cached", "cached:1-3", "cached:0-1,dense:2,cached:3",
+                         "dense@4", "walk@0", "walk@101%", "walk:1-3,walk:3-4", "walk:", "walk:x", "dense,", "walk@5x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        int ok = graph_parse(bad[i], 10, 8, p, err, sizeof err);
+        CHECK(!ok && strstr(err, "graph"), "graph \"%s\" accepted (%s)", bad[i], err);
+    }
+}
+
+// Feature rows of every layer, in f32, from the model's own weights.
+static walk_layer *walk_from_weights(infer_model *m, float ***store) {
+    int L = m->cfg.n_layer, H = m->cfg.n_embd, F = m->cfg.n_ff;
+    walk_layer *w = calloc((size_t)L, sizeof *w);
+    *store = calloc((size_t)L * 2, sizeof(float *));
+    float *tmp = malloc(sizeof(float) * (size_t)F * H);
+    for (int il = 0; il < L; il++) {
+        const layer_weights *l = &m->layers[il];
+        float *rows = calloc((size_t)3 * F * H, sizeof(float)), *gate = malloc(sizeof(float) * (size_t)F * H);
+        for (int f = 0; f < F; f++) {
+            tensor_row(l->ffn_gate.w, f, rows + (size_t)3 * f * H);
+            tensor_row(l->ffn_up.w, f, rows + (size_t)(3 * f + 1) * H);
+            memcpy(gate + (size_t)f * H, rows + (size_t)3 * f * H, sizeof(float) * H);
+        }
+        for (int r = 0; r < H; r++) tensor_row(l->ffn_down.w, r, tmp + (size_t)r * F);
+        for (int f = 0; f < F; f++)
+            for (int i = 0; i < H; i++) rows[(size_t)(3 * f + 2) * H + i] = tmp[(size_t)i * F + f];
+        tensor *t = calloc(2, sizeof(tensor));
+        t[0] = (tensor){"gate", DT_F32, "f32", 2, {H, F}, gate, sizeof(float) * (size_t)F * H, NULL};
+        t[1] = (tensor){"ffn", DT_F32, "f32", 2, {H, 3 * F}, rows, sizeof(float) * 3 * (size_t)F * H, NULL};
+        w[il] = (walk_layer){&t[0], &t[1], 1, m->cfg.act, NULL, NULL};
+        (*store)[2 * il] = (float *)t;
+        (*store)[2 * il + 1] = rows;
+    }
+    free(tmp);
+    m->walk = w;
+    m->walk_max_features = F;
+    return w;
+}
+
+static void free_walk(infer_model *m, float **store) {
+    for (int il = 0; il < m->cfg.n_layer; il++) {
+        tensor *t = (tensor *)store[2 * il];
+        free((void *)t[0].data), free((void *)t[1].data), free(t);
+    }
+    free(store), free(m->walk);
+    m->walk = NULL;
+}
+
+static double rel_err(const float *a, const float *b, size_t n) {
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) e += (double)(a[i] - b[i]) * (a[i] - b[i]), s += (double)b[i] * b[i];
+    return sqrt(e / s);
+}
+
+static void check_model(const char *fam) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, fam);
+    infer_model *m;
+    CHECK(infer_model_load(dir, &m) == INFER_OK, "%s", infer_last_error());
+    if (!m) return;
+    int V = infer_model_n_vocab(m), T = 12, L = m->cfg.n_layer;
+    int32_t ids[12];
+    for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 37 + 5) % V);
+    float *dense = malloc(sizeof(float) * (size_t)T * V), *got = malloc(sizeof(float) * (size_t)T * V);
+    infer_ctx *c;
+    CHECK(infer_ctx_new(m, 32, &c) == INFER_OK, "%s", infer_last_error());
+    CHECK(infer_eval(c, ids, T, dense, 0) == INFER_OK, "%s", infer_last_error());
+
+    // walk without a vindex is refused
+    CHECK(infer_ctx_set_graph(c, "walk", 0) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: walk without a vindex accepted", fam);
+
+    // cached prefix replayed on its own template: the dense logits, bit for bit
+    char spec[64];
+    snprintf(spec, sizeof spec, "cached:0-%d", L / 2);
+    CHECK(infer_ctx_set_graph(c, spec, 0) == INFER_OK, "%s", infer_last_error());
+    infer_ctx_reset(c);
+    CHECK(infer_eval(c, ids, T, got, 0) != INFER_OK, "%s: cached graph ran without a template", fam);
+    CHECK(infer_ctx_set_template(c, ids, T) == INFER_OK, "%s", infer_last_error());
+    infer_ctx_reset(c);
+    CHECK(infer_eval(c, ids, T, got, 0) == INFER_OK, "%s", infer_last_error());
+    CHECK(!memcmp(got, dense, sizeof(float) * (size_t)T * V), "%s: cached graph on its template differs from dense", fam);
+    infer_ctx_reset(c);
+    int32_t more[13];
+    memcpy(more, ids, sizeof ids), more[12] = 1;
+    CHECK(infer_eval(c, more, 13, NULL, 0) != INFER_OK, "%s: cached graph ran past its template", fam);
+
+    // walk over every feature of an in-memory vindex: the dense logits
+    float **store;
+    walk_from_weights(m, &store);
+    infer_ctx_free(c);
+    CHECK(infer_ctx_new(m, 32, &c) == INFER_OK, "%s", infer_last_error());
+    CHECK(infer_ctx_set_graph(c, "walk", 0) == INFER_OK, "%s", infer_last_error());
+    CHECK(infer_eval(c, ids, T, got, 0) == INFER_OK, "%s", infer_last_error());
+    double e = rel_err(got, dense, (size_t)T * V);
+    CHECK(e < 1e-5, "%s: walk over all features vs dense: relative error %g", fam, e);
+    // half the features on half the layers: close, not equal
+    snprintf(spec, sizeof spec, "walk:%d-%d@50%%", L / 2, L - 1);
+    infer_ctx_reset(c);
+    CHECK(infer_ctx_set_graph(c, spec, 0) == INFER_OK, "%s", infer_last_error());
+    CHECK(infer_eval(c, ids, T, got, 0) == INFER_OK, "%s", infer_last_error());
+    e = rel_err(got, dense, (size_t)T * V);
+    printf("%s: walk@50%% on layers %d-%d: logits relative error %.3g\n", fam, L / 2, L - 1, e);
+    CHECK(e > 0 && e < 0.5, "%s: walk@50%% relative error %g", fam, e);
+
+    infer_ctx_free(c);
+    free_walk(m, store);
+    free(dense), free(got);
+    infer_model_free(m);
+}
+
+int main(void) {
+    check_parse();
+    check_model("llama");
+    check_model("gemma3");
+    return check_summary("graph");
+}
