@@ -108,8 +108,9 @@ infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits
 // As infer_eval, and also records the residual stream at the last position:
 // hidden gets (n_layer + 1) x n_embd floats: row 0 the embedding output, row i
 // the output of layer i, the last row after the final norm (transformers'
-// convention for output_hidden_states).
-infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, float *hidden);
+// convention for output_hidden_states). Under a graph with cached layers,
+// rows 0..n_cached hold the residual the cached layers hand on.
+infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only, float *hidden);
 
 // ---------------------------------------------------------------------------
 // Layer graphs: how each layer advances the residual stream. "dense" (the
@@ -125,6 +126,8 @@ infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k
 // Records the template for the graph's cached layers (a dense pass over ids);
 // the context is left empty.
 infer_status infer_ctx_set_template(infer_ctx *ctx, const int32_t *ids, int n);
+// Layers the graph takes from the template (0: none).
+int infer_ctx_n_cached(const infer_ctx *ctx);
 
 // ---------------------------------------------------------------------------
 // Sampling (llama.cpp's chain and defaults)

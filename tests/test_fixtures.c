@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     CHECK(infer_ctx_new(m, T + n_greedy + 8, &c) == INFER_OK, "%s", infer_last_error());
     float *logits = malloc(sizeof(float) * (size_t)T * V);
     float *hidden = malloc(sizeof(float) * (size_t)(L + 1) * E);
-    CHECK(infer_eval_hidden(c, ids, T, logits, hidden) == INFER_OK, "%s", infer_last_error());
+    CHECK(infer_eval_hidden(c, ids, T, logits, 0, hidden) == INFER_OK, "%s", infer_last_error());
     double e = test_rel_err(logits, ref_logits, (size_t)T * V);
     CHECK(e <= 1e-3, "logits: max error %.3g of the RMS", e);
     int top_ok = 1;

@@ -194,9 +194,11 @@ infer_status infer_eval(infer_ctx *c, const int32_t *ids, int n, float *logits, 
     return eval(c, ids, n, logits, last_only, NULL);
 }
 
-infer_status infer_eval_hidden(infer_ctx *c, const int32_t *ids, int n, float *logits, float *hidden) {
-    return eval(c, ids, n, logits, 0, hidden);
+infer_status infer_eval_hidden(infer_ctx *c, const int32_t *ids, int n, float *logits, int last_only, float *hidden) {
+    return eval(c, ids, n, logits, last_only, hidden);
 }
+
+int infer_ctx_n_cached(const infer_ctx *c) { return c->plan ? c->n_cached : 0; }
 
 void infer_set_threads(int n) { pool_set_threads(n); }
 int infer_get_threads(void) { return pool_threads(); }

@@ -477,7 +477,8 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         TIMED(PH_EMBED, embed(c, ids, T, pos0));
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
-    if (hidden) memcpy(hidden, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
+    if (hidden)
+        for (int il = 0; il <= first_layer; il++) memcpy(hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
     for (int il = first_layer; il < cf->n_layer; il++) {
         layer(c, il, T, pos0);
         if (c->capture && il == c->tmpl_layers - 1) memcpy(c->capture + (size_t)pos0 * E, c->x, sizeof(float) * (size_t)T * E);
