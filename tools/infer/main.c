@@ -15,6 +15,7 @@ static const char *g_usage =
     "  chat    [-m MODEL] [--system TEXT]        interactive chat with the model's chat template\n"
     "  bench   -m MODEL [-t N -p 512 -n 128 -r 5 -o md|json]   prompt and generation speed (llama-bench table)\n"
     "  bench-components [-m MODEL] [-t N -p 6]   µs per layer for each component, and a synthetic Gemma-3-4B layer\n"
+    "  bench-knn [-t N] [--features F --hidden H -k K]   gate KNN µs per layer (f32, f16, q4_0), Gemma-3-4B shape\n"
     "  convert HF_DIR OUT.gguf [--type f16]      write a GGUF file that llama.cpp loads (f32 f16 bf16 q8_0 q4_k_m ...)\n"
     "  quantize IN.gguf OUT.gguf TYPE            re-encode a GGUF file's matrices (q8_0, q4_k_m, q6_k, f16, ...)\n"
     "\n"
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench-components")) return cmd_bench_components(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench-knn")) return cmd_bench_knn(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }

@@ -1,0 +1,64 @@
+// infer bench-knn [-t N] [-r R] [--features F] [--hidden H] [-k K]
+// Gate KNN at a Gemma-3-4B layer's shape (10,240 features x 2,560 by
+// default): scores = gate vectors . x, then the top K by |score|, for f32,
+// f16 and q4_0 gate vectors (random), in µs per layer.
+#include "cli.h"
+#include "vindex/walk.h"
+#include "models/dtype.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) {
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
+}
+
+int cmd_bench_knn(int argc, char **argv) {
+    long F = 10240, H = 2560, reps = 20, K = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r = cli_threads_flag(argc, argv, &i);
+        if (r < 0) return 1;
+        if (r) continue;
+        if (!strcmp(argv[i], "-r")) { if (!(v = cli_value(argc, argv, &i)) || (reps = cli_parse_count("-r", v, 100000)) < 1) return reps == 0 ? cli_error("bench-knn: -r must be at least 1") : 1; }
+        else if (!strcmp(argv[i], "--features")) { if (!(v = cli_value(argc, argv, &i)) || (F = cli_parse_count("--features", v, 1 << 20)) < 1) return F == 0 ? cli_error("bench-knn: --features must be at least 1") : 1; }
+        else if (!strcmp(argv[i], "--hidden")) {
+            if (!(v = cli_value(argc, argv, &i)) || (H = cli_parse_count("--hidden", v, 1 << 16)) < 0) return 1;
+            if (H == 0 || H % 32) return cli_error("bench-knn: --hidden must be a positive multiple of 32, not %ld", H);
+        } else if (!strcmp(argv[i], "-k")) { if (!(v = cli_value(argc, argv, &i)) || (K = cli_parse_count("-k", v, 1 << 20)) < 0) return 1; }
+        else return cli_error("bench-knn: unknown option \"%s\"", argv[i]);
+    }
+    if (K == 0) K = F / 10 > 0 ? F / 10 : 1;
+    if (K > F) return cli_error("bench-knn: -k %ld is more than the %ld features", K, F);
+    float *rows = malloc(sizeof(float) * (size_t)F * H), *x = malloc(sizeof(float) * H), *s = malloc(sizeof(float) * F);
+    int32_t *idx = malloc(sizeof(int32_t) * F);
+    void *q = malloc(sizeof(float) * (size_t)F * H);
+    if (!rows || !x || !s || !idx || !q) return cli_error("out of memory for %ld x %ld gate vectors", F, H);
+    for (size_t i = 0; i < (size_t)F * H; i++) rows[i] = frand() * 0.05f;
+    for (int i = 0; i < H; i++) x[i] = frand();
+    printf("gate KNN, %ld features x %ld, top %ld by |score|, %d threads, best of %ld runs\n\n", F, H, K, infer_get_threads(), reps);
+    printf("| gate type | MB | scores µs | top-K µs | total µs/layer |\n| --- | ---: | ---: | ---: | ---: |\n");
+    int types[] = {DT_F32, DT_F16, DT_Q4_0};
+    for (int ti = 0; ti < 3; ti++) {
+        int t = types[ti];
+        size_t bytes = dtype_row_size(t, H) * (size_t)F;
+        dtype_get(t)->from_float(rows, q, (int64_t)F * H);
+        tensor g = {"gate", t, dtype_get(t)->name, 2, {H, F}, q, bytes, NULL};
+        double best_s = 1e9, best_k = 1e9;
+        for (long r = 0; r < reps; r++) {
+            double a = cli_now();
+            gate_scores(&g, x, s);
+            double b = cli_now();
+            topk_abs(s, (int)F, (int)K, idx);
+            double e = cli_now();
+            if (b - a < best_s) best_s = b - a;
+            if (e - b < best_k) best_k = e - b;
+        }
+        printf("| %s | %.1f | %.0f | %.0f | %.0f |\n", dtype_get(t)->name, bytes / 1e6, best_s * 1e6, best_k * 1e6, (best_s + best_k) * 1e6);
+    }
+    free(rows), free(x), free(s), free(idx), free(q);
+    return 0;
+}
