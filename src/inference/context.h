@@ -48,6 +48,7 @@ struct infer_ctx {
     float *tmpl_x;             // (tmpl_n, n_embd) residual after layer tmpl_layers - 1
     float **tmpl_k, **tmpl_v;  // per recorded layer with its own K/V: (tmpl_n, n_kv*hd)
     float *capture;            // while recording: where forward copies that residual
+    float *ffn_in;             // NULL, or (n_layer, n_embd): each layer's normed FFN input at the last token
     int profiling;      // accumulate seconds per phase into prof
     double prof[PH_COUNT];
 };

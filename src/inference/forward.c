@@ -415,6 +415,7 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale
     TIMED(PH_NORM, norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
+    if (c->ffn_in) memcpy(c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, sizeof(float) * E);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
