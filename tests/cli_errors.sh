@@ -36,6 +36,9 @@ expect_error "missing model dir" "no such file" "$bin" info -m "$tmp/none"
 expect_error "bad -n" "not an integer" "$bin" run -m "$m" --ids 1 -n -3
 expect_error "unwritable output" "cannot open for writing" "$bin" logits -m "$m" --ids 1 --out "$tmp/no/such/dir/x"
 expect_error "prompt beyond learned positions" "learned positions" "$bin" run -m "$fx/gpt2" --ids 1 -n 300
+expect_error "bench-knn hidden not a multiple of 32" "multiple of 32" "$bin" bench-knn --hidden 100
+expect_error "bench-knn k above features" "more than the" "$bin" bench-knn --features 64 --hidden 64 -k 65
+expect_error "bench-knn zero runs" "at least 1" "$bin" bench-knn -r 0
 
 # and the good paths work
 n=$((n + 1))
