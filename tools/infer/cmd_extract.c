@@ -26,7 +26,9 @@ static int parse_type(const char *flag, const char *s, const type_opt *opts, con
     return -1;
 }
 
-// One line per stage, redrawn in place: "  down_meta    [#######.......]  48%  12.3 s".
+// One line per stage: on a terminal redrawn in place as work advances
+// ("  down_meta     [#######.......]  48%  17664/36864  92.1 s"), in a log
+// written once when the stage ends.
 typedef struct {
     const char *stage;
     int pct;
@@ -37,22 +39,20 @@ typedef struct {
 static void draw(void *user, const char *stage, int64_t done, int64_t total) {
     bar *b = user;
     if (!b->stage || strcmp(b->stage, stage)) {
-        if (b->stage) fputc('\n', stderr);
+        if (b->stage && b->tty) fputc('\n', stderr);
         b->stage = stage;
         b->pct = -1;
         b->t0 = cli_now();
     }
     int pct = total > 0 ? (int)(100 * done / total) : 100;
-    if (pct == b->pct) return;
-    // without a terminal: the start and the end of each stage only
-    if (!b->tty && pct != 100 && b->pct >= 0) return;
+    if (pct == b->pct || (!b->tty && done < total)) return;
     b->pct = pct;
     enum { W = 30 };
     char fill[W + 1];
     for (int i = 0; i < W; i++) fill[i] = i < pct * W / 100 ? '#' : '.';
     fill[W] = 0;
-    fprintf(stderr, "\r  %-13s [%s] %3d%%  %lld/%lld  %.1f s", stage, fill, pct, (long long)done, (long long)total,
-            cli_now() - b->t0);
+    fprintf(stderr, "%s  %-13s [%s] %3d%%  %lld/%lld  %.1f s%s", b->tty ? "\r" : "", stage, fill, pct, (long long)done,
+            (long long)total, cli_now() - b->t0, b->tty ? "" : "\n");
     fflush(stderr);
 }
 
@@ -98,7 +98,7 @@ int cmd_extract(int argc, char **argv) {
     o.user = &b;
     vindex_extract_info info;
     infer_status st = vindex_extract(m, out, &o, &info);
-    if (b.stage) fputc('\n', stderr);
+    if (b.stage && b.tty) fputc('\n', stderr);
     int H = infer_model_n_embd(m);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());
