@@ -201,7 +201,7 @@ static int act_parse(const char *s, int *out) {
     return 1;
 }
 
-static const char *act_name(int a) {
+const char *act_kind_name(int a) {
     switch (a) {
     case ACT_SILU: return "silu";
     case ACT_GELU_TANH: return "gelu_tanh";
@@ -562,7 +562,7 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
     ADD("n_ctx_train          = %d\n", c->n_ctx_train);
     ADD("norm                 = %s%s eps=%g\n", c->fam->norm == NORM_RMS ? "rmsnorm" : "layernorm",
         c->norm_plus_one ? " (1 + w)" : "", c->norm_eps);
-    ADD("activation           = %s\n", act_name(c->act));
+    ADD("activation           = %s\n", act_kind_name(c->act));
     ADD("ffn                  = %s\n", c->fam->ffn == FFN_GATED ? "gated" : c->fam->ffn == FFN_PLAIN ? "plain" : "gpt-oss swiglu");
     ADD("post norms           = %s\n", c->fam->post_norms ? "yes" : "no");
     ADD("attention scale      = %g\n", c->attn_scale ? c->attn_scale : 1.0 / sqrt(c->head_dim));

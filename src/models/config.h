@@ -36,6 +36,7 @@ typedef struct {
 } family;
 
 const family *family_find(const char *model_type);
+const char *act_kind_name(int act); // "silu", "gelu_tanh", ...
 const char *family_list(void); // "llama, mistral, ..." for messages
 
 // RoPE for one layer, resolved for its head_dim: pairs (i * pair_stride,

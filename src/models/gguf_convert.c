@@ -115,6 +115,7 @@ typedef struct {
     gguf_writer *w;
     int type;
     quant_mix *mix;     // a named mix (q4_k_m, ...) picks per tensor; NULL: every matrix is `type`
+    gguf_convert_opts o;
     rows_src **srcs;
     int n_srcs, cap_srcs;
     infer_status st;
@@ -141,8 +142,9 @@ static rows_src *new_src(conv *c, int n_w) {
 }
 
 // llama.cpp's converter keeps 1-D tensors, the router and position embeddings in f32.
-static int pick_type(const conv *c, const char *name, int nd, int64_t ne0) {
+static int pick_type(const conv *c, const char *name, int nd, int64_t ne0, int stored) {
     if (nd < 2 || strstr(name, "ffn_gate_inp") || !strcmp(name, "position_embd.weight")) return DT_F32;
+    if (c->o.keep_types && (stored == DT_F32 || stored == DT_F16 || stored == DT_BF16)) return stored;
     if (c->mix) return quant_mix_type(c->mix, name, nd, ne0, DT_F32);
     const dtype_traits *tr = dtype_get(c->type);
     if (!tr || !tr->from_float || ne0 % tr->blck) return DT_F16;
@@ -152,7 +154,7 @@ static int pick_type(const conv *c, const char *name, int nd, int64_t ne0) {
 static void add_src(conv *c, const char *name, rows_src *s, int nd, int64_t n_exp) {
     if (c->st || !s) return;
     int64_t ne[3] = {s->cols, s->rows_per, n_exp};
-    int type = pick_type(c, name, nd, s->cols);
+    int type = pick_type(c, name, nd, s->cols, s->w[0].w ? s->w[0].w->type : DT_F32);
     c->st = gguf_add_tensor(c->w, name, type, nd, ne, src_row, s);
 }
 
@@ -415,10 +417,12 @@ static void put_layer(conv *c, int il, int rope_normal) {
     put_tensor(c, cf->fam->ffn == FFN_OSS ? NM("post_attention_norm.weight") : NM("ffn_norm.weight"), l->ffn_norm, 0, 0, one);
     put_tensor(c, NM("ffn_norm.bias"), l->ffn_norm_b, 0, 0, 0);
     put_tensor(c, NM("post_ffw_norm.weight"), l->post_ffn_norm, 0, 0, one);
-    put_weight(c, NM("ffn_gate.weight"), &l->ffn_gate, 0);
-    put_weight(c, NM("ffn_up.weight"), l->ffn_gate_up.w ? &l->ffn_gate_up : &l->ffn_up, 0); // Phi-3: fused [gate; up]
+    if (!c->o.skip_ffn) {
+        put_weight(c, NM("ffn_gate.weight"), &l->ffn_gate, 0);
+        put_weight(c, NM("ffn_up.weight"), l->ffn_gate_up.w ? &l->ffn_gate_up : &l->ffn_up, 0); // Phi-3: fused [gate; up]
+    }
     put_tensor(c, NM("ffn_up.bias"), l->ffn_up_b, 0, 0, 0);
-    put_weight(c, NM("ffn_down.weight"), &l->ffn_down, 0);
+    if (!c->o.skip_ffn) put_weight(c, NM("ffn_down.weight"), &l->ffn_down, 0);
     put_tensor(c, NM("ffn_down.bias"), l->ffn_down_b, 0, 0, 0);
     put_tensor(c, NM("ffn_gate_inp.weight"), l->router, 0, 0, 0);
     put_tensor(c, NM("ffn_gate_inp.bias"), l->router_b, 0, 0, 0);
@@ -448,22 +452,24 @@ static void put_layer(conv *c, int il, int rope_normal) {
 #undef NM
 }
 
-static infer_status convert(const infer_model *m, const char *out_path, int type, quant_mix *mix) {
+static infer_status convert(const infer_model *m, const char *out_path, int type, quant_mix *mix, const gguf_convert_opts *o) {
     const infer_config *cf = &m->cfg;
     const char *a = gguf_arch_of(cf->model_type);
     if (!a) return fail(INFER_ERR_UNSUPPORTED, "convert: no GGUF architecture for model type \"%s\"", cf->model_type);
     if (cf->from_gguf) return fail(INFER_ERR_UNSUPPORTED, "convert: the source is already a GGUF file");
     const dtype_traits *tr = dtype_get(type);
     if (!tr || !tr->from_float) return fail(INFER_ERR_UNSUPPORTED, "convert: no encoder for type %d yet", type);
-    conv c = {m, gguf_writer_new(), type, mix, NULL, 0, 0, INFER_OK};
+    conv c = {m, gguf_writer_new(), type, mix, {0}, NULL, 0, 0, INFER_OK};
     if (!c.w) return fail(INFER_ERR_NOMEM, "out of memory");
+    if (o) c.o = *o;
+    if (c.o.skip_ffn && cf->n_expert) { gguf_writer_free(c.w); return fail(INFER_ERR_UNSUPPORTED, "convert: leaving out the FFN of a mixture of experts"); }
 
     const char *base = strrchr(m->path, '/');
     base = base && base[1] ? base + 1 : m->path;
     put_metadata(&c, a, base);
     int rope_normal = rope_normal_of(cf->model_type);
 
-    put_tensor(&c, "token_embd.weight", m->tok_embd, 0, 0, 0);
+    if (!c.o.skip_tok_embd) put_tensor(&c, "token_embd.weight", m->tok_embd, 0, 0, 0);
     put_tensor(&c, "position_embd.weight", m->pos_embd, 0, 0, 0);
     if (!c.st) put_rope_freqs(&c, a);
     put_tensor(&c, "per_layer_token_embd.weight", m->ple_embd, 0, 0, 0);
@@ -486,12 +492,16 @@ static infer_status convert(const infer_model *m, const char *out_path, int type
     return c.st;
 }
 
-infer_status gguf_convert(const infer_model *m, const char *out_path, int type) { return convert(m, out_path, type, NULL); }
+infer_status gguf_convert(const infer_model *m, const char *out_path, int type) { return convert(m, out_path, type, NULL, NULL); }
+
+infer_status gguf_convert_part(const infer_model *m, const char *out_path, const gguf_convert_opts *o) {
+    return convert(m, out_path, DT_F16, NULL, o);
+}
 
 infer_status gguf_convert_mix(const infer_model *m, const char *out_path, const char *mix_name) {
     quant_mix mix;
     int tied = !m->output.w || m->output.w == m->tok_embd;
     if (!quant_mix_init(&mix, mix_name, m->cfg.n_layer, m->cfg.n_expert, tied))
         return fail(INFER_ERR_ARG, "convert: unknown type \"%s\" (%s)", mix_name, quant_mix_names());
-    return convert(m, out_path, mix.base, &mix);
+    return convert(m, out_path, mix.base, &mix, NULL);
 }

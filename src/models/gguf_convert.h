@@ -15,6 +15,16 @@ infer_status gguf_convert(const infer_model *m, const char *out_path, int type);
 // q5_k_m, ...): each tensor's type as llama-quantize picks it for that ftype.
 infer_status gguf_convert_mix(const infer_model *m, const char *out_path, const char *mix);
 
+// A partial conversion: matrices keep their stored float type (f32, f16,
+// bf16; anything else becomes f16) and the parts a vindex holds can be left out.
+typedef struct {
+    int keep_types;    // every matrix in its stored type, not converted
+    int skip_ffn;      // no dense FFN matrices (ffn_gate, ffn_up, ffn_down); biases stay
+    int skip_tok_embd; // no token_embd.weight (a tied output head goes with it)
+} gguf_convert_opts;
+
+infer_status gguf_convert_part(const infer_model *m, const char *out_path, const gguf_convert_opts *o);
+
 // llama.cpp's general.architecture for one of our model types, or NULL.
 const char *gguf_arch_of(const char *model_type);
 

@@ -60,7 +60,7 @@ static int ends_with(const char *s, const char *suf) {
 }
 
 // A type whose block does not divide the row falls back as llama.cpp does.
-static int fit(int t, int64_t ne0) {
+int quant_fit(int t, int64_t ne0) {
     const dtype_traits *tr = dtype_get(t);
     if (ne0 % tr->blck == 0) return t;
     switch (t) {
@@ -89,7 +89,7 @@ int quant_mix_type(quant_mix *q, const char *name, int n_dims, int64_t ne0, int 
         // the output head: q6_K unless the mix is q8_0 (or the row does not fit 256)
         if (ne0 % 256) t = DT_Q8_0;
         else if (t != DT_Q8_0) t = DT_Q6_K;
-        return fit(t, ne0);
+        return quant_fit(t, ne0);
     }
     if (strstr(name, "attn_v.weight")) {
         if (q->k_mixed && more_bits(q->i_attn_v, q->n_layer)) t = q->more_bits_type;
@@ -102,5 +102,5 @@ int quant_mix_type(quant_mix *q, const char *name, int n_dims, int64_t ne0, int 
     } else if (strstr(name, "attn_qkv.weight")) {
         if (q->k_mixed) t = q->base == DT_Q4_K ? DT_Q5_K : DT_Q6_K;
     }
-    return fit(t, ne0);
+    return quant_fit(t, ne0);
 }

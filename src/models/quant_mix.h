@@ -23,6 +23,10 @@ const char *quant_mix_names(void);
 // general.file_type for a file whose matrices are all of one type.
 int gguf_ftype_of(int type);
 
+// t when its blocks divide a row of ne0, else llama.cpp's fallback for it
+// (q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0, q2_K/q3_K -> q4_0), else f16.
+int quant_fit(int t, int64_t ne0);
+
 // Parses a mix name (f32, f16, bf16, q4_0, q8_0, q4_k_m, q5_k_m, q6_k, ...);
 // returns 0 for an unknown name.
 int quant_mix_init(quant_mix *q, const char *name, int n_layer, int n_expert, int tied);

@@ -15,6 +15,8 @@ int cmd_quantize(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench_components(int argc, char **argv);
 int cmd_bench_knn(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 // Prints "infer: <message>" to stderr and returns 1.
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -18,6 +18,9 @@ static const char *g_usage =
     "  bench-knn [-t N] [--features F --hidden H -k K]   gate KNN µs per layer (f32, f16, q4_0), Gemma-3-4B shape\n"
     "  convert HF_DIR OUT.gguf [--type f16]      write a GGUF file that llama.cpp loads (f32 f16 bf16 q8_0 q4_k_m ...)\n"
     "  quantize IN.gguf OUT.gguf TYPE            re-encode a GGUF file's matrices (q8_0, q4_k_m, q6_k, f16, ...)\n"
+    "  extract [-m MODEL] -o OUT.vindex          write a vindex: FFN per feature, gate vectors, down_meta, lm_head\n"
+    "          [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
+    "  verify  DIR.vindex                        check a vindex's index, byte ranges and sha256 of every file\n"
     "\n"
     "MODEL is a Hugging Face directory (config.json + *.safetensors) or a .gguf file.\n";
 
@@ -36,5 +39,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench-components")) return cmd_bench_components(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench-knn")) return cmd_bench_knn(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "extract")) return cmd_extract(argc - 1, argv + 1);
+    if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
     return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }

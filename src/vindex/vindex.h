@@ -1,0 +1,78 @@
+// The vindex: a directory made from a model (infer extract) that holds its
+// feed-forward weights laid out per feature, so a layer's FFN can be computed
+// from a few selected features (a "walk") reading contiguous bytes.
+//
+// Files (DESIGN.md, "The vindex"; every .bin is raw ggml blocks, each layer's
+// part starting at a multiple of VINDEX_ALIGN bytes):
+//   index.json        format, version, the model's config, types, per-layer
+//                     feature counts and byte ranges, sizes and sha256 of files
+//   gate_vectors.bin  per layer: F gate rows of H (the gate type)
+//   ffn.bin           per layer: 3F rows of H (the ffn type): row 3f the gate
+//                     row of feature f, 3f+1 its up row, 3f+2 its down vector
+//                     (column f of ffn_down). A plain (not gated) MLP keeps its
+//                     up row in the gate slot and zeros in the up slot.
+//   down_meta.bin     per layer, per feature: down_top int32 token ids, then
+//                     their down_top f32 scores (lm_head row . down vector),
+//                     by score, descending
+//   embeddings.bin    the token embedding [V, H] in its stored type
+//   lm_head.bin       the output head [V, H], quantized
+//   weights.gguf      everything else (metadata, tokenizer, attention, norms,
+//                     an untied output weight) in the source's types
+// Shapes use ggml's order (tensor.h): ne[0] = H innermost, ne[1] = rows.
+#ifndef INFER_VINDEX_VINDEX_H
+#define INFER_VINDEX_VINDEX_H
+
+#include <stdint.h>
+#include "infer.h"
+#include "models/tensor.h"
+
+#define VINDEX_FORMAT "infer-vindex"
+#define VINDEX_VERSION 1
+#define VINDEX_ALIGN 64
+
+typedef struct vindex vindex;
+
+// Opens the vindex directory dir: reads index.json and checks every count,
+// type, byte range (in the file, aligned, not overlapping) and file size
+// against it, and that every down_meta id is a token; maps the .bin files.
+// No hashing. On failure *out is NULL and the message names the file and
+// the field at fault.
+infer_status vindex_open(const char *dir, vindex **out);
+
+// vindex_open, then the sha256 of every file listed in index.json against the
+// digest recorded there, and weights.gguf parsed as a GGUF file. The message
+// of a failure names the first file that does not match.
+infer_status vindex_verify(const char *dir);
+
+void vindex_close(vindex *v);
+
+int vindex_n_layer(const vindex *v);
+int vindex_n_embd(const vindex *v);   // H
+int vindex_n_vocab(const vindex *v);  // V
+// F of one layer (0 for a layer outside 0..n_layer-1).
+int vindex_n_features(const vindex *v, int layer);
+// 1: gated FFN, down(act(gate x) * up x); 0: plain, down(act(up x)) with
+// the up row in the gate slot.
+int vindex_gated(const vindex *v);
+// Top tokens stored per feature in down_meta (0: none stored).
+int vindex_down_top(const vindex *v);
+
+// [F rows, H] in the gate type (DT_F32, DT_F16 or DT_Q4_0), from gate_vectors.bin.
+const tensor *vindex_gate_vectors(const vindex *v, int layer);
+// [3F rows, H] in the ffn type: rows 3f, 3f+1, 3f+2 are feature f's gate
+// row, up row and down vector, from ffn.bin.
+const tensor *vindex_ffn(const vindex *v, int layer);
+// [V, H]: the token embedding in its stored type, from embeddings.bin.
+const tensor *vindex_embeddings(const vindex *v);
+// [V, H]: the quantized output head, from lm_head.bin.
+const tensor *vindex_lm_head(const vindex *v);
+// Feature f of a layer: the number of top tokens stored (down_top), with
+// *ids and *scores pointing at them (sorted by score, descending). 0 and
+// NULLs when none are stored or layer/f are out of range.
+int vindex_down_meta(const vindex *v, int layer, int f, const int32_t **ids, const float **scores);
+// Path of the vindex's weights.gguf.
+const char *vindex_model_path(const vindex *v);
+// The vindex directory (as given, without trailing slashes).
+const char *vindex_dir(const vindex *v);
+
+#endif

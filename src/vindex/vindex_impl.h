@@ -1,0 +1,45 @@
+// What the vindex reader, verifier and writer share: the file set, the
+// opened state, and type names.
+#ifndef INFER_VINDEX_IMPL_H
+#define INFER_VINDEX_IMPL_H
+
+#include "vindex/vindex.h"
+#include "base/mapfile.h"
+
+enum vfile_id { VF_GATE, VF_FFN, VF_META, VF_EMBD, VF_LM, VF_WEIGHTS, VF_COUNT };
+
+// "gate_vectors.bin", ... indexed by enum vfile_id.
+extern const char *const vindex_file_names[VF_COUNT];
+
+// Bounds of what an index.json may claim, so that no count drives an
+// unreasonable allocation before the byte ranges are checked.
+#define VINDEX_MAX_LAYERS 4096
+#define VINDEX_MAX_EMBD (1 << 20)
+#define VINDEX_MAX_VOCAB (1 << 24)
+#define VINDEX_MAX_FEATURES (1 << 24)
+#define VINDEX_MAX_DOWN_TOP 4096
+#define VINDEX_MAX_INDEX_BYTES (64u << 20)
+
+struct vindex {
+    char *dir;
+    char *model_path;               // dir/weights.gguf
+    int n_layer, n_embd, n_vocab;
+    int down_top, gated;
+    int gate_type, ffn_type, lm_head_type, embd_type; // enum dtype
+    mapfile maps[VF_COUNT];         // the .bin files (weights.gguf is not mapped)
+    uint64_t file_bytes[VF_COUNT];  // sizes recorded in index.json (= on disk)
+    char sha256[VF_COUNT][65];      // digests recorded in index.json
+    int *n_feat;                    // (n_layer)
+    tensor *gate, *ffn;             // (n_layer) views into gate_vectors.bin, ffn.bin
+    const unsigned char **meta;     // (n_layer) start of each layer's down_meta part
+    tensor embd, lm_head;
+    char (*names)[32];              // (2 n_layer + 2) names of the tensors above
+};
+
+// dtype by ggml's name ("f16", "q4_K"); -1 if unknown.
+int vindex_type_by_name(const char *name);
+
+// Streams a file through SHA-256 into hex (verify.c).
+infer_status vindex_hash_file(const char *path, char hex[65]);
+
+#endif

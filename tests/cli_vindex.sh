@@ -1,0 +1,63 @@
+#!/bin/bash
+# infer extract and infer verify end to end on fixtures: a vindex is written
+# and verifies, a damaged one fails naming the file, and bad command lines get
+# one line on stderr and exit status 1. $1: the infer binary, $2: the fixtures dir.
+set -u
+BIN=$1 FIX=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAILED: $*"; exit 1; }
+
+"$BIN" extract -m "$FIX/gemma3" -o "$TMP/g.vindex" -t 2 2>"$TMP/err" || fail "extract: $(cat "$TMP/err")"
+grep -q "wrote $TMP/g.vindex (gate f16, ffn q8_0, lm_head q5_0" "$TMP/err" || fail "extract's summary: $(cat "$TMP/err")"
+grep -q "lm_head: q4_K blocks of 256 do not divide rows of 64: wrote q5_0" "$TMP/err" || fail "the q4_K fallback is not said"
+grep -q "down_meta .*100%" "$TMP/err" || fail "no down_meta progress"
+grep -q '"lm_head":[[:space:]]*"q5_0"' "$TMP/g.vindex/index.json" || fail "index.json types"
+"$BIN" verify "$TMP/g.vindex" >"$TMP/out" 2>"$TMP/err" || fail "verify: $(cat "$TMP/err")"
+grep -q "^OK $TMP/g.vindex" "$TMP/out" || fail "verify prints OK"
+
+# positional MODEL OUT, a plain MLP, every type flag
+"$BIN" extract "$FIX/gpt2" "$TMP/p.vindex" --gate q4 --ffn f16 --lm-head f16 --down-top 0 2>"$TMP/err" || fail "extract gpt2: $(cat "$TMP/err")"
+grep -q '"gated":[[:space:]]*false' "$TMP/p.vindex/index.json" || fail "gpt2 is not marked as not gated"
+grep -q '"gate":[[:space:]]*"q4_0"' "$TMP/p.vindex/index.json" || fail "--gate q4 is not q4_0"
+"$BIN" verify "$TMP/p.vindex/" >/dev/null 2>&1 || fail "verify with a trailing slash"
+
+# a flipped byte: verify fails, naming the file, in one line
+printf '\x55' | dd of="$TMP/g.vindex/ffn.bin" bs=1 seek=100 conv=notrunc status=none
+"$BIN" verify "$TMP/g.vindex" >"$TMP/out" 2>"$TMP/err" && fail "a damaged ffn.bin verified"
+[ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "ffn.bin: sha256" "$TMP/err" || fail "damaged ffn.bin: $(cat "$TMP/err")"
+
+n=0 bad=0
+expect_error() { # label, substring, command...
+    local label=$1 want=$2
+    shift 2
+    n=$((n + 1))
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [ "$rc" != 1 ] || [ "$(wc -l <"$TMP/err")" != 1 ] || ! grep -q -- "$want" "$TMP/err"; then
+        echo "FAILED: $label: exit $rc, want one line with \"$want\":"
+        cat "$TMP/err"
+        bad=$((bad + 1))
+    fi
+}
+m=$FIX/llama
+expect_error "unknown gate type" "unknown type \"q8\" (f32, f16, q4)" "$BIN" extract -m "$m" -o "$TMP/x" --gate q8
+expect_error "unknown ffn type" "unknown type \"q4_0\" (f16, q8_0, q4_k)" "$BIN" extract -m "$m" -o "$TMP/x" --ffn q4_0
+expect_error "unknown lm-head type" "--lm-head: unknown type" "$BIN" extract -m "$m" -o "$TMP/x" --lm-head bf16
+expect_error "flag without value" "needs a value" "$BIN" extract -m "$m" -o "$TMP/x" --ffn
+expect_error "negative down-top" "not an integer" "$BIN" extract -m "$m" -o "$TMP/x" --down-top -1
+expect_error "down-top too big" "not an integer in \[0, 4096\]" "$BIN" extract -m "$m" -o "$TMP/x" --down-top 5000
+expect_error "down-top beyond the vocabulary" "outside \[0, 512\]" "$BIN" extract -m "$m" -o "$TMP/x" --down-top 1000
+expect_error "bad threads" "not an integer" "$BIN" extract -m "$m" -o "$TMP/x" -t many
+expect_error "no output" "usage: infer extract" "$BIN" extract -m "$m"
+expect_error "unknown option" "unknown option \"--bogus\"" "$BIN" extract -m "$m" -o "$TMP/x" --bogus
+expect_error "extra argument" "unexpected argument" "$BIN" extract "$m" "$TMP/x" "$TMP/y"
+expect_error "missing model" "no such file" "$BIN" extract -m "$TMP/none" -o "$TMP/x"
+expect_error "mixture of experts" "mixture of experts" "$BIN" extract -m "$FIX/mixtral" -o "$TMP/x"
+expect_error "output is a file" "cannot create the directory" "$BIN" extract -m "$m" -o "$TMP/g.vindex/index.json"
+expect_error "verify without a dir" "usage: infer verify" "$BIN" verify
+expect_error "verify two dirs" "unexpected argument" "$BIN" verify "$TMP/g.vindex" "$TMP/p.vindex"
+expect_error "verify an option" "unknown option" "$BIN" verify --deep "$TMP/g.vindex"
+expect_error "verify nothing there" "cannot open" "$BIN" verify "$TMP/none"
+echo "cli_vindex: $n error checks, $bad failed"
+[ "$bad" = 0 ]

@@ -1,0 +1,116 @@
+// infer extract [-m MODEL] -o OUT.vindex [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k]
+//   [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]: write a vindex
+// (src/vindex/vindex.h) with a progress bar on stderr.
+#include "cli.h"
+#include "vindex/extract.h"
+#include "models/dtype.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *name;
+    int type;
+} type_opt;
+
+static const type_opt g_gate[] = {{"f32", DT_F32}, {"f16", DT_F16}, {"q4", DT_Q4_0}, {"q4_0", DT_Q4_0}, {NULL, 0}};
+static const type_opt g_ffn[] = {{"f16", DT_F16}, {"q8_0", DT_Q8_0}, {"q4_k", DT_Q4_K}, {NULL, 0}};
+static const type_opt g_head[] = {{"q4_k", DT_Q4_K}, {"q8_0", DT_Q8_0}, {"q4_0", DT_Q4_0}, {"f16", DT_F16}, {NULL, 0}};
+
+// -1 (reported) when s is not one of the flag's types.
+static int parse_type(const char *flag, const char *s, const type_opt *opts, const char *list) {
+    for (int i = 0; opts[i].name; i++)
+        if (!strcasecmp(s, opts[i].name)) return opts[i].type;
+    cli_error("extract: %s: unknown type \"%s\" (%s)", flag, s, list);
+    return -1;
+}
+
+// One line per stage: on a terminal redrawn in place as work advances
+// ("  down_meta     [#######.......]  48%  17664/36864  92.1 s"), in a log
+// written once when the stage ends.
+typedef struct {
+    const char *stage;
+    int pct;
+    double t0;
+    int tty;
+} bar;
+
+static void draw(void *user, const char *stage, int64_t done, int64_t total) {
+    bar *b = user;
+    if (!b->stage || strcmp(b->stage, stage)) {
+        if (b->stage && b->tty) fputc('\n', stderr);
+        b->stage = stage;
+        b->pct = -1;
+        b->t0 = cli_now();
+    }
+    int pct = total > 0 ? (int)(100 * done / total) : 100;
+    if (pct == b->pct || (!b->tty && done < total)) return;
+    b->pct = pct;
+    enum { W = 30 };
+    char fill[W + 1];
+    for (int i = 0; i < W; i++) fill[i] = i < pct * W / 100 ? '#' : '.';
+    fill[W] = 0;
+    fprintf(stderr, "%s  %-13s [%s] %3d%%  %lld/%lld  %.1f s%s", b->tty ? "\r" : "", stage, fill, pct, (long long)done,
+            (long long)total, cli_now() - b->t0, b->tty ? "" : "\n");
+    fflush(stderr);
+}
+
+static const char *tn(int t) { return dtype_get(t)->name; }
+
+int cmd_extract(int argc, char **argv) {
+    const char *model = NULL, *out = NULL, *v;
+    vindex_extract_opts o;
+    vindex_extract_defaults(&o);
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        int r = cli_threads_flag(argc, argv, &i);
+        if (r < 0) return 1;
+        if (r) continue;
+        if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
+            if (!(model = cli_value(argc, argv, &i))) return 1;
+        } else if (!strcmp(f, "-o") || !strcmp(f, "--out")) {
+            if (!(out = cli_value(argc, argv, &i))) return 1;
+        } else if (!strcmp(f, "--gate")) {
+            if (!(v = cli_value(argc, argv, &i)) || (o.gate_type = parse_type(f, v, g_gate, "f32, f16, q4")) < 0) return 1;
+        } else if (!strcmp(f, "--ffn")) {
+            if (!(v = cli_value(argc, argv, &i)) || (o.ffn_type = parse_type(f, v, g_ffn, "f16, q8_0, q4_k")) < 0) return 1;
+        } else if (!strcmp(f, "--lm-head")) {
+            if (!(v = cli_value(argc, argv, &i)) || (o.lm_head_type = parse_type(f, v, g_head, "q4_k, q8_0, q4_0, f16")) < 0)
+                return 1;
+        } else if (!strcmp(f, "--down-top")) {
+            long n;
+            if (!(v = cli_value(argc, argv, &i)) || (n = cli_parse_count(f, v, 4096)) < 0) return 1;
+            o.down_top = (int)n;
+        } else if (f[0] == '-') {
+            return cli_error("extract: unknown option \"%s\"", f);
+        } else if (!model) model = f;
+        else if (!out) out = f;
+        else return cli_error("extract: unexpected argument \"%s\"", f);
+    }
+    if (!out) return cli_error("extract: usage: infer extract [-m MODEL] -o OUT.vindex [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] "
+                               "[--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]");
+    if (!model && !(model = cli_default_model())) return 1;
+    infer_model *m;
+    if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    bar b = {NULL, -1, 0, isatty(2)};
+    o.progress = draw;
+    o.user = &b;
+    vindex_extract_info info;
+    infer_status st = vindex_extract(m, out, &o, &info);
+    if (b.stage && b.tty) fputc('\n', stderr);
+    int H = infer_model_n_embd(m);
+    infer_model_free(m);
+    if (st) return cli_error("%s", infer_last_error());
+    const int want[3] = {o.gate_type, o.ffn_type, o.lm_head_type}, got[3] = {info.gate_type, info.ffn_type, info.lm_head_type};
+    const char *what[3] = {"gate", "ffn", "lm_head"};
+    for (int k = 0; k < 3; k++)
+        if (want[k] != got[k])
+            fprintf(stderr, "infer: %s: %s blocks of %d do not divide rows of %d: wrote %s instead (llama.cpp's fallback)\n",
+                    what[k], tn(want[k]), dtype_get(want[k])->blck, H, tn(got[k]));
+    fprintf(stderr, "infer: wrote %s (gate %s, ffn %s, lm_head %s, embeddings %s, down_top %d): %.1f MiB in %.2f s "
+                    "(down_meta %.2f s)\n",
+            out, tn(info.gate_type), tn(info.ffn_type), tn(info.lm_head_type), tn(info.embd_type), o.down_top,
+            info.bytes / 1048576.0, info.seconds, info.seconds_down_meta);
+    return 0;
+}
