@@ -113,6 +113,19 @@ infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits
 infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only, float *hidden);
 
 // ---------------------------------------------------------------------------
+// The vindex (infer extract): the model's FFN laid out per feature.
+
+// Attaches a vindex made from this model: its feature rows serve walk layers.
+// (A vindex directory given to infer_model_load is a whole model itself.)
+infer_status infer_model_attach_vindex(infer_model *model, const char *dir);
+// Features per layer that walk layers can use (0 without a vindex).
+int infer_model_walk_features(const infer_model *model);
+// Walk-only: drops the model's own FFN weights (their mapped pages go back
+// to the kernel); every layer's FFN then comes from the vindex, dense layers
+// walking all features. *dropped: bytes released.
+infer_status infer_model_walk_only(infer_model *model, size_t *dropped);
+
+// ---------------------------------------------------------------------------
 // Layer graphs: how each layer advances the residual stream. "dense" (the
 // default) is exact; the others are approximations, measured by the caller
 // against dense:

@@ -2,6 +2,8 @@
 // directory (config.json + safetensors) or a GGUF file.
 #include "models/model.h"
 #include "models/quant_mix.h"
+#include "vindex/vindex.h"
+#include "vindex/walk.h"
 #include "models/dtype.h"
 #include "models/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -21,7 +23,7 @@ static double now(void) {
 
 // A GGUF file: metadata -> config (rope_freqs.weight folded into the rope
 // tables), tensors -> store, then the same binding as safetensors.
-static infer_status load_gguf(infer_model *m, const char *path) {
+static infer_status load_gguf(infer_model *m, const char *path, const tensor *embd) {
     infer_status st = gguf_open(&m->gguf, path);
     if (st) return st;
     st = store_add_gguf(&m->store, m->gguf);
@@ -30,7 +32,7 @@ static infer_status load_gguf(infer_model *m, const char *path) {
     const tensor *rf = store_find(&m->store, "rope_freqs.weight");
     if (rf && (rf->type != DT_F32 || rf->nd != 1 || rf->ne[0] > (1 << 20)))
         return fail(INFER_ERR_FORMAT, "%s: rope_freqs.weight must be a 1-D f32 tensor", path);
-    const tensor *te = store_find(&m->store, "token_embd.weight");
+    const tensor *te = embd ? embd : store_find(&m->store, "token_embd.weight");
     return config_from_gguf(&m->cfg, m->gguf, rf ? rf->data : NULL, rf ? (int)rf->ne[0] : 0, te && te->nd == 2 ? te->ne[1] : 0);
 }
 
@@ -47,13 +49,19 @@ infer_status infer_model_load(const char *path, infer_model **out) {
     m->path = strdup(path);
     infer_status st;
     if (is_file) {
-        st = load_gguf(m, path);
+        st = load_gguf(m, path, NULL);
+    } else if (vindex_is_dir(path)) {
+        // a vindex: weights.gguf, the embedding from embeddings.bin, the FFN as feature rows
+        st = vindex_open(path, &m->vx);
+        if (!st) st = load_gguf(m, vindex_model_path(m->vx), vindex_embeddings(m->vx));
+        if (!st) m->tok_embd = vindex_embeddings(m->vx), m->ffn_external = 1;
     } else {
         st = config_load(&m->cfg, path);
         if (!st) st = store_open_safetensors(&m->store, path);
     }
     if (!st) {
         st = model_bind(m);
+        if (!st && m->vx) st = vindex_bind_walk(m, m->vx);
         if (st) fail_wrap(st, "%s", path);
     }
     if (st) { infer_model_free(m); return st; }
@@ -64,6 +72,8 @@ infer_status infer_model_load(const char *path, infer_model **out) {
 
 void infer_model_free(infer_model *m) {
     if (!m) return;
+    free(m->walk);
+    vindex_close(m->vx);
     for (int i = 0; i < m->store.n; i++) free(m->store.t[i].f32);
     if (m->layers)
         for (int il = 0; il < m->cfg.n_layer; il++) {

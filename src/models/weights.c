@@ -293,7 +293,7 @@ static infer_status check_layer(const infer_model *m, int il) {
                 TRY(check_v(l->exp_down_b[e].data ? &l->exp_down_b[e] : NULL, E));
             }
         }
-    } else {
+    } else if (!m->ffn_external) {
         int64_t F = c->n_ff;
         TRY(need(l->ffn_down.w, "mlp down projection", il));
         TRY(check_w(&l->ffn_down, F, E));

@@ -75,4 +75,14 @@ const char *vindex_model_path(const vindex *v);
 // The vindex directory (as given, without trailing slashes).
 const char *vindex_dir(const vindex *v);
 
+// A vindex and a model (models/model.h) together (attach.c).
+struct infer_model;
+// 1 when path is a vindex directory (index.json and weights.gguf).
+int vindex_is_dir(const char *path);
+// The model's walk layers from v's feature rows, after checking v was made
+// from this model's shapes.
+infer_status vindex_bind_walk(struct infer_model *m, vindex *v);
+// The vindex attached to a model (infer_model_attach_vindex), or NULL.
+const vindex *infer_model_vindex(const struct infer_model *m);
+
 #endif

@@ -83,6 +83,16 @@ long cli_peak_rss_kib(void) {
     return ru.ru_maxrss;
 }
 
+long cli_rss_kib(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 static int parse_float(const char *flag, const char *s, float lo, float hi, float *out) {
     char *end;
     errno = 0;

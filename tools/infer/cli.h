@@ -17,6 +17,9 @@ int cmd_bench_components(int argc, char **argv);
 int cmd_bench_knn(int argc, char **argv);
 int cmd_extract(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_walk(int argc, char **argv);
+int cmd_bench_walk(int argc, char **argv);
 
 // Prints "infer: <message>" to stderr and returns 1.
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -43,5 +46,6 @@ const char *cli_default_model(void);
 
 double cli_now(void);
 long cli_peak_rss_kib(void);
+long cli_rss_kib(void); // resident now
 
 #endif

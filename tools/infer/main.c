@@ -21,8 +21,13 @@ static const char *g_usage =
     "  extract [-m MODEL] -o OUT.vindex          write a vindex: FFN per feature, gate vectors, down_meta, lm_head\n"
     "          [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
     "  verify  DIR.vindex                        check a vindex's index, byte ranges and sha256 of every file\n"
+    "  predict [-m MODEL] [-x VINDEX] -p TEXT [--graph SPEC] [-k K] [--template TEXT] [--walk-only]\n"
+    "                                            next-token top 5 with probabilities, phase times, error vs dense\n"
+    "  walk    -x VINDEX [-m MODEL] -p TEXT [--layers A-B] [-k K]   the features that fire at each layer, and what they write\n"
+    "  bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,5,10,...]   walk vs dense: top-1 agreement, KL, FFN time\n"
     "\n"
-    "MODEL is a Hugging Face directory (config.json + *.safetensors) or a .gguf file.\n";
+    "MODEL is a Hugging Face directory (config.json + *.safetensors), a .gguf file, or a vindex directory.\n"
+    "Graphs (SPEC): dense | walk[@K|@P%] | cached:0-B, per layer: \"cached:0-8,walk:9-13@10%,dense:14-17\".\n";
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -40,6 +45,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench-knn")) return cmd_bench_knn(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "extract")) return cmd_extract(argc - 1, argv + 1);
+    if (!strcmp(cmd, "predict")) return cmd_predict(argc - 1, argv + 1);
+    if (!strcmp(cmd, "walk")) return cmd_walk(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench-walk")) return cmd_bench_walk(argc - 1, argv + 1);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
     return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }

@@ -1,0 +1,159 @@
+// infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [-t N] [-o md|json]
+// Walk FFN accuracy and speed against dense: the text runs teacher-forced
+// through the dense model and through the walk graph (every layer walks the
+// top K% of its features); at every position the next-token distributions
+// are compared (top-1 agreement, KL(dense || walk)). Then the FFN's decode
+// time per layer is measured one token at a time, for the walk at each K
+// and for the dense FFN.
+#include "cli.h"
+#include "inference/context.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CHUNK = 32, DECODE_TOKENS = 24 };
+
+// log-softmax of logits (in place)
+static void log_softmax(float *x, int n) {
+    float m = x[0];
+    for (int i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp((double)x[i] - m);
+    float ls = (float)(m + log(s));
+    for (int i = 0; i < n; i++) x[i] -= ls;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
+    return b;
+}
+
+// µs per layer per token of the FFN (dense, or the walk's) over DECODE_TOKENS one-token steps
+static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int n) {
+    infer_ctx *c;
+    if (infer_ctx_new(m, n, &c)) return -1;
+    if (graph && infer_ctx_set_graph(c, graph, 0)) { infer_ctx_free(c); return -1; }
+    c->profiling = 1;
+    memset(c->prof, 0, sizeof c->prof);
+    for (int i = 0; i < n; i++)
+        if (infer_eval(c, ids + i, 1, NULL, 0)) { infer_ctx_free(c); return -1; }
+    double s = c->prof[PH_WALK] + c->prof[PH_GATE_UP] + c->prof[PH_ACT] + c->prof[PH_DOWN];
+    double us = s / n / infer_model_n_layer(m) * 1e6;
+    infer_ctx_free(c);
+    return us;
+}
+
+int cmd_bench_walk(int argc, char **argv) {
+    const char *model = NULL, *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md";
+    for (int i = 1; i < argc; i++) {
+        int r = cli_threads_flag(argc, argv, &i);
+        if (r < 0) return 1;
+        if (r) continue;
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-x") || !strcmp(argv[i], "--vindex")) { if (!(vdir = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--file")) { if (!(file = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "--ks")) { if (!(ks_s = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-o")) {
+            if (!(fmt = cli_value(argc, argv, &i))) return 1;
+            if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench-walk: -o takes md or json, not \"%s\"", fmt);
+        } else return cli_error("bench-walk: unknown option \"%s\"", argv[i]);
+    }
+    if (!vdir) return cli_error("bench-walk: no vindex given (-x DIR, made by infer extract)");
+    int nks = 0, ks[32];
+    for (const char *p = ks_s; *p;) {
+        char *e;
+        long k = strtol(p, &e, 10);
+        if (e == p || k < 1 || k > 100 || nks == 32 || (*e && *e != ','))
+            return cli_error("bench-walk: --ks \"%s\" is not a list of percentages 1-100", ks_s);
+        ks[nks++] = (int)k;
+        p = *e ? e + 1 : e;
+    }
+    if (!model && !(model = cli_default_model())) return 1;
+    char default_file[4200];
+    if (!file) {
+        const char *src = getenv("INFER_SOURCE_DIR");
+        snprintf(default_file, sizeof default_file, "%s/bench/data/english.txt", src ? src : ".");
+        file = default_file;
+    }
+    size_t tlen;
+    FILE *f = fopen(file, "rb");
+    if (!f) return cli_error("bench-walk: cannot read %s", file);
+    fseek(f, 0, SEEK_END);
+    long fl = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (fl <= 0 || fl > (1 << 24)) { fclose(f); return cli_error("bench-walk: %s is empty or larger than 16 MB", file); }
+    char *text = malloc((size_t)fl + 1);
+    tlen = text ? fread(text, 1, (size_t)fl, f) : 0;
+    fclose(f);
+    if (!text || tlen != (size_t)fl) { free(text); return cli_error("bench-walk: cannot read %s", file); }
+    text[tlen] = 0;
+
+    int rc = 1, n = 0;
+    int32_t *ids = NULL;
+    infer_model *m = NULL;
+    infer_ctx *cd = NULL, *cw = NULL;
+    float *ld = NULL, *lw = NULL;
+    double *agree = calloc((size_t)nks, sizeof(double)), *kl = calloc((size_t)nks, sizeof(double)), *us = calloc((size_t)nks, sizeof(double));
+    if (infer_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
+    if (infer_tokenize(m, text, tlen, 1, 0, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
+    if (n < 2) { cli_error("bench-walk: the text gives fewer than 2 tokens"); goto done; }
+    int V = infer_model_n_vocab(m), npos = n - 1;
+    ld = malloc(sizeof(float) * CHUNK * (size_t)V);
+    lw = malloc(sizeof(float) * CHUNK * (size_t)V);
+    if (!ld || !lw || !agree || !kl || !us) { cli_error("out of memory"); goto done; }
+    if (infer_ctx_new(m, n, &cd)) { cli_error("%s", infer_last_error()); goto done; }
+    for (int ki = 0; ki < nks; ki++) {
+        char graph[32];
+        snprintf(graph, sizeof graph, "walk@%d%%", ks[ki]);
+        infer_ctx_free(cw);
+        cw = NULL;
+        if (infer_ctx_new(m, n, &cw) || infer_ctx_set_graph(cw, graph, 0)) { cli_error("%s", infer_last_error()); goto done; }
+        infer_ctx_reset(cd);
+        int same = 0;
+        double klsum = 0;
+        for (int p = 0; p < npos; p += CHUNK) {
+            int T = npos - p < CHUNK ? npos - p : CHUNK;
+            if (infer_eval(cd, ids + p, T, ld, 0) || infer_eval(cw, ids + p, T, lw, 0)) { cli_error("%s", infer_last_error()); goto done; }
+            for (int t = 0; t < T; t++) {
+                float *a = ld + (size_t)t * V, *b = lw + (size_t)t * V;
+                same += argmax(a, V) == argmax(b, V);
+                log_softmax(a, V), log_softmax(b, V);
+                double s = 0;
+                for (int i = 0; i < V; i++) s += exp((double)a[i]) * ((double)a[i] - b[i]);
+                klsum += s;
+            }
+        }
+        agree[ki] = (double)same / npos;
+        kl[ki] = klsum / npos;
+        int dn = n < DECODE_TOKENS ? n : DECODE_TOKENS;
+        us[ki] = ffn_us(m, graph, ids, dn);
+        fprintf(stderr, "walk %3d%%: top-1 %.4f, KL %.5f, FFN %.1f µs/layer\n", ks[ki], agree[ki], kl[ki], us[ki]);
+    }
+    double dense_us = ffn_us(m, NULL, ids, n < DECODE_TOKENS ? n : DECODE_TOKENS);
+    int F = infer_model_walk_features(m);
+    if (!strcmp(fmt, "json")) {
+        printf("{\"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, \"walk\": [", n, npos, F,
+               infer_get_threads(), dense_us);
+        for (int ki = 0; ki < nks; ki++)
+            printf("%s{\"k_pct\": %d, \"k\": %d, \"top1\": %.6f, \"kl\": %.6f, \"ffn_us\": %.3f}", ki ? ", " : "", ks[ki],
+                   (int)((long long)F * ks[ki] / 100), agree[ki], kl[ki], us[ki]);
+        printf("]}\n");
+    } else {
+        printf("%d tokens (%d next-token positions), %d features per layer, %d threads\n\n", n, npos, F, infer_get_threads());
+        printf("| K | K (%% of features) | top-1 agreement | mean KL(dense ‖ walk) | walk FFN µs/layer | vs dense FFN (%.1f µs) |\n", dense_us);
+        printf("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for (int ki = 0; ki < nks; ki++)
+            printf("| %d | %d%% | %.2f%% | %.5f | %.1f | %.2fx |\n", (int)((long long)F * ks[ki] / 100), ks[ki], 100 * agree[ki], kl[ki], us[ki],
+                   dense_us / us[ki]);
+    }
+    rc = 0;
+done:
+    free(text), free(ids), free(ld), free(lw), free(agree), free(kl), free(us);
+    infer_ctx_free(cd);
+    infer_ctx_free(cw);
+    infer_model_free(m);
+    return rc;
+}

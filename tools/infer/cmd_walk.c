@@ -1,0 +1,118 @@
+// infer walk -x VINDEX [-m MODEL] -p TEXT [--layers A-B] [-k K] [--tokens N]
+// What the model knows about a prompt, read from its own FFN: for the
+// prompt's last token, at each layer, the K features whose gate vectors
+// match the FFN's input best (by |gate . x|), with the gate score, the
+// feature's activation act(gate . x) * (up . x), and the tokens its down
+// vector writes (down_meta).
+#include "cli.h"
+#include "vindex/vindex.h"
+#include "vindex/walk.h"
+#include "inference/context.h"
+#include "models/dtype.h"
+#include "compute/cpu/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const float *g_abs_key;
+static int by_abs(const void *a, const void *b) {
+    float x = fabsf(g_abs_key[*(const int32_t *)a]), y = fabsf(g_abs_key[*(const int32_t *)b]);
+    return (x < y) - (x > y);
+}
+
+int cmd_walk(int argc, char **argv) {
+    const char *model = NULL, *vdir = NULL, *prompt = NULL, *layers = NULL;
+    long K = 10, ntok = 5;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r = cli_threads_flag(argc, argv, &i);
+        if (r < 0) return 1;
+        if (r) continue;
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-x") || !strcmp(argv[i], "--vindex")) { if (!(vdir = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) { if (!(prompt = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "--layers")) { if (!(layers = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "-k")) {
+            if (!(v = cli_value(argc, argv, &i)) || (K = cli_parse_count("-k", v, 1 << 20)) < 0) return 1;
+            if (K == 0) return cli_error("walk: -k must be at least 1");
+        } else if (!strcmp(argv[i], "--tokens")) {
+            if (!(v = cli_value(argc, argv, &i)) || (ntok = cli_parse_count("--tokens", v, 1000)) < 0) return 1;
+        } else return cli_error("walk: unknown option \"%s\"", argv[i]);
+    }
+    if (!vdir) return cli_error("walk: no vindex given (-x DIR, made by infer extract)");
+    if (!prompt) return cli_error("walk: no prompt given (-p TEXT)");
+    int rc = 1, n = 0;
+    int32_t *ids = NULL, *idx = NULL;
+    infer_model *m = NULL;
+    infer_ctx *c = NULL;
+    float *scores = NULL, *ffn_in = NULL;
+    if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (model && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
+    const vindex *vx = infer_model_vindex(m);
+    int L = infer_model_n_layer(m), E = infer_model_n_embd(m);
+    long a = 0, b = L - 1;
+    if (layers) {
+        char *e;
+        a = strtol(layers, &e, 10);
+        b = a;
+        if (*e == '-') b = strtol(e + 1, &e, 10);
+        if (e == layers || *e || a < 0 || b < a || b >= L)
+            { cli_error("walk: --layers \"%s\" is not a range A-B within 0-%d", layers, L - 1); goto done; }
+    }
+    if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
+    if (n == 0) { cli_error("walk: the prompt gives no tokens"); goto done; }
+    if (infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    ffn_in = malloc(sizeof(float) * (size_t)L * E);
+    if (!ffn_in) { cli_error("out of memory"); goto done; }
+    c->ffn_in = ffn_in;
+    if (infer_eval(c, ids, n, NULL, 0)) { cli_error("%s", infer_last_error()); goto done; }
+    c->ffn_in = NULL;
+    char *last = NULL;
+    size_t ll = 0;
+    if (infer_detokenize(m, ids + n - 1, 1, 0, &last, &ll)) { cli_error("%s", infer_last_error()); goto done; }
+    printf("prompt: %d tokens; features at the last token \"%.*s\"\n", n, (int)ll, last);
+    free(last);
+    int gated = vindex_gated(vx);
+    for (long il = a; il <= b; il++) {
+        const tensor *gv = vindex_gate_vectors(vx, (int)il), *ffn = vindex_ffn(vx, (int)il);
+        int F = (int)gv->ne[1], k = K < F ? (int)K : F;
+        free(scores), free(idx);
+        scores = malloc(sizeof(float) * F), idx = malloc(sizeof(int32_t) * F);
+        if (!scores || !idx) { cli_error("out of memory"); goto done; }
+        const float *x = ffn_in + (size_t)il * E;
+        gate_scores(gv, x, scores);
+        topk_abs(scores, F, k, idx);
+        g_abs_key = scores;
+        qsort(idx, (size_t)k, sizeof *idx, by_abs);
+        printf("\nlayer %ld: top %d of %d features by |gate . x|\n", il, k, F);
+        const dtype_traits *tr = dtype_get(ffn->type);
+        size_t rs = dtype_row_size(ffn->type, E);
+        for (int j = 0; j < k; j++) {
+            int f = idx[j];
+            const char *rows = (const char *)ffn->data + rs * 3 * (size_t)f;
+            float g = tr->dot(rows, x, E), act = g;
+            activate(&act, 1, m->cfg.act);
+            if (gated) act *= tr->dot(rows + rs, x, E);
+            printf("  f%-6d gate %+8.3f  act %+8.3f  writes:", f, scores[f], act);
+            const int32_t *tid;
+            const float *ts;
+            int nt = vindex_down_meta(vx, (int)il, f, &tid, &ts);
+            for (int t = 0; t < nt && t < ntok; t++) {
+                char *s = NULL;
+                size_t len = 0;
+                if (infer_detokenize(m, &tid[t], 1, 0, &s, &len)) { cli_error("%s", infer_last_error()); goto done; }
+                printf(" \"%.*s\" %.2f", (int)len, s, ts[t]);
+                free(s);
+            }
+            printf("%s\n", nt ? "" : " (no down_meta in this vindex)");
+        }
+    }
+    rc = 0;
+done:
+    free(ids), free(idx), free(scores), free(ffn_in);
+    infer_ctx_free(c);
+    infer_model_free(m);
+    return rc;
+}
