@@ -1,14 +1,22 @@
 // infer predict [-m MODEL] [-x VINDEX] -p TEXT | --ids 1,2,3 [--graph SPEC] [-k K]
-//               [--template TEXT] [--top N] [--walk-only] [-o text|json] [-t N]
+//               [--template TEXT] [--top N] [--walk-only] [--lm-head-topk K] [-o text|json] [-t N]
 // The next-token distribution after a prompt: the top N tokens with their
 // probabilities, and the time of each phase. With a graph other than dense
 // the same prompt also runs dense, and the graph's measured error is printed
 // next to its answer: KL(dense || graph), whether the top token is the same,
 // and for cached layers the cosine similarity of the residual they hand on.
+// --lm-head-topk K scores the vocabulary with the vindex's quantized lm_head,
+// recomputes exact logits for its K best, and reports whether the true top-1
+// and top-5 are among them.
 // --walk-only drops the model's own FFN weights after a first dense pass
 // and serves the FFN from the vindex, printing resident memory before and
 // after.
 #include "cli.h"
+#include "vindex/vindex.h"
+#include "vindex/walk.h"
+#include "models/model.h"
+#include "models/dtype.h"
+#include "compute/cpu/ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +52,7 @@ static void json_str(const char *s, size_t n) {
 
 int cmd_predict(int argc, char **argv) {
     const char *model = NULL, *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text";
-    long top = 5, k = 0;
+    long top = 5, k = 0, lmk = 0;
     int walk_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -58,6 +66,10 @@ int cmd_predict(int argc, char **argv) {
         else if (!strcmp(argv[i], "--graph")) { if (!(graph = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "--template")) { if (!(tmpl = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "--walk-only")) walk_only = 1;
+        else if (!strcmp(argv[i], "--lm-head-topk")) {
+            if (!(v = cli_value(argc, argv, &i)) || (lmk = cli_parse_count("--lm-head-topk", v, 1 << 30)) < 0) return 1;
+            if (lmk == 0) return cli_error("predict: --lm-head-topk must be at least 1");
+        }
         else if (!strcmp(argv[i], "-o")) {
             if (!(fmt = cli_value(argc, argv, &i))) return 1;
             if (strcmp(fmt, "text") && strcmp(fmt, "json")) return cli_error("predict: -o takes text or json, not \"%s\"", fmt);
@@ -72,6 +84,7 @@ int cmd_predict(int argc, char **argv) {
     if (prompt && ids_s) return cli_error("predict: give -p or --ids, not both");
     if (tmpl && !ids_s && !prompt) return cli_error("predict: --template needs a prompt");
     if (walk_only && !vdir) return cli_error("predict: --walk-only needs a vindex (-x DIR)");
+    if (lmk && !vdir) return cli_error("predict: --lm-head-topk needs a vindex (-x DIR)");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
     int rc = 1, n = 0, nt = 0;
@@ -127,6 +140,54 @@ int cmd_predict(int argc, char **argv) {
         if (infer_ctx_new(m, n, &cd) || infer_eval_hidden(cd, ids, n, ld, 1, hd)) { cli_error("%s", infer_last_error()); goto done; }
         t_dense = cli_now() - a;
     }
+    // lm_head top-K: candidates from the quantized head, exact logits for them
+    int lm_top1 = 0, lm_top5 = 0, lm_same = 0;
+    double t_lm_q = 0, t_lm_exact = 0;
+    if (lmk) {
+        const tensor *head = vindex_lm_head(infer_model_vindex(m));
+        const float *xn = hg + (size_t)L * E; // the final-normed hidden state
+        float *ql = malloc(sizeof(float) * (size_t)V);
+        int32_t *cand = malloc(sizeof(int32_t) * (size_t)V);
+        int K = lmk < V ? (int)lmk : V;
+        if (!ql || !cand) { free(ql), free(cand); cli_error("out of memory"); goto done; }
+        double a = cli_now();
+        weight hw = {head, 0};
+        matmul(ql, xn, &hw, NULL, 1, E, V);
+        // the K best by score (topk_abs ranks |x|: shift so every score is positive)
+        float mn = ql[0];
+        for (int i = 1; i < V; i++) mn = ql[i] < mn ? ql[i] : mn;
+        for (int i = 0; i < V; i++) ql[i] -= mn - 1.0f;
+        topk_abs(ql, V, K, cand);
+        double b = cli_now();
+        const tensor *ow = m->output.w;
+        const dtype_traits *tr = dtype_get(ow->type);
+        size_t rs = dtype_row_size(ow->type, E);
+        int best = cand[0];
+        float bestv = -INFINITY;
+        for (int j = 0; j < K; j++) {
+            float v = tr->dot((const char *)ow->data + rs * (size_t)cand[j], xn, E) * m->cfg.logit_scale;
+            if (v > bestv) bestv = v, best = cand[j];
+        }
+        t_lm_exact = cli_now() - b;
+        t_lm_q = b - a;
+        // the true top 5 from the full logits
+        int t5[5] = {-1, -1, -1, -1, -1};
+        for (int r = 0; r < 5 && r < V; r++) {
+            int bi = -1;
+            for (int i = 0; i < V; i++) {
+                int used = 0;
+                for (int q = 0; q < r; q++) used |= t5[q] == i;
+                if (!used && (bi < 0 || lg[i] > lg[bi])) bi = i;
+            }
+            t5[r] = bi;
+        }
+        char *in = calloc((size_t)V, 1);
+        for (int j = 0; in && j < K; j++) in[cand[j]] = 1;
+        lm_top1 = in && in[t5[0]];
+        for (int r = 0; in && r < 5 && r < V; r++) lm_top5 += in[t5[r]];
+        lm_same = best == t5[0];
+        free(in), free(ql), free(cand);
+    }
     softmax_d(lg, V);
     for (int i = 0; i < V; i++) tp[i] = (tok_p){i, lg[i]};
     qsort(tp, (size_t)V, sizeof *tp, by_p);
@@ -166,6 +227,8 @@ int cmd_predict(int argc, char **argv) {
         printf("]");
         if (approx) printf(", \"kl_vs_dense\": %.9g, \"same_top1\": %s", kl, same_top ? "true" : "false");
         if (approx && n_cached) printf(", \"cached_layers\": %d, \"cached_residual_cos\": %.9g", n_cached, cosv);
+        if (lmk) printf(", \"lm_head_topk\": {\"k\": %ld, \"top1_recall\": %d, \"top5_recall\": %d, \"same_top1\": %s, \"ms_quantized\": %.3f, \"ms_exact\": %.3f}",
+                        lmk, lm_top1, lm_top5, lm_same ? "true" : "false", t_lm_q * 1e3, t_lm_exact * 1e3);
         printf(", \"ms\": {\"load\": %.3f, \"tokenize\": %.3f, \"template\": %.3f, \"forward\": %.3f, \"dense_reference\": %.3f, \"softmax_top\": %.3f}}\n",
                (t1 - t0) * 1e3, (t2 - t1) * 1e3, t_tmpl * 1e3, (t4 - t3) * 1e3, t_dense * 1e3, (t5 - t4 - t_dense) * 1e3);
     } else {
@@ -179,6 +242,9 @@ int cmd_predict(int argc, char **argv) {
         printf(" | forward %.1f ms", (t4 - t3) * 1e3);
         if (approx) printf(" | dense reference %.1f ms", t_dense * 1e3);
         printf(" | softmax+top %.2f ms\n", (t5 - t4 - t_dense) * 1e3);
+        if (lmk)
+            printf("lm_head top-%ld: true top-1 %s, %d of the true top 5 among them, top-1 after exact rescoring %s; quantized head %.2f ms, exact rescoring %.2f ms\n",
+                   lmk, lm_top1 ? "found" : "MISSED", lm_top5, lm_same ? "same" : "DIFFERENT", t_lm_q * 1e3, t_lm_exact * 1e3);
         if (walk_only && model)
             printf("walk-only: resident %.1f MiB with the model's FFN, %.1f MiB after dropping it (%.1f MiB of FFN pages), %.1f MiB after the pass\n",
                    rss_before / 1024.0, rss_dropped / 1024.0, dropped / 1048576.0, cli_rss_kib() / 1024.0);
