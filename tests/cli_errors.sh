@@ -39,6 +39,15 @@ expect_error "prompt beyond learned positions" "learned positions" "$bin" run -m
 expect_error "bench-knn hidden not a multiple of 32" "multiple of 32" "$bin" bench-knn --hidden 100
 expect_error "bench-knn k above features" "more than the" "$bin" bench-knn --features 64 --hidden 64 -k 65
 expect_error "bench-knn zero runs" "at least 1" "$bin" bench-knn -r 0
+expect_error "predict top 0" "at least 1" "$bin" predict -m "$m" --ids 1 --top 0
+expect_error "predict walk-only without vindex" "needs a vindex" "$bin" predict -m "$m" --ids 1 --walk-only
+expect_error "predict lm-head-topk without vindex" "needs a vindex" "$bin" predict -m "$m" --ids 1 --lm-head-topk 5
+expect_error "predict bad graph" "unknown strategy" "$bin" predict -m "$m" --ids 1 --graph fast
+expect_error "predict walk graph without vindex" "need a vindex" "$bin" predict -m "$m" --ids 1 --graph walk@5
+expect_error "walk without vindex" "no vindex given" "$bin" walk -m "$m" -p hi
+expect_error "bench-walk without vindex" "no vindex given" "$bin" bench-walk -m "$m"
+expect_error "bench-walk bad ks" "percentages" "$bin" bench-walk -m "$m" -x "$tmp" --ks 0,5
+expect_error "vindex attach missing" "no such file\|cannot open" "$bin" predict -m "$m" -x "$tmp/none" --ids 1
 
 # and the good paths work
 n=$((n + 1))
