@@ -113,7 +113,7 @@ int cmd_predict(int argc, char **argv) {
     long rss_before = 0, rss_dropped = 0;
     size_t dropped = 0;
     if (walk_only && model) { // a dense pass touches every weight, then the FFN pages go
-        if (infer_eval(c, ids, n, NULL, 0)) { cli_error("%s", infer_last_error()); goto done; }
+        if (infer_eval(c, ids, n, lg, 1)) { cli_error("%s", infer_last_error()); goto done; }
         infer_ctx_reset(c);
         rss_before = cli_rss_kib();
         if (infer_model_walk_only(m, &dropped)) { cli_error("%s", infer_last_error()); goto done; }
