@@ -134,6 +134,8 @@ infer_status infer_model_walk_only(infer_model *model, size_t *dropped);
 //   cached:0-B           layers 0..B replaced by the residual and K/V that a
 //                        template prompt left there (infer_ctx_set_template);
 //                        valid only for that template's tokens and positions
+//   pipelined[:A-B]      attention and FFN on two devices (needs a GPU backend;
+//                        refused by a CPU-only build)
 // Items are joined by commas, e.g. "cached:0-12,walk:13-23@10%,dense:24-33".
 infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k);
 // Records the template for the graph's cached layers (a dense pass over ids);

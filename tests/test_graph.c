@@ -95,6 +95,9 @@ static void check_model(const char *fam) {
     // walk without a vindex is refused
     CHECK(infer_ctx_set_graph(c, "walk", 0) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: walk without a vindex accepted", fam);
 
+    // pipelined is named, and refused without a second device
+    CHECK(infer_ctx_set_graph(c, "pipelined", 0) != INFER_OK && strstr(infer_last_error(), "GPU"), "%s: pipelined accepted on the CPU", fam);
+
     // cached prefix replayed on its own template: the dense logits, bit for bit
     char spec[64];
     snprintf(spec, sizeof spec, "cached:0-%d", L / 2);

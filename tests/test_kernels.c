@@ -171,6 +171,22 @@ int main(void) {
                 CHECK(e <= 1e-10 * (m + 1), "attn_mix group=%d hd=%d n=%d: error %g", group, hd, n, e);
                 free(q), free(k), free(s1), free(s2), free(o1), free(o2);
             }
+    // y += a * row decoded, for the types a vindex's FFN can have
+    {
+        int types[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q6_K};
+        for (int ti = 0; ti < 8; ti++) {
+            int t = types[ti], n = t == DT_Q4_K || t == DT_Q6_K ? 512 : dtype_get(t)->blck == 1 ? 67 : 96;
+            float src[512], y1[512], y2[512];
+            unsigned char row[2048];
+            for (int i = 0; i < n; i++) src[i] = frand(), y1[i] = y2[i] = frand();
+            dtype_get(t)->from_float(src, row, n);
+            vec_axpy_row_ref(y1, 0.37f, row, t, n);
+            vec_axpy_row(y2, 0.37f, row, t, n);
+            double e = 0;
+            for (int i = 0; i < n; i++) e += (y1[i] - y2[i]) * (y1[i] - y2[i]);
+            CHECK(e <= 1e-10, "vec_axpy_row %s: error %g", dtype_get(t)->name, e);
+        }
+    }
     // softmax with the SIMD exp: within a few ulp of expf, -inf gives 0
     for (int n = 1; n < 70; n += 6) {
         float a[70], b[70];

@@ -116,8 +116,9 @@ infer_status infer_ctx_set_graph(infer_ctx *c, const char *spec, int default_k) 
     if (!plan) return fail(INFER_ERR_NOMEM, "out of memory");
     char err[256];
     if (!graph_parse(spec, L, default_k, plan, err, sizeof err)) { free(plan); return fail(INFER_ERR_ARG, "%s", err); }
-    int n_cached = 0, walks = 0;
-    for (int i = 0; i < L; i++) n_cached += plan[i].kind == G_CACHED, walks += plan[i].kind == G_WALK;
+    int n_cached = 0, walks = 0, piped = 0;
+    for (int i = 0; i < L; i++) n_cached += plan[i].kind == G_CACHED, walks += plan[i].kind == G_WALK, piped += plan[i].kind == G_PIPELINED;
+    if (piped) { free(plan); return fail(INFER_ERR_UNSUPPORTED, "graph \"%s\": pipelined layers (attention and FFN on two devices) need a GPU backend, which this build does not have", spec); }
     if (walks && !m->walk) { free(plan); return fail(INFER_ERR_ARG, "graph \"%s\": walk layers need a vindex (-x)", spec); }
     if (walks && m->cfg.n_expert) { free(plan); return fail(INFER_ERR_UNSUPPORTED, "graph \"%s\": walk layers of a mixture of experts are not supported", spec); }
     if ((walks || m->walk) && !c->ws) {

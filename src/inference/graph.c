@@ -28,7 +28,8 @@ int graph_parse(const char *spec, int n_layer, int default_k, layer_plan *out, c
         if (!strncmp(p, "dense", 5)) kind = G_DENSE, p += 5;
         else if (!strncmp(p, "walk", 4)) kind = G_WALK, p += 4;
         else if (!strncmp(p, "cached", 6)) kind = G_CACHED, p += 6;
-        else { snprintf(err, errcap, "graph \"%s\": unknown strategy at \"%s\" (dense, walk, cached)", spec, item); ok = 0; break; }
+        else if (!strncmp(p, "pipelined", 9)) kind = G_PIPELINED, p += 9;
+        else { snprintf(err, errcap, "graph \"%s\": unknown strategy at \"%s\" (dense, walk, cached, pipelined)", spec, item); ok = 0; break; }
         long a = 0, b = n_layer - 1;
         if (*p == ':') {
             p++;

@@ -2,11 +2,13 @@
 // "Layer-graph strategies"). Dense is the reference; walk computes the FFN
 // from the top-K features of a vindex; cached replaces a prefix of layers by
 // the residual (and K/V) a template prompt left there, valid only for that
-// template and length.
+// template and length. Pipelined runs a layer's attention and its FFN on
+// two devices (CPU attention + GPU FFN in the seeds): the spec names it
+// here; it needs a GPU backend to run.
 #ifndef INFER_INFERENCE_GRAPH_H
 #define INFER_INFERENCE_GRAPH_H
 
-enum graph_kind { G_DENSE, G_WALK, G_CACHED };
+enum graph_kind { G_DENSE, G_WALK, G_CACHED, G_PIPELINED };
 
 typedef struct {
     int kind;  // enum graph_kind
@@ -14,7 +16,7 @@ typedef struct {
     int pct;
 } layer_plan;
 
-// Parses "dense", "walk", "walk@64", "walk@5%", "cached:0-12,walk:13-23@10%,dense:24-33"
+// Parses "dense", "walk", "walk@64", "walk@5%", "pipelined", "cached:0-12,walk:13-23@10%,dense:24-33"
 // into one plan per layer (layers no item names are dense). An item is a
 // kind, optionally ":A-B" or ":A" (layers, inclusive), optionally "@K" or
 // "@P%" for walk (default_k features when absent; <= 0: all). Cached layers

@@ -22,28 +22,24 @@ struct walk_scratch {
     int32_t *idx;        // F
     int k;
     float *partial;      // (F / CHUNK + 1) x H
-    float *rows;         // threads x H: a decoded down vector
     unsigned char *xq;   // x in the ffn kernel's activation type
-    int rows_threads;
 };
 
 walk_scratch *walk_scratch_new(int F, int H) {
     walk_scratch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->F = F, w->H = H;
-    w->rows_threads = pool_threads();
     w->scores = malloc(sizeof(float) * (size_t)F);
     w->idx = malloc(sizeof(int32_t) * (size_t)F);
     w->partial = malloc(sizeof(float) * (size_t)(F / CHUNK + 1) * H);
-    w->rows = malloc(sizeof(float) * (size_t)w->rows_threads * H);
     w->xq = malloc(sizeof(float) * (size_t)H + 4096); // any activation type is at most f32-sized, plus group padding
-    if (!w->scores || !w->idx || !w->partial || !w->rows || !w->xq) { walk_scratch_free(w); return NULL; }
+    if (!w->scores || !w->idx || !w->partial || !w->xq) { walk_scratch_free(w); return NULL; }
     return w;
 }
 
 void walk_scratch_free(walk_scratch *w) {
     if (!w) return;
-    free(w->scores), free(w->idx), free(w->partial), free(w->rows), free(w->xq);
+    free(w->scores), free(w->idx), free(w->partial), free(w->xq);
     free(w);
 }
 
@@ -98,14 +94,12 @@ static float row_dot(const walk_job *j, const void *row) {
 }
 
 static void walk_task(void *arg, int ith, int nth) {
-    (void)nth;
+    (void)ith, (void)nth;
     walk_job *j = arg;
     walk_scratch *w = j->w;
     const walk_layer *l = j->l;
-    const dtype_traits *tr = dtype_get(l->ffn->type);
     size_t rs = dtype_row_size(l->ffn->type, j->H);
     const char *base = l->ffn->data;
-    float *down = w->rows + (size_t)ith * j->H;
     for (;;) {
         int c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (c >= j->nchunk) break;
@@ -117,8 +111,7 @@ static void walk_task(void *arg, int ith, int nth) {
             float a = row_dot(j, f) + (l->bias ? l->bias[w->idx[i]] : 0.0f);
             activate(&a, 1, l->act);
             if (l->gated) a *= row_dot(j, f + rs);
-            tr->to_float(f + 2 * rs, down, j->H);
-            vec_axpy(y, a, down, j->H);
+            vec_axpy_row(y, a, f + 2 * rs, l->ffn->type, j->H);
         }
     }
 }
@@ -136,11 +129,7 @@ void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scrat
     walk_job j = {l, w, vecdot_get(l->ffn->type), x, H, (k + CHUNK - 1) / CHUNK, 0};
     if (j.kern && j.kern->act_type != DT_F32) j.kern->quant(x, w->xq, H);
     atomic_init(&j.next, 0);
-    if (pool_threads() > w->rows_threads) { // threads were added: one down buffer each
-        float *r = realloc(w->rows, sizeof(float) * (size_t)pool_threads() * H);
-        if (r) w->rows = r, w->rows_threads = pool_threads();
-    }
-    if (j.nchunk == 1 || w->rows_threads < pool_threads()) walk_task(&j, 0, 1);
+    if (j.nchunk == 1) walk_task(&j, 0, 1);
     else pool_run(walk_task, &j);
     memcpy(out, w->partial, sizeof(float) * (size_t)H);
     for (int c = 1; c < j.nchunk; c++) vec_axpy(out, 1.0f, w->partial + (size_t)c * H, H);

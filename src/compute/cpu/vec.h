@@ -21,6 +21,10 @@ float vec_softmax_ref(float *x, int n);
 double vec_sumsq(const float *x, int n);
 double vec_sumsq_ref(const float *x, int n);
 
+// y += a * row, the row (n elements of dtype `type`) decoded on the fly.
+void vec_axpy_row(float *y, float a, const void *row, int type, int n);
+void vec_axpy_row_ref(float *y, float a, const void *row, int type, int n);
+
 float vec_dot_ref(const float *a, const float *b, int n);
 void vec_axpy_ref(float *y, float a, const float *x, int n);
 

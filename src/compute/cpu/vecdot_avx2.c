@@ -317,7 +317,7 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
 
 #define Q32_KERNELS(t, K)                                                                                    \
     AVX2 static float dot_##t(const void *w, const void *x, int n) { float s; q32_tile(K, w, 0, 1, x, 0, 1, n, &s); return s; } \
-    AVX2 __attribute__((unused)) static void dotr_##t(const void *w, size_t ws, const void *x, int n, float *s) { q32_tile(K, w, ws, 4, x, 0, 1, n, s); } \
+    AVX2 static void dotr_##t(const void *w, size_t ws, const void *x, int n, float *s) { q32_tile(K, w, ws, 4, x, 0, 1, n, s); } \
     AVX2 static void dot4_##t(const void *w, const void *x, size_t st, int n, float *s) { q32_tile(K, w, 0, 1, x, st, 4, n, s); } \
     AVX2 static void dot8_##t(const void *w, const void *x, size_t st, int n, float *s) { q32_tile(K, w, 0, 1, x, st, 8, n, s); }
 Q32_KERNELS(q8_0, K_Q8_0)
@@ -567,7 +567,7 @@ const vecdot_kernel vecdot_avx2[DT_COUNT] = {
     [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32},
     [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16},
     [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0x4_avx2, dot4_q8_0, dot8_q8_0, 1},
+    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0x4_avx2, dot4_q8_0, dot8_q8_0, 1, dotr_q8_0},
     [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0x4_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
     [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0x4_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
     [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0x4_avx2, dot4_q5_0, dot8_q5_0, 1, dotr_q5_0},
