@@ -106,6 +106,21 @@ static void check_type(int wt, int n, int rows) {
             CHECK(same, "%s n=%d: dotr differs from dot", tw->name, n);
             free(w4);
         }
+        // the 2-row x 4-token tile equals calls of the 1-row kernel bit for bit
+        if (simd->tile24) {
+            unsigned char *w2 = malloc(wrs * 2);
+            for (int k = 0; k < 2; k++) {
+                for (int i = 0; i < n; i++) row[i] = frand() * (k + 1);
+                tw->from_float(row, w2 + wrs * k, n);
+            }
+            float got[8];
+            simd->tile24(w2, wrs, a.xs, a.srs, n, got);
+            int same = 1;
+            for (int k = 0; k < 2; k++)
+                for (int r = 0; r < 4; r++) same &= got[k * 4 + r] == simd->dot(w2 + wrs * k, a.xs + a.srs * r, n);
+            CHECK(same, "%s n=%d: tile24 differs from dot", tw->name, n);
+            free(w2);
+        }
         // grouped activations hold exactly the oracle's q8_0 blocks
         if (simd->grouped) {
             unsigned char *g = malloc(a.srs);
@@ -186,6 +201,24 @@ int main(void) {
             for (int i = 0; i < n; i++) e += (y1[i] - y2[i]) * (y1[i] - y2[i]);
             CHECK(e <= 1e-10, "vec_axpy_row %s: error %g", dtype_get(t)->name, e);
         }
+    }
+    // SiLU and GELU (tanh) with the SIMD exp against the scalar formulas
+    {
+        float a[203], b[203], c[203], d[203];
+        for (int i = 0; i < 203; i++) a[i] = b[i] = c[i] = d[i] = i < 3 ? (i == 0 ? -100.0f : i == 1 ? 100.0f : 0.0f) : frand() * 12.0f;
+        vec_silu(b, 203), vec_gelu_tanh(d, 203);
+        double es = 0, eg = 0;
+        for (int i = 0; i < 203; i++) { // against double precision
+            // 0.5 (1 + tanh u) as 1 / (1 + e^-2u), which does not cancel
+            double v = a[i], s = v / (1 + exp(-v)), g = v / (1 + exp(-2 * 0.7978845608028654 * (v + 0.044715 * v * v * v)));
+            // relative, or absolute below 1e-6 (exp loses relative digits deep in its tail)
+            double ts = fabs(s - b[i]) / (fabs(s) + 1e-6), tg = fabs(g - d[i]) / (fabs(g) + 1e-6);
+            if (fabs(s) < 1e-30) ts = fabs(b[i]);
+            if (fabs(g) < 1e-30) tg = fabs(d[i]);
+            es = ts > es ? ts : es, eg = tg > eg ? tg : eg;
+        }
+        (void)c;
+        CHECK(es <= 1e-6 && eg <= 1e-6, "vec_silu / vec_gelu_tanh: worst relative error %g / %g", es, eg);
     }
     // softmax with the SIMD exp: within a few ulp of expf, -inf gives 0
     for (int n = 1; n < 70; n += 6) {

@@ -69,9 +69,9 @@ static void rows_range(const mm_job *a, int j0, int j1) {
         int q = (j1 - j0) / 4, j = j0;
         if (q >= 16) {
             for (; j < j0 + q; j++) {
-                if (a->xq && a->k->dotr && !a->bias) {
+                if (a->k && a->k->dotr && !a->bias) {
                     float s4[4];
-                    a->k->dotr(base + rs * (size_t)j, rs * (size_t)q, a->xq, a->n_in, s4);
+                    a->k->dotr(base + rs * (size_t)j, rs * (size_t)q, a->xq ? (const void *)a->xq : a->x, a->n_in, s4);
                     for (int r = 0; r < 4; r++) a->y[j + r * q] = s4[r];
                 } else
                     for (int r = 0; r < 4; r++) row_tokens(a, base + rs * (size_t)(j + r * q), j + r * q, 0, 1);
@@ -82,11 +82,23 @@ static void rows_range(const mm_job *a, int j0, int j1) {
         return;
     }
     size_t xrow = a->xq ? a->xq_row : sizeof(float) * (size_t)a->n_in;
-    int tb = (int)(24576 / xrow) & ~7;
+    int tb = (int)((a->xq ? 24576 : 131072) / xrow) & ~7;
     if (tb < 8) tb = 8;
     for (int t0 = 0; t0 < a->T; t0 += tb) {
-        int t1 = t0 + tb < a->T ? t0 + tb : a->T;
-        for (int j = j0; j < j1; j++) row_tokens(a, base + rs * (size_t)j, j, t0, t1);
+        int t1 = t0 + tb < a->T ? t0 + tb : a->T, j = j0;
+        if (!a->xq && a->k && a->k->tile24) // float weights: 2 rows by 4 tokens
+            for (; j + 2 <= j1; j += 2) {
+                int t = t0;
+                for (; t + 4 <= t1; t += 4) {
+                    float s8[8];
+                    a->k->tile24(base + rs * (size_t)j, rs, a->x + (size_t)t * a->n_in, xrow, a->n_in, s8);
+                    for (int k = 0; k < 2; k++)
+                        for (int r = 0; r < 4; r++)
+                            a->y[(size_t)(t + r) * a->n_out + j + k] = s8[k * 4 + r] + (a->bias ? a->bias[j + k] : 0.0f);
+                }
+                if (t < t1) row_tokens(a, base + rs * (size_t)j, j, t, t1), row_tokens(a, base + rs * (size_t)(j + 1), j + 1, t, t1);
+            }
+        for (; j < j1; j++) row_tokens(a, base + rs * (size_t)j, j, t0, t1);
     }
 }
 

@@ -71,13 +71,10 @@ void softmax(float *x, int n) { vec_softmax(x, n); }
 void activate(float *x, int n, int act) {
     switch (act) {
     case ACT_SILU:
-        for (int i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i]));
+        vec_silu(x, n);
         break;
     case ACT_GELU_TANH:
-        for (int i = 0; i < n; i++) {
-            float v = x[i];
-            x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-        }
+        vec_gelu_tanh(x, n);
         break;
     case ACT_GELU:
         for (int i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.7071067811865476f));

@@ -82,9 +82,10 @@ float vec_softmax_ref(float *x, int n) {
 
 // e^x for 8 lanes: x = k ln2 + r with |r| <= ln2 / 2, e^r by Cephes' expf
 // polynomial (about 1 ulp), times 2^k built in the exponent bits. Below
-// -87.3 (where e^x leaves the normal floats) the result is 0.
+// -87.3 (where e^x leaves the normal floats) the result is 0; above 88 it
+// stays e^88.
 __attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365447504f);
+    const __m256 hi = _mm256_set1_ps(88.0f), lo = _mm256_set1_ps(-87.3365447504f); // 2^k needs k <= 127
     __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     x = _mm256_min_ps(x, hi);
     x = _mm256_max_ps(x, lo);
@@ -162,3 +163,44 @@ __attribute__((target("avx2,fma"))) static double sumsq_avx2(const float *x, int
 }
 
 double vec_sumsq(const float *x, int n) { return use_avx2() ? sumsq_avx2(x, n) : vec_sumsq_ref(x, n); }
+
+// ---------------------------------------------------------------------------
+// activations with the vectorized exp (about 1e-7 absolute in tanh and the
+// sigmoid; the scalar formulas are the oracle)
+
+void vec_silu_ref(float *x, int n) {
+    for (int i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+// 0.5 (1 + tanh u) computed as 1 / (1 + e^-2u), which does not cancel where tanh nears -1
+void vec_gelu_tanh_ref(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        x[i] = v / (1.0f + expf(-2.0f * 0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void silu_avx2(float *x, int n) {
+    int i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(x + i, _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, v)))));
+    }
+    vec_silu_ref(x + i, n - i);
+}
+
+// 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): no cancellation where tanh nears -1
+__attribute__((target("avx2,fma"))) static void gelu_tanh_avx2(float *x, int n) {
+    int i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f), m2c = _mm256_set1_ps(-2.0f * 0.7978845608028654f), c3 = _mm256_set1_ps(0.044715f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 m2u = _mm256_mul_ps(m2c, _mm256_fmadd_ps(_mm256_mul_ps(c3, v), _mm256_mul_ps(v, v), v));
+        _mm256_storeu_ps(x + i, _mm256_div_ps(v, _mm256_add_ps(one, exp8(m2u))));
+    }
+    vec_gelu_tanh_ref(x + i, n - i);
+}
+
+void vec_silu(float *x, int n) { if (use_avx2()) silu_avx2(x, n); else vec_silu_ref(x, n); }
+void vec_gelu_tanh(float *x, int n) { if (use_avx2()) gelu_tanh_avx2(x, n); else vec_gelu_tanh_ref(x, n); }

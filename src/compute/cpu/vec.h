@@ -25,6 +25,12 @@ double vec_sumsq_ref(const float *x, int n);
 void vec_axpy_row(float *y, float a, const void *row, int type, int n);
 void vec_axpy_row_ref(float *y, float a, const void *row, int type, int n);
 
+// In place: SiLU x / (1 + e^-x) and GELU 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void vec_silu(float *x, int n);
+void vec_gelu_tanh(float *x, int n);
+void vec_silu_ref(float *x, int n);
+void vec_gelu_tanh_ref(float *x, int n);
+
 float vec_dot_ref(const float *a, const float *b, int n);
 void vec_axpy_ref(float *y, float a, const float *x, int n);
 

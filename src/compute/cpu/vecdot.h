@@ -26,6 +26,10 @@ typedef void (*vec_dot4_fn)(const void *w, const void *x, size_t stride, int n, 
 // kernel, which loads the token's activations once for 4 rows.
 typedef void (*vec_dotr_fn)(const void *w, size_t wstride, const void *x, int n, float *s);
 
+// s[k * 4 + r] = row k (w + k * wstride bytes) . token r (x + r * xstride
+// bytes), for 2 rows by 4 tokens.
+typedef void (*vec_tile_fn)(const void *w, size_t wstride, const void *x, size_t xstride, int n, float *s);
+
 typedef struct {
     int act_type;      // dtype the activations are given in (DT_F32 for float weights)
     vec_dot_fn dot;
@@ -34,6 +38,7 @@ typedef struct {
     vec_dot4_fn dot8;   // 8 rows of the act type at once (as dot4), or NULL
     int grouped;        // quant writes grouped q8_0 activations (act_q8_0_group)
     vec_dotr_fn dotr;   // 4 weight rows against one token (decode), or NULL
+    vec_tile_fn tile24; // 2 weight rows by 4 tokens (float weights' prefill), or NULL
 } vecdot_kernel;
 
 // Grouped q8_0 activations (kernels with `grouped`): the row's blocks in

@@ -53,97 +53,58 @@ AVX2 static inline __m256i dot_i8(__m256i x, __m256i y) {
 // ---------------------------------------------------------------------------
 // float weights x f32 activations
 
-AVX2 static float dot_f32(const void *vw, const void *vx, int n) {
-    const char *w = vw;
-    const float *x = vx;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)vw + 4 * i + PREFETCH_AHEAD, _MM_HINT_NTA);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(w + 4 * i)), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(w + 4 * i + 32)), _mm256_loadu_ps(x + i + 8), a1);
-    }
-    float s = hsum8(_mm256_add_ps(a0, a1));
-    for (; i < n; i++) s += ld_f32((const uint8_t *)w + 4 * i) * x[i];
-    return s;
-}
-
-AVX2 static float dot_f16(const void *vw, const void *vx, int n) {
-    const uint8_t *w = vw;
-    const float *x = vx;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)vw + 2 * i + PREFETCH_AHEAD, _MM_HINT_NTA);
-        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i)));
-        __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i + 16)));
-        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1);
-    }
-    float s = hsum8(_mm256_add_ps(a0, a1));
-    for (; i < n; i++) s += ld_f16(w + 2 * i) * x[i];
-    return s;
-}
-
 AVX2 static inline __m256 bf16x8(const uint8_t *p) {
     __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
-
-AVX2 static float dot_bf16(const void *vw, const void *vx, int n) {
-    const uint8_t *w = vw;
-    const float *x = vx;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)vw + 2 * i + PREFETCH_AHEAD, _MM_HINT_NTA);
-        a0 = _mm256_fmadd_ps(bf16x8(w + 2 * i), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(bf16x8(w + 2 * i + 16), _mm256_loadu_ps(x + i + 8), a1);
-    }
-    float s = hsum8(_mm256_add_ps(a0, a1));
-    for (; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, w + 2 * i, 2);
-        s += bf16_to_f32(h) * x[i];
-    }
-    return s;
-}
-
-// Four tokens per weight row for float weights (f32 activations): each 16
-// weights are widened once; every token keeps the two accumulators and the
-// order of dot_*, so the results equal 4 calls of it bit for bit.
-#define DOT4_FLOAT(name, load8, tail)                                                          \
-    AVX2 static void name(const void *vw, const void *vx, size_t stride, int n, float *s) {   \
-        const uint8_t *w = vw;                                                                 \
-        __m256 a0[4], a1[4];                                                                   \
-        for (int r = 0; r < 4; r++) a0[r] = a1[r] = _mm256_setzero_ps();                       \
-        int i = 0;                                                                             \
-        for (; i + 16 <= n; i += 16) {                                                         \
-            __m256 w0 = load8(w, i), w1 = load8(w, i + 8);                                     \
-            _Pragma("GCC unroll 4")                                                            \
-            for (int r = 0; r < 4; r++) {                                                      \
-                const float *x = (const float *)((const char *)vx + stride * r);               \
-                a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0[r]);                    \
-                a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1[r]);                \
-            }                                                                                  \
-        }                                                                                      \
-        for (int r = 0; r < 4; r++) {                                                          \
-            const float *x = (const float *)((const char *)vx + stride * r);                   \
-            float acc = hsum8(_mm256_add_ps(a0[r], a1[r]));                                    \
-            for (int j = i; j < n; j++) acc += tail(w, j) * x[j];                              \
-            s[r] = acc;                                                                        \
-        }                                                                                      \
-    }
-
 AVX2 static inline __m256 ld8_f32(const uint8_t *w, int i) { return _mm256_loadu_ps((const float *)(w + 4 * i)); }
 AVX2 static inline __m256 ld8_f16(const uint8_t *w, int i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i))); }
 AVX2 static inline __m256 ld8_bf16(const uint8_t *w, int i) { return bf16x8(w + 2 * i); }
 static inline float tail_f32(const uint8_t *w, int j) { return ld_f32(w + 4 * j); }
 AVX2 static inline float tail_f16(const uint8_t *w, int j) { return ld_f16(w + 2 * j); }
 static inline float tail_bf16(const uint8_t *w, int j) { uint16_t h; memcpy(&h, w + 2 * j, 2); return bf16_to_f32(h); }
-DOT4_FLOAT(dot4_f32, ld8_f32, tail_f32)
-DOT4_FLOAT(dot4_f16, ld8_f16, tail_f16)
-DOT4_FLOAT(dot4_bf16, ld8_bf16, tail_bf16)
+
+// Float weights against f32 activations: RW weight rows (ws bytes apart) by
+// RT tokens (xs bytes apart), one accumulator per (row, token) over 8
+// elements at a time, then hsum8 and the tail in order. Every pair sees the
+// same operations in every tile shape, so a batch equals one-at-a-time calls
+// bit for bit. Decode uses 4 rows x 1 token, prefill 2 rows x 4 tokens.
+#define FLOAT_TILE(name, load8, tail, RW, RT, bytes)                                                 \
+    AVX2 static void name(const void *vw, size_t ws, const void *vx, size_t xs, int n, float *s) {   \
+        const uint8_t *w = vw;                                                                        \
+        __m256 acc[RW * RT];                                                                          \
+        _Pragma("GCC unroll 8") for (int a = 0; a < RW * RT; a++) acc[a] = _mm256_setzero_ps();      \
+        int i = 0;                                                                                    \
+        for (; i + 8 <= n; i += 8) {                                                                  \
+            __m256 xv[RT];                                                                            \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RT; r++)                                      \
+                xv[r] = _mm256_loadu_ps((const float *)((const char *)vx + xs * r) + i);              \
+            _Pragma("GCC unroll 4") for (int k = 0; k < RW; k++) {                                    \
+                if (RT == 1 && i % 16 == 0) _mm_prefetch((const char *)w + ws * k + bytes * i + PREFETCH_AHEAD, _MM_HINT_NTA); \
+                __m256 wv = load8(w + ws * k, i);                                                     \
+                _Pragma("GCC unroll 4") for (int r = 0; r < RT; r++) acc[k * RT + r] = _mm256_fmadd_ps(wv, xv[r], acc[k * RT + r]); \
+            }                                                                                         \
+        }                                                                                             \
+        for (int k = 0; k < RW; k++)                                                                  \
+            for (int r = 0; r < RT; r++) {                                                            \
+                const float *x = (const float *)((const char *)vx + xs * r);                          \
+                float v = hsum8(acc[k * RT + r]);                                                     \
+                for (int j = i; j < n; j++) v += tail(w + ws * k, j) * x[j];                          \
+                s[k * RT + r] = v;                                                                    \
+            }                                                                                         \
+    }
+
+#define FLOAT_KERNELS(t, bytes)                                                                                  \
+    FLOAT_TILE(tile1_##t, ld8_##t, tail_##t, 1, 1, bytes)                                                        \
+    FLOAT_TILE(tile14_##t, ld8_##t, tail_##t, 1, 4, bytes)                                                       \
+    FLOAT_TILE(tile41_##t, ld8_##t, tail_##t, 4, 1, bytes)                                                       \
+    FLOAT_TILE(tile24_##t, ld8_##t, tail_##t, 2, 4, bytes)                                                       \
+    AVX2 static float dot_##t(const void *w, const void *x, int n) { float s; tile1_##t(w, 0, x, 0, n, &s); return s; } \
+    AVX2 static void dot4_##t(const void *w, const void *x, size_t st, int n, float *s) { tile14_##t(w, 0, x, st, n, s); } \
+    AVX2 static void dotr_##t(const void *w, size_t ws, const void *x, int n, float *s) { tile41_##t(w, ws, x, 0, n, s); }
+FLOAT_KERNELS(f32, 4)
+FLOAT_KERNELS(f16, 2)
+FLOAT_KERNELS(bf16, 2)
 
 // ---------------------------------------------------------------------------
 // 32-element blocks x q8_0, four blocks at a time
@@ -564,9 +525,9 @@ AVX2 static void act_quant_q8_0x4_avx2(const float *x, void *vy, int n) {
 }
 
 const vecdot_kernel vecdot_avx2[DT_COUNT] = {
-    [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32},
-    [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16},
-    [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16},
+    [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32, NULL, 0, dotr_f32, tile24_f32},
+    [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16, NULL, 0, dotr_f16, tile24_f16},
+    [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16, NULL, 0, dotr_bf16, tile24_bf16},
     [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0x4_avx2, dot4_q8_0, dot8_q8_0, 1, dotr_q8_0},
     [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0x4_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
     [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0x4_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
