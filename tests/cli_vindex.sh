@@ -22,6 +22,18 @@ grep -q '"gated":[[:space:]]*false' "$TMP/p.vindex/index.json" || fail "gpt2 is 
 grep -q '"gate":[[:space:]]*"q4_0"' "$TMP/p.vindex/index.json" || fail "--gate q4 is not q4_0"
 "$BIN" verify "$TMP/p.vindex/" >/dev/null 2>&1 || fail "verify with a trailing slash"
 
+# infer walk: for each asked layer, the k features of largest |gate . x| with
+# their scores and the tokens they write (down_meta)
+"$BIN" walk -x "$TMP/g.vindex" --ids 2,10,20,30 --layers 0-1 -k 3 >"$TMP/out" 2>"$TMP/err" || fail "walk: $(cat "$TMP/err")"
+[ "$(grep -c '^layer ' "$TMP/out")" = 2 ] || fail "walk: not 2 layers: $(cat "$TMP/out")"
+[ "$(grep -c '^  f[0-9]* *gate ' "$TMP/out")" = 6 ] || fail "walk: not 3 features per layer: $(cat "$TMP/out")"
+grep '^  f' "$TMP/out" | grep -q 'writes: [0-9]' || fail "walk: no down_meta tokens: $(cat "$TMP/out")"
+# the features come by |score|, descending
+awk '/^layer /{prev=1e30} /^  f/{s=$3; if (s < 0) s = -s; if (s > prev + 1e-6) bad=1; prev=s} END{exit bad}' "$TMP/out" || fail "walk: features not ordered by |score|"
+# predict with the vindex: a walk graph reports its error against dense
+"$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --graph walk@25% >"$TMP/out" 2>"$TMP/err" || fail "predict: $(cat "$TMP/err")"
+grep -q "^vs dense: KL [0-9.]*, top-1" "$TMP/out" || fail "predict: no KL against dense: $(cat "$TMP/out")"
+
 # a flipped byte: verify fails, naming the file, in one line
 printf '\x55' | dd of="$TMP/g.vindex/ffn.bin" bs=1 seek=100 conv=notrunc status=none
 "$BIN" verify "$TMP/g.vindex" >"$TMP/out" 2>"$TMP/err" && fail "a damaged ffn.bin verified"

@@ -1,4 +1,4 @@
-// infer walk -x VINDEX [-m MODEL] -p TEXT [--layers A-B] [-k K] [--tokens N]
+// infer walk -x VINDEX [-m MODEL] -p TEXT | --ids 1,2,3 [--layers A-B] [-k K] [--tokens N]
 // What the model knows about a prompt, read from its own FFN: for the
 // prompt's last token, at each layer, the K features whose gate vectors
 // match the FFN's input best (by |gate . x|), with the gate score, the
@@ -23,7 +23,7 @@ static int by_abs(const void *a, const void *b) {
 }
 
 int cmd_walk(int argc, char **argv) {
-    const char *model = NULL, *vdir = NULL, *prompt = NULL, *layers = NULL;
+    const char *model = NULL, *vdir = NULL, *prompt = NULL, *layers = NULL, *ids_s = NULL;
     long K = 10, ntok = 5;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -33,6 +33,7 @@ int cmd_walk(int argc, char **argv) {
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "-x") || !strcmp(argv[i], "--vindex")) { if (!(vdir = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) { if (!(prompt = cli_value(argc, argv, &i))) return 1; }
+        else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "--layers")) { if (!(layers = cli_value(argc, argv, &i))) return 1; }
         else if (!strcmp(argv[i], "-k")) {
             if (!(v = cli_value(argc, argv, &i)) || (K = cli_parse_count("-k", v, 1 << 20)) < 0) return 1;
@@ -42,7 +43,8 @@ int cmd_walk(int argc, char **argv) {
         } else return cli_error("walk: unknown option \"%s\"", argv[i]);
     }
     if (!vdir) return cli_error("walk: no vindex given (-x DIR, made by infer extract)");
-    if (!prompt) return cli_error("walk: no prompt given (-p TEXT)");
+    if (!prompt && !ids_s) return cli_error("walk: no prompt given (-p TEXT or --ids 1,2,3)");
+    if (prompt && ids_s) return cli_error("walk: give -p or --ids, not both");
     int rc = 1, n = 0;
     int32_t *ids = NULL, *idx = NULL;
     infer_model *m = NULL;
@@ -61,8 +63,10 @@ int cmd_walk(int argc, char **argv) {
         if (e == layers || *e || a < 0 || b < a || b >= L)
             { cli_error("walk: --layers \"%s\" is not a range A-B within 0-%d", layers, L - 1); goto done; }
     }
-    if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
-    if (n == 0) { cli_error("walk: the prompt gives no tokens"); goto done; }
+    if (prompt) {
+        if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
+        if (n == 0) { cli_error("walk: the prompt gives no tokens"); goto done; }
+    } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
     ffn_in = malloc(sizeof(float) * (size_t)L * E);
     if (!ffn_in) { cli_error("out of memory"); goto done; }
@@ -71,8 +75,8 @@ int cmd_walk(int argc, char **argv) {
     c->ffn_in = NULL;
     char *last = NULL;
     size_t ll = 0;
-    if (infer_detokenize(m, ids + n - 1, 1, 0, &last, &ll)) { cli_error("%s", infer_last_error()); goto done; }
-    printf("prompt: %d tokens; features at the last token \"%.*s\"\n", n, (int)ll, last);
+    if (infer_detokenize(m, ids + n - 1, 1, 0, &last, &ll)) ll = 0; // no tokenizer (--ids): the id alone
+    printf("prompt: %d tokens; features at the last token \"%.*s\" (id %d)\n", n, (int)ll, last ? last : "", ids[n - 1]);
     free(last);
     int gated = vindex_gated(vx);
     for (long il = a; il <= b; il++) {
@@ -102,8 +106,8 @@ int cmd_walk(int argc, char **argv) {
             for (int t = 0; t < nt && t < ntok; t++) {
                 char *s = NULL;
                 size_t len = 0;
-                if (infer_detokenize(m, &tid[t], 1, 0, &s, &len)) { cli_error("%s", infer_last_error()); goto done; }
-                printf(" \"%.*s\" %.2f", (int)len, s, ts[t]);
+                if (infer_detokenize(m, &tid[t], 1, 0, &s, &len)) printf(" %d %.2f", tid[t], ts[t]);
+                else printf(" \"%.*s\" %.2f", (int)len, s, ts[t]);
                 free(s);
             }
             printf("%s\n", nt ? "" : " (no down_meta in this vindex)");
