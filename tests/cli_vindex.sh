@@ -34,6 +34,20 @@ awk '/^layer /{prev=1e30} /^  f/{s=$3; if (s < 0) s = -s; if (s > prev + 1e-6) b
 "$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --graph walk@25% >"$TMP/out" 2>"$TMP/err" || fail "predict: $(cat "$TMP/err")"
 grep -q "^vs dense: KL [0-9.]*, top-1" "$TMP/out" || fail "predict: no KL against dense: $(cat "$TMP/out")"
 
+# a Hugging Face source's tokenizer travels with the vindex (its GGUF holds no
+# vocabulary): listed and hashed in index.json, used for -p, checked by verify
+mkdir "$TMP/hf"
+cp "$FIX/qwen3/config.json" "$FIX/qwen3/model.safetensors" "$TMP/hf/"
+echo '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "c": 3}, "merges": ["a b"]}}' >"$TMP/hf/tokenizer.json"
+"$BIN" extract -m "$TMP/hf" -o "$TMP/h.vindex" 2>"$TMP/err" || fail "extract with a tokenizer: $(cat "$TMP/err")"
+grep -q '"tokenizer.json"' "$TMP/h.vindex/index.json" || fail "tokenizer.json not listed in index.json"
+"$BIN" predict -x "$TMP/h.vindex" -p abc -o json >"$TMP/out" 2>"$TMP/err" || fail "predict -p on a vindex: $(cat "$TMP/err")"
+grep -q '"tokens": 2' "$TMP/out" || fail "the vindex's tokenizer: $(cat "$TMP/out")"
+"$BIN" verify "$TMP/h.vindex" >/dev/null 2>&1 || fail "verify with a tokenizer"
+printf 'x' | dd of="$TMP/h.vindex/tokenizer.json" bs=1 seek=3 conv=notrunc status=none
+"$BIN" verify "$TMP/h.vindex" >"$TMP/out" 2>"$TMP/err" && fail "a changed tokenizer.json verified"
+grep -q "tokenizer.json: sha256" "$TMP/err" || fail "changed tokenizer.json: $(cat "$TMP/err")"
+
 # a flipped byte: verify fails, naming the file, in one line
 printf '\x55' | dd of="$TMP/g.vindex/ffn.bin" bs=1 seek=100 conv=notrunc status=none
 "$BIN" verify "$TMP/g.vindex" >"$TMP/out" 2>"$TMP/err" && fail "a damaged ffn.bin verified"

@@ -17,12 +17,12 @@ static infer_status get_tok(infer_model *m, tokenizer **out) {
     if (!m->tok_loaded) {
         m->tok_loaded = 1;
         infer_status st;
-        if (m->gguf) st = tokenizer_from_gguf(m->gguf, &m->tok);
-        else {
+        st = m->gguf ? tokenizer_from_gguf(m->gguf, &m->tok) : INFER_OK;
+        if (!st && !m->tok) { // a Hugging Face directory, or a vindex made from one
             char path[4096];
             struct stat sb;
             snprintf(path, sizeof path, "%s/tokenizer.json", m->path);
-            st = stat(path, &sb) == 0 ? tokenizer_load_json(path, &m->tok) : INFER_OK;
+            st = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? tokenizer_load_json(path, &m->tok) : INFER_OK;
         }
         if (st) { m->tok_loaded = 0; return st; }
     }
@@ -98,7 +98,8 @@ const char *infer_chat_builtin_gemma(void) { return g_gemma_template; }
 
 static const char *chat_template_of(infer_model *m, const char **source) {
     const char *t = infer_model_chat_template(m);
-    if (!t && !m->gguf && !m->chat_tmpl_loaded) {
+    struct stat sb;
+    if (!t && !m->chat_tmpl_loaded && stat(m->path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         m->chat_tmpl_loaded = 1;
         char *bos = NULL, *eos = NULL;
         if (chat_template_load_hf(m->path, &m->chat_tmpl, &bos, &eos) != INFER_OK) m->chat_tmpl = NULL;

@@ -348,6 +348,35 @@ static infer_status make_dir(const char *dir) {
     return fail(INFER_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
 }
 
+// A Hugging Face source's tokenizer files, copied beside weights.gguf (whose
+// metadata then holds no vocabulary): the vindex stays a whole model.
+static infer_status copy_tokenizer(extractor *x) {
+    struct stat sb;
+    if (x->m->gguf || stat(x->m->path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return INFER_OK;
+    for (int i = 0; i < VF_OPT_COUNT; i++) {
+        char src[4096], dst[4096];
+        snprintf(src, sizeof src, "%s/%s", x->m->path, vindex_opt_names[i]);
+        snprintf(dst, sizeof dst, "%s/%s", x->dir, vindex_opt_names[i]);
+        FILE *in = fopen(src, "rb");
+        if (!in) continue;
+        FILE *out = fopen(dst, "wb");
+        if (!out) { fclose(in); return fail(INFER_ERR_IO, "%s: cannot create: %s", dst, strerror(errno)); }
+        char buf[1 << 16];
+        size_t n, total = 0;
+        int ok = 1;
+        while ((n = fread(buf, 1, sizeof buf, in)) > 0) ok &= fwrite(buf, 1, n, out) == n, total += n;
+        ok &= !ferror(in);
+        fclose(in);
+        ok &= fclose(out) == 0;
+        if (!ok) return fail(INFER_ERR_IO, "%s: copy from %s failed", dst, src);
+        infer_status st = vindex_hash_file(dst, x->lay.opt_sha256[i]);
+        if (st) return st;
+        x->lay.opt_present[i] = 1;
+        x->lay.opt_bytes[i] = total;
+    }
+    return INFER_OK;
+}
+
 static infer_status run(extractor *x) {
     char path[4096];
     snprintf(path, sizeof path, "%s/index.json", x->dir);
@@ -370,6 +399,7 @@ static infer_status run(extractor *x) {
     if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     x->lay.file_bytes[VF_WEIGHTS] = (uint64_t)sb.st_size;
     progress(x, "weights.gguf", 1, 1);
+    if ((st = copy_tokenizer(x))) return st;
     snprintf(path, sizeof path, "%s/index.json", x->dir);
     if ((st = vindex_write_index(x->m, path, &x->lay))) return st;
     progress(x, "index.json", 1, 1);

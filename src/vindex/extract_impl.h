@@ -23,6 +23,9 @@ typedef struct {
     vrange embd, lm;
     uint64_t file_bytes[VF_COUNT];
     char sha256[VF_COUNT][65];
+    int opt_present[VF_OPT_COUNT];  // the source's tokenizer files, copied
+    uint64_t opt_bytes[VF_OPT_COUNT];
+    char opt_sha256[VF_OPT_COUNT][65];
 } vindex_layout;
 
 // For F down vectors D (F x H floats, row f = feature f), the K largest

@@ -127,6 +127,12 @@ infer_status vindex_write_index(const infer_model *m, const char *path, const vi
         cJSON_AddNumberToObject(f, "bytes", (double)lay->file_bytes[i]);
         cJSON_AddStringToObject(f, "sha256", lay->sha256[i]);
     }
+    for (int i = 0; i < VF_OPT_COUNT; i++) {
+        if (!lay->opt_present[i]) continue;
+        cJSON *f = cJSON_AddObjectToObject(files, vindex_opt_names[i]);
+        cJSON_AddNumberToObject(f, "bytes", (double)lay->opt_bytes[i]);
+        cJSON_AddStringToObject(f, "sha256", lay->opt_sha256[i]);
+    }
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

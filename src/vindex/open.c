@@ -16,6 +16,7 @@
 
 const char *const vindex_file_names[VF_COUNT] = {"gate_vectors.bin", "ffn.bin", "down_meta.bin",
                                                  "embeddings.bin", "lm_head.bin", "weights.gguf"};
+const char *const vindex_opt_names[VF_OPT_COUNT] = {"tokenizer.json", "tokenizer_config.json"};
 
 int vindex_type_by_name(const char *name) {
     for (int t = 0; t < DT_COUNT; t++)
@@ -156,7 +157,30 @@ static infer_status read_files(parser *p, const cJSON *root) {
     for (const cJSON *f = files->child; f; f = f->next) {
         int known = 0;
         for (int i = 0; i < VF_COUNT; i++) known |= !strcmp(f->string, vindex_file_names[i]);
+        for (int i = 0; i < VF_OPT_COUNT; i++) known |= !strcmp(f->string, vindex_opt_names[i]);
         if (!known) return fail(INFER_ERR_FORMAT, "%s: files: unknown file \"%s\"", p->path, f->string);
+    }
+    for (int i = 0; i < VF_OPT_COUNT; i++) { // optional: checked when listed
+        const char *name = vindex_opt_names[i], *hex;
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(files, name);
+        if (!f) continue;
+        char w[64], path[4096];
+        int64_t n;
+        snprintf(w, sizeof w, "files.%s", name);
+        if (!cJSON_IsObject(f)) return fail(INFER_ERR_FORMAT, "%s: %s must be an object", p->path, w);
+        if ((st = get_int(p, f, "bytes", w, 0, (int64_t)JMAX, &n))) return st;
+        if ((st = get_str(p, f, "sha256", w, &hex))) return st;
+        if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64)
+            return fail(INFER_ERR_FORMAT, "%s: %s.sha256 is not 64 lowercase hex digits", p->path, w);
+        snprintf(path, sizeof path, "%s/%s", v->dir, name);
+        struct stat sb;
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return fail(INFER_ERR_IO, "%s: missing or not a file", path);
+        if ((uint64_t)sb.st_size != (uint64_t)n)
+            return fail(INFER_ERR_FORMAT, "%s: %llu bytes, but index.json says %lld (truncated or replaced?)", path,
+                        (unsigned long long)sb.st_size, (long long)n);
+        v->opt_present[i] = 1;
+        v->opt_bytes[i] = (uint64_t)n;
+        memcpy(v->opt_sha256[i], hex, 65);
     }
     for (int i = 0; i < VF_COUNT; i++) {
         const char *name = vindex_file_names[i], *hex;

@@ -40,6 +40,14 @@ infer_status vindex_verify(const char *dir) {
         if (!st && strcmp(hex, v->sha256[i]))
             st = fail(INFER_ERR_FORMAT, "%s: sha256 %s differs from index.json's %s (the file was changed)", path, hex, v->sha256[i]);
     }
+    for (int i = 0; i < VF_OPT_COUNT && !st; i++) {
+        if (!v->opt_present[i]) continue;
+        char hex[65];
+        snprintf(path, sizeof path, "%s/%s", v->dir, vindex_opt_names[i]);
+        st = vindex_hash_file(path, hex);
+        if (!st && strcmp(hex, v->opt_sha256[i]))
+            st = fail(INFER_ERR_FORMAT, "%s: sha256 %s differs from index.json's %s (the file was changed)", path, hex, v->opt_sha256[i]);
+    }
     if (!st) {
         gguf_file *g;
         st = gguf_open(&g, v->model_path);

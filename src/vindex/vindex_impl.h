@@ -11,6 +11,11 @@ enum vfile_id { VF_GATE, VF_FFN, VF_META, VF_EMBD, VF_LM, VF_WEIGHTS, VF_COUNT }
 // "gate_vectors.bin", ... indexed by enum vfile_id.
 extern const char *const vindex_file_names[VF_COUNT];
 
+// Files a vindex may also hold: a Hugging Face source's tokenizer, copied
+// (its GGUF weights carry no vocabulary). Listed in "files" when present.
+enum { VF_OPT_COUNT = 2 };
+extern const char *const vindex_opt_names[VF_OPT_COUNT];
+
 // Bounds of what an index.json may claim, so that no count drives an
 // unreasonable allocation before the byte ranges are checked.
 #define VINDEX_MAX_LAYERS 4096
@@ -29,6 +34,9 @@ struct vindex {
     mapfile maps[VF_COUNT];         // the .bin files (weights.gguf is not mapped)
     uint64_t file_bytes[VF_COUNT];  // sizes recorded in index.json (= on disk)
     char sha256[VF_COUNT][65];      // digests recorded in index.json
+    int opt_present[VF_OPT_COUNT];  // optional files listed in index.json
+    uint64_t opt_bytes[VF_OPT_COUNT];
+    char opt_sha256[VF_OPT_COUNT][65];
     int *n_feat;                    // (n_layer)
     tensor *gate, *ffn;             // (n_layer) views into gate_vectors.bin, ffn.bin
     const unsigned char **meta;     // (n_layer) start of each layer's down_meta part
