@@ -57,6 +57,13 @@ static void row_tokens(const mm_job *a, const void *row, int j, int t0, int t1) 
     }
 }
 
+#ifndef TOKEN_BLOCK_BYTES
+#define TOKEN_BLOCK_BYTES 24576
+#endif
+#ifndef ROW_PANEL_BYTES
+#define ROW_PANEL_BYTES 131072
+#endif
+
 // Rows [j0, j1) of the output for every token. Prefill walks the tokens in
 // blocks whose activations stay in the L1/L2 cache while the rows pass.
 static void rows_range(const mm_job *a, int j0, int j1) {
@@ -81,24 +88,30 @@ static void rows_range(const mm_job *a, int j0, int j1) {
         for (; j < j1; j++) row_tokens(a, base + rs * (size_t)j, j, 0, 1);
         return;
     }
+    // Prefill: a panel of rows that stays in L2 meets blocks of tokens whose
+    // activations stay in L1.
     size_t xrow = a->xq ? a->xq_row : sizeof(float) * (size_t)a->n_in;
-    int tb = (int)((a->xq ? 24576 : 131072) / xrow) & ~7;
+    int tb = (int)(TOKEN_BLOCK_BYTES / xrow) & ~7, panel = (int)(ROW_PANEL_BYTES / rs);
     if (tb < 8) tb = 8;
-    for (int t0 = 0; t0 < a->T; t0 += tb) {
-        int t1 = t0 + tb < a->T ? t0 + tb : a->T, j = j0;
-        if (!a->xq && a->k && a->k->tile24) // float weights: 2 rows by 4 tokens
-            for (; j + 2 <= j1; j += 2) {
-                int t = t0;
-                for (; t + 4 <= t1; t += 4) {
-                    float s8[8];
-                    a->k->tile24(base + rs * (size_t)j, rs, a->x + (size_t)t * a->n_in, xrow, a->n_in, s8);
-                    for (int k = 0; k < 2; k++)
-                        for (int r = 0; r < 4; r++)
-                            a->y[(size_t)(t + r) * a->n_out + j + k] = s8[k * 4 + r] + (a->bias ? a->bias[j + k] : 0.0f);
+    if (panel < 8) panel = 8;
+    for (int p0 = j0; p0 < j1; p0 += panel) {
+        int p1 = p0 + panel < j1 ? p0 + panel : j1;
+        for (int t0 = 0; t0 < a->T; t0 += tb) {
+            int t1 = t0 + tb < a->T ? t0 + tb : a->T, j = p0;
+            if (!a->xq && a->k && a->k->tile24) // float weights: 2 rows by 4 tokens
+                for (; j + 2 <= p1; j += 2) {
+                    int t = t0;
+                    for (; t + 4 <= t1; t += 4) {
+                        float s8[8];
+                        a->k->tile24(base + rs * (size_t)j, rs, a->x + (size_t)t * a->n_in, xrow, a->n_in, s8);
+                        for (int k = 0; k < 2; k++)
+                            for (int r = 0; r < 4; r++)
+                                a->y[(size_t)(t + r) * a->n_out + j + k] = s8[k * 4 + r] + (a->bias ? a->bias[j + k] : 0.0f);
+                    }
+                    if (t < t1) row_tokens(a, base + rs * (size_t)j, j, t, t1), row_tokens(a, base + rs * (size_t)(j + 1), j + 1, t, t1);
                 }
-                if (t < t1) row_tokens(a, base + rs * (size_t)j, j, t, t1), row_tokens(a, base + rs * (size_t)(j + 1), j + 1, t, t1);
-            }
-        for (; j < j1; j++) row_tokens(a, base + rs * (size_t)j, j, t0, t1);
+            for (; j < p1; j++) row_tokens(a, base + rs * (size_t)j, j, t0, t1);
+        }
     }
 }
 

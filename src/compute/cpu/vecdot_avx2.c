@@ -77,8 +77,10 @@ static inline float tail_bf16(const uint8_t *w, int j) { uint16_t h; memcpy(&h, 
         int i = 0;                                                                                    \
         for (; i + 8 <= n; i += 8) {                                                                  \
             __m256 xv[RT];                                                                            \
-            _Pragma("GCC unroll 4") for (int r = 0; r < RT; r++)                                      \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RT; r++) {                                    \
                 xv[r] = _mm256_loadu_ps((const float *)((const char *)vx + xs * r) + i);              \
+                if (RW > 1) __asm__("" : "+x"(xv[r])); /* keep it in a register for the RW rows */    \
+            }                                                                                         \
             _Pragma("GCC unroll 4") for (int k = 0; k < RW; k++) {                                    \
                 if (RT == 1 && i % 16 == 0) _mm_prefetch((const char *)w + ws * k + bytes * i + PREFETCH_AHEAD, _MM_HINT_NTA); \
                 __m256 wv = load8(w + ws * k, i);                                                     \
