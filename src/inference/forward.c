@@ -239,6 +239,12 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
             memcpy(c->k + (size_t)t * nkv, r + nq, sizeof(float) * nkv);
             memcpy(c->v + (size_t)t * nkv, r + nq + nkv, sizeof(float) * nkv);
         }
+    } else if (T == 1 && own_kv && l->wv.w) { // decode: the three products in one job
+        float *ys[] = {c->q, c->k, c->v};
+        const weight *ws[] = {&l->wq, &l->wk, &l->wv};
+        const float *bs[] = {f32_or_null(l->bq), f32_or_null(l->bk), f32_or_null(l->bv)};
+        int ns[] = {nq, nkv, nkv};
+        matmul_multi(3, ys, c->xn, ws, bs, E, ns);
     } else {
         matmul(c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
         if (own_kv) {
@@ -302,7 +308,18 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
             for (int i = 0; i < F; i++) o[i] = g[i] * u[i];
         });
     } else {
-        TIMED(PH_GATE_UP, matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F); matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F));
+        TIMED(PH_GATE_UP, {
+            if (T == 1) {
+                float *ys[] = {c->ff, c->ff2};
+                const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
+                const float *bs[] = {NULL, NULL};
+                int ns[] = {F, F};
+                matmul_multi(2, ys, xn, ws, bs, E, ns);
+            } else {
+                matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F);
+                matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F);
+            }
+        });
         TIMED(PH_ACT, glu(c, c->ff, c->ff2, T, F));
     }
     TIMED(PH_DOWN, matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));

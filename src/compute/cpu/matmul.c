@@ -202,3 +202,53 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
     atomic_init(&a.next, 0);
     pool_run(mm_task, &a);
 }
+
+// ---------------------------------------------------------------------------
+// Several products of one input (Q, K, V; gate and up) in one decode step:
+// the input is quantized once per activation format and the pool wakes once,
+// each thread taking its share of all the rows in turn.
+
+enum { MULTI_MAX = 4 };
+
+typedef struct {
+    mm_job jobs[MULTI_MAX];
+    int n, total;
+} multi_job;
+
+static void multi_task(void *arg, int ith, int nth) {
+    multi_job *m = arg;
+    int r0 = (int)((long long)m->total * ith / nth), r1 = (int)((long long)m->total * (ith + 1) / nth), base = 0;
+    for (int i = 0; i < m->n && r0 < r1; base += m->jobs[i].n_out, i++) {
+        int a = r0 - base, b = r1 - base, n = m->jobs[i].n_out;
+        if (b <= 0 || a >= n) continue;
+        rows_range(&m->jobs[i], a < 0 ? 0 : a, b > n ? n : b);
+    }
+}
+
+static unsigned char *g_mq[MULTI_MAX];
+static size_t g_mq_cap[MULTI_MAX];
+
+void matmul_multi(int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int n_in, const int *n_out) {
+    int plain = n <= MULTI_MAX && pool_threads() > 1;
+    for (int i = 0; i < n && plain; i++) plain = !w[i]->trans && vecdot_get(w[i]->w->type);
+    if (!plain) { // one by one
+        for (int i = 0; i < n; i++) matmul(y[i], x, w[i], bias[i], 1, n_in, n_out[i]);
+        return;
+    }
+    multi_job m = {.n = n};
+    for (int i = 0; i < n; i++) {
+        mm_job *a = &m.jobs[i];
+        *a = (mm_job){y[i], x, vecdot_get(w[i]->w->type), NULL, 0, w[i]->w, bias[i], 1, n_in, n_out[i], 0, 0, 0};
+        m.total += n_out[i];
+        if (a->k->act_type == DT_F32) continue;
+        a->xq_row = act_row_size(a->k, n_in);
+        for (int j = 0; j < i && !a->xq; j++) // the same activation format as an earlier product: share it
+            if (m.jobs[j].xq && m.jobs[j].k->act_type == a->k->act_type && m.jobs[j].k->grouped == a->k->grouped)
+                a->xq = m.jobs[j].xq;
+        if (!a->xq) {
+            a->xq = grow(&g_mq[i], &g_mq_cap[i], a->xq_row);
+            a->k->quant(x, g_mq[i], n_in);
+        }
+    }
+    pool_run(multi_task, &m);
+}

@@ -8,6 +8,9 @@
 // y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
 // [n_in, n_out] when w->trans). bias (n_out) may be NULL.
 void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out);
+// y[i] = x W_i^T (+ bias[i]) for n <= 4 weights of one token x: the same
+// results as n calls of matmul, with one wake of the pool (decode).
+void matmul_multi(int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int n_in, const int *n_out);
 
 // out = x / rms(x) * w (w may be NULL: no scale; plus_one: (1 + w)), per row.
 void rmsnorm(float *out, const float *x, const float *w, int T, int n, float eps, int plus_one);
