@@ -34,6 +34,14 @@ awk '/^layer /{prev=1e30} /^  f/{s=$3; if (s < 0) s = -s; if (s > prev + 1e-6) b
 "$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --graph walk@25% >"$TMP/out" 2>"$TMP/err" || fail "predict: $(cat "$TMP/err")"
 grep -q "^vs dense: KL [0-9.]*, top-1" "$TMP/out" || fail "predict: no KL against dense: $(cat "$TMP/out")"
 
+# walk-only: the model's FFN pages go, the vindex serves the FFN, memory is reported
+"$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --walk-only >"$TMP/out" 2>"$TMP/err" || fail "predict --walk-only: $(cat "$TMP/err")"
+grep -q "^walk-only: resident [0-9.]* MiB with the model's FFN, [0-9.]* MiB after dropping it ([0-9.]* MiB of FFN pages)" "$TMP/out" || fail "walk-only report: $(cat "$TMP/out")"
+# its answer is the vindex's dense FFN: the same top token as the vindex alone
+a=$("$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --walk-only --top 1 -o json 2>/dev/null | grep -o '"id": [0-9]*' | head -1)
+b=$("$BIN" predict -x "$TMP/g.vindex" --ids 2,10,20,30 --top 1 -o json 2>/dev/null | grep -o '"id": [0-9]*' | head -1)
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "walk-only top token $a differs from the vindex model's $b"
+
 # a Hugging Face source's tokenizer travels with the vindex (its GGUF holds no
 # vocabulary): listed and hashed in index.json, used for -p, checked by verify
 mkdir "$TMP/hf"
