@@ -15,7 +15,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+// Random specs from the grammar's own pieces: parsed, or refused with a
+// "graph" message; a successful parse always plans every layer.
+static void fuzz_parse(void) {
+    static const char *piece[] = {"dense", "walk", "cached", "pipelined", ":", "-", ",", "@", "%", "0", "1", "7", "9",
+                                  "12", "99999999999", "x", "", " "};
+    uint64_t r = 0x853c49e6748fea9bull;
+    layer_plan p[10];
+    char spec[64], err[256];
+    int bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        int n = 0, parts = 1 + (int)(r % 7);
+        spec[0] = 0;
+        for (int k = 0; k < parts; k++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            const char *s = piece[r % (sizeof piece / sizeof piece[0])];
+            if (n + (int)strlen(s) >= (int)sizeof spec) break;
+            strcpy(spec + n, s), n += (int)strlen(s);
+        }
+        err[0] = 0;
+        int ok = graph_parse(spec, 10, 4, p, err, sizeof err);
+        if (ok) for (int l = 0; l < 10; l++) bad |= p[l].kind < G_DENSE || p[l].kind > G_PIPELINED || p[l].k < 0;
+        else bad |= !strstr(err, "graph");
+    }
+    CHECK(!bad, "graph_parse on random specs: a plan out of range or an error without a message");
+}
+
 static void check_parse(void) {
+    fuzz_parse();
     layer_plan p[10];
     char err[256];
     CHECK(graph_parse("dense", 10, 8, p, err, sizeof err) && p[3].kind == G_DENSE, "dense");

@@ -189,8 +189,15 @@ int cmd_predict(int argc, char **argv) {
         free(in), free(ql), free(cand);
     }
     softmax_d(lg, V);
-    for (int i = 0; i < V; i++) tp[i] = (tok_p){i, lg[i]};
-    qsort(tp, (size_t)V, sizeof *tp, by_p);
+    { // the top N (probabilities are positive, so the largest |p|), then in order
+        int N = top < V ? (int)top : V;
+        int32_t *sel = malloc(sizeof(int32_t) * (size_t)V);
+        if (!sel) { cli_error("out of memory"); goto done; }
+        topk_abs(lg, V, N, sel);
+        for (int i = 0; i < N; i++) tp[i] = (tok_p){sel[i], lg[sel[i]]};
+        free(sel);
+        qsort(tp, (size_t)N, sizeof *tp, by_p);
+    }
     if (approx) {
         softmax_d(ld, V);
         int dtop = 0;
