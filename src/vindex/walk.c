@@ -107,6 +107,12 @@ static void walk_task(void *arg, int ith, int nth) {
         memset(y, 0, sizeof(float) * (size_t)j->H);
         int e = (c + 1) * CHUNK < w->k ? (c + 1) * CHUNK : w->k;
         for (int i = c * CHUNK; i < e; i++) {
+            // the selected features lie anywhere in the layer: fetch the rows
+            // of the one after next while this one is computed
+            if (i + 2 < e) {
+                const char *nx = base + rs * 3 * (size_t)w->idx[i + 2];
+                for (size_t o = 0; o < 3 * rs; o += 64) __builtin_prefetch(nx + o, 0, 0);
+            }
             const char *f = base + rs * 3 * (size_t)w->idx[i];
             float a = row_dot(j, f) + (l->bias ? l->bias[w->idx[i]] : 0.0f);
             activate(&a, 1, l->act);
