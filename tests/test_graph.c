@@ -61,10 +61,11 @@ static void check_parse(void) {
 }
 
 // Feature rows of every layer, in f32, from the model's own weights.
-static walk_layer *walk_from_weights(infer_model *m, float ***store) {
+// The tensors are kept in *store (2 per layer: the tensor pair and the rows) for free_walk.
+static walk_layer *walk_from_weights(infer_model *m, void ***store) {
     int L = m->cfg.n_layer, H = m->cfg.n_embd, F = m->cfg.n_ff;
     walk_layer *w = calloc((size_t)L, sizeof *w);
-    *store = calloc((size_t)L * 2, sizeof(float *));
+    *store = calloc((size_t)L * 2, sizeof(void *));
     float *tmp = malloc(sizeof(float) * (size_t)F * H);
     for (int il = 0; il < L; il++) {
         const layer_weights *l = &m->layers[il];
@@ -81,7 +82,7 @@ static walk_layer *walk_from_weights(infer_model *m, float ***store) {
         t[0] = (tensor){"gate", DT_F32, "f32", 2, {H, F}, gate, sizeof(float) * (size_t)F * H, NULL};
         t[1] = (tensor){"ffn", DT_F32, "f32", 2, {H, 3 * F}, rows, sizeof(float) * 3 * (size_t)F * H, NULL};
         w[il] = (walk_layer){&t[0], &t[1], 1, m->cfg.act, NULL, NULL};
-        (*store)[2 * il] = (float *)t;
+        (*store)[2 * il] = t;
         (*store)[2 * il + 1] = rows;
     }
     free(tmp);
@@ -90,9 +91,9 @@ static walk_layer *walk_from_weights(infer_model *m, float ***store) {
     return w;
 }
 
-static void free_walk(infer_model *m, float **store) {
+static void free_walk(infer_model *m, void **store) {
     for (int il = 0; il < m->cfg.n_layer; il++) {
-        tensor *t = (tensor *)store[2 * il];
+        tensor *t = store[2 * il];
         free((void *)t[0].data), free((void *)t[1].data), free(t);
     }
     free(store), free(m->walk);
@@ -141,7 +142,7 @@ static void check_model(const char *fam) {
     CHECK(infer_eval(c, more, 13, NULL, 0) != INFER_OK, "%s: cached graph ran past its template", fam);
 
     // walk over every feature of an in-memory vindex: the dense logits
-    float **store;
+    void **store;
     walk_from_weights(m, &store);
     infer_ctx_free(c);
     CHECK(infer_ctx_new(m, 32, &c) == INFER_OK, "%s", infer_last_error());
