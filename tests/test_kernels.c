@@ -121,18 +121,6 @@ static void check_type(int wt, int n, int rows) {
             CHECK(same, "%s n=%d: tile24 differs from dot", tw->name, n);
             free(w2);
         }
-        // on AVX-512 VNNI machines: the VNNI kernels equal the AVX2 ones bit for bit
-        if (!strcmp(vecdot_isa(), "avx512vnni") && vecdot_avx2[wt].dot != simd->dot) {
-            float got[8];
-            int same = simd->dot(w, a.xs, n) == vecdot_avx2[wt].dot(w, a.xs, n);
-            if (simd->dot8) {
-                simd->dot8(w, a.xs, a.srs, n, got);
-                float ref8[8];
-                vecdot_avx2[wt].dot8(w, a.xs, a.srs, n, ref8);
-                same &= !memcmp(got, ref8, sizeof got);
-            }
-            CHECK(same, "%s n=%d: AVX-512 VNNI kernel differs from AVX2", tw->name, n);
-        }
         // grouped activations hold exactly the oracle's q8_0 blocks
         if (simd->grouped) {
             unsigned char *g = malloc(a.srs);

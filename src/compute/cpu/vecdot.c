@@ -6,8 +6,6 @@
 #include "base/half.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 static inline float ld_f16(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return f16_to_f32(h); }
@@ -263,30 +261,8 @@ const vecdot_kernel *vecdot_get_ref(int t) {
     return &g_ref[t];
 }
 
-static int have_vnni(void) {
-    static int v = -1;
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = have_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-            __builtin_cpu_supports("avx512vnni");
-    }
-    return v;
-}
-
-// The AVX2 table with the VNNI kernels in, made once.
-static vecdot_kernel g_vnni[DT_COUNT];
-static pthread_once_t g_vnni_once = PTHREAD_ONCE_INIT;
-static void vnni_init(void) {
-    memcpy(g_vnni, vecdot_avx2, sizeof g_vnni);
-    vecdot_avx512vnni_patch(g_vnni);
-}
-
 const vecdot_kernel *vecdot_get_simd(int t) {
     if (t < 0 || t >= DT_COUNT || !have_avx2() || !vecdot_avx2[t].dot) return NULL;
-    if (have_vnni() && !getenv("INFER_NO_AVX512")) {
-        pthread_once(&g_vnni_once, vnni_init);
-        return &g_vnni[t];
-    }
     return &vecdot_avx2[t];
 }
 
@@ -295,10 +271,7 @@ const vecdot_kernel *vecdot_get(int t) {
     return k ? k : vecdot_get_ref(t);
 }
 
-const char *vecdot_isa(void) {
-    if (g_force_scalar || !have_avx2()) return "scalar";
-    return have_vnni() && !getenv("INFER_NO_AVX512") ? "avx512vnni" : "avx2";
-}
+const char *vecdot_isa(void) { return !g_force_scalar && have_avx2() ? "avx2" : "scalar"; }
 
 int vecdot_force_scalar(int on) {
     int old = g_force_scalar;

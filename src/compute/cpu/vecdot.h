@@ -63,15 +63,12 @@ const vecdot_kernel *vecdot_get(int wtype);
 const vecdot_kernel *vecdot_get_ref(int wtype);
 // The SIMD kernel of a weight type (NULL if none or the CPU lacks the ISA).
 const vecdot_kernel *vecdot_get_simd(int wtype);
-// "avx512vnni", "avx2", or "scalar": what vecdot_get hands out on this CPU.
+// "avx2", or "scalar": what vecdot_get hands out on this CPU.
 const char *vecdot_isa(void);
 // Forces the scalar kernels (for comparisons); returns the previous setting.
 int vecdot_force_scalar(int on);
 
 // AVX2 kernels (vecdot_avx2.c); NULL entries where there is none.
 extern const vecdot_kernel vecdot_avx2[];
-// Replaces the 32-element block kernels of an AVX2 table by their AVX-512
-// VNNI versions (vecdot_avx512.c; the same results).
-void vecdot_avx512vnni_patch(vecdot_kernel *table);
 
 #endif
