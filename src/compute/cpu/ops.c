@@ -52,8 +52,8 @@ void layernorm(float *out, const float *x, const float *w, const float *b, int T
 
 void rope(float *x, int n_heads, int head_dim, int pos, const rope_table *r) {
     for (int i = 0; i < r->n_pairs; i++) {
-        float a = (float)pos * r->inv_freq[i];
-        float c = cosf(a) * r->mscale, s = sinf(a) * r->mscale;
+        float ang = (float)pos * r->inv_freq[i];
+        float c = cosf(ang) * r->mscale, s = sinf(ang) * r->mscale;
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (size_t)h * head_dim;
             int a = i * r->pair_stride, b = a + r->pair_offset;
