@@ -9,6 +9,7 @@
 #include "models/model.h"
 #include "models/dtype.h"
 #include "compute/cpu/ops.h"
+#include "feature_rows.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -61,31 +62,21 @@ static void check_parse(void) {
 }
 
 // Feature rows of every layer, in f32, from the model's own weights.
-// The tensors are kept in *store (2 per layer: the tensor pair and the rows) for free_walk.
+// Each layer's tensor pair is kept in *store for free_walk.
 static walk_layer *walk_from_weights(infer_model *m, void ***store) {
     int L = m->cfg.n_layer, H = m->cfg.n_embd, F = m->cfg.n_ff;
     walk_layer *w = calloc((size_t)L, sizeof *w);
-    *store = calloc((size_t)L * 2, sizeof(void *));
-    float *tmp = malloc(sizeof(float) * (size_t)F * H);
+    *store = calloc((size_t)L, sizeof(void *));
     for (int il = 0; il < L; il++) {
-        const layer_weights *l = &m->layers[il];
-        float *rows = calloc((size_t)3 * F * H, sizeof(float)), *gate = malloc(sizeof(float) * (size_t)F * H);
-        for (int f = 0; f < F; f++) {
-            tensor_row(l->ffn_gate.w, f, rows + (size_t)3 * f * H);
-            tensor_row(l->ffn_up.w, f, rows + (size_t)(3 * f + 1) * H);
-            memcpy(gate + (size_t)f * H, rows + (size_t)3 * f * H, sizeof(float) * H);
-        }
-        for (int r = 0; r < H; r++) tensor_row(l->ffn_down.w, r, tmp + (size_t)r * F);
-        for (int f = 0; f < F; f++)
-            for (int i = 0; i < H; i++) rows[(size_t)(3 * f + 2) * H + i] = tmp[(size_t)i * F + f];
+        int nf;
+        float *rows = feature_rows(m, il, &nf), *gate = malloc(sizeof(float) * (size_t)F * H);
+        for (int f = 0; f < F; f++) memcpy(gate + (size_t)f * H, rows + (size_t)3 * f * H, sizeof(float) * H);
         tensor *t = calloc(2, sizeof(tensor));
         t[0] = (tensor){"gate", DT_F32, "f32", 2, {H, F}, gate, sizeof(float) * (size_t)F * H, NULL};
         t[1] = (tensor){"ffn", DT_F32, "f32", 2, {H, 3 * F}, rows, sizeof(float) * 3 * (size_t)F * H, NULL};
         w[il] = (walk_layer){&t[0], &t[1], 1, m->cfg.act, NULL, NULL};
-        (*store)[2 * il] = t;
-        (*store)[2 * il + 1] = rows;
+        (*store)[il] = t;
     }
-    free(tmp);
     m->walk = w;
     m->walk_max_features = F;
     return w;
@@ -93,7 +84,7 @@ static walk_layer *walk_from_weights(infer_model *m, void ***store) {
 
 static void free_walk(infer_model *m, void **store) {
     for (int il = 0; il < m->cfg.n_layer; il++) {
-        tensor *t = store[2 * il];
+        tensor *t = store[il];
         free((void *)t[0].data), free((void *)t[1].data), free(t);
     }
     free(store), free(m->walk);

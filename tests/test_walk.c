@@ -9,6 +9,7 @@
 #include "models/dtype.h"
 #include "compute/cpu/ops.h"
 #include "base/pool.h"
+#include "feature_rows.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,37 +38,14 @@ static void check_topk(void) {
         for (int i = 0; i < k; i++) sel[idx[i]] = 1, minsel = fminf(minsel, fabsf(s[idx[i]]));
         for (int i = 0; i < N; i++) if (!sel[i]) maxrest = fmaxf(maxrest, fabsf(s[i]));
         CHECK(ok && (k == N || minsel >= maxrest), "topk_abs k=%d: not the k largest |s| in index order", k);
+        // topk_max: the k largest values, signed
+        topk_max(s, N, k, idx);
+        float mn = INFINITY, mx = -INFINITY;
+        memset(sel, 0, sizeof sel);
+        for (int i = 0; i < k; i++) sel[idx[i]] = 1, mn = fminf(mn, s[idx[i]]), ok &= i == 0 || idx[i - 1] < idx[i];
+        for (int i = 0; i < N; i++) if (!sel[i]) mx = fmaxf(mx, s[i]);
+        CHECK(ok && (k == N || mn >= mx), "topk_max k=%d: not the k largest s in index order", k);
     }
-}
-
-// The FFN of one layer as feature rows [3F, H] in f32, from the model's weights.
-static float *feature_rows(const infer_model *m, int il, int *F_out) {
-    const layer_weights *l = &m->layers[il];
-    int H = m->cfg.n_embd, F = m->cfg.n_ff;
-    float *rows = calloc((size_t)3 * F * H, sizeof(float)), *tmp = malloc(sizeof(float) * (size_t)F * H);
-    int gated = l->ffn_gate.w != NULL || l->ffn_gate_up.w != NULL;
-    if (l->ffn_gate_up.w) { // fused [gate; up] rows (Phi-3)
-        for (int f = 0; f < F; f++) {
-            tensor_row(l->ffn_gate_up.w, f, rows + (size_t)3 * f * H);
-            tensor_row(l->ffn_gate_up.w, F + f, rows + (size_t)(3 * f + 1) * H);
-        }
-    }
-    // up (and gate) rows: [F, H] stored, or [H, F] when transposed (GPT-2 Conv1D)
-    for (int which = 0; which < 2 && !l->ffn_gate_up.w; which++) {
-        const weight *w = which == 0 ? (gated ? &l->ffn_gate : &l->ffn_up) : &l->ffn_up;
-        if (which == 1 && !gated) break;
-        for (int r = 0; r < (w->trans ? H : F); r++) tensor_row(w->w, r, tmp + (size_t)r * (w->trans ? F : H));
-        for (int f = 0; f < F; f++)
-            for (int i = 0; i < H; i++)
-                rows[(size_t)(3 * f + which) * H + i] = w->trans ? tmp[(size_t)i * F + f] : tmp[(size_t)f * H + i];
-    }
-    const weight *d = &l->ffn_down; // [H, F] stored (rows of F), or [F, H] transposed
-    for (int r = 0; r < (d->trans ? F : H); r++) tensor_row(d->w, r, tmp + (size_t)r * (d->trans ? H : F));
-    for (int f = 0; f < F; f++)
-        for (int i = 0; i < H; i++) rows[(size_t)(3 * f + 2) * H + i] = d->trans ? tmp[(size_t)f * H + i] : tmp[(size_t)i * F + f];
-    free(tmp);
-    *F_out = F;
-    return rows;
 }
 
 static void check_family(const char *fam) {

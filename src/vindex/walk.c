@@ -53,22 +53,23 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-// |s| with ties broken by index, so the selection is a strict order
-static int before(const float *s, int32_t a, int32_t b) {
-    float x = fabsf(s[a]), y = fabsf(s[b]);
+// by |s| (or by s), ties broken by index, so the selection is a strict order
+static int before(const float *s, int absolute, int32_t a, int32_t b) {
+    float x = absolute ? fabsf(s[a]) : s[a], y = absolute ? fabsf(s[b]) : s[b];
     return x > y || (x == y && a < b);
 }
 
-void topk_abs(const float *s, int n, int k, int32_t *idx) {
+// idx[0..k) = the k first indices in `before` order (quickselect), ascending
+static void topk(const float *s, int n, int k, int absolute, int32_t *idx) {
     for (int i = 0; i < n; i++) idx[i] = i;
-    if (k < n) { // quickselect: idx[0..k) become the k first in `before` order
+    if (k < n) {
         int lo = 0, hi = n - 1;
         while (lo < hi) {
             int32_t pivot = idx[lo + (hi - lo) / 2];
             int i = lo, j = hi;
             while (i <= j) {
-                while (before(s, idx[i], pivot)) i++;
-                while (before(s, pivot, idx[j])) j--;
+                while (before(s, absolute, idx[i], pivot)) i++;
+                while (before(s, absolute, pivot, idx[j])) j--;
                 if (i <= j) { int32_t t = idx[i]; idx[i] = idx[j]; idx[j] = t; i++, j--; }
             }
             if (k - 1 <= j) hi = j;
@@ -78,6 +79,9 @@ void topk_abs(const float *s, int n, int k, int32_t *idx) {
     }
     qsort(idx, (size_t)k, sizeof *idx, cmp_i32);
 }
+
+void topk_abs(const float *s, int n, int k, int32_t *idx) { topk(s, n, k, 1, idx); }
+void topk_max(const float *s, int n, int k, int32_t *idx) { topk(s, n, k, 0, idx); }
 
 typedef struct {
     const walk_layer *l;

@@ -23,8 +23,10 @@ typedef struct walk_layer_s {
 // scores[f] = gate_vectors_f . x for the F features (threaded matvec).
 void gate_scores(const tensor *gate_vectors, const float *x, float *scores);
 
-// The k indices of largest |s[i]| among n, ascending by index. k <= n.
+// The k indices of largest |s[i]| (topk_max: largest s[i]) among n,
+// ascending by index; ties go to the lower index. k <= n; idx has room for n.
 void topk_abs(const float *s, int n, int k, int32_t *idx);
+void topk_max(const float *s, int n, int k, int32_t *idx);
 
 // Scratch of a walk over layers of up to F features and width H (one per
 // context; no allocation per token).

@@ -153,11 +153,7 @@ int cmd_predict(int argc, char **argv) {
         double a = cli_now();
         weight hw = {head, 0};
         matmul(ql, xn, &hw, NULL, 1, E, V);
-        // the K best by score (topk_abs ranks |x|: shift so every score is positive)
-        float mn = ql[0];
-        for (int i = 1; i < V; i++) mn = ql[i] < mn ? ql[i] : mn;
-        for (int i = 0; i < V; i++) ql[i] -= mn - 1.0f;
-        topk_abs(ql, V, K, cand);
+        topk_max(ql, V, K, cand);
         double b = cli_now();
         const tensor *ow = m->output.w;
         const dtype_traits *tr = dtype_get(ow->type);
@@ -170,30 +166,23 @@ int cmd_predict(int argc, char **argv) {
         }
         t_lm_exact = cli_now() - b;
         t_lm_q = b - a;
-        // the true top 5 from the full logits
-        int t5[5] = {-1, -1, -1, -1, -1};
-        for (int r = 0; r < 5 && r < V; r++) {
-            int bi = -1;
-            for (int i = 0; i < V; i++) {
-                int used = 0;
-                for (int q = 0; q < r; q++) used |= t5[q] == i;
-                if (!used && (bi < 0 || lg[i] > lg[bi])) bi = i;
-            }
-            t5[r] = bi;
-        }
-        char *in = calloc((size_t)V, 1);
+        char *in = calloc((size_t)V, 1); // the candidates
         for (int j = 0; in && j < K; j++) in[cand[j]] = 1;
-        lm_top1 = in && in[t5[0]];
-        for (int r = 0; in && r < 5 && r < V; r++) lm_top5 += in[t5[r]];
-        lm_same = best == t5[0];
+        // the true top 5 from the full logits (into cand, free again)
+        int32_t *t5 = cand, n5 = V < 5 ? V : 5, top1 = 0;
+        topk_max(lg, V, n5, t5);
+        for (int r = 1; r < n5; r++) top1 = lg[t5[r]] > lg[t5[top1]] ? r : top1;
+        lm_top1 = in && in[t5[top1]];
+        for (int r = 0; in && r < n5; r++) lm_top5 += in[t5[r]];
+        lm_same = best == t5[top1];
         free(in), free(ql), free(cand);
     }
     softmax_d(lg, V);
-    { // the top N (probabilities are positive, so the largest |p|), then in order
+    { // the top N, then in order
         int N = top < V ? (int)top : V;
         int32_t *sel = malloc(sizeof(int32_t) * (size_t)V);
         if (!sel) { cli_error("out of memory"); goto done; }
-        topk_abs(lg, V, N, sel);
+        topk_max(lg, V, N, sel);
         for (int i = 0; i < N; i++) tp[i] = (tok_p){sel[i], lg[sel[i]]};
         free(sel);
         qsort(tp, (size_t)N, sizeof *tp, by_p);

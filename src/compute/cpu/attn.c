@@ -112,21 +112,12 @@ AVX2 static void mix_avx2(const float *s, size_t sstride, int group, int n, cons
     }
 }
 
-static int use_avx2(void) {
-    static int v = -1;
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return v;
-}
-
 void attn_scores(const float *q, int group, int hd, const float *k, size_t kstride, int n, float scale, float *s, size_t sstride) {
-    if (use_avx2() && hd % 16 == 0) scores_avx2(q, group, hd, k, kstride, n, scale, s, sstride);
+    if (cpu_has_avx2() && hd % 16 == 0) scores_avx2(q, group, hd, k, kstride, n, scale, s, sstride);
     else attn_scores_ref(q, group, hd, k, kstride, n, scale, s, sstride);
 }
 
 void attn_mix(const float *s, size_t sstride, int group, int n, const float *v, size_t vstride, int hd, float *o) {
-    if (use_avx2() && hd % 16 == 0) mix_avx2(s, sstride, group, n, v, vstride, hd, o);
+    if (cpu_has_avx2() && hd % 16 == 0) mix_avx2(s, sstride, group, n, v, vstride, hd, o);
     else attn_mix_ref(s, sstride, group, n, v, vstride, hd, o);
 }

@@ -84,16 +84,7 @@ AVX2 static void axpy_row_avx2(float *y, float a, const void *row, int type, int
     }
 }
 
-static int use_avx2(void) {
-    static int v = -1;
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    }
-    return v;
-}
-
 void vec_axpy_row(float *y, float a, const void *row, int type, int n) {
-    if (use_avx2()) axpy_row_avx2(y, a, row, type, n);
+    if (cpu_has_avx2()) axpy_row_avx2(y, a, row, type, n);
     else vec_axpy_row_ref(y, a, row, type, n);
 }

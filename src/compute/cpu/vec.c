@@ -40,17 +40,17 @@ AVX2 static void axpy_avx2(float *y, float a, const float *x, int n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-static int use_avx2(void) {
+int cpu_has_avx2(void) {
     static int v = -1;
     if (v < 0) {
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     }
     return v;
 }
 
-float vec_dot(const float *a, const float *b, int n) { return use_avx2() ? dot_avx2(a, b, n) : vec_dot_ref(a, b, n); }
-void vec_axpy(float *y, float a, const float *x, int n) { if (use_avx2()) axpy_avx2(y, a, x, n); else vec_axpy_ref(y, a, x, n); }
+float vec_dot(const float *a, const float *b, int n) { return cpu_has_avx2() ? dot_avx2(a, b, n) : vec_dot_ref(a, b, n); }
+void vec_axpy(float *y, float a, const float *x, int n) { if (cpu_has_avx2()) axpy_avx2(y, a, x, n); else vec_axpy_ref(y, a, x, n); }
 
 void vec_round_f16_ref(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
@@ -64,7 +64,7 @@ __attribute__((target("avx2,f16c"))) static void round_f16_avx2(float *x, size_t
 }
 
 void vec_round_f16(float *x, size_t n) {
-    if (use_avx2()) round_f16_avx2(x, n);
+    if (cpu_has_avx2()) round_f16_avx2(x, n);
     else vec_round_f16_ref(x, n);
 }
 
@@ -137,7 +137,7 @@ __attribute__((target("avx2,fma"))) static float softmax_avx2(float *x, int n) {
     return s;
 }
 
-float vec_softmax(float *x, int n) { return use_avx2() ? softmax_avx2(x, n) : vec_softmax_ref(x, n); }
+float vec_softmax(float *x, int n) { return cpu_has_avx2() ? softmax_avx2(x, n) : vec_softmax_ref(x, n); }
 
 // sum of x[i]^2, each square in float, summed in double (as ggml's rms_norm)
 double vec_sumsq_ref(const float *x, int n) {
@@ -162,7 +162,7 @@ __attribute__((target("avx2,fma"))) static double sumsq_avx2(const float *x, int
     return s;
 }
 
-double vec_sumsq(const float *x, int n) { return use_avx2() ? sumsq_avx2(x, n) : vec_sumsq_ref(x, n); }
+double vec_sumsq(const float *x, int n) { return cpu_has_avx2() ? sumsq_avx2(x, n) : vec_sumsq_ref(x, n); }
 
 // ---------------------------------------------------------------------------
 // activations with the vectorized exp (about 1e-7 absolute in tanh and the
@@ -202,5 +202,5 @@ __attribute__((target("avx2,fma"))) static void gelu_tanh_avx2(float *x, int n) 
     vec_gelu_tanh_ref(x + i, n - i);
 }
 
-void vec_silu(float *x, int n) { if (use_avx2()) silu_avx2(x, n); else vec_silu_ref(x, n); }
-void vec_gelu_tanh(float *x, int n) { if (use_avx2()) gelu_tanh_avx2(x, n); else vec_gelu_tanh_ref(x, n); }
+void vec_silu(float *x, int n) { if (cpu_has_avx2()) silu_avx2(x, n); else vec_silu_ref(x, n); }
+void vec_gelu_tanh(float *x, int n) { if (cpu_has_avx2()) gelu_tanh_avx2(x, n); else vec_gelu_tanh_ref(x, n); }

@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+// 1 when the CPU has AVX2, FMA and F16C: every SIMD kernel here checks this one test.
+int cpu_has_avx2(void);
+
 float vec_dot(const float *a, const float *b, int n);          // sum a[i] * b[i]
 void vec_axpy(float *y, float a, const float *x, int n);       // y += a * x
 

@@ -1,6 +1,7 @@
 // Scalar reference row kernels (ggml's generic vec_dot_*_q8_* formulas) and
 // the per-CPU dispatch.
 #include "compute/cpu/vecdot.h"
+#include "compute/cpu/vec.h"
 #include "models/dtype.h"
 #include "models/quant.h"
 #include "base/half.h"
@@ -247,22 +248,13 @@ static const vecdot_kernel g_ref[DT_COUNT] = {
 
 static int g_force_scalar;
 
-static int have_avx2(void) {
-    static int v = -1;
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    }
-    return v;
-}
-
 const vecdot_kernel *vecdot_get_ref(int t) {
     if (t < 0 || t >= DT_COUNT || !g_ref[t].dot) return NULL;
     return &g_ref[t];
 }
 
 const vecdot_kernel *vecdot_get_simd(int t) {
-    if (t < 0 || t >= DT_COUNT || !have_avx2() || !vecdot_avx2[t].dot) return NULL;
+    if (t < 0 || t >= DT_COUNT || !cpu_has_avx2() || !vecdot_avx2[t].dot) return NULL;
     return &vecdot_avx2[t];
 }
 
@@ -271,7 +263,7 @@ const vecdot_kernel *vecdot_get(int t) {
     return k ? k : vecdot_get_ref(t);
 }
 
-const char *vecdot_isa(void) { return !g_force_scalar && have_avx2() ? "avx2" : "scalar"; }
+const char *vecdot_isa(void) { return !g_force_scalar && cpu_has_avx2() ? "avx2" : "scalar"; }
 
 int vecdot_force_scalar(int on) {
     int old = g_force_scalar;
