@@ -274,7 +274,7 @@ static void check_rejects(void) {
     int32_t types[] = {1, 1, 9};
     float scores[] = {0, 0, 1};
     tok_vocab v = {.kind = TOK_KIND_LLAMA, .n_tokens = 3, .tokens = toks, .token_lens = lens, .scores = scores,
-                   .types = types, .bos = -1, .eos = -1, .eot = -1, .pad = -1, .unk = -1};
+                   .types = types, .bos = -1, .eos = -1, .eot = -1, .pad = -1, .unk = -1, .sep = -1};
     tokenizer *t = NULL;
     CHECK(tokenizer_from_vocab(&v, &t) == INFER_ERR_FORMAT && !t, "token type 9 accepted");
     types[2] = 1;
@@ -288,6 +288,8 @@ static void check_rejects(void) {
     CHECK(tokenizer_from_vocab(&v, &t) == INFER_ERR_FORMAT, "merge of an unknown token accepted");
     v.kind = TOK_KIND_LLAMA;
     v.n_merges = 0;
+    CHECK(tokenizer_from_vocab(&v, &t) == INFER_ERR_FORMAT, "SentencePiece BPE (tokenizer.json) without merges accepted");
+    v.flavor = TOK_FLAVOR_LLAMACPP; // llama.cpp's SPM: merges by score
     CHECK(tokenizer_from_vocab(&v, &t) == INFER_OK, "llama vocab from scores: %s", infer_last_error());
     if (t) {
         int32_t *ids;
@@ -312,7 +314,8 @@ static void check_rejects(void) {
         }
         bt[256] = "x", bl[256] = 1, ty[256] = TOK_TYPE_NORMAL, sc[256] = 0;
         tok_vocab bv = {.kind = TOK_KIND_LLAMA, .n_tokens = 257, .tokens = bt, .token_lens = bl, .scores = sc,
-                        .types = ty, .bos = -1, .eos = -1, .eot = -1, .pad = -1, .unk = -1, .add_space_prefix = true};
+                        .types = ty, .bos = -1, .eos = -1, .eot = -1, .pad = -1, .unk = -1, .sep = -1, .add_space_prefix = true,
+                        .flavor = TOK_FLAVOR_LLAMACPP};
         tokenizer *bt_tok = NULL;
         CHECK(tokenizer_from_vocab(&bv, &bt_tok) == INFER_OK, "byte vocab: %s", infer_last_error());
         if (bt_tok) {
@@ -325,8 +328,7 @@ static void check_rejects(void) {
             tokenizer_free(bt_tok);
         }
     }
-    tok_pre pre;
-    CHECK(tok_pre_from_name("no-such-pre", &pre) == INFER_ERR_UNSUPPORTED, "unknown pre-tokenizer name accepted");
+    CHECK(tok_pre_find("no-such-pre") < 0, "unknown pre-tokenizer name accepted");
 
     static const char *bad_json[] = {
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": \"0\"}, \"merges\": []}}",

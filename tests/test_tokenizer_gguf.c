@@ -85,7 +85,7 @@ static void check_model(const char *name) {
 }
 
 // A small vocabulary written with the given element types must be refused
-// (never cast) unless the types are the right ones.
+// (never cast) unless the types are ones llama.cpp reads.
 static void check_types(int tokens_type, int scores_type, int types_type, int want_ok, const char *what) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/infer-tokgguf-%d.gguf", (int)getpid());
@@ -99,7 +99,8 @@ static void check_types(int tokens_type, int scores_type, int types_type, int wa
     if (tokens_type == GGUF_STRING) gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, 4);
     else gguf_set_arr(w, "tokenizer.ggml.tokens", GGUF_I32, ti, 4);
     if (scores_type == GGUF_F32) gguf_set_arr(w, "tokenizer.ggml.scores", GGUF_F32, sc, 4);
-    else gguf_set_arr(w, "tokenizer.ggml.scores", GGUF_I32, ti, 4);
+    else if (scores_type == GGUF_I32) gguf_set_arr(w, "tokenizer.ggml.scores", GGUF_I32, ti, 4);
+    else gguf_set_arr_str(w, "tokenizer.ggml.scores", toks, 4);
     if (types_type == GGUF_I32) gguf_set_arr(w, "tokenizer.ggml.token_type", GGUF_I32, ty, 4);
     else gguf_set_arr(w, "tokenizer.ggml.token_type", GGUF_F32, sc, 4);
     gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
@@ -124,7 +125,8 @@ int main(void) {
     check_model("smollm2");
     check_types(GGUF_STRING, GGUF_F32, GGUF_I32, 1, "right types");
     check_types(GGUF_I32, GGUF_F32, GGUF_I32, 0, "tokens as int32");
-    check_types(GGUF_STRING, GGUF_I32, GGUF_I32, 0, "scores as int32");
+    check_types(GGUF_STRING, GGUF_I32, GGUF_I32, 1, "scores as int32"); // llama.cpp reads these too
+    check_types(GGUF_STRING, GGUF_STRING, GGUF_I32, 0, "scores as strings");
     check_types(GGUF_STRING, GGUF_F32, GGUF_F32, 0, "token types as f32");
     return check_summary("test_tokenizer_gguf");
 }

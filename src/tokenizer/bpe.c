@@ -21,30 +21,9 @@ infer_status ids_push(id_list *l, int32_t id) {
 }
 
 typedef struct {
-    int64_t rank;
+    int32_t rank;
     int32_t pos; // index of the left symbol
 } cand;
-
-// The rank of merging l and r (lower first), or -1 if they do not merge.
-// Listed merges: the list's order. Score vocabularies: the join must be a
-// token; rank by its score, then the longer left part (in characters), then
-// its id, as the derived list of Hugging Face's converter orders them.
-static int64_t merge_rank(const tokenizer *t, int32_t l, int32_t r, int32_t *merged) {
-    if (!t->score_rank) return pair_map_find(&t->merges, l, r, merged);
-    size_t nl = t->len[l], nr = t->len[r];
-    char small[512], *buf = nl + nr <= sizeof small ? small : malloc(nl + nr);
-    if (!buf) return -1;
-    memcpy(buf, t->text[l], nl);
-    memcpy(buf + nl, t->text[r], nr);
-    int32_t m = str_map_find(t, &t->by_text, buf, nl + nr);
-    if (buf != small) free(buf);
-    if (m < 0) return -1;
-    int64_t chars = 0;
-    for (size_t i = 0; i < nl; i++) chars += ((unsigned char)t->text[l][i] & 0xC0) != 0x80;
-    if (chars > 0xFFFF) chars = 0xFFFF;
-    *merged = m;
-    return (int64_t)t->score_rank[m] << 40 | (0xFFFF - chars) << 24 | m;
-}
 
 static int cand_less(cand a, cand b) { return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos); }
 
@@ -79,11 +58,29 @@ static cand heap_pop(heap *h) {
     return top;
 }
 
-infer_status bpe_merge(const tokenizer *t, int32_t *sym, size_t n, id_list *out) {
+static int32_t rank_of(const tokenizer *t, int32_t l, int32_t r, int32_t *merged) {
+    if (l < 0 || r < 0) return -1;
+    return pair_map_find(&t->merges, l, r, merged);
+}
+
+// A symbol that is not a token, as the flavor falls back.
+static infer_status fallback(const tokenizer *t, const char *s, size_t n, id_list *out) {
+    if (t->flavor != TOK_FLAVOR_LLAMACPP) return INFER_OK; // HF's BPE without an unknown token drops it
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = t->pre_flags & PRE_RAW ? t->byte_id[(unsigned char)s[i]] : str_map_find(t, &t->by_text, s + i, 1);
+        if (id >= 0) {
+            infer_status st = ids_push(out, id);
+            if (st) return st;
+        }
+    }
+    return INFER_OK;
+}
+
+infer_status bpe_merge(const tokenizer *t, const char *word, tok_sym *sym, size_t n, id_list *out) {
     infer_status st = INFER_OK;
     if (n == 0) return INFER_OK;
     if (n > INT32_MAX / 4) return fail(INFER_ERR_ARG, "tokenizer: word of %zu symbols", n);
-    // prev/next links; a merged-away symbol gets sym = -1. Each merge pushes
+    // prev/next links; a merged-away symbol gets len 0. Each merge pushes
     // at most two candidates, and there are at most n - 1 merges: 3n bounds the heap.
     int32_t *prev = malloc(sizeof(int32_t) * n), *next = malloc(sizeof(int32_t) * n);
     heap h = {malloc(sizeof(cand) * 3 * n), 0};
@@ -97,24 +94,28 @@ infer_status bpe_merge(const tokenizer *t, int32_t *sym, size_t n, id_list *out)
     }
     int32_t merged;
     for (size_t i = 0; i + 1 < n; i++) {
-        int64_t r = merge_rank(t, sym[i], sym[i + 1], &merged);
+        int32_t r = rank_of(t, sym[i].id, sym[i + 1].id, &merged);
         if (r >= 0) heap_push(&h, (cand){r, (int32_t)i});
     }
     while (h.n) {
         cand c = heap_pop(&h);
         int32_t a = c.pos, b = next[a];
-        if (sym[a] < 0 || b < 0) continue;
-        int64_t r = merge_rank(t, sym[a], sym[b], &merged);
+        if (!sym[a].len || b < 0) continue;
+        int32_t r = rank_of(t, sym[a].id, sym[b].id, &merged);
         if (r != c.rank) continue; // the pair here changed since it was pushed
-        sym[a] = merged;
-        sym[b] = -1;
+        sym[a].id = merged;
+        sym[a].len += sym[b].len;
+        sym[b].len = 0;
         next[a] = next[b];
         if (next[b] >= 0) prev[next[b]] = a;
         int32_t p = prev[a], q = next[a];
-        if (p >= 0 && (r = merge_rank(t, sym[p], sym[a], &merged)) >= 0) heap_push(&h, (cand){r, p});
-        if (q >= 0 && (r = merge_rank(t, sym[a], sym[q], &merged)) >= 0) heap_push(&h, (cand){r, a});
+        if (p >= 0 && (r = rank_of(t, sym[p].id, sym[a].id, &merged)) >= 0) heap_push(&h, (cand){r, p});
+        if (q >= 0 && (r = rank_of(t, sym[a].id, sym[q].id, &merged)) >= 0) heap_push(&h, (cand){r, a});
     }
-    for (int32_t i = 0; i >= 0 && !st; i = next[i]) st = ids_push(out, sym[i]);
+    for (int32_t i = 0; i >= 0 && !st; i = next[i]) {
+        if (sym[i].id >= 0 && sym[i].id < t->n) st = ids_push(out, sym[i].id);
+        else st = fallback(t, word + sym[i].off, sym[i].len, out);
+    }
 out:
     free(prev);
     free(next);

@@ -1,6 +1,12 @@
-// encode: added tokens are split out of the raw text first (leftmost,
-// longest), each stretch between them is encoded by the model's kind, and
-// BOS/EOS are added around the whole.
+// encode: added tokens are split out of the raw text first, each stretch
+// between them is encoded by the model's kind, and BOS/EOS are added around
+// the whole.
+//
+// Added tokens are found as the flavor finds them: llama.cpp takes the
+// longest token first over the whole text (tokenizer_st_partition), Hugging
+// Face the leftmost-longest match; lstrip/rstrip take ASCII whitespace in
+// llama.cpp and Unicode whitespace in Hugging Face.
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,60 +18,166 @@
 // byte (symbols, links, heap), so this bounds it near 10 GiB.
 #define MAX_TEXT_BYTES ((size_t)256 << 20)
 
+static const char META[] = "\xE2\x96\x81"; // U+2581, SentencePiece's space
+
 typedef struct {
     const tokenizer *t;
     id_list *out;
-    int32_t *sym; // scratch symbols, sym_cap of them
+    tok_sym *sym; // scratch symbols, sym_cap of them
     size_t sym_cap;
+    char *buf; // scratch text, buf_cap bytes
+    size_t buf_cap;
 } enc;
 
 static infer_status reserve_sym(enc *e, size_t n) {
     if (n <= e->sym_cap) return INFER_OK;
-    int32_t *s = realloc(e->sym, n * sizeof *s);
+    tok_sym *s = realloc(e->sym, n * sizeof *s);
     if (!s) return fail(INFER_ERR_NOMEM, "tokenizer: %zu symbols", n);
     e->sym = s;
     e->sym_cap = n;
     return INFER_OK;
 }
 
-// gpt2 kind: one pre-tokenized word, bytes -> mapped characters -> merges.
+static infer_status reserve_buf(enc *e, size_t n) {
+    if (n <= e->buf_cap) return INFER_OK;
+    size_t cap = e->buf_cap ? e->buf_cap : 256;
+    while (cap < n) cap *= 2;
+    char *b = realloc(e->buf, cap);
+    if (!b) return fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of scratch", n);
+    e->buf = b;
+    e->buf_cap = cap;
+    return INFER_OK;
+}
+
+// ---------------------------------------------------------------------------
+// byte-level BPE (gpt2 kind)
+
+// One pre-tokenized word: its bytes mapped to GPT-2's characters (or kept,
+// PRE_RAW), one symbol per character, then the merges.
 static infer_status encode_word_gpt2(void *ctx, const char *w, size_t n) {
     enc *e = ctx;
     const tokenizer *t = e->t;
     infer_status st = reserve_sym(e, n);
     if (st) return st;
-    if (t->ignore_merges && n <= 4096) {
-        char buf[4096 * 2];
+    const char *word = w;
+    size_t k = 0, wn = n;
+    if (t->pre_flags & PRE_RAW) {
+        for (size_t i = 0; i < n; k++) {
+            size_t cl = (size_t)utf8_lead_len((unsigned char)w[i]);
+            if (cl > n - i) cl = n - i;
+            e->sym[k] = (tok_sym){tok_symbol(t, w + i, cl), (uint32_t)i, (uint32_t)cl};
+            i += cl;
+        }
+        int whole = t->ignore_merges;
+        if (t->pre_flags & PRE_GEMMA4) {
+            whole = 1;
+            for (size_t i = 0; i < n && whole; i++) whole = w[i] == '\n';
+        }
+        if (whole) {
+            int32_t id = str_map_find(t, &t->by_text, w, n);
+            if (id >= 0) return ids_push(e->out, id);
+        }
+    } else {
+        if ((st = reserve_buf(e, 2 * n))) return st;
         size_t m = 0;
-        for (size_t i = 0; i < n; i++) m += (size_t)utf8_encode(gpt2_byte_to_cp((unsigned char)w[i]), buf + m);
-        int32_t id = str_map_find(t, &t->by_text, buf, m);
-        if (id >= 0) return ids_push(e->out, id);
+        for (size_t i = 0; i < n; i++) {
+            unsigned char b = (unsigned char)w[i];
+            int l = utf8_encode(gpt2_byte_to_cp(b), e->buf + m);
+            e->sym[k++] = (tok_sym){t->byte_sym[b], (uint32_t)m, (uint32_t)l};
+            m += (size_t)l;
+        }
+        word = e->buf, wn = m;
+        if (t->ignore_merges) {
+            int32_t id = str_map_find(t, &t->by_text, word, wn);
+            if (id >= 0) return ids_push(e->out, id);
+        }
     }
-    // A byte the vocabulary has no token for is dropped, as HF does when the
-    // model has no unknown token (upstream byte-level tokenizers have none;
-    // SmolLM2 lacks 21 bytes, e.g. 0x04 and 0xFF).
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = t->byte_id[(unsigned char)w[i]];
-        if (id >= 0) e->sym[k++] = id;
-    }
-    return bpe_merge(t, e->sym, k, e->out);
+    (void)wn;
+    return bpe_merge(t, word, e->sym, k, e->out);
 }
 
-// llama kind: one stretch of text. Spaces become "▁"; each character is a
-// symbol, or its bytes' <0xAB> tokens when it is not in the vocabulary
-// (or the unknown token, consecutive ones fused, when those are missing too).
-static infer_status encode_llama(enc *e, const char *s, size_t n, int prefix) {
+// llama.cpp re-encodes the text from its code points before splitting it: a
+// bad UTF-8 sequence becomes U+FFFD (EF BF BD), an overlong form its shortest.
+static infer_status clean_utf8(enc *e, const char *s, size_t n, const char **out, size_t *out_n) {
+    *out = s, *out_n = n;
+    size_t i = 0;
+    while (i < n && (unsigned char)s[i] < 0x80) i++;
+    if (i == n) {
+        *out = s, *out_n = n;
+        return INFER_OK;
+    }
+    infer_status st = reserve_buf(e, 3 * n);
+    if (st) return st;
+    size_t m = 0;
+    for (i = 0; i < n;) {
+        uint32_t cp;
+        i += (size_t)utf8_decode_lenient((const unsigned char *)s + i, n - i, &cp);
+        m += (size_t)utf8_encode(cp, e->buf + m);
+    }
+    // the words are encoded into buf as well: hand over this copy
+    char *copy = malloc(m ? m : 1);
+    if (!copy) return fail(INFER_ERR_NOMEM, "tokenizer: text of %zu bytes", n);
+    memcpy(copy, e->buf, m);
+    *out = copy, *out_n = m;
+    return INFER_OK;
+}
+
+static infer_status encode_gpt2(enc *e, const char *s, size_t n) {
+    const tokenizer *t = e->t;
+    if (t->flavor == TOK_FLAVOR_HF) return pretokenize(t, s, n, encode_word_gpt2, e);
+    char *esc = NULL;
+    if (t->pre_flags & PRE_ESCAPE_WS) { // spaces -> "▁"
+        size_t spaces = 0;
+        for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
+        if (!(esc = malloc(n + 2 * spaces + 1))) return fail(INFER_ERR_NOMEM, "tokenizer: text of %zu bytes", n);
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == ' ') memcpy(esc + m, META, 3), m += 3;
+            else esc[m++] = s[i];
+        }
+        s = esc, n = m;
+    }
+    const char *clean;
+    size_t cn;
+    infer_status st = clean_utf8(e, s, n, &clean, &cn);
+    if (!st) st = pretokenize(t, clean, cn, encode_word_gpt2, e);
+    if (clean != s) free((char *)clean);
+    free(esc);
+    return st;
+}
+
+// ---------------------------------------------------------------------------
+// SentencePiece BPE (llama kind)
+
+// llama.cpp: spaces -> "▁" (one before the text when prefix), then spm_encode.
+static infer_status encode_spm(enc *e, const char *s, size_t n, int prefix) {
+    size_t spaces = 0;
+    for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
+    infer_status st = reserve_buf(e, n + 2 * spaces + 3);
+    if (st) return st;
+    size_t m = 0;
+    if (prefix) memcpy(e->buf, META, 3), m = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') memcpy(e->buf + m, META, 3), m += 3;
+        else e->buf[m++] = s[i];
+    }
+    return spm_encode(e->t, e->buf, m, e->out);
+}
+
+// Hugging Face (tokenizer.json BPE with byte fallback): spaces become "▁";
+// each character is a symbol, or its bytes' <0xAB> tokens when it is not in
+// the vocabulary (or the unknown token, consecutive ones fused, when those
+// are missing too); then the listed merges.
+static infer_status encode_llama_hf(enc *e, const char *s, size_t n, int prefix) {
     const tokenizer *t = e->t;
     // A byte gives at most one symbol, except a space: "▁" falls back to 3 bytes
     // in a vocabulary without it. So 3 per byte, and 3 for the prefix.
     infer_status st = reserve_sym(e, 3 * (n + 1));
     if (st) return st;
-    static const char meta[] = "\xE2\x96\x81"; // U+2581
     size_t k = 0;
     int last_unk = 0;
     for (size_t i = 0; i < n || prefix;) {
-        const char *c = meta;
+        const char *c = META;
         size_t cl = 3;
         if (prefix) prefix = 0;
         else if (s[i] == ' ') i++;
@@ -77,34 +189,158 @@ static infer_status encode_llama(enc *e, const char *s, size_t n, int prefix) {
         }
         int32_t id = str_map_find(t, &t->by_text, c, cl);
         if (id >= 0) {
-            e->sym[k++] = id;
+            e->sym[k++] = (tok_sym){id, 0, 1};
             last_unk = 0;
             continue;
         }
         int all = 1;
         for (size_t b = 0; b < cl; b++) all &= t->byte_id[(unsigned char)c[b]] >= 0;
         if (all) {
-            for (size_t b = 0; b < cl; b++) e->sym[k++] = t->byte_id[(unsigned char)c[b]];
+            for (size_t b = 0; b < cl; b++) e->sym[k++] = (tok_sym){t->byte_id[(unsigned char)c[b]], 0, 1};
             last_unk = 0;
         } else if (t->unk >= 0 && !last_unk) {
-            e->sym[k++] = t->unk;
+            e->sym[k++] = (tok_sym){t->unk, 0, 1};
             last_unk = 1;
         }
     }
-    return bpe_merge(t, e->sym, k, e->out);
+    return bpe_merge(t, "", e->sym, k, e->out);
 }
 
-// One stretch of text between added tokens.
-static infer_status encode_stretch(enc *e, const char *s, size_t n, int first) {
+// One stretch of raw text between added tokens. prev_special: the stretch
+// begins the text or follows an added token.
+static infer_status encode_stretch(enc *e, const char *s, size_t n, int prev_special, int first) {
     const tokenizer *t = e->t;
-    if (t->kind == TOK_KIND_LLAMA) {
+    switch (t->kind) {
+    case TOK_KIND_LLAMA:
+        if (t->flavor == TOK_FLAVOR_LLAMACPP) return encode_spm(e, s, n, t->add_space_prefix && prev_special);
         if (!n && !(first && t->add_space_prefix)) return INFER_OK;
-        return encode_llama(e, s, n, first && t->add_space_prefix);
+        return encode_llama_hf(e, s, n, first && t->add_space_prefix);
+    case TOK_KIND_GPT2: return encode_gpt2(e, s, n);
+    case TOK_KIND_BERT: return wpm_encode(t, s, n, e->out);
     }
-    return pretokenize(t->pre, s, n, encode_word_gpt2, e);
+    return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)t->kind);
 }
 
-// The longest added token at s[0..n), or -1.
+// ---------------------------------------------------------------------------
+// added tokens
+
+typedef struct {
+    size_t off, len; // raw text, or
+    int32_t id;      // an added token (id >= 0)
+} frag;
+
+typedef struct {
+    frag *v;
+    size_t n, cap;
+} frags;
+
+static infer_status frag_push(frags *f, frag x) {
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        frag *v = realloc(f->v, sizeof *v * cap);
+        if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: text fragments");
+        f->v = v;
+        f->cap = cap;
+    }
+    f->v[f->n++] = x;
+    return INFER_OK;
+}
+
+static int matchable(const tokenizer *t, int32_t id, bool parse_special) {
+    return parse_special || (t->type[id] != TOK_TYPE_CONTROL && t->type[id] != TOK_TYPE_UNKNOWN);
+}
+
+// llama.cpp takes each added token in turn, longest first, and splits every
+// raw fragment at its occurrences, leftmost first (tokenizer_st_partition).
+// The same result in one pass: every occurrence of every added token is a
+// candidate; candidates are taken longest first, then leftmost, when their
+// bytes are still raw text (with lstrip/rstrip the whitespace they swallow is
+// taken too). Only two tokens of one length that overlap in the text could
+// come out differently, where llama.cpp's order (an unstable sort) decides.
+typedef struct {
+    size_t pos;
+    uint32_t len;
+    int32_t id;
+} cand;
+
+static int by_len_then_pos(const void *pa, const void *pb) {
+    const cand *a = pa, *b = pb;
+    if (a->len != b->len) return a->len < b->len ? 1 : -1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+static infer_status partition_llamacpp(const tokenizer *t, const char *s, size_t n, bool parse_special, frags *out) {
+    cand *c = NULL;
+    size_t nc = 0, cap = 0;
+    for (size_t p = 0; p < n; p++) {
+        const uint32_t *L = t->added_lens[(unsigned char)s[p]];
+        for (; L && *L; L++) {
+            if (*L > n - p) continue;
+            int32_t id = str_map_find(t, &t->added, s + p, *L);
+            if (id < 0 || !matchable(t, id, parse_special)) continue;
+            if (nc == cap) {
+                cap = cap ? cap * 2 : 64;
+                cand *v = realloc(c, sizeof *v * cap);
+                if (!v) {
+                    free(c);
+                    return fail(INFER_ERR_NOMEM, "tokenizer: added-token matches");
+                }
+                c = v;
+            }
+            c[nc++] = (cand){p, *L, id};
+        }
+    }
+    frags f = {0};
+    infer_status st = INFER_OK;
+    if (!nc) {
+        free(c);
+        st = frag_push(&f, (frag){0, n, -1});
+        *out = f;
+        return st;
+    }
+    qsort(c, nc, sizeof *c, by_len_then_pos);
+    // owner[i]: 0 raw, 1 swallowed whitespace, 2 + k: byte of accepted candidate k's token
+    int32_t *owner = calloc(n, sizeof *owner);
+    if (!owner) {
+        free(c);
+        return fail(INFER_ERR_NOMEM, "tokenizer: text of %zu bytes", n);
+    }
+    for (size_t k = 0; k < nc; k++) {
+        size_t a = c[k].pos, b = a + c[k].len, i;
+        for (i = a; i < b && !owner[i]; i++) {}
+        if (i < b) continue;
+        for (i = a; i < b; i++) owner[i] = (int32_t)(2 + k);
+        uint8_t strip = t->strip ? t->strip[c[k].id] : 0;
+        if (strip & TOK_LSTRIP)
+            for (i = a; i > 0 && !owner[i - 1] && isspace((unsigned char)s[i - 1]); i--) owner[i - 1] = 1;
+        if (strip & TOK_RSTRIP)
+            for (i = b; i < n && !owner[i] && isspace((unsigned char)s[i]); i++) owner[i] = 1;
+    }
+    for (size_t i = 0; i < n && !st;) {
+        if (owner[i] == 1) {
+            i++;
+        } else if (owner[i] >= 2) {
+            const cand *k = &c[owner[i] - 2];
+            st = frag_push(&f, (frag){0, 0, k->id});
+            i += k->len;
+        } else {
+            size_t j = i;
+            while (j < n && !owner[j]) j++;
+            st = frag_push(&f, (frag){i, j - i, -1});
+            i = j;
+        }
+    }
+    free(owner);
+    free(c);
+    if (st) {
+        free(f.v);
+        return st;
+    }
+    *out = f;
+    return INFER_OK;
+}
+
+// The longest added token at s[0..n), or -1 (Hugging Face).
 static int32_t match_added(const tokenizer *t, const char *s, size_t n, bool parse_special) {
     const uint32_t *L = t->added_lens[(unsigned char)s[0]];
     if (!L) return -1;
@@ -141,6 +377,33 @@ static size_t space_after(const char *s, size_t i, size_t n) {
     return k - i;
 }
 
+// Hugging Face: the leftmost added token, the longest there.
+static infer_status partition_hf(const tokenizer *t, const char *s, size_t n, bool parse_special, frags *out) {
+    frags f = {0};
+    infer_status st = INFER_OK;
+    size_t a = 0;
+    for (size_t i = 0; i < n && !st;) {
+        int32_t id = match_added(t, s + i, n - i, parse_special);
+        if (id < 0) {
+            i++;
+            continue;
+        }
+        size_t b = i, end = i + t->len[id];
+        if (t->strip && (t->strip[id] & TOK_LSTRIP)) b -= space_before(s, a, i);
+        if (t->strip && (t->strip[id] & TOK_RSTRIP)) end += space_after(s, end, n);
+        if (a < b) st = frag_push(&f, (frag){a, b - a, -1});
+        if (!st) st = frag_push(&f, (frag){0, 0, id});
+        i = a = end;
+    }
+    if (!st && a < n) st = frag_push(&f, (frag){a, n - a, -1});
+    if (st) {
+        free(f.v);
+        return st;
+    }
+    *out = f;
+    return INFER_OK;
+}
+
 infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
                               bool parse_special, int32_t **ids, size_t *n_ids) {
     *ids = NULL;
@@ -148,28 +411,27 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     if (len > MAX_TEXT_BYTES) return fail(INFER_ERR_ARG, "tokenizer: text of %zu bytes (limit %zu)", len, MAX_TEXT_BYTES);
     if (!text && len) return fail(INFER_ERR_ARG, "tokenizer: NULL text");
     id_list out = {0};
-    enc e = {t, &out, NULL, 0};
+    enc e = {t, &out, NULL, 0, NULL, 0};
+    frags f = {0};
     infer_status st = INFER_OK;
-    if (add_special && t->add_bos) st = ids_push(&out, t->bos);
-    size_t a = 0;
-    int first = 1;
-    for (size_t i = 0; i < len && !st;) {
-        int32_t id = match_added(t, text + i, len - i, parse_special);
-        if (id < 0) {
-            i++;
-            continue;
+    int llamacpp = t->flavor == TOK_FLAVOR_LLAMACPP, bert = t->kind == TOK_KIND_BERT;
+    if (len) st = llamacpp ? partition_llamacpp(t, text, len, parse_special, &f) : partition_hf(t, text, len, parse_special, &f);
+    if (!st && add_special && (bert ? t->bos >= 0 : t->add_bos)) st = ids_push(&out, t->bos);
+    int prev_special = 1;
+    for (size_t i = 0; i < f.n && !st; i++) {
+        if (f.v[i].id >= 0) {
+            st = ids_push(&out, f.v[i].id);
+            prev_special = 1;
+        } else {
+            st = encode_stretch(&e, text + f.v[i].off, f.v[i].len, prev_special, i == 0);
+            prev_special = 0;
         }
-        size_t b = i, end = i + t->len[id];
-        if (t->strip && (t->strip[id] & TOK_LSTRIP)) b -= space_before(text, a, i);
-        if (t->strip && (t->strip[id] & TOK_RSTRIP)) end += space_after(text, end, len);
-        if (a < b) st = encode_stretch(&e, text + a, b - a, first);
-        first = 0;
-        if (!st) st = ids_push(&out, id);
-        i = a = end;
     }
-    if (!st && (a < len || (first && t->add_space_prefix && len))) st = encode_stretch(&e, text + a, len - a, first);
-    if (!st && add_special && t->add_eos) st = ids_push(&out, t->eos);
+    if (!st && add_special && bert && t->sep >= 0) st = ids_push(&out, t->sep);
+    else if (!st && add_special && !bert && t->add_eos) st = ids_push(&out, t->eos);
     free(e.sym);
+    free(e.buf);
+    free(f.v);
     if (st) {
         free(out.v);
         return st;

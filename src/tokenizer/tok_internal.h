@@ -4,6 +4,8 @@
 
 #include "tokenizer/tokenizer.h"
 
+struct tok_regex;
+
 // Open-addressing hash from token text to id. A slot keeps the upper 32 bits
 // of the text's hash beside the id, so a probe that misses rarely touches the
 // token's text (a cache miss each).
@@ -12,12 +14,12 @@ typedef struct {
     uint32_t cap;    // power of two, >= 2 * entries
 } str_map;
 
-// Open-addressing hash from a pair of token ids to its merge; one slot is
+// Open-addressing hash from a pair of symbol ids to its merge; one slot is
 // one cache line's quarter, so a lookup usually costs one miss.
 typedef struct {
     uint64_t key;   // left << 32 | right, or UINT64_MAX for empty
     int32_t rank;   // merge rank: lower merges first
-    int32_t merged; // id of the merged token
+    int32_t merged; // id of the merged symbol
 } pair_slot;
 
 typedef struct {
@@ -27,34 +29,42 @@ typedef struct {
 
 struct tokenizer {
     tok_kind kind;
-    tok_pre pre;
+    tok_flavor flavor;
+    int pre;            // gpt2 kind: row of tok_pre_table
+    unsigned pre_flags; // gpt2 kind: PRE_* in effect
+    struct tok_regex *pre_regex[8]; // the row's expressions, compiled (NULL: done by hand)
     int32_t n;          // vocabulary size
-    char **text;        // (n) token text, NUL-terminated, in arena
-    char *arena;        // every token's text, one allocation
-    uint32_t *len;      // (n) bytes
+    // Symbol texts: ids [0, n) are the tokens; ids [n, n + n_extra) are
+    // strings that llama.cpp's string-keyed merges name but the vocabulary
+    // lacks (a merge may produce or join them; they fall back to bytes).
+    char **text;        // (n + n_extra) NUL-terminated
+    char *arena;        // the tokens' text, one allocation
+    uint32_t *len;      // (n + n_extra) bytes
+    int32_t n_extra;
     uint8_t *type;      // (n) tok_type
+    float *score;       // (n) llama kind from GGUF: merge priority; else NULL
     str_map by_text;    // all tokens
+    str_map extra;      // the extra strings
     pair_map merges;    // listed merges (gpt2 kind, or a llama kind that lists them)
-    // A SentencePiece vocabulary lists scores, not merges (GGUF "llama"): any
-    // two adjacent tokens whose join is a token merge, ordered as Hugging
-    // Face's converter orders the derived list (the merged token's score
-    // descending, then the longer left part, then the merged id). score_rank
-    // is the rank of each token's score among the distinct scores, highest 0.
-    int32_t *score_rank; // (n), or NULL when merges are listed
-    // Added tokens (control and user-defined), matched in the raw text
-    // longest first: for each first byte, the distinct lengths, descending.
+    // Added tokens (control, user-defined and unknown), matched in the raw text:
+    // for each first byte, the distinct lengths, descending.
     str_map added;
     uint32_t *added_lens[256]; // per first byte, lengths descending, 0-terminated
     uint8_t *strip;            // (n) TOK_LSTRIP | TOK_RSTRIP, or NULL when no token has any
-    int32_t byte_id[256];      // llama: <0xAB> token; gpt2: the mapped-byte token; -1 if none
-    int32_t bos, eos, eot, pad, unk;
+    int32_t byte_id[256];      // <0xAB> token (llama kind, raw BPE) or the mapped-byte token; -1 if none
+    int32_t byte_sym[256];     // gpt2 kind: symbol of each byte's mapped character (token or extra), or -1
+    int32_t bos, eos, eot, pad, unk, sep;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
+    bool lowercase, strip_accents; // bert kind
+    uint32_t max_token_len;        // bytes
     char *chat_template;
 };
 
 uint64_t tok_hash(const char *s, size_t n);
 // Id of the token s[0..n) in m, or -1.
 int32_t str_map_find(const tokenizer *t, const str_map *m, const char *s, size_t n);
+// Id of the token or extra string s[0..n), or -1.
+int32_t tok_symbol(const tokenizer *t, const char *s, size_t n);
 // The merge of (l, r): returns its rank and sets *merged, or returns -1.
 int32_t pair_map_find(const pair_map *m, int32_t l, int32_t r, int32_t *merged);
 
@@ -65,12 +75,31 @@ typedef struct {
 } id_list;
 infer_status ids_push(id_list *l, int32_t id);
 
-// BPE-merges one word, given as symbols (token ids) already; appends the
-// result to out. sym is scratch, changed in place.
-infer_status bpe_merge(const tokenizer *t, int32_t *sym, size_t n, id_list *out);
+// A symbol of a word being merged: a token or extra string (id), or -1 for
+// text with neither; its bytes are [off, off + len) of the word.
+typedef struct {
+    int32_t id;
+    uint32_t off, len;
+} tok_sym;
 
-// Pre-tokenizer: splits s[0..n) into words, calling emit for each.
+// BPE-merges one word given as symbols (changed in place) by the merge
+// ranks, lowest first and leftmost on ties (Hugging Face's BPE::merge_word,
+// llama.cpp's llm_tokenizer_bpe_session); appends the ids to out. A symbol
+// that is not a token falls back as the flavor does: llama.cpp looks up each
+// byte of its text (fallback_text(word) gives that text), Hugging Face drops it.
+infer_status bpe_merge(const tokenizer *t, const char *word, tok_sym *sym, size_t n, id_list *out);
+
+// llama.cpp's SentencePiece tokenizer (llm_tokenizer_spm_session) on s[0..n),
+// whose spaces are already "▁".
+infer_status spm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
+
+// llama.cpp's WordPiece tokenizer (llm_tokenizer_wpm_session).
+infer_status wpm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
+
+// Pre-tokenizer: splits s[0..n) into words with t's row, calling emit for each.
 typedef infer_status (*word_fn)(void *ctx, const char *w, size_t n);
-infer_status pretokenize(tok_pre pre, const char *s, size_t n, word_fn emit, void *ctx);
+infer_status pretokenize(const tokenizer *t, const char *s, size_t n, word_fn emit, void *ctx);
+// Whether llama.cpp runs this expression by hand (no regex compiled for it).
+int tok_pre_is_custom(const char *re);
 
 #endif

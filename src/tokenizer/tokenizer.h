@@ -1,19 +1,22 @@
-// The tokenizer: text <-> token ids, exactly as Hugging Face `tokenizers`
-// encodes with the model's upstream tokenizer.json.
+// The tokenizer: text <-> token ids, exactly as the reference of its source
+// encodes: llama.cpp for a GGUF vocabulary (tokenizer.ggml.*), Hugging Face
+// `tokenizers` for a tokenizer.json. The two differ in small ways (how added
+// tokens are found, the space prefix after them, invalid UTF-8), so a
+// tokenizer carries its flavor.
 //
-// Two model kinds, as llama.cpp names them:
-//   llama  SentencePiece-style BPE with byte fallback: spaces become U+2581 "▁",
-//          no pre-tokenizer, characters missing from the vocabulary become
-//          <0xAB> byte tokens (Gemma 3).
-//   gpt2   byte-level BPE: a pre-tokenizer splits the text into words (the GPT-2,
-//          Llama 3, Qwen 2 or SmolLM regex, written out by hand in pretok.c),
-//          each word's bytes are mapped to printable characters and merged
-//          (SmolLM2).
-// Both apply merges by rank (HF's BPE): in a word, the adjacent pair with the
-// lowest merge rank is merged first, the leftmost on ties, until none applies.
+// Model kinds, as llama.cpp names them (tokenizer.ggml.model):
+//   llama  SentencePiece BPE (SPM): spaces become U+2581 "▁", symbols merge by
+//          token score (GGUF) or by listed merges (tokenizer.json); characters
+//          missing from the vocabulary become <0xAB> byte tokens.
+//   gpt2   byte-level BPE: a pre-tokenizer (tokenizer.ggml.pre: one of
+//          llama.cpp's rows in pretok.c) splits the text into words, each
+//          word's bytes are mapped to printable characters and merged by rank.
+//          gemma4 is this kind on raw UTF-8 with "▁" for spaces.
+//   bert   WordPiece (WPM): lowercased and accent-stripped words, each the
+//          longest vocabulary matches from its start.
 //
 // A tokenizer is built from a tok_vocab, a read-only view that both sources
-// fill: the GGUF reader (tokenizer.ggml.* metadata) and tokenizer_json.c.
+// fill: the GGUF reader (tokenizer_gguf.c) and tokenizer_json.c.
 #ifndef INFER_TOKENIZER_H
 #define INFER_TOKENIZER_H
 
@@ -23,7 +26,10 @@
 
 #include "infer.h"
 
-typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2 } tok_kind;
+typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_BERT } tok_kind;
+
+// Whose behaviour the tokenizer reproduces.
+typedef enum { TOK_FLAVOR_HF, TOK_FLAVOR_LLAMACPP } tok_flavor;
 
 // GGUF tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
 typedef enum {
@@ -36,20 +42,32 @@ typedef enum {
     TOK_TYPE_BYTE = 6,         // <0xAB>, the byte-fallback tokens
 } tok_type;
 
-// Pre-tokenizers of the gpt2 kind (GGUF tokenizer.ggml.pre names them).
-typedef enum {
-    TOK_PRE_GPT2,   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-    TOK_PRE_LLAMA3, // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-    TOK_PRE_QWEN2,  // as llama3 with \p{N} (one digit per word)
-    TOK_PRE_SMOLLM, // each \p{N} its own word, then gpt2
-} tok_pre;
+// The pre-tokenizer table (pretok.c): one row per tokenizer.ggml.pre value.
+enum {
+    PRE_IGNORE_MERGES = 1, // a word that is itself a token is not merged
+    PRE_ADD_BOS = 2,       // BOS by default
+    PRE_NO_CLEAN = 4,      // decoding keeps " ." and " 's" (clean_spaces off)
+    PRE_RAW = 8,           // words stay UTF-8 (no GPT-2 byte map); <0xAB> byte fallback
+    PRE_ESCAPE_WS = 16,    // spaces become "▁" before splitting
+    PRE_ADD_SEP = 32,
+    PRE_NO_BOS_ID = 64,    // no default BOS id
+    PRE_GEMMA4 = 128,      // a word of newlines that is a token stays whole
+};
+typedef struct {
+    const char *name;          // tokenizer.ggml.pre
+    const char *const *regex;  // expressions, NULL-terminated
+    unsigned flags;            // PRE_*
+} tok_pre_row;
+extern const tok_pre_row tok_pre_table[];
+extern const int tok_pre_table_n;
+int tok_pre_find(const char *name); // row index, or -1
 
 // What the tokenizer needs, as the sources store it. Pointers are borrowed
 // (e.g. into a mapped GGUF) and only read during tokenizer_from_vocab.
 //
 // From GGUF metadata (reject any other element type; never cast):
 //   kind       tokenizer.ggml.model         string  -> tok_kind_from_name
-//   pre        tokenizer.ggml.pre           string  -> tok_pre_from_name (gpt2 kind)
+//   pre        tokenizer.ggml.pre           string  -> tok_pre_find (gpt2 kind)
 //   tokens     tokenizer.ggml.tokens        array of string
 //   scores     tokenizer.ggml.scores        array of float32 (llama kind; same count)
 //   types      tokenizer.ggml.token_type    array of int32 (same count)
@@ -62,7 +80,9 @@ typedef enum {
 // tests/test_tokenizer_gguf.c holds a minimal walker that does exactly this.
 typedef struct {
     tok_kind kind;
-    tok_pre pre;                   // gpt2 kind only
+    tok_flavor flavor;
+    int pre;                       // gpt2 kind: row of tok_pre_table
+    unsigned pre_flags;            // gpt2 kind: PRE_* in effect
     int32_t n_tokens;
     const char *const *tokens;     // (n_tokens) token text, UTF-8, not NUL-terminated
     const uint32_t *token_lens;    // (n_tokens) bytes of each token
@@ -71,14 +91,16 @@ typedef struct {
     int32_t n_merges;              // gpt2 kind: required; llama kind: 0 = derive from scores
     const char *const *merges;     // (n_merges) "left right", in rank order
     const uint32_t *merge_lens;    // (n_merges) bytes of each merge string
-    int32_t bos, eos, eot, pad, unk; // token ids, -1 when absent (eot -1: found by
+    int32_t bos, eos, eot, pad, unk, sep; // token ids, -1 when absent (eot -1: found by
                                      // name, <end_of_turn> / <|im_end|> / <|eot_id|> / <|end|>)
-    bool add_bos, add_eos;         // what encode(add_special) adds
+    bool add_bos, add_eos;         // what encode(add_special) adds (bert: always BOS and SEP)
     bool add_space_prefix;         // llama kind: prepend "▁" to the text
     bool ignore_merges;            // a word that is itself a token is not merged (llama3)
     const char *chat_template;     // NUL-terminated Jinja text, or NULL
     const uint8_t *strip;          // (n_tokens) or NULL: TOK_LSTRIP | TOK_RSTRIP of added
-                                   // tokens (tokenizer.json's lstrip/rstrip; GGUF has none)
+                                   // tokens (tokenizer.json's lstrip/rstrip; GGUF: llama.cpp's
+                                   // per-model rules)
+    bool lowercase, strip_accents; // bert kind: the normalizer
 } tok_vocab;
 
 // An added token with lstrip/rstrip also takes the whitespace before/after it.
@@ -86,10 +108,8 @@ enum { TOK_LSTRIP = 1, TOK_RSTRIP = 2 };
 
 typedef struct tokenizer tokenizer;
 
-// Names as GGUF stores them: tokenizer.ggml.model ("llama", "gpt2") and
-// tokenizer.ggml.pre ("default", "gpt2", "llama-bpe"/"llama3", "qwen2", "smollm").
+// tokenizer.ggml.model as GGUF stores it ("llama", "gpt2", "gemma4", "bert").
 infer_status tok_kind_from_name(const char *name, tok_kind *out);
-infer_status tok_pre_from_name(const char *name, tok_pre *out);
 
 // Validates the vocabulary (ids in range, known types, merges naming tokens)
 // and builds the lookup tables; copies everything it keeps.

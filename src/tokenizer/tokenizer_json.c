@@ -251,7 +251,7 @@ static infer_status read_pre_gpt2(load *L, const cJSON *pre) {
     const cJSON *a = cJSON_GetArrayItem(list, 0), *b = cJSON_GetArrayItem(list, 1);
     if (is_byte_level(pre) && !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pre, "use_regex")) &&
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space"))) {
-        L->v.pre = TOK_PRE_GPT2;
+        L->v.pre = tok_pre_find("gpt-2");
         return INFER_OK;
     }
     if (type && !strcmp(type, "Sequence") && cJSON_GetArraySize(list) == 2 && is_byte_level(b) &&
@@ -260,15 +260,15 @@ static infer_status read_pre_gpt2(load *L, const cJSON *pre) {
         int regex = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(b, "use_regex"));
         if (ta && !strcmp(ta, "Digits") && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "individual_digits")) &&
             regex) {
-            L->v.pre = TOK_PRE_SMOLLM;
+            L->v.pre = tok_pre_find("smollm");
             return INFER_OK;
         }
         const char *re = str_field(cJSON_GetObjectItemCaseSensitive(a, "pattern"), "Regex");
         const char *behavior = str_field(a, "behavior");
         if (ta && !strcmp(ta, "Split") && re && !regex && behavior && !strcmp(behavior, "Isolated") &&
             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "invert"))) {
-            if (!strcmp(re, RE_LLAMA3)) L->v.pre = TOK_PRE_LLAMA3;
-            else if (!strcmp(re, RE_QWEN2)) L->v.pre = TOK_PRE_QWEN2;
+            if (!strcmp(re, RE_LLAMA3)) L->v.pre = tok_pre_find("llama-bpe");
+            else if (!strcmp(re, RE_QWEN2)) L->v.pre = tok_pre_find("qwen2");
             else return fail(INFER_ERR_UNSUPPORTED, "%s: pre-tokenizer regex '%.200s'", L->file, re);
             return INFER_OK;
         }
@@ -370,7 +370,8 @@ infer_status tokenizer_load_json(const char *path, tokenizer **out) {
     cJSON *root = cJSON_ParseWithLength(data, len);
     free(data);
     load L = {.file = path};
-    L.v.bos = L.v.eos = L.v.eot = L.v.pad = L.v.unk = -1;
+    L.v.bos = L.v.eos = L.v.eot = L.v.pad = L.v.unk = L.v.sep = -1;
+    L.v.flavor = TOK_FLAVOR_HF;
     if (!cJSON_IsObject(root)) {
         st = fail(INFER_ERR_FORMAT, "%s: not a JSON object", path);
         goto out;

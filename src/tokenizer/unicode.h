@@ -1,5 +1,5 @@
-// UTF-8 decoding, the Unicode classes the pre-tokenizers need, and GPT-2's
-// byte-to-character map.
+// UTF-8, the Unicode properties the tokenizers need (Unicode 15.1, as
+// llama.cpp's tables), and GPT-2's byte-to-character map.
 #ifndef INFER_TOKENIZER_UNICODE_H
 #define INFER_TOKENIZER_UNICODE_H
 
@@ -16,18 +16,54 @@ int utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 // Writes cp as UTF-8 into out (4 bytes room); returns the length.
 int utf8_encode(uint32_t cp, char *out);
 
-int uni_is_letter(uint32_t cp); // general category L*
-int uni_is_number(uint32_t cp); // general category N*
-int uni_is_space(uint32_t cp);  // White_Space property (regex \s)
+// llama.cpp's decoder (unicode_cpt_from_utf8 + unicode_cpts_from_utf8): the
+// length comes from the lead byte alone, continuation bytes are checked,
+// overlong forms and surrogates are accepted; a bad sequence is U+FFFD, one
+// byte long. Values above U+10FFFF (F5..F7 leads) are U+FFFD too: llama.cpp
+// throws on them when it encodes them back.
+int utf8_decode_lenient(const unsigned char *s, size_t n, uint32_t *cp);
+// The byte length llama.cpp gives a character from its lead byte alone
+// (unicode_len_utf8): 1 for ASCII and stray continuation bytes.
+static inline int utf8_lead_len(unsigned char c) {
+    static const unsigned char len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return len[c >> 4];
+}
+
+// Code point flags: the general category as one bit (llama.cpp's classes)
+// and White_Space.
+enum {
+    UNI_UNDEF = 0x01, // Cn
+    UNI_N = 0x02,     // \p{N}
+    UNI_L = 0x04,     // \p{L}
+    UNI_Z = 0x08,     // \p{Z}
+    UNI_M = 0x10,     // \p{M}
+    UNI_P = 0x20,     // \p{P}
+    UNI_S = 0x40,     // \p{S}
+    UNI_C = 0x80,     // \p{C}: Cc Cf Cs Co
+    UNI_CATEGORY = 0xFF,
+    UNI_WS = 0x100,   // White_Space (regex \s in Unicode mode)
+};
+
+// Flags of cp; 0 for values outside Unicode (UNI_INVALID and above).
+uint16_t uni_flags(uint32_t cp);
+uint32_t uni_tolower(uint32_t cp);   // simple lowercase mapping, or cp
+uint32_t uni_nfd_first(uint32_t cp); // first code point of cp's NFD
+int uni_is_han(uint32_t cp);         // llama.cpp's Han ranges (Kimi K2)
+
+static inline int uni_is_letter(uint32_t cp) { return (uni_flags(cp) & UNI_L) != 0; }
+static inline int uni_is_number(uint32_t cp) { return (uni_flags(cp) & UNI_N) != 0; }
+static inline int uni_is_space(uint32_t cp) { return (uni_flags(cp) & UNI_WS) != 0; }
 
 // GPT-2's byte <-> printable code point map (bytes_to_unicode).
 uint32_t gpt2_byte_to_cp(unsigned char b);
 int gpt2_cp_to_byte(uint32_t cp); // -1 if cp is not an image of a byte
 
-// Generated tables (unicode_table.c): sorted inclusive ranges.
-extern const uint32_t uni_letter_ranges[][2];
-extern const int uni_letter_ranges_n;
-extern const uint32_t uni_number_ranges[][2];
-extern const int uni_number_ranges_n;
+// Generated tables (unicode_table.c), sorted.
+extern const uint32_t uni_flag_runs[][2]; // {first, flags}
+extern const int uni_flag_runs_n;
+extern const uint32_t uni_lower[][2];     // {cp, lower}
+extern const int uni_lower_n;
+extern const uint32_t uni_nfd_ranges[][3]; // {first, last, nfd first}
+extern const int uni_nfd_ranges_n;
 
 #endif

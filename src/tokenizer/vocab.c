@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
 
 // Limits that no real vocabulary comes near; a file past them is hostile.
@@ -19,17 +20,11 @@
 
 infer_status tok_kind_from_name(const char *name, tok_kind *out) {
     if (!strcmp(name, "llama")) *out = TOK_KIND_LLAMA;
-    else if (!strcmp(name, "gpt2")) *out = TOK_KIND_GPT2;
-    else return fail(INFER_ERR_UNSUPPORTED, "tokenizer model '%s' (known: llama, gpt2)", name);
-    return INFER_OK;
-}
-
-infer_status tok_pre_from_name(const char *name, tok_pre *out) {
-    if (!strcmp(name, "default") || !strcmp(name, "gpt2") || !strcmp(name, "gpt-2")) *out = TOK_PRE_GPT2;
-    else if (!strcmp(name, "llama-bpe") || !strcmp(name, "llama3") || !strcmp(name, "llama-v3")) *out = TOK_PRE_LLAMA3;
-    else if (!strcmp(name, "qwen2")) *out = TOK_PRE_QWEN2;
-    else if (!strcmp(name, "smollm")) *out = TOK_PRE_SMOLLM;
-    else return fail(INFER_ERR_UNSUPPORTED, "tokenizer pre-tokenizer '%s' (known: gpt2, llama-bpe, qwen2, smollm)", name);
+    else if (!strcmp(name, "gpt2") || !strcmp(name, "gemma4")) *out = TOK_KIND_GPT2;
+    else if (!strcmp(name, "bert")) *out = TOK_KIND_BERT;
+    else
+        return fail(INFER_ERR_UNSUPPORTED, "tokenizer.ggml.model '%s' is not supported (supported: llama, gpt2, gemma4, bert)",
+                    name);
     return INFER_OK;
 }
 
@@ -71,6 +66,11 @@ int32_t str_map_find(const tokenizer *t, const str_map *m, const char *s, size_t
         int32_t id = (int32_t)(uint32_t)e;
         if ((e >> 32 << 32) == tag && t->len[id] == n && !memcmp(t->text[id], s, n)) return id;
     }
+}
+
+int32_t tok_symbol(const tokenizer *t, const char *s, size_t n) {
+    int32_t id = str_map_find(t, &t->by_text, s, n);
+    return id >= 0 || !t->n_extra ? id : str_map_find(t, &t->extra, s, n);
 }
 
 // Adds token id unless a token with the same text is there (the first wins).
@@ -134,8 +134,42 @@ static void pair_map_add(pair_map *m, int32_t l, int32_t r, int32_t rank, int32_
 // ---------------------------------------------------------------------------
 // merges
 
-// Merges given as "left right" strings, rank = position. A token may itself
-// hold a space, so every space is tried as the separator.
+// A string that llama.cpp's merges name but the vocabulary lacks: an extra
+// symbol id (>= n). Returns the id, or -1 when out of memory.
+static int32_t add_extra(tokenizer *t, const char *s, size_t n) {
+    int32_t id = tok_symbol(t, s, n);
+    if (id >= 0) return id;
+    if (t->n_extra >= INT32_MAX - t->n - 1) return -1;
+    int32_t total = t->n + t->n_extra;
+    if ((uint64_t)(t->n_extra + 1) * 2 > t->extra.cap) { // grow the map, rehash
+        str_map m;
+        if (str_map_init(&m, (uint64_t)(t->n_extra + 1) * 2)) return -1;
+        for (int32_t i = t->n; i < total; i++) str_map_add(t, &m, i);
+        free(t->extra.slots);
+        t->extra = m;
+    }
+    char **text = realloc(t->text, sizeof *text * (size_t)(total + 1));
+    if (!text) return -1;
+    t->text = text;
+    uint32_t *len = realloc(t->len, sizeof *len * (size_t)(total + 1));
+    if (!len) return -1;
+    t->len = len;
+    if (!(t->text[total] = malloc(n + 1))) return -1;
+    memcpy(t->text[total], s, n);
+    t->text[total][n] = 0;
+    t->len[total] = (uint32_t)n;
+    t->n_extra++;
+    str_map_add(t, &t->extra, total);
+    return total;
+}
+
+// Merges given as "left right" strings, rank = position.
+//
+// llama.cpp keys them by strings: the separator is the first space after the
+// first byte, the parts and their join need not be tokens (such symbols fall
+// back to bytes), and the first listing of a pair counts. Hugging Face wants
+// two tokens whose join is a token; a token may itself hold a space, so every
+// space is tried as the separator.
 static infer_status merges_from_list(tokenizer *t, const tok_vocab *v) {
     if (v->n_merges < 0 || v->n_merges > MAX_MERGES)
         return fail(INFER_ERR_FORMAT, "tokenizer: %d merges", v->n_merges);
@@ -143,60 +177,69 @@ static infer_status merges_from_list(tokenizer *t, const tok_vocab *v) {
         return fail(INFER_ERR_FORMAT, "tokenizer: merges missing");
     infer_status st = pair_map_init(&t->merges, (uint64_t)v->n_merges);
     if (st) return st;
+    char *buf = NULL;
+    size_t buf_cap = 0;
     for (int32_t r = 0; r < v->n_merges; r++) {
         const char *s = v->merges[r];
         uint32_t n = v->merge_lens[r];
-        if (!s) return fail(INFER_ERR_FORMAT, "tokenizer: merge %d is NULL", r);
+        if (!s) {
+            st = fail(INFER_ERR_FORMAT, "tokenizer: merge %d is NULL", r);
+            break;
+        }
         int32_t l = -1, rt = -1, m = -1;
+        if (t->flavor == TOK_FLAVOR_LLAMACPP) {
+            const char *sp = n > 1 ? memchr(s + 1, ' ', n - 1) : NULL;
+            if (!sp) continue; // llama.cpp files it under ("", ""): it never applies
+            size_t k = (size_t)(sp - s);
+            if ((l = add_extra(t, s, k)) < 0 || (rt = add_extra(t, s + k + 1, n - k - 1)) < 0) {
+                st = fail(INFER_ERR_NOMEM, "tokenizer: merge %d", r);
+                break;
+            }
+            if (buf_cap < n) {
+                char *b = realloc(buf, n);
+                if (!b) {
+                    st = fail(INFER_ERR_NOMEM, "tokenizer: merge %d", r);
+                    break;
+                }
+                buf = b, buf_cap = n;
+            }
+            memcpy(buf, s, k);
+            memcpy(buf + k, s + k + 1, n - k - 1);
+            if ((m = add_extra(t, buf, n - 1)) < 0) {
+                st = fail(INFER_ERR_NOMEM, "tokenizer: merge %d", r);
+                break;
+            }
+            pair_map_add(&t->merges, l, rt, r, m);
+            continue;
+        }
         for (uint32_t k = 1; k + 1 < n && m < 0; k++) {
             if (s[k] != ' ') continue;
             l = str_map_find(t, &t->by_text, s, k);
             rt = str_map_find(t, &t->by_text, s + k + 1, n - k - 1);
             if (l < 0 || rt < 0) continue;
             size_t ml = (size_t)t->len[l] + t->len[rt];
-            char *buf = malloc(ml + 1);
-            if (!buf) return fail(INFER_ERR_NOMEM, "tokenizer: merge %d", r);
+            if (buf_cap < ml) {
+                char *b = realloc(buf, ml);
+                if (!b) {
+                    st = fail(INFER_ERR_NOMEM, "tokenizer: merge %d", r);
+                    break;
+                }
+                buf = b, buf_cap = ml;
+            }
             memcpy(buf, t->text[l], t->len[l]);
             memcpy(buf + t->len[l], t->text[rt], t->len[rt]);
             m = str_map_find(t, &t->by_text, buf, ml);
-            free(buf);
         }
-        if (m < 0)
-            return fail(INFER_ERR_FORMAT, "tokenizer: merge %d '%.*s' is not two tokens whose join is a token",
-                        r, (int)(n > 200 ? 200 : n), s);
+        if (st) break;
+        if (m < 0) {
+            st = fail(INFER_ERR_FORMAT, "tokenizer: merge %d '%.*s' is not two tokens whose join is a token", r,
+                      (int)(n > 200 ? 200 : n), s);
+            break;
+        }
         pair_map_add(&t->merges, l, rt, r, m);
     }
-    return INFER_OK;
-}
-
-static const float *g_sort_scores; // qsort has no context argument
-
-static int by_score_desc(const void *pa, const void *pb) {
-    float a = g_sort_scores[*(const int32_t *)pa], b = g_sort_scores[*(const int32_t *)pb];
-    return (a < b) - (a > b);
-}
-
-// Ranks of the scores (distinct scores highest first) for merges derived on
-// the fly in bpe.c; no scores means every token ranks the same.
-static infer_status build_score_rank(tokenizer *t, const float *scores) {
-    t->score_rank = calloc((size_t)t->n, sizeof *t->score_rank);
-    int32_t *order = malloc(sizeof *order * (size_t)t->n);
-    if (!t->score_rank || !order) {
-        free(order);
-        return fail(INFER_ERR_NOMEM, "tokenizer: score ranks");
-    }
-    if (scores) {
-        for (int32_t i = 0; i < t->n; i++) order[i] = i;
-        g_sort_scores = scores;
-        qsort(order, (size_t)t->n, sizeof *order, by_score_desc);
-        int32_t r = 0;
-        for (int32_t k = 0; k < t->n; k++) {
-            if (k && scores[order[k]] != scores[order[k - 1]]) r++;
-            t->score_rank[order[k]] = r;
-        }
-    }
-    free(order);
-    return INFER_OK;
+    free(buf);
+    return st;
 }
 
 // ---------------------------------------------------------------------------
@@ -207,15 +250,19 @@ static int cmp_u32_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+static int is_added(int type) {
+    return type == TOK_TYPE_CONTROL || type == TOK_TYPE_USER_DEFINED || type == TOK_TYPE_UNKNOWN;
+}
+
 static infer_status build_added(tokenizer *t) {
     int32_t count = 0;
     for (int32_t i = 0; i < t->n; i++)
-        if ((t->type[i] == TOK_TYPE_CONTROL || t->type[i] == TOK_TYPE_USER_DEFINED) && t->len[i]) count++;
+        if (is_added(t->type[i]) && t->len[i]) count++;
     infer_status st = str_map_init(&t->added, (uint64_t)count);
     if (st) return st;
     uint32_t n_by_byte[256] = {0};
     for (int32_t i = 0; i < t->n; i++)
-        if ((t->type[i] == TOK_TYPE_CONTROL || t->type[i] == TOK_TYPE_USER_DEFINED) && t->len[i]) {
+        if (is_added(t->type[i]) && t->len[i]) {
             str_map_add(t, &t->added, i);
             n_by_byte[(unsigned char)t->text[i][0]]++;
         }
@@ -225,7 +272,7 @@ static infer_status build_added(tokenizer *t) {
         if (!L) return fail(INFER_ERR_NOMEM, "tokenizer: added tokens");
         uint32_t k = 0;
         for (int32_t i = 0; i < t->n; i++)
-            if ((t->type[i] == TOK_TYPE_CONTROL || t->type[i] == TOK_TYPE_USER_DEFINED) && t->len[i] &&
+            if (is_added(t->type[i]) && t->len[i] &&
                 (unsigned char)t->text[i][0] == b)
                 L[k++] = t->len[i];
         qsort(L, k, sizeof *L, cmp_u32_desc);
@@ -238,12 +285,16 @@ static infer_status build_added(tokenizer *t) {
     return INFER_OK;
 }
 
+// byte_id: the <0xAB> tokens (SentencePiece's byte fallback), or for a
+// byte-level vocabulary the token of each byte's mapped character; byte_sym:
+// the symbol (token or extra) of each byte's mapped character.
 static void build_byte_ids(tokenizer *t) {
+    int hex = t->kind == TOK_KIND_LLAMA || (t->pre_flags & PRE_RAW);
     for (int b = 0; b < 256; b++) {
         char buf[8];
-        int n;
-        if (t->kind == TOK_KIND_LLAMA) n = snprintf(buf, sizeof buf, "<0x%02X>", b);
-        else n = utf8_encode(gpt2_byte_to_cp((unsigned char)b), buf);
+        int n = utf8_encode(gpt2_byte_to_cp((unsigned char)b), buf);
+        t->byte_sym[b] = tok_symbol(t, buf, (size_t)n);
+        if (hex) n = snprintf(buf, sizeof buf, "<0x%02X>", b);
         t->byte_id[b] = str_map_find(t, &t->by_text, buf, (size_t)n);
     }
 }
@@ -258,32 +309,38 @@ static infer_status check_id(const char *what, int32_t id, int32_t n) {
 
 infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     *out = NULL;
-    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2)
+    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2 && v->kind != TOK_KIND_BERT)
         return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)v->kind);
-    if (v->kind == TOK_KIND_GPT2 && (v->pre < TOK_PRE_GPT2 || v->pre > TOK_PRE_SMOLLM))
-        return fail(INFER_ERR_FORMAT, "tokenizer: pre-tokenizer %d", (int)v->pre);
+    if (v->flavor != TOK_FLAVOR_HF && v->flavor != TOK_FLAVOR_LLAMACPP)
+        return fail(INFER_ERR_FORMAT, "tokenizer: flavor %d", (int)v->flavor);
+    if (v->kind == TOK_KIND_GPT2 && (v->pre < 0 || v->pre >= tok_pre_table_n))
+        return fail(INFER_ERR_FORMAT, "tokenizer: pre-tokenizer %d", v->pre);
     if (v->n_tokens <= 0 || v->n_tokens > MAX_TOKENS)
         return fail(INFER_ERR_FORMAT, "tokenizer: %d tokens", v->n_tokens);
     if (!v->tokens || !v->token_lens) return fail(INFER_ERR_FORMAT, "tokenizer: token texts missing");
     if (v->kind == TOK_KIND_GPT2 && v->n_merges <= 0) return fail(INFER_ERR_FORMAT, "tokenizer: gpt2 model without merges");
-    if (v->kind == TOK_KIND_LLAMA && v->n_merges <= 0 && !v->scores)
-        return fail(INFER_ERR_FORMAT, "tokenizer: llama model without merges or scores");
+    if (v->kind == TOK_KIND_LLAMA && v->flavor == TOK_FLAVOR_HF && v->n_merges <= 0)
+        return fail(INFER_ERR_FORMAT, "tokenizer: SentencePiece BPE model without merges");
     infer_status st;
     if ((st = check_id("bos", v->bos, v->n_tokens)) || (st = check_id("eos", v->eos, v->n_tokens)) ||
         (st = check_id("eot", v->eot, v->n_tokens)) || (st = check_id("pad", v->pad, v->n_tokens)) ||
-        (st = check_id("unk", v->unk, v->n_tokens)))
+        (st = check_id("unk", v->unk, v->n_tokens)) || (st = check_id("sep", v->sep, v->n_tokens)))
         return st;
     if (v->add_bos && v->bos < 0) return fail(INFER_ERR_FORMAT, "tokenizer: add_bos without a bos token");
     if (v->add_eos && v->eos < 0) return fail(INFER_ERR_FORMAT, "tokenizer: add_eos without an eos token");
+    if (v->kind == TOK_KIND_BERT && v->unk < 0) return fail(INFER_ERR_FORMAT, "tokenizer: WordPiece model without an unknown token");
 
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) return fail(INFER_ERR_NOMEM, "tokenizer");
     t->kind = v->kind;
-    t->pre = v->pre;
+    t->flavor = v->flavor;
+    t->pre = v->kind == TOK_KIND_GPT2 ? v->pre : 0;
+    t->pre_flags = v->kind == TOK_KIND_GPT2 ? v->pre_flags : 0;
     t->n = v->n_tokens;
-    t->bos = v->bos, t->eos = v->eos, t->eot = v->eot, t->pad = v->pad, t->unk = v->unk;
+    t->bos = v->bos, t->eos = v->eos, t->eot = v->eot, t->pad = v->pad, t->unk = v->unk, t->sep = v->sep;
     t->add_bos = v->add_bos, t->add_eos = v->add_eos;
     t->add_space_prefix = v->add_space_prefix, t->ignore_merges = v->ignore_merges;
+    t->lowercase = v->lowercase, t->strip_accents = v->strip_accents;
     t->text = calloc((size_t)t->n, sizeof *t->text);
     t->len = malloc(sizeof *t->len * (size_t)t->n);
     t->type = malloc((size_t)t->n);
@@ -295,6 +352,10 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     for (int32_t i = 0; i < t->n; i++) total += (size_t)v->token_lens[i] + 1;
     if (!(t->arena = malloc(total ? total : 1))) {
         st = fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of token text", total);
+        goto out;
+    }
+    if (v->scores && v->kind == TOK_KIND_LLAMA && !(t->score = malloc(sizeof *t->score * (size_t)t->n))) {
+        st = fail(INFER_ERR_NOMEM, "tokenizer: %d scores", t->n);
         goto out;
     }
     char *at = t->arena;
@@ -313,8 +374,10 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
             st = fail(INFER_ERR_FORMAT, "tokenizer: token %d has a NaN score", i);
             goto out;
         }
+        if (t->score) t->score[i] = v->scores[i];
         t->type[i] = (uint8_t)ty;
         t->len[i] = n;
+        if (n > t->max_token_len) t->max_token_len = n;
         t->text[i] = at;
         at += n + 1;
         memcpy(t->text[i], v->tokens[i], n);
@@ -322,8 +385,9 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     }
     if ((st = str_map_init(&t->by_text, (uint64_t)t->n))) goto out;
     for (int32_t i = 0; i < t->n; i++) str_map_add(t, &t->by_text, i);
-    st = v->n_merges > 0 ? merges_from_list(t, v) : build_score_rank(t, v->scores);
-    if (st) goto out;
+    if (v->n_merges > 0 && !(v->kind == TOK_KIND_LLAMA && v->flavor == TOK_FLAVOR_LLAMACPP) && v->kind != TOK_KIND_BERT &&
+        (st = merges_from_list(t, v)))
+        goto out;
     if ((st = build_added(t))) goto out;
     build_byte_ids(t);
     if (v->strip) {
@@ -332,6 +396,17 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
             goto out;
         }
         memcpy(t->strip, v->strip, (size_t)t->n);
+    }
+    if (t->kind == TOK_KIND_GPT2) {
+        const char *const *re = tok_pre_table[t->pre].regex;
+        for (int k = 0; re[k] && !st; k++) {
+            if (k >= (int)(sizeof t->pre_regex / sizeof *t->pre_regex)) {
+                st = fail(INFER_ERR_FORMAT, "tokenizer: pre-tokenizer '%s' has too many expressions", tok_pre_table[t->pre].name);
+                break;
+            }
+            if (!tok_pre_is_custom(re[k])) st = regex_compile(re[k], &t->pre_regex[k]);
+        }
+        if (st) goto out;
     }
     // Neither Gemma's GGUF nor a tokenizer.json names the end-of-turn token;
     // it is the chat template's turn terminator, found by its text.
@@ -353,15 +428,18 @@ out:
 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
+    for (int32_t i = t->n; i < t->n + t->n_extra; i++) free(t->text[i]);
     free(t->arena);
     free(t->text);
     free(t->len);
     free(t->type);
-    free(t->score_rank);
+    free(t->score);
     free(t->by_text.slots);
+    free(t->extra.slots);
     free(t->added.slots);
     free(t->merges.slots);
     for (int b = 0; b < 256; b++) free(t->added_lens[b]);
+    for (size_t k = 0; k < sizeof t->pre_regex / sizeof *t->pre_regex; k++) regex_free(t->pre_regex[k]);
     free(t->chat_template);
     free(t->strip);
     free(t);
