@@ -103,8 +103,8 @@ static void one_round(int round, int *built) {
                 break;
             }
     }
-    uint32_t kind = rnd() % 5;
-    tok_vocab v = {.kind = kind < 2 ? TOK_KIND_LLAMA : kind < 4 ? TOK_KIND_GPT2 : TOK_KIND_BERT,
+    uint32_t kind = rnd() % 6;
+    tok_vocab v = {.kind = kind < 2 ? TOK_KIND_LLAMA : kind < 4 ? TOK_KIND_GPT2 : kind < 5 ? TOK_KIND_BERT : TOK_KIND_T5,
                    .flavor = rnd() % 2 ? TOK_FLAVOR_LLAMACPP : TOK_FLAVOR_HF,
                    .pre = (int)(rnd() % (uint32_t)tok_pre_table_n), .sep = -1,
                    .n_tokens = n, .tokens = tok_ptr, .token_lens = tok_len, .scores = scores, .types = types,
@@ -114,7 +114,13 @@ static void one_round(int round, int *built) {
                    .ignore_merges = rnd() % 2};
     if (v.flavor == TOK_FLAVOR_LLAMACPP && v.kind == TOK_KIND_GPT2) v.pre_flags = tok_pre_table[v.pre].flags;
     v.lowercase = v.strip_accents = rnd() % 2;
-    if (v.kind == TOK_KIND_BERT && !(rnd() % 4)) v.unk = -1; // refused
+    if ((v.kind == TOK_KIND_BERT || v.kind == TOK_KIND_T5) && !(rnd() % 4)) v.unk = -1; // refused
+    // a Unigram character map of random bytes, its header sometimes consistent
+    static uint8_t charsmap[4 + 4 * 64 + 64];
+    for (size_t i = 0; i < sizeof charsmap; i++) charsmap[i] = (uint8_t)rnd();
+    if (rnd() % 2) charsmap[0] = 0, charsmap[1] = 1, charsmap[2] = charsmap[3] = 0; // 256 bytes of array
+    if (v.kind == TOK_KIND_T5 && rnd() % 4) v.charsmap = charsmap, v.charsmap_len = rnd() % sizeof charsmap;
+    v.remove_extra_ws = rnd() % 2;
     if (v.kind != TOK_KIND_BERT || rnd() % 2) v.n_merges = nm, v.merges = merge_ptr, v.merge_lens = merge_len;
     tokenizer *t = NULL;
     if (tokenizer_from_vocab(&v, &t)) return; // e.g. gpt2 without merges: refused, fine

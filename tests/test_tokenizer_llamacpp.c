@@ -27,7 +27,7 @@
 #define LCP_VERSION "0.3.36"
 enum { N_BLOCKS = 60, BLOCK_LEN = 7 }; // as the generator
 
-static char g_tree[1024];
+static char g_tree[2048];
 
 static const char *cache_dir(void) {
     static char buf[1024];
@@ -39,7 +39,7 @@ static const char *cache_dir(void) {
 
 static int find_tree(void) {
     snprintf(g_tree, sizeof g_tree, "%s/llama.cpp/llama_cpp_python-%s/vendor/llama.cpp/models", cache_dir(), LCP_VERSION);
-    char probe[1200];
+    char probe[4096];
     snprintf(probe, sizeof probe, "%s/ggml-vocab-gpt-2.gguf", g_tree);
     if (access(probe, R_OK) == 0) return 1;
     fprintf(stderr, "%s missing: fetching the llama-cpp-python sdist\n", probe);
@@ -90,7 +90,7 @@ static void split_add(texts *t, const char *d, size_t n, const char *sep, int dr
 
 // The texts of a case, as scripts/gen-tokenizer-llamacpp.py's texts_of.
 static int build_texts(const char *base, const char *set, texts *out) {
-    char path[1400];
+    char path[4096];
     size_t n;
     char *d = NULL;
     if (!strncmp(base, "tree:", 5)) {
@@ -171,7 +171,7 @@ static int base_path(const char *base, char *out, size_t cap) {
 
 // The vocabulary with the case's edits ("key=type:value" sets, "-key" removes).
 static tokenizer *open_case(const char *name, const char *base, char **edits, int n_edits) {
-    char path[1400];
+    char path[4096];
     if (!base_path(base, path, sizeof path)) return NULL;
     gguf_file *g = NULL;
     infer_status st = gguf_open(&g, path);

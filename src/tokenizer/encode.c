@@ -217,6 +217,7 @@ static infer_status encode_stretch(enc *e, const char *s, size_t n, int prev_spe
         return encode_llama_hf(e, s, n, first && t->add_space_prefix);
     case TOK_KIND_GPT2: return encode_gpt2(e, s, n);
     case TOK_KIND_BERT: return wpm_encode(t, s, n, e->out);
+    case TOK_KIND_T5: return ugm_encode(t, s, n, e->out);
     }
     return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)t->kind);
 }

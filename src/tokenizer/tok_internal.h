@@ -27,6 +27,20 @@ typedef struct {
     uint32_t cap;
 } pair_map;
 
+// A byte trie: node 0 is the root; children through one open-addressing
+// table keyed by (node, byte).
+typedef struct {
+    uint64_t *keys;   // (cap) node << 8 | byte, or UINT64_MAX for empty
+    int32_t *child;   // (cap)
+    uint32_t cap, n_used;
+    int32_t *value;   // (n_nodes) token id ending at the node, or -1
+    int32_t n_nodes, cap_nodes;
+} tok_trie;
+
+int trie_insert(tok_trie *t, const char *s, size_t n, int32_t value); // 0, or -1 out of memory
+int32_t trie_child(const tok_trie *t, int32_t node, unsigned char c);   // -1 if none
+void trie_free(tok_trie *t);
+
 struct tokenizer {
     tok_kind kind;
     tok_flavor flavor;
@@ -57,6 +71,14 @@ struct tokenizer {
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
     bool lowercase, strip_accents; // bert kind
     uint32_t max_token_len;        // bytes
+    // t5 kind (Unigram): the precompiled character map (a uint32 byte count of
+    // the XOR-compressed double array, the array, then NUL-terminated
+    // replacement strings), the token tries, the unknown token's score
+    char *charsmap;
+    size_t xcda_n, repl_n; // entries of the array; bytes of the replacements
+    tok_trie tok_trie, user_trie;
+    double unk_score;
+    bool remove_extra_ws;
     char *chat_template;
 };
 
@@ -92,6 +114,11 @@ infer_status bpe_merge(const tokenizer *t, const char *word, tok_sym *sym, size_
 // llama.cpp's SentencePiece tokenizer (llm_tokenizer_spm_session) on s[0..n),
 // whose spaces are already "▁".
 infer_status spm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
+
+// llama.cpp's Unigram tokenizer (llm_tokenizer_ugm_session); ugm_init builds
+// its tables once the tokens are in.
+infer_status ugm_init(tokenizer *t, const uint8_t *charsmap, size_t n);
+infer_status ugm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
 
 // llama.cpp's WordPiece tokenizer (llm_tokenizer_wpm_session).
 infer_status wpm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);

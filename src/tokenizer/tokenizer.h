@@ -14,6 +14,8 @@
 //          gemma4 is this kind on raw UTF-8 with "▁" for spaces.
 //   bert   WordPiece (WPM): lowercased and accent-stripped words, each the
 //          longest vocabulary matches from its start.
+//   t5     Unigram (UGM): the text normalized by the vocabulary's precompiled
+//          character map, then the segmentation of highest total score.
 //
 // A tokenizer is built from a tok_vocab, a read-only view that both sources
 // fill: the GGUF reader (tokenizer_gguf.c) and tokenizer_json.c.
@@ -26,7 +28,7 @@
 
 #include "infer.h"
 
-typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_BERT } tok_kind;
+typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_BERT, TOK_KIND_T5 } tok_kind;
 
 // Whose behaviour the tokenizer reproduces.
 typedef enum { TOK_FLAVOR_HF, TOK_FLAVOR_LLAMACPP } tok_flavor;
@@ -101,6 +103,9 @@ typedef struct {
                                    // tokens (tokenizer.json's lstrip/rstrip; GGUF: llama.cpp's
                                    // per-model rules)
     bool lowercase, strip_accents; // bert kind: the normalizer
+    const uint8_t *charsmap;       // t5 kind: tokenizer.ggml.precompiled_charsmap, or NULL
+    size_t charsmap_len;
+    bool remove_extra_ws;          // t5 kind: collapse runs of spaces
 } tok_vocab;
 
 // An added token with lstrip/rstrip also takes the whitespace before/after it.
@@ -108,7 +113,7 @@ enum { TOK_LSTRIP = 1, TOK_RSTRIP = 2 };
 
 typedef struct tokenizer tokenizer;
 
-// tokenizer.ggml.model as GGUF stores it ("llama", "gpt2", "gemma4", "bert").
+// tokenizer.ggml.model as GGUF stores it ("llama", "gpt2", "gemma4", "bert", "t5").
 infer_status tok_kind_from_name(const char *name, tok_kind *out);
 
 // Validates the vocabulary (ids in range, known types, merges naming tokens)

@@ -217,6 +217,10 @@ infer_status tokenizer_from_gguf(const gguf_file *g, tokenizer **out) {
         v.add_bos = true;
         v.lowercase = true;
         break;
+    case TOK_KIND_T5:
+        v.eos = 1, v.unk = 2, v.pad = 0;
+        v.add_eos = true;
+        break;
     }
     if (v.bos >= n) v.bos = -1;
     if (v.eos >= n) v.eos = -1;
@@ -236,6 +240,15 @@ infer_status tokenizer_from_gguf(const gguf_file *g, tokenizer **out) {
     v.strip_accents = v.lowercase;
     if ((st = get_flag(g, "tokenizer.ggml.normalizer.strip_accents", &v.strip_accents))) return st;
     v.add_space_prefix = space_prefix;
+    if ((st = get_flag(g, "tokenizer.ggml.remove_extra_whitespaces", &v.remove_extra_ws))) return st;
+    if (v.kind == TOK_KIND_T5) {
+        const gguf_value *cm = NULL;
+        if ((st = gguf_get_arr(g, "tokenizer.ggml.precompiled_charsmap", -1, &cm))) return st;
+        if (cm && cm->elem_type != GGUF_U8 && cm->elem_type != GGUF_I8)
+            return fail(INFER_ERR_FORMAT, "%s: tokenizer.ggml.precompiled_charsmap holds %s, want uint8", g->path,
+                        gguf_type_name(cm->elem_type));
+        if (cm) v.charsmap = cm->data, v.charsmap_len = (size_t)cm->n;
+    }
     if (v.pre_flags & PRE_GEMMA4) v.add_bos = true; // llama.cpp's workaround for Gemma 4
     // encode refuses what it cannot add
     if (v.add_bos && v.bos < 0) v.add_bos = false;

@@ -22,9 +22,10 @@ infer_status tok_kind_from_name(const char *name, tok_kind *out) {
     if (!strcmp(name, "llama")) *out = TOK_KIND_LLAMA;
     else if (!strcmp(name, "gpt2") || !strcmp(name, "gemma4")) *out = TOK_KIND_GPT2;
     else if (!strcmp(name, "bert")) *out = TOK_KIND_BERT;
+    else if (!strcmp(name, "t5")) *out = TOK_KIND_T5;
     else
-        return fail(INFER_ERR_UNSUPPORTED, "tokenizer.ggml.model '%s' is not supported (supported: llama, gpt2, gemma4, bert)",
-                    name);
+        return fail(INFER_ERR_UNSUPPORTED,
+                    "tokenizer.ggml.model '%s' is not supported (supported: llama, gpt2, gemma4, bert, t5)", name);
     return INFER_OK;
 }
 
@@ -309,7 +310,7 @@ static infer_status check_id(const char *what, int32_t id, int32_t n) {
 
 infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     *out = NULL;
-    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2 && v->kind != TOK_KIND_BERT)
+    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2 && v->kind != TOK_KIND_BERT && v->kind != TOK_KIND_T5)
         return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)v->kind);
     if (v->flavor != TOK_FLAVOR_HF && v->flavor != TOK_FLAVOR_LLAMACPP)
         return fail(INFER_ERR_FORMAT, "tokenizer: flavor %d", (int)v->flavor);
@@ -328,7 +329,8 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
         return st;
     if (v->add_bos && v->bos < 0) return fail(INFER_ERR_FORMAT, "tokenizer: add_bos without a bos token");
     if (v->add_eos && v->eos < 0) return fail(INFER_ERR_FORMAT, "tokenizer: add_eos without an eos token");
-    if (v->kind == TOK_KIND_BERT && v->unk < 0) return fail(INFER_ERR_FORMAT, "tokenizer: WordPiece model without an unknown token");
+    if ((v->kind == TOK_KIND_BERT || v->kind == TOK_KIND_T5) && v->unk < 0)
+        return fail(INFER_ERR_FORMAT, "tokenizer: %s model without an unknown token", v->kind == TOK_KIND_BERT ? "WordPiece" : "Unigram");
 
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) return fail(INFER_ERR_NOMEM, "tokenizer");
@@ -340,7 +342,7 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     t->bos = v->bos, t->eos = v->eos, t->eot = v->eot, t->pad = v->pad, t->unk = v->unk, t->sep = v->sep;
     t->add_bos = v->add_bos, t->add_eos = v->add_eos;
     t->add_space_prefix = v->add_space_prefix, t->ignore_merges = v->ignore_merges;
-    t->lowercase = v->lowercase, t->strip_accents = v->strip_accents;
+    t->lowercase = v->lowercase, t->strip_accents = v->strip_accents, t->remove_extra_ws = v->remove_extra_ws;
     t->text = calloc((size_t)t->n, sizeof *t->text);
     t->len = malloc(sizeof *t->len * (size_t)t->n);
     t->type = malloc((size_t)t->n);
@@ -354,7 +356,7 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
         st = fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of token text", total);
         goto out;
     }
-    if (v->scores && v->kind == TOK_KIND_LLAMA && !(t->score = malloc(sizeof *t->score * (size_t)t->n))) {
+    if (v->scores && (v->kind == TOK_KIND_LLAMA || v->kind == TOK_KIND_T5) && !(t->score = malloc(sizeof *t->score * (size_t)t->n))) {
         st = fail(INFER_ERR_NOMEM, "tokenizer: %d scores", t->n);
         goto out;
     }
@@ -385,11 +387,13 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     }
     if ((st = str_map_init(&t->by_text, (uint64_t)t->n))) goto out;
     for (int32_t i = 0; i < t->n; i++) str_map_add(t, &t->by_text, i);
-    if (v->n_merges > 0 && !(v->kind == TOK_KIND_LLAMA && v->flavor == TOK_FLAVOR_LLAMACPP) && v->kind != TOK_KIND_BERT &&
+    if (v->n_merges > 0 && !(v->kind == TOK_KIND_LLAMA && v->flavor == TOK_FLAVOR_LLAMACPP) &&
+        (v->kind == TOK_KIND_LLAMA || v->kind == TOK_KIND_GPT2) &&
         (st = merges_from_list(t, v)))
         goto out;
     if ((st = build_added(t))) goto out;
     build_byte_ids(t);
+    if (t->kind == TOK_KIND_T5 && (st = ugm_init(t, v->charsmap, v->charsmap_len))) goto out;
     if (v->strip) {
         if (!(t->strip = malloc((size_t)t->n))) {
             st = fail(INFER_ERR_NOMEM, "tokenizer: strip flags");
@@ -442,6 +446,9 @@ void tokenizer_free(tokenizer *t) {
     for (size_t k = 0; k < sizeof t->pre_regex / sizeof *t->pre_regex; k++) regex_free(t->pre_regex[k]);
     free(t->chat_template);
     free(t->strip);
+    free(t->charsmap);
+    trie_free(&t->tok_trie);
+    trie_free(&t->user_trie);
     free(t);
 }
 
