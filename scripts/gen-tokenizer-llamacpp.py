@@ -260,11 +260,14 @@ def main():
     ap.add_argument("--case")
     ap.add_argument("--show", nargs=2, metavar=("NAME", "I"))
     ap.add_argument("--fetch", action="store_true", help="only fetch llama.cpp's tree (its vocabularies)")
+    ap.add_argument("--build-only", action="store_true", help="only build the reference tool")
     args = ap.parse_args()
     if args.fetch:
         print(llama_tree())
         return
     exe = tool()
+    if args.build_only:
+        return
     os.makedirs(OUT, exist_ok=True)
     if args.show:
         for c in read_cases():
