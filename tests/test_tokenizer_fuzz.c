@@ -103,8 +103,10 @@ static void one_round(int round, int *built) {
                 break;
             }
     }
-    uint32_t kind = rnd() % 6;
-    tok_vocab v = {.kind = kind < 2 ? TOK_KIND_LLAMA : kind < 4 ? TOK_KIND_GPT2 : kind < 5 ? TOK_KIND_BERT : TOK_KIND_T5,
+    uint32_t kind = rnd() % 7;
+    static const tok_kind kinds[7] = {TOK_KIND_LLAMA, TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_GPT2,
+                                      TOK_KIND_BERT, TOK_KIND_T5, TOK_KIND_RWKV};
+    tok_vocab v = {.kind = kinds[kind],
                    .flavor = rnd() % 2 ? TOK_FLAVOR_LLAMACPP : TOK_FLAVOR_HF,
                    .pre = (int)(rnd() % (uint32_t)tok_pre_table_n), .sep = -1,
                    .n_tokens = n, .tokens = tok_ptr, .token_lens = tok_len, .scores = scores, .types = types,

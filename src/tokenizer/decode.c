@@ -96,6 +96,13 @@ static infer_status piece_llamacpp(const tokenizer *t, int32_t id, buf *b) {
     const char *s = t->text[id];
     size_t n = t->len[id];
     int ty = t->type[id];
+    if (t->kind == TOK_KIND_RWKV) { // every token, special or not: its unescaped bytes
+        char tmp[256], *u = n <= sizeof tmp ? tmp : malloc(n);
+        if (!u) return fail(INFER_ERR_NOMEM, "tokenizer: decode");
+        infer_status st = put(b, u, rwkv_unescape(s, n, u));
+        if (u != tmp) free(u);
+        return st;
+    }
     if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_UNKNOWN || ty == TOK_TYPE_USER_DEFINED) return put(b, s, n);
     if (ty == TOK_TYPE_BYTE) {
         int c = byte_of(s, n);

@@ -218,6 +218,7 @@ static infer_status encode_stretch(enc *e, const char *s, size_t n, int prev_spe
     case TOK_KIND_GPT2: return encode_gpt2(e, s, n);
     case TOK_KIND_BERT: return wpm_encode(t, s, n, e->out);
     case TOK_KIND_T5: return ugm_encode(t, s, n, e->out);
+    case TOK_KIND_RWKV: return rwkv_encode(t, s, n, e->out);
     }
     return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)t->kind);
 }
@@ -416,6 +417,7 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     frags f = {0};
     infer_status st = INFER_OK;
     int llamacpp = t->flavor == TOK_FLAVOR_LLAMACPP, bert = t->kind == TOK_KIND_BERT;
+    if (t->kind == TOK_KIND_RWKV) add_special = false; // llama.cpp adds nothing around RWKV text
     if (len) st = llamacpp ? partition_llamacpp(t, text, len, parse_special, &f) : partition_hf(t, text, len, parse_special, &f);
     if (!st && add_special && (bert ? t->bos >= 0 : t->add_bos)) st = ids_push(&out, t->bos);
     int prev_special = 1;

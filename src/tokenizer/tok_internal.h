@@ -120,6 +120,12 @@ infer_status spm_encode(const tokenizer *t, const char *s, size_t n, id_list *ou
 infer_status ugm_init(tokenizer *t, const uint8_t *charsmap, size_t n);
 infer_status ugm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
 
+// llama.cpp's RWKV world tokenizer: greedy longest matches of the unescaped
+// tokens; rwkv_unescape writes a token's bytes (at most n) and returns their count.
+infer_status rwkv_init(tokenizer *t);
+infer_status rwkv_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
+size_t rwkv_unescape(const char *s, size_t n, char *out);
+
 // llama.cpp's WordPiece tokenizer (llm_tokenizer_wpm_session).
 infer_status wpm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
 

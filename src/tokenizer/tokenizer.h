@@ -16,6 +16,7 @@
 //          longest vocabulary matches from its start.
 //   t5     Unigram (UGM): the text normalized by the vocabulary's precompiled
 //          character map, then the segmentation of highest total score.
+//   rwkv   RWKV "world": the longest tokens first, greedily, over raw bytes.
 //
 // A tokenizer is built from a tok_vocab, a read-only view that both sources
 // fill: the GGUF reader (tokenizer_gguf.c) and tokenizer_json.c.
@@ -28,7 +29,7 @@
 
 #include "infer.h"
 
-typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_BERT, TOK_KIND_T5 } tok_kind;
+typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_BERT, TOK_KIND_T5, TOK_KIND_RWKV } tok_kind;
 
 // Whose behaviour the tokenizer reproduces.
 typedef enum { TOK_FLAVOR_HF, TOK_FLAVOR_LLAMACPP } tok_flavor;
@@ -113,7 +114,7 @@ enum { TOK_LSTRIP = 1, TOK_RSTRIP = 2 };
 
 typedef struct tokenizer tokenizer;
 
-// tokenizer.ggml.model as GGUF stores it ("llama", "gpt2", "gemma4", "bert", "t5").
+// tokenizer.ggml.model as GGUF stores it ("llama", "gpt2", "gemma4", "bert", "t5", "rwkv").
 infer_status tok_kind_from_name(const char *name, tok_kind *out);
 
 // Validates the vocabulary (ids in range, known types, merges naming tokens)

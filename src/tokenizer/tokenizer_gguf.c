@@ -221,6 +221,7 @@ infer_status tokenizer_from_gguf(const gguf_file *g, tokenizer **out) {
         v.eos = 1, v.unk = 2, v.pad = 0;
         v.add_eos = true;
         break;
+    case TOK_KIND_RWKV: break;
     }
     if (v.bos >= n) v.bos = -1;
     if (v.eos >= n) v.eos = -1;

@@ -23,9 +23,10 @@ infer_status tok_kind_from_name(const char *name, tok_kind *out) {
     else if (!strcmp(name, "gpt2") || !strcmp(name, "gemma4")) *out = TOK_KIND_GPT2;
     else if (!strcmp(name, "bert")) *out = TOK_KIND_BERT;
     else if (!strcmp(name, "t5")) *out = TOK_KIND_T5;
+    else if (!strcmp(name, "rwkv")) *out = TOK_KIND_RWKV;
     else
         return fail(INFER_ERR_UNSUPPORTED,
-                    "tokenizer.ggml.model '%s' is not supported (supported: llama, gpt2, gemma4, bert, t5)", name);
+                    "tokenizer.ggml.model '%s' is not supported (supported: llama, gpt2, gemma4, bert, t5, rwkv)", name);
     return INFER_OK;
 }
 
@@ -310,7 +311,8 @@ static infer_status check_id(const char *what, int32_t id, int32_t n) {
 
 infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     *out = NULL;
-    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2 && v->kind != TOK_KIND_BERT && v->kind != TOK_KIND_T5)
+    if (v->kind != TOK_KIND_LLAMA && v->kind != TOK_KIND_GPT2 && v->kind != TOK_KIND_BERT && v->kind != TOK_KIND_T5 &&
+        v->kind != TOK_KIND_RWKV)
         return fail(INFER_ERR_FORMAT, "tokenizer: kind %d", (int)v->kind);
     if (v->flavor != TOK_FLAVOR_HF && v->flavor != TOK_FLAVOR_LLAMACPP)
         return fail(INFER_ERR_FORMAT, "tokenizer: flavor %d", (int)v->flavor);
@@ -394,6 +396,7 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     if ((st = build_added(t))) goto out;
     build_byte_ids(t);
     if (t->kind == TOK_KIND_T5 && (st = ugm_init(t, v->charsmap, v->charsmap_len))) goto out;
+    if (t->kind == TOK_KIND_RWKV && (st = rwkv_init(t))) goto out;
     if (v->strip) {
         if (!(t->strip = malloc((size_t)t->n))) {
             st = fail(INFER_ERR_NOMEM, "tokenizer: strip flags");
