@@ -54,6 +54,12 @@ static inline int uni_is_letter(uint32_t cp) { return (uni_flags(cp) & UNI_L) !=
 static inline int uni_is_number(uint32_t cp) { return (uni_flags(cp) & UNI_N) != 0; }
 static inline int uni_is_space(uint32_t cp) { return (uni_flags(cp) & UNI_WS) != 0; }
 
+// The Unicode normalization forms of s[0..n) (UTF-8) into *out (malloc'd,
+// NUL-terminated); bytes that are not UTF-8 pass through unchanged.
+enum { UNI_NFD, UNI_NFKD, UNI_NFC, UNI_NFKC };
+#include "infer.h"
+infer_status uni_normalize(int form, const char *s, size_t n, char **out, size_t *out_n);
+
 // GPT-2's byte <-> printable code point map (bytes_to_unicode).
 uint32_t gpt2_byte_to_cp(unsigned char b);
 int gpt2_cp_to_byte(uint32_t cp); // -1 if cp is not an image of a byte
