@@ -7,6 +7,27 @@
 
 #include "base/error.h"
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/unicode.h"
+
+infer_status scratch_sym(tok_scratch *s, size_t n) {
+    if (n <= s->sym_cap) return INFER_OK;
+    tok_sym *v = realloc(s->sym, n * sizeof *v);
+    if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: %zu symbols", n);
+    s->sym = v;
+    s->sym_cap = n;
+    return INFER_OK;
+}
+
+infer_status scratch_buf(tok_scratch *s, size_t n) {
+    if (n <= s->buf_cap) return INFER_OK;
+    size_t cap = s->buf_cap ? s->buf_cap : 256;
+    while (cap < n) cap *= 2;
+    char *v = realloc(s->buf, cap);
+    if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of scratch", n);
+    s->buf = v;
+    s->buf_cap = cap;
+    return INFER_OK;
+}
 
 infer_status ids_push(id_list *l, int32_t id) {
     if (l->n == l->cap) {
@@ -122,3 +143,46 @@ out:
     free(h.v);
     return st;
 }
+
+// One pre-tokenized word: its bytes mapped to GPT-2's characters (or kept,
+// PRE_RAW), one symbol per character, then the merges.
+infer_status bpe_word(const tokenizer *t, tok_scratch *sc, const char *w, size_t n, id_list *out) {
+    infer_status st = scratch_sym(sc, n);
+    if (st) return st;
+    const char *word = w;
+    size_t k = 0, wn = n;
+    if (t->pre_flags & PRE_RAW) {
+        for (size_t i = 0; i < n; k++) {
+            size_t cl = (size_t)utf8_lead_len((unsigned char)w[i]);
+            if (cl > n - i) cl = n - i;
+            sc->sym[k] = (tok_sym){tok_symbol(t, w + i, cl), (uint32_t)i, (uint32_t)cl};
+            i += cl;
+        }
+        int whole = t->ignore_merges;
+        if (t->pre_flags & PRE_GEMMA4) {
+            whole = 1;
+            for (size_t i = 0; i < n && whole; i++) whole = w[i] == '\n';
+        }
+        if (whole) {
+            int32_t id = str_map_find(t, &t->by_text, w, n);
+            if (id >= 0) return ids_push(out, id);
+        }
+    } else {
+        if ((st = scratch_buf(sc, 2 * n))) return st;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char b = (unsigned char)w[i];
+            int l = utf8_encode(gpt2_byte_to_cp(b), sc->buf + m);
+            sc->sym[k++] = (tok_sym){t->byte_sym[b], (uint32_t)m, (uint32_t)l};
+            m += (size_t)l;
+        }
+        word = sc->buf, wn = m;
+        if (t->ignore_merges) {
+            int32_t id = str_map_find(t, &t->by_text, word, wn);
+            if (id >= 0) return ids_push(out, id);
+        }
+    }
+    (void)wn;
+    return bpe_merge(t, word, sc->sym, k, out);
+}
+

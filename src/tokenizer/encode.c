@@ -23,77 +23,15 @@ static const char META[] = "\xE2\x96\x81"; // U+2581, SentencePiece's space
 typedef struct {
     const tokenizer *t;
     id_list *out;
-    tok_sym *sym; // scratch symbols, sym_cap of them
-    size_t sym_cap;
-    char *buf; // scratch text, buf_cap bytes
-    size_t buf_cap;
+    tok_scratch sc;
 } enc;
-
-static infer_status reserve_sym(enc *e, size_t n) {
-    if (n <= e->sym_cap) return INFER_OK;
-    tok_sym *s = realloc(e->sym, n * sizeof *s);
-    if (!s) return fail(INFER_ERR_NOMEM, "tokenizer: %zu symbols", n);
-    e->sym = s;
-    e->sym_cap = n;
-    return INFER_OK;
-}
-
-static infer_status reserve_buf(enc *e, size_t n) {
-    if (n <= e->buf_cap) return INFER_OK;
-    size_t cap = e->buf_cap ? e->buf_cap : 256;
-    while (cap < n) cap *= 2;
-    char *b = realloc(e->buf, cap);
-    if (!b) return fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of scratch", n);
-    e->buf = b;
-    e->buf_cap = cap;
-    return INFER_OK;
-}
 
 // ---------------------------------------------------------------------------
 // byte-level BPE (gpt2 kind)
 
-// One pre-tokenized word: its bytes mapped to GPT-2's characters (or kept,
-// PRE_RAW), one symbol per character, then the merges.
 static infer_status encode_word_gpt2(void *ctx, const char *w, size_t n) {
     enc *e = ctx;
-    const tokenizer *t = e->t;
-    infer_status st = reserve_sym(e, n);
-    if (st) return st;
-    const char *word = w;
-    size_t k = 0, wn = n;
-    if (t->pre_flags & PRE_RAW) {
-        for (size_t i = 0; i < n; k++) {
-            size_t cl = (size_t)utf8_lead_len((unsigned char)w[i]);
-            if (cl > n - i) cl = n - i;
-            e->sym[k] = (tok_sym){tok_symbol(t, w + i, cl), (uint32_t)i, (uint32_t)cl};
-            i += cl;
-        }
-        int whole = t->ignore_merges;
-        if (t->pre_flags & PRE_GEMMA4) {
-            whole = 1;
-            for (size_t i = 0; i < n && whole; i++) whole = w[i] == '\n';
-        }
-        if (whole) {
-            int32_t id = str_map_find(t, &t->by_text, w, n);
-            if (id >= 0) return ids_push(e->out, id);
-        }
-    } else {
-        if ((st = reserve_buf(e, 2 * n))) return st;
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char b = (unsigned char)w[i];
-            int l = utf8_encode(gpt2_byte_to_cp(b), e->buf + m);
-            e->sym[k++] = (tok_sym){t->byte_sym[b], (uint32_t)m, (uint32_t)l};
-            m += (size_t)l;
-        }
-        word = e->buf, wn = m;
-        if (t->ignore_merges) {
-            int32_t id = str_map_find(t, &t->by_text, word, wn);
-            if (id >= 0) return ids_push(e->out, id);
-        }
-    }
-    (void)wn;
-    return bpe_merge(t, word, e->sym, k, e->out);
+    return bpe_word(e->t, &e->sc, w, n, e->out);
 }
 
 // llama.cpp re-encodes the text from its code points before splitting it: a
@@ -106,18 +44,18 @@ static infer_status clean_utf8(enc *e, const char *s, size_t n, const char **out
         *out = s, *out_n = n;
         return INFER_OK;
     }
-    infer_status st = reserve_buf(e, 3 * n);
+    infer_status st = scratch_buf(&e->sc, 3 * n);
     if (st) return st;
     size_t m = 0;
     for (i = 0; i < n;) {
         uint32_t cp;
         i += (size_t)utf8_decode_lenient((const unsigned char *)s + i, n - i, &cp);
-        m += (size_t)utf8_encode(cp, e->buf + m);
+        m += (size_t)utf8_encode(cp, e->sc.buf + m);
     }
     // the words are encoded into buf as well: hand over this copy
     char *copy = malloc(m ? m : 1);
     if (!copy) return fail(INFER_ERR_NOMEM, "tokenizer: text of %zu bytes", n);
-    memcpy(copy, e->buf, m);
+    memcpy(copy, e->sc.buf, m);
     *out = copy, *out_n = m;
     return INFER_OK;
 }
@@ -153,15 +91,15 @@ static infer_status encode_gpt2(enc *e, const char *s, size_t n) {
 static infer_status encode_spm(enc *e, const char *s, size_t n, int prefix) {
     size_t spaces = 0;
     for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
-    infer_status st = reserve_buf(e, n + 2 * spaces + 3);
+    infer_status st = scratch_buf(&e->sc, n + 2 * spaces + 3);
     if (st) return st;
     size_t m = 0;
-    if (prefix) memcpy(e->buf, META, 3), m = 3;
+    if (prefix) memcpy(e->sc.buf, META, 3), m = 3;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == ' ') memcpy(e->buf + m, META, 3), m += 3;
-        else e->buf[m++] = s[i];
+        if (s[i] == ' ') memcpy(e->sc.buf + m, META, 3), m += 3;
+        else e->sc.buf[m++] = s[i];
     }
-    return spm_encode(e->t, e->buf, m, e->out);
+    return spm_encode(e->t, e->sc.buf, m, e->out);
 }
 
 // Hugging Face (tokenizer.json BPE with byte fallback): spaces become "▁";
@@ -172,7 +110,7 @@ static infer_status encode_llama_hf(enc *e, const char *s, size_t n, int prefix)
     const tokenizer *t = e->t;
     // A byte gives at most one symbol, except a space: "▁" falls back to 3 bytes
     // in a vocabulary without it. So 3 per byte, and 3 for the prefix.
-    infer_status st = reserve_sym(e, 3 * (n + 1));
+    infer_status st = scratch_sym(&e->sc, 3 * (n + 1));
     if (st) return st;
     size_t k = 0;
     int last_unk = 0;
@@ -189,21 +127,21 @@ static infer_status encode_llama_hf(enc *e, const char *s, size_t n, int prefix)
         }
         int32_t id = str_map_find(t, &t->by_text, c, cl);
         if (id >= 0) {
-            e->sym[k++] = (tok_sym){id, 0, 1};
+            e->sc.sym[k++] = (tok_sym){id, 0, 1};
             last_unk = 0;
             continue;
         }
         int all = 1;
         for (size_t b = 0; b < cl; b++) all &= t->byte_id[(unsigned char)c[b]] >= 0;
         if (all) {
-            for (size_t b = 0; b < cl; b++) e->sym[k++] = (tok_sym){t->byte_id[(unsigned char)c[b]], 0, 1};
+            for (size_t b = 0; b < cl; b++) e->sc.sym[k++] = (tok_sym){t->byte_id[(unsigned char)c[b]], 0, 1};
             last_unk = 0;
         } else if (t->unk >= 0 && !last_unk) {
-            e->sym[k++] = (tok_sym){t->unk, 0, 1};
+            e->sc.sym[k++] = (tok_sym){t->unk, 0, 1};
             last_unk = 1;
         }
     }
-    return bpe_merge(t, "", e->sym, k, e->out);
+    return bpe_merge(t, "", e->sc.sym, k, e->out);
 }
 
 // One stretch of raw text between added tokens. prev_special: the stretch
@@ -413,7 +351,7 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     if (len > MAX_TEXT_BYTES) return fail(INFER_ERR_ARG, "tokenizer: text of %zu bytes (limit %zu)", len, MAX_TEXT_BYTES);
     if (!text && len) return fail(INFER_ERR_ARG, "tokenizer: NULL text");
     id_list out = {0};
-    enc e = {t, &out, NULL, 0, NULL, 0};
+    enc e = {t, &out, {0}};
     frags f = {0};
     infer_status st = INFER_OK;
     int llamacpp = t->flavor == TOK_FLAVOR_LLAMACPP, bert = t->kind == TOK_KIND_BERT;
@@ -432,8 +370,8 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     }
     if (!st && add_special && bert && t->sep >= 0) st = ids_push(&out, t->sep);
     else if (!st && add_special && !bert && t->add_eos) st = ids_push(&out, t->eos);
-    free(e.sym);
-    free(e.buf);
+    free(e.sc.sym);
+    free(e.sc.buf);
     free(f.v);
     if (st) {
         free(out.v);

@@ -104,6 +104,20 @@ typedef struct {
     uint32_t off, len;
 } tok_sym;
 
+// Scratch reused across the words of one encode.
+typedef struct {
+    tok_sym *sym;
+    size_t sym_cap;
+    char *buf;
+    size_t buf_cap;
+} tok_scratch;
+infer_status scratch_sym(tok_scratch *s, size_t n);
+infer_status scratch_buf(tok_scratch *s, size_t n);
+
+// One pre-tokenized word of the gpt2 kind: its bytes mapped to GPT-2's
+// characters (or kept, PRE_RAW), one symbol per character, then the merges.
+infer_status bpe_word(const tokenizer *t, tok_scratch *sc, const char *w, size_t n, id_list *out);
+
 // BPE-merges one word given as symbols (changed in place) by the merge
 // ranks, lowest first and leftmost on ties (Hugging Face's BPE::merge_word,
 // llama.cpp's llm_tokenizer_bpe_session); appends the ids to out. A symbol
