@@ -23,7 +23,7 @@ fi
 # Python is for reference data only, never for the engine.
 if ! python3 -c "import tokenizers, gguf, numpy" 2>/dev/null; then
     echo "setup: installing the Python reference tools of the tests (tokenizers, gguf, numpy)"
-    python3 -m pip install --quiet tokenizers gguf numpy >/dev/null 2>&1 ||
+    python3 -m pip install --quiet tokenizers==0.23.3 gguf numpy >/dev/null 2>&1 ||
         echo "setup: pip could not install tokenizers/gguf; the tokenizer.json tests will say so" >&2
 fi
 

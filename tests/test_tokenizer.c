@@ -340,7 +340,7 @@ static void check_rejects(void) {
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999999}}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 9999999}, \"merges\": []}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}",
-        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFKC\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"Precompiled\"}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": [{\"id\": 1}]}",
         "[1, 2",
     };

@@ -165,12 +165,17 @@ static infer_status decode_llamacpp(const tokenizer *t, const int32_t *ids, size
     return st;
 }
 
-static infer_status decode_one_hf(const tokenizer *t, int32_t id, buf *b) {
+static infer_status decode_one_hf(const tokenizer *t, int32_t id, int first, buf *b) {
     const char *s = t->text[id];
     size_t n = t->len[id];
     int ty = t->type[id];
+    if (t->kind == TOK_KIND_BERT) { // WordPiece's decoder: "##" joins, anything else follows a space
+        if (n >= 2 && !memcmp(s, "##", 2)) return put(b, s + 2, n - 2);
+        infer_status st = first ? INFER_OK : put(b, " ", 1);
+        return st ? st : put(b, s, n);
+    }
     if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED) return put(b, s, n);
-    if (t->kind == TOK_KIND_LLAMA) {
+    if (t->kind == TOK_KIND_LLAMA || t->kind == TOK_KIND_T5) {
         int c = ty == TOK_TYPE_BYTE ? byte_of(s, n) : -1;
         if (c >= 0) {
             char ch = (char)c;
@@ -197,9 +202,10 @@ infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, 
             int32_t id = ids[i];
             if (skip_special && t->type[id] == TOK_TYPE_CONTROL) continue;
             size_t before = b.n;
-            st = decode_one_hf(t, id, &b);
+            st = decode_one_hf(t, id, first, &b);
             // SentencePiece's dummy prefix: the first piece's leading space is not text.
-            if (!st && first && t->add_space_prefix && t->kind == TOK_KIND_LLAMA && b.n > before && b.v[before] == ' ') {
+            if (!st && first && t->add_space_prefix && (t->kind == TOK_KIND_LLAMA || t->kind == TOK_KIND_T5) &&
+                b.n > before && b.v[before] == ' ') {
                 memmove(b.v + before, b.v + before + 1, b.n - before);
                 b.n--;
             }

@@ -62,7 +62,6 @@ static infer_status clean_utf8(enc *e, const char *s, size_t n, const char **out
 
 static infer_status encode_gpt2(enc *e, const char *s, size_t n) {
     const tokenizer *t = e->t;
-    if (t->flavor == TOK_FLAVOR_HF) return pretokenize(t, s, n, encode_word_gpt2, e);
     char *esc = NULL;
     if (t->pre_flags & PRE_ESCAPE_WS) { // spaces -> "▁"
         size_t spaces = 0;
@@ -102,57 +101,13 @@ static infer_status encode_spm(enc *e, const char *s, size_t n, int prefix) {
     return spm_encode(e->t, e->sc.buf, m, e->out);
 }
 
-// Hugging Face (tokenizer.json BPE with byte fallback): spaces become "▁";
-// each character is a symbol, or its bytes' <0xAB> tokens when it is not in
-// the vocabulary (or the unknown token, consecutive ones fused, when those
-// are missing too); then the listed merges.
-static infer_status encode_llama_hf(enc *e, const char *s, size_t n, int prefix) {
-    const tokenizer *t = e->t;
-    // A byte gives at most one symbol, except a space: "▁" falls back to 3 bytes
-    // in a vocabulary without it. So 3 per byte, and 3 for the prefix.
-    infer_status st = scratch_sym(&e->sc, 3 * (n + 1));
-    if (st) return st;
-    size_t k = 0;
-    int last_unk = 0;
-    for (size_t i = 0; i < n || prefix;) {
-        const char *c = META;
-        size_t cl = 3;
-        if (prefix) prefix = 0;
-        else if (s[i] == ' ') i++;
-        else {
-            uint32_t cp;
-            c = s + i;
-            cl = (size_t)utf8_decode((const unsigned char *)s + i, n - i, &cp);
-            i += cl;
-        }
-        int32_t id = str_map_find(t, &t->by_text, c, cl);
-        if (id >= 0) {
-            e->sc.sym[k++] = (tok_sym){id, 0, 1};
-            last_unk = 0;
-            continue;
-        }
-        int all = 1;
-        for (size_t b = 0; b < cl; b++) all &= t->byte_id[(unsigned char)c[b]] >= 0;
-        if (all) {
-            for (size_t b = 0; b < cl; b++) e->sc.sym[k++] = (tok_sym){t->byte_id[(unsigned char)c[b]], 0, 1};
-            last_unk = 0;
-        } else if (t->unk >= 0 && !last_unk) {
-            e->sc.sym[k++] = (tok_sym){t->unk, 0, 1};
-            last_unk = 1;
-        }
-    }
-    return bpe_merge(t, "", e->sc.sym, k, e->out);
-}
-
 // One stretch of raw text between added tokens. prev_special: the stretch
 // begins the text or follows an added token.
 static infer_status encode_stretch(enc *e, const char *s, size_t n, int prev_special, int first) {
     const tokenizer *t = e->t;
+    if (t->flavor == TOK_FLAVOR_HF) return hf_encode(t, &e->sc, s, n, first, e->out);
     switch (t->kind) {
-    case TOK_KIND_LLAMA:
-        if (t->flavor == TOK_FLAVOR_LLAMACPP) return encode_spm(e, s, n, t->add_space_prefix && prev_special);
-        if (!n && !(first && t->add_space_prefix)) return INFER_OK;
-        return encode_llama_hf(e, s, n, first && t->add_space_prefix);
+    case TOK_KIND_LLAMA: return encode_spm(e, s, n, t->add_space_prefix && prev_special);
     case TOK_KIND_GPT2: return encode_gpt2(e, s, n);
     case TOK_KIND_BERT: return wpm_encode(t, s, n, e->out);
     case TOK_KIND_T5: return ugm_encode(t, s, n, e->out);
@@ -354,7 +309,8 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     enc e = {t, &out, {0}};
     frags f = {0};
     infer_status st = INFER_OK;
-    int llamacpp = t->flavor == TOK_FLAVOR_LLAMACPP, bert = t->kind == TOK_KIND_BERT;
+    // llama.cpp's WordPiece adds BOS (CLS) and SEP whatever the flags say
+    int llamacpp = t->flavor == TOK_FLAVOR_LLAMACPP, bert = llamacpp && t->kind == TOK_KIND_BERT;
     if (t->kind == TOK_KIND_RWKV) add_special = false; // llama.cpp adds nothing around RWKV text
     if (len) st = llamacpp ? partition_llamacpp(t, text, len, parse_special, &f) : partition_hf(t, text, len, parse_special, &f);
     if (!st && add_special && (bert ? t->bos >= 0 : t->add_bos)) st = ids_push(&out, t->bos);

@@ -79,6 +79,11 @@ struct tokenizer {
     tok_trie tok_trie, user_trie;
     double unk_score;
     bool remove_extra_ws;
+    // Hugging Face flavor (tokenizer.json): see tok_vocab
+    uint8_t hf_norm[16];
+    int n_hf_norm, hf_pre, hf_prepend;
+    bool hf_split, byte_fallback;
+    uint32_t wp_max_chars;
     char *chat_template;
 };
 
@@ -142,6 +147,10 @@ size_t rwkv_unescape(const char *s, size_t n, char *out);
 
 // llama.cpp's WordPiece tokenizer (llm_tokenizer_wpm_session).
 infer_status wpm_encode(const tokenizer *t, const char *s, size_t n, id_list *out);
+
+// Hugging Face's pipeline on one segment of raw text (between added tokens):
+// normalizers, pre-tokenizer, model. first: the segment starts the text.
+infer_status hf_encode(const tokenizer *t, tok_scratch *sc, const char *s, size_t n, int first, id_list *out);
 
 // Pre-tokenizer: splits s[0..n) into words with t's row, calling emit for each.
 typedef infer_status (*word_fn)(void *ctx, const char *w, size_t n);

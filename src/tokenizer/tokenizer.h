@@ -56,6 +56,25 @@ enum {
     PRE_NO_BOS_ID = 64,    // no default BOS id
     PRE_GEMMA4 = 128,      // a word of newlines that is a token stays whole
 };
+// Hugging Face pipelines (tokenizer.json): normalizer steps, in order ...
+enum {
+    HF_NFC = 1, HF_NFD, HF_NFKC, HF_NFKD,
+    HF_LOWERCASE,       // Lowercase (Unicode)
+    HF_STRIP_MARKS,     // StripAccents: drop \p{M}
+    HF_BERT_CLEAN,      // BertNormalizer clean_text: drop NUL, U+FFFD and controls; whitespace -> ' '
+    HF_BERT_CJK,        // BertNormalizer handle_chinese_chars: a space each side of a CJK ideograph
+    HF_BERT_STRIP,      // BertNormalizer strip_accents: NFD, then drop Mn
+    HF_PREPEND_META,    // Prepend("▁") to a non-empty segment
+    HF_SPACE_TO_META,   // Replace(" ", "▁")
+    HF_COLLAPSE_SPACES, // Replace(Regex(" {2,}"), " ")
+    HF_STRIP_LEFT,      // Strip(left)
+    HF_STRIP_RIGHT,     // Strip(right)
+};
+// ... the pre-tokenizer ...
+enum { HF_PRE_NONE, HF_PRE_BYTELEVEL, HF_PRE_METASPACE, HF_PRE_BERT, HF_PRE_WHITESPACE_SPLIT };
+// ... and Metaspace's prepend_scheme.
+enum { HF_PREPEND_NEVER, HF_PREPEND_FIRST, HF_PREPEND_ALWAYS };
+
 typedef struct {
     const char *name;          // tokenizer.ggml.pre
     const char *const *regex;  // expressions, NULL-terminated
@@ -107,6 +126,14 @@ typedef struct {
     const uint8_t *charsmap;       // t5 kind: tokenizer.ggml.precompiled_charsmap, or NULL
     size_t charsmap_len;
     bool remove_extra_ws;          // t5 kind: collapse runs of spaces
+    // Hugging Face flavor: the pipeline of tokenizer.json
+    uint8_t hf_norm[16];           // HF_* normalizer steps
+    int n_hf_norm;
+    int hf_pre;                    // HF_PRE_*
+    int hf_prepend;                // Metaspace: HF_PREPEND_*
+    bool hf_split;                 // Metaspace: split at each "▁"
+    bool byte_fallback;            // t5 kind (Unigram): unknown text as <0xAB> tokens
+    uint32_t wp_max_chars;         // bert kind (WordPiece): longer words are unknown
 } tok_vocab;
 
 // An added token with lstrip/rstrip also takes the whitespace before/after it.

@@ -1,4 +1,4 @@
-// tokenizer_load_json: a Hugging Face tokenizer.json (BPE model) and, when
+// tokenizer_load_json: a Hugging Face tokenizer.json (BPE, WordPiece or Unigram model) and, when
 // present, the tokenizer_config.json beside it, read into a tok_vocab.
 // Only the pipelines this engine reproduces exactly are accepted; anything
 // else (another model type, a normalizer or pre-tokenizer we do not
@@ -76,6 +76,7 @@ typedef struct {
     uint32_t *merge_lens;
     char *template_copy;
     uint8_t *strip; // (n) or NULL
+    float *scores;  // (n) Unigram, or NULL
 } load;
 
 static int32_t find_token(const load *L, const char *s) {
@@ -94,17 +95,29 @@ static const char *config_token(const cJSON *cfg, const char *k) {
     return NULL;
 }
 
-static infer_status read_vocab(load *L, const cJSON *model, const cJSON *added) {
+// model.vocab: {"text": id, ...} (BPE, WordPiece) or, with unigram, [["text", score], ...] (ids in order).
+static infer_status read_vocab(load *L, const cJSON *model, const cJSON *added, int unigram) {
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    if (!cJSON_IsObject(vocab)) return fail(INFER_ERR_FORMAT, "%s: model.vocab is not an object", L->file);
+    if (unigram ? !cJSON_IsArray(vocab) : !cJSON_IsObject(vocab))
+        return fail(INFER_ERR_FORMAT, "%s: model.vocab is not %s", L->file, unigram ? "an array" : "an object");
     double max_id = -1;
     const cJSON *e;
-    cJSON_ArrayForEach(e, vocab) {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= MAX_VOCAB ||
-            e->valuedouble != floor(e->valuedouble))
-            return fail(INFER_ERR_FORMAT, "%s: model.vocab['%.100s'] is not a token id", L->file, e->string);
-        if (e->valuedouble > max_id) max_id = e->valuedouble;
-    }
+    if (unigram) {
+        int k = 0;
+        cJSON_ArrayForEach(e, vocab) {
+            if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !cJSON_IsString(cJSON_GetArrayItem(e, 0)) ||
+                !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)) || !isfinite(cJSON_GetArrayItem(e, 1)->valuedouble))
+                return fail(INFER_ERR_FORMAT, "%s: model.vocab[%d] is not [\"text\", score]", L->file, k);
+            if (++k > MAX_VOCAB) return fail(INFER_ERR_FORMAT, "%s: more than %d tokens", L->file, MAX_VOCAB);
+        }
+        max_id = k - 1;
+    } else
+        cJSON_ArrayForEach(e, vocab) {
+            if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= MAX_VOCAB ||
+                e->valuedouble != floor(e->valuedouble))
+                return fail(INFER_ERR_FORMAT, "%s: model.vocab['%.100s'] is not a token id", L->file, e->string);
+            if (e->valuedouble > max_id) max_id = e->valuedouble;
+        }
     if (added && !cJSON_IsArray(added)) return fail(INFER_ERR_FORMAT, "%s: added_tokens is not an array", L->file);
     cJSON_ArrayForEach(e, added) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
@@ -125,12 +138,21 @@ static infer_status read_vocab(load *L, const cJSON *model, const cJSON *added) 
     L->types = malloc(sizeof *L->types * (size_t)n);
     if (!L->tokens || !L->lens || !L->types) return fail(INFER_ERR_NOMEM, "%s: %d tokens", L->file, n);
     for (int32_t i = 0; i < n; i++) L->types[i] = TOK_TYPE_UNUSED; // ids no entry names
-    cJSON_ArrayForEach(e, vocab) {
-        int32_t id = (int32_t)e->valuedouble;
-        if (L->tokens[id]) return fail(INFER_ERR_FORMAT, "%s: token id %d appears twice in model.vocab", L->file, id);
-        L->tokens[id] = e->string;
-        L->types[id] = TOK_TYPE_NORMAL;
-    }
+    if (unigram) {
+        if (!(L->scores = calloc((size_t)n, sizeof *L->scores))) return fail(INFER_ERR_NOMEM, "%s: scores", L->file);
+        int32_t id = 0;
+        cJSON_ArrayForEach(e, vocab) {
+            L->tokens[id] = cJSON_GetArrayItem(e, 0)->valuestring;
+            L->scores[id] = (float)cJSON_GetArrayItem(e, 1)->valuedouble;
+            L->types[id++] = TOK_TYPE_NORMAL;
+        }
+    } else
+        cJSON_ArrayForEach(e, vocab) {
+            int32_t id = (int32_t)e->valuedouble;
+            if (L->tokens[id]) return fail(INFER_ERR_FORMAT, "%s: token id %d appears twice in model.vocab", L->file, id);
+            L->tokens[id] = e->string;
+            L->types[id] = TOK_TYPE_NORMAL;
+        }
     cJSON_ArrayForEach(e, added) {
         int32_t id = (int32_t)cJSON_GetObjectItemCaseSensitive(e, "id")->valuedouble;
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "single_word")))
@@ -195,48 +217,99 @@ static infer_status read_merges(load *L, const cJSON *model) {
     return INFER_OK;
 }
 
-// The normalizer of a llama-kind (SentencePiece) tokenizer: Replace(" ", "▁"),
-// optionally after Prepend("▁"); nothing else.
-static infer_status read_normalizer_llama(load *L, const cJSON *norm) {
+static infer_status add_norm(load *L, int op) {
+    if (L->v.n_hf_norm == (int)sizeof L->v.hf_norm)
+        return fail(INFER_ERR_UNSUPPORTED, "%s: more than %zu normalizer steps", L->file, sizeof L->v.hf_norm);
+    L->v.hf_norm[L->v.n_hf_norm++] = (uint8_t)op;
+    return INFER_OK;
+}
+
+static int json_bool(const cJSON *o, const char *k, int dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
+}
+
+// The normalizer as steps (Sequence flattened): the ones `tokenizers` has that
+// this engine reproduces; any other is refused by name.
+static infer_status read_normalizer(load *L, const cJSON *norm, int depth) {
     if (!norm || cJSON_IsNull(norm)) return INFER_OK;
     const char *type = str_field(norm, "type");
     if (!type) return fail(INFER_ERR_FORMAT, "%s: normalizer without a type", L->file);
+    infer_status st = INFER_OK;
     if (!strcmp(type, "Sequence")) {
+        if (depth > 8) return fail(INFER_ERR_FORMAT, "%s: normalizers nested too deep", L->file);
         const cJSON *e;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(norm, "normalizers")) {
-            infer_status st = read_normalizer_llama(L, e);
-            if (st) return st;
-        }
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(norm, "normalizers"))
+            if ((st = read_normalizer(L, e, depth + 1))) return st;
         return INFER_OK;
     }
-    if (!strcmp(type, "Prepend") && str_field(norm, "prepend") && !strcmp(str_field(norm, "prepend"), META)) {
-        L->v.add_space_prefix = true;
+    static const struct {
+        const char *name;
+        int op;
+    } simple[] = {{"NFC", HF_NFC}, {"NFD", HF_NFD}, {"NFKC", HF_NFKC}, {"NFKD", HF_NFKD},
+                  {"Lowercase", HF_LOWERCASE}, {"StripAccents", HF_STRIP_MARKS}};
+    for (size_t k = 0; k < sizeof simple / sizeof *simple; k++)
+        if (!strcmp(type, simple[k].name)) return add_norm(L, simple[k].op);
+    if (!strcmp(type, "BertNormalizer")) { // its steps in `tokenizers`' order
+        int lower = json_bool(norm, "lowercase", 1);
+        if ((json_bool(norm, "clean_text", 1) && (st = add_norm(L, HF_BERT_CLEAN))) ||
+            (json_bool(norm, "handle_chinese_chars", 1) && (st = add_norm(L, HF_BERT_CJK))) ||
+            (json_bool(norm, "strip_accents", lower) && (st = add_norm(L, HF_BERT_STRIP))) ||
+            (lower && (st = add_norm(L, HF_LOWERCASE))))
+            return st;
+        return INFER_OK;
+    }
+    if (!strcmp(type, "Prepend") && str_field(norm, "prepend") && !strcmp(str_field(norm, "prepend"), META))
+        return add_norm(L, HF_PREPEND_META);
+    if (!strcmp(type, "Strip")) {
+        if ((json_bool(norm, "strip_left", 1) && (st = add_norm(L, HF_STRIP_LEFT))) ||
+            (json_bool(norm, "strip_right", 1) && (st = add_norm(L, HF_STRIP_RIGHT))))
+            return st;
         return INFER_OK;
     }
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(norm, "pattern");
-    if (!strcmp(type, "Replace") && str_field(pat, "String") && !strcmp(str_field(pat, "String"), " ") &&
-        str_field(norm, "content") && !strcmp(str_field(norm, "content"), META))
-        return INFER_OK;
-    return fail(INFER_ERR_UNSUPPORTED, "%s: normalizer '%s' (supported: Replace(' ', '\u2581'), Prepend)", L->file,
-                type);
+    const char *content = str_field(norm, "content");
+    if (!strcmp(type, "Replace") && content) {
+        if (str_field(pat, "String") && !strcmp(str_field(pat, "String"), " ") && !strcmp(content, META))
+            return add_norm(L, HF_SPACE_TO_META);
+        if (str_field(pat, "Regex") && !strcmp(str_field(pat, "Regex"), " {2,}") && !strcmp(content, " "))
+            return add_norm(L, HF_COLLAPSE_SPACES);
+    }
+    return fail(INFER_ERR_UNSUPPORTED,
+                "%s: normalizer '%s' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, "
+                "BertNormalizer, Strip, Prepend('\u2581'), Replace(' ', '\u2581'), Replace(' {2,}', ' '), Sequence)",
+                L->file, type);
 }
 
-// The llama kind's pre-tokenizer: none, or a Split on " " (a no-op once the
-// normalizer has replaced every space), or Metaspace.
-static infer_status read_pre_llama(load *L, const cJSON *pre) {
+// Metaspace: replacement "▁", prepend_scheme (or the older add_prefix_space), split.
+static infer_status read_metaspace(load *L, const cJSON *pre) {
+    const char *rep = str_field(pre, "replacement");
+    if (rep && strcmp(rep, META))
+        return fail(INFER_ERR_UNSUPPORTED, "%s: Metaspace with replacement '%s' (supported: '\u2581')", L->file, rep);
+    const char *scheme = str_field(pre, "prepend_scheme");
+    L->v.hf_pre = HF_PRE_METASPACE;
+    if (!scheme) L->v.hf_prepend = json_bool(pre, "add_prefix_space", 1) ? HF_PREPEND_ALWAYS : HF_PREPEND_NEVER;
+    else if (!strcmp(scheme, "always")) L->v.hf_prepend = HF_PREPEND_ALWAYS;
+    else if (!strcmp(scheme, "first")) L->v.hf_prepend = HF_PREPEND_FIRST;
+    else if (!strcmp(scheme, "never")) L->v.hf_prepend = HF_PREPEND_NEVER;
+    else return fail(INFER_ERR_FORMAT, "%s: Metaspace prepend_scheme '%s' (known: always, first, never)", L->file, scheme);
+    L->v.hf_split = json_bool(pre, "split", 1);
+    return INFER_OK;
+}
+
+// The pre-tokenizer of a model that is not byte-level.
+static infer_status read_pre_other(load *L, const cJSON *pre) {
     if (!pre || cJSON_IsNull(pre)) return INFER_OK;
     const char *type = str_field(pre, "type");
-    if (type && !strcmp(type, "Split") && str_field(cJSON_GetObjectItemCaseSensitive(pre, "pattern"), "String") &&
-        !strcmp(str_field(cJSON_GetObjectItemCaseSensitive(pre, "pattern"), "String"), " "))
-        return INFER_OK;
-    if (type && !strcmp(type, "Metaspace") && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "split"))) {
-        const char *scheme = str_field(pre, "prepend_scheme");
-        L->v.add_space_prefix = scheme ? strcmp(scheme, "never") != 0
-                                       : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space"));
-        return INFER_OK;
-    }
-    return fail(INFER_ERR_UNSUPPORTED, "%s: pre_tokenizer '%s' for a SentencePiece-style model", L->file,
-                type ? type : "?");
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(pre, "pattern");
+    if (type && !strcmp(type, "Split") && str_field(pat, "String") && !strcmp(str_field(pat, "String"), " "))
+        return INFER_OK; // a split on " " after the normalizer made every space "▁": nothing to split
+    if (type && !strcmp(type, "Metaspace")) return read_metaspace(L, pre);
+    if (type && !strcmp(type, "BertPreTokenizer")) return L->v.hf_pre = HF_PRE_BERT, INFER_OK;
+    if (type && !strcmp(type, "WhitespaceSplit")) return L->v.hf_pre = HF_PRE_WHITESPACE_SPLIT, INFER_OK;
+    return fail(INFER_ERR_UNSUPPORTED,
+                "%s: pre_tokenizer '%s' is not supported here (supported: Metaspace, BertPreTokenizer, WhitespaceSplit, "
+                "ByteLevel with the known expressions)", L->file, type ? type : "?");
 }
 
 static int is_byte_level(const cJSON *p) {
@@ -288,6 +361,14 @@ static infer_status read_post(load *L, const cJSON *post) {
             infer_status st = read_post(L, e);
             if (st) return st;
         }
+        return INFER_OK;
+    }
+    if (!strcmp(type, "BertProcessing") || !strcmp(type, "RobertaProcessing")) { // "cls": ["[CLS]", 101], "sep": [...]
+        const cJSON *cls = cJSON_GetObjectItemCaseSensitive(post, "cls"), *sep = cJSON_GetObjectItemCaseSensitive(post, "sep");
+        int32_t c = find_token(L, cJSON_IsString(cJSON_GetArrayItem(cls, 0)) ? cJSON_GetArrayItem(cls, 0)->valuestring : NULL);
+        int32_t e = find_token(L, cJSON_IsString(cJSON_GetArrayItem(sep, 0)) ? cJSON_GetArrayItem(sep, 0)->valuestring : NULL);
+        if (c < 0 || e < 0) return fail(INFER_ERR_FORMAT, "%s: %s names an unknown token", L->file, type);
+        L->v.bos = c, L->v.add_bos = true, L->v.eos = e, L->v.add_eos = true;
         return INFER_OK;
     }
     if (strcmp(type, "TemplateProcessing")) return INFER_OK; // ByteLevel (offsets only) and the like
@@ -382,45 +463,62 @@ infer_status tokenizer_load_json(const char *path, tokenizer **out) {
         st = fail(INFER_ERR_FORMAT, "%s: model.type missing", path);
         goto out;
     }
-    if (strcmp(mtype, "BPE")) {
-        st = fail(INFER_ERR_UNSUPPORTED, "%s: model type '%s' (supported: BPE)", path, mtype);
+    int bpe = !strcmp(mtype, "BPE"), wordpiece = !strcmp(mtype, "WordPiece"), unigram = !strcmp(mtype, "Unigram");
+    if (!bpe && !wordpiece && !unigram) {
+        st = fail(INFER_ERR_UNSUPPORTED, "%s: model type '%s' is not supported (supported: BPE, WordPiece, Unigram)", path, mtype);
         goto out;
     }
     if ((st = want(path, model, "byte_fallback", cJSON_IsBool, "a boolean")) ||
         (st = want(path, model, "ignore_merges", cJSON_IsBool, "a boolean")) ||
-        (st = want(path, model, "unk_token", cJSON_IsString, "a string")))
+        (st = want(path, model, "unk_token", cJSON_IsString, "a string")) ||
+        (st = want(path, model, "unk_id", cJSON_IsNumber, "a number")) ||
+        (st = want(path, model, "max_input_chars_per_word", cJSON_IsNumber, "a number")))
         goto out;
-    if (str_field(model, "continuing_subword_prefix") || str_field(model, "end_of_word_suffix") ||
-        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(model, "dropout"))) {
-        st = fail(INFER_ERR_UNSUPPORTED, "%s: BPE with subword prefix/suffix or dropout", path);
+    const char *prefix = str_field(model, "continuing_subword_prefix");
+    if ((bpe && (prefix || str_field(model, "end_of_word_suffix") || cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(model, "dropout")))) ||
+        (wordpiece && prefix && strcmp(prefix, "##"))) {
+        st = fail(INFER_ERR_UNSUPPORTED, "%s: %s with a subword prefix/suffix or dropout (supported: WordPiece's '##')", path, mtype);
         goto out;
     }
-    if ((st = read_vocab(&L, model, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"))) ||
-        (st = read_merges(&L, model)))
+    if ((st = read_vocab(&L, model, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), unigram)) ||
+        (bpe && (st = read_merges(&L, model))))
         goto out;
     L.v.ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
     L.v.unk = find_token(&L, str_field(model, "unk_token"));
+    if (unigram) {
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(model, "unk_id");
+        L.v.unk = cJSON_IsNumber(u) && u->valuedouble >= 0 && u->valuedouble < L.v.n_tokens ? (int32_t)u->valuedouble : -1;
+        L.v.scores = L.scores;
+        L.v.byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
+    }
+    if (wordpiece) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word");
+        L.v.wp_max_chars = cJSON_IsNumber(m) && m->valuedouble >= 1 && m->valuedouble < 1e9 ? (uint32_t)m->valuedouble : 100;
+    }
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(pre, "pretokenizers");
     int byte_level = is_byte_level(pre);
     const cJSON *e;
     cJSON_ArrayForEach(e, list) byte_level |= is_byte_level(e);
-    if (byte_level) {
+    if ((st = read_normalizer(&L, norm, 0))) goto out;
+    if (bpe && byte_level) {
         L.v.kind = TOK_KIND_GPT2;
+        L.v.hf_pre = HF_PRE_BYTELEVEL;
         if ((st = read_pre_gpt2(&L, pre))) goto out;
-        const char *nt = str_field(norm, "type");
-        if (nt && !(!strcmp(nt, "Sequence") && !cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(norm, "normalizers")))) {
-            st = fail(INFER_ERR_UNSUPPORTED, "%s: normalizer '%s' on a byte-level model", path, nt);
-            goto out;
-        }
     } else {
-        L.v.kind = TOK_KIND_LLAMA;
-        if ((st = read_normalizer_llama(&L, norm)) || (st = read_pre_llama(&L, pre))) goto out;
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")))
+        L.v.kind = wordpiece ? TOK_KIND_BERT : unigram ? TOK_KIND_T5 : TOK_KIND_LLAMA;
+        if ((st = read_pre_other(&L, pre))) goto out;
+        if (bpe && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")))
+            for (int32_t i = 0; i < L.v.n_tokens; i++)
+                if (L.types[i] == TOK_TYPE_NORMAL && is_byte_token(L.tokens[i])) L.types[i] = TOK_TYPE_BYTE;
+        if (unigram && L.v.byte_fallback)
             for (int32_t i = 0; i < L.v.n_tokens; i++)
                 if (L.types[i] == TOK_TYPE_NORMAL && is_byte_token(L.tokens[i])) L.types[i] = TOK_TYPE_BYTE;
     }
+    // decoding drops the first space that a "▁" prefix put there
+    for (int k = 0; k < L.v.n_hf_norm; k++) L.v.add_space_prefix |= L.v.hf_norm[k] == HF_PREPEND_META;
+    L.v.add_space_prefix |= L.v.hf_pre == HF_PRE_METASPACE && L.v.hf_prepend != HF_PREPEND_NEVER;
     if ((st = read_post(&L, cJSON_GetObjectItemCaseSensitive(root, "post_processor"))) || (st = read_config(&L, path)))
         goto out;
     st = tokenizer_from_vocab(&L.v, out);
@@ -434,6 +532,7 @@ out:
     free(L.types);
     free(L.template_copy);
     free(L.strip);
+    free(L.scores);
     cJSON_Delete(root);
     return st;
 }

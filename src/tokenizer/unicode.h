@@ -42,6 +42,13 @@ enum {
     UNI_C = 0x80,     // \p{C}: Cc Cf Cs Co
     UNI_CATEGORY = 0xFF,
     UNI_WS = 0x100,   // White_Space (regex \s in Unicode mode)
+    UNI_MN = 0x200,   // Mn: nonspacing marks
+    // what Hugging Face `tokenizers` does with the character (its Unicode tables are older)
+    UNI_HF_MARK = 0x400,     // StripAccents drops it
+    UNI_HF_MN = 0x800,       // BertNormalizer's strip_accents drops it
+    UNI_HF_PUNCT = 0x1000,   // BertPreTokenizer isolates it
+    UNI_HF_CONTROL = 0x2000, // BertNormalizer's clean_text drops it
+    UNI_HF_SPACE = 0x4000,   // BertNormalizer's clean_text makes it ' '
 };
 
 // Flags of cp; 0 for values outside Unicode (UNI_INVALID and above).
@@ -65,6 +72,7 @@ uint32_t gpt2_byte_to_cp(unsigned char b);
 int gpt2_cp_to_byte(uint32_t cp); // -1 if cp is not an image of a byte
 
 // Generated tables (unicode_table.c), sorted.
+extern const uint16_t uni_ascii_flags[128];
 extern const uint32_t uni_flag_runs[][2]; // {first, flags}
 extern const int uni_flag_runs_n;
 extern const uint32_t uni_lower[][2];     // {cp, lower}

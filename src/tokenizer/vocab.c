@@ -345,6 +345,11 @@ infer_status tokenizer_from_vocab(const tok_vocab *v, tokenizer **out) {
     t->add_bos = v->add_bos, t->add_eos = v->add_eos;
     t->add_space_prefix = v->add_space_prefix, t->ignore_merges = v->ignore_merges;
     t->lowercase = v->lowercase, t->strip_accents = v->strip_accents, t->remove_extra_ws = v->remove_extra_ws;
+    if (v->n_hf_norm < 0 || v->n_hf_norm > (int)sizeof t->hf_norm)
+        return tokenizer_free(t), fail(INFER_ERR_FORMAT, "tokenizer: %d normalizer steps", v->n_hf_norm);
+    memcpy(t->hf_norm, v->hf_norm, sizeof t->hf_norm);
+    t->n_hf_norm = v->n_hf_norm, t->hf_pre = v->hf_pre, t->hf_prepend = v->hf_prepend, t->hf_split = v->hf_split;
+    t->byte_fallback = v->byte_fallback, t->wp_max_chars = v->wp_max_chars ? v->wp_max_chars : 100;
     t->text = calloc((size_t)t->n, sizeof *t->text);
     t->len = malloc(sizeof *t->len * (size_t)t->n);
     t->type = malloc((size_t)t->n);
