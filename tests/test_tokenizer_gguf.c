@@ -120,6 +120,33 @@ static void check_types(int tokens_type, int scores_type, int types_type, int wa
     unlink(path);
 }
 
+// A tokenizer we do not run is refused with the key, its value and what is supported.
+static void check_refusal(const char *model, const char *pre, const char *key) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/infer-tokgguf-r%d.gguf", (int)getpid());
+    gguf_writer *w = gguf_writer_new();
+    const char *toks[3] = {"a", "b", "ab"};
+    const char *merges[1] = {"a b"};
+    gguf_set_str(w, "tokenizer.ggml.model", model);
+    if (pre) gguf_set_str(w, "tokenizer.ggml.pre", pre);
+    gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
+    gguf_set_arr_str(w, "tokenizer.ggml.merges", merges, 1);
+    CHECK(gguf_write_file(w, path) == INFER_OK, "%s", infer_last_error());
+    gguf_writer_free(w);
+    gguf_file *g = NULL;
+    tokenizer *t = NULL;
+    CHECK(gguf_open(&g, path) == INFER_OK, "%s", infer_last_error());
+    infer_status st = g ? tokenizer_from_gguf(g, &t) : INFER_ERR_IO;
+    const char *msg = infer_last_error(), *value = pre ? pre : model;
+    CHECK(st == INFER_ERR_UNSUPPORTED && !t, "%s '%s' accepted", key, value);
+    CHECK(strstr(msg, key) && strstr(msg, value) && (strstr(msg, "supported") || strstr(msg, "known")),
+          "refusal of %s '%s' says \"%s\"", key, value, msg);
+    printf("refused as expected: %s\n", msg);
+    tokenizer_free(t);
+    gguf_close(g);
+    unlink(path);
+}
+
 int main(void) {
     check_model("gemma3");
     check_model("smollm2");
@@ -128,5 +155,7 @@ int main(void) {
     check_types(GGUF_STRING, GGUF_I32, GGUF_I32, 1, "scores as int32"); // llama.cpp reads these too
     check_types(GGUF_STRING, GGUF_STRING, GGUF_I32, 0, "scores as strings");
     check_types(GGUF_STRING, GGUF_F32, GGUF_F32, 0, "token types as f32");
+    check_refusal("plamo2", NULL, "tokenizer.ggml.model");
+    check_refusal("gpt2", "no-such-pre", "tokenizer.ggml.pre");
     return check_summary("test_tokenizer_gguf");
 }
