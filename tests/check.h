@@ -40,6 +40,15 @@ static inline char *test_read_file(const char *path, size_t *n) {
     return s;
 }
 
+// The model cache: $INFER_CACHE, else ~/.cache/infer.
+static inline const char *test_cache_dir(void) {
+    static char buf[1024];
+    const char *c = getenv("INFER_CACHE");
+    if (c && *c) return c;
+    snprintf(buf, sizeof buf, "%s/.cache/infer", getenv("HOME") ? getenv("HOME") : ".");
+    return buf;
+}
+
 static inline int test_argmax(const float *x, int n) {
     int b = 0;
     for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;

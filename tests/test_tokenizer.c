@@ -66,22 +66,14 @@ static size_t parse_ids(const char *s, int32_t *out, size_t cap) {
     return n;
 }
 
-static const char *cache_dir(void) {
-    static char buf[1024];
-    const char *c = getenv("INFER_CACHE");
-    if (c && *c) return c;
-    snprintf(buf, sizeof buf, "%s/.cache/infer", getenv("HOME") ? getenv("HOME") : ".");
-    return buf;
-}
-
 // name: gemma3, smollm2, or smollm2-llama3 / smollm2-qwen2 (SmolLM2's
 // vocabulary behind the Llama 3 / Qwen 2 pre-tokenizer) / smollm2-strip
 // (<|im_start|> with lstrip, <|im_end|> with rstrip).
 static tokenizer *open_model(const char *name) {
     char path[1200], cmd[4096];
     const char *dash = strchr(name, '-');
-    if (dash) snprintf(path, sizeof path, "%s/%.*s/tokenizer%s.json", cache_dir(), (int)(dash - name), name, dash);
-    else snprintf(path, sizeof path, "%s/%s/tokenizer.json", cache_dir(), name);
+    if (dash) snprintf(path, sizeof path, "%s/%.*s/tokenizer%s.json", test_cache_dir(), (int)(dash - name), name, dash);
+    else snprintf(path, sizeof path, "%s/%s/tokenizer.json", test_cache_dir(), name);
     FILE *f = fopen(path, "rb");
     int base = dash ? (int)(dash - name) : (int)strlen(name);
     if (!f) {

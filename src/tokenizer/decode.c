@@ -20,24 +20,10 @@
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/unicode.h"
 
-typedef struct {
-    char *v;
-    size_t n, cap;
-} buf;
+typedef tok_buf buf;
 
 static infer_status put(buf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *v = realloc(b->v, cap);
-        if (!v) return fail(INFER_ERR_NOMEM, "tokenizer: decoded text of %zu bytes", cap);
-        b->v = v;
-        b->cap = cap;
-    }
-    memcpy(b->v + b->n, s, n);
-    b->n += n;
-    b->v[b->n] = 0;
-    return INFER_OK;
+    return tok_buf_put(b, s, n) ? fail(INFER_ERR_NOMEM, "tokenizer: decoded text of %zu bytes", b->n + n) : INFER_OK;
 }
 
 static int hexval(char c) {

@@ -12,29 +12,9 @@
 
 static const char META[] = "\xE2\x96\x81"; // U+2581
 
-typedef struct {
-    char *v;
-    size_t n, cap;
-} str;
-
-static int sput(str *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *v = realloc(b->v, cap);
-        if (!v) return -1;
-        b->v = v;
-        b->cap = cap;
-    }
-    memcpy(b->v + b->n, s, n);
-    b->n += n;
-    b->v[b->n] = 0;
-    return 0;
-}
-
-static int sput_cp(str *b, uint32_t cp) {
+static int put_cp(tok_buf *b, uint32_t cp) {
     char c[4];
-    return sput(b, c, (size_t)utf8_encode(cp, c));
+    return tok_buf_put(b, c, (size_t)utf8_encode(cp, c));
 }
 
 // The character at s[i..n) (a byte that is not UTF-8 is its own, UNI_INVALID); returns its length.
@@ -54,9 +34,9 @@ static int bert_cjk(uint32_t c) {
 static int bert_punct(uint32_t c) { return (uni_flags(c) & UNI_HF_PUNCT) != 0; }
 
 // One normalizer step over in[0..n) into out (cleared first).
-static infer_status norm_step(int op, const char *in, size_t n, str *out) {
+static infer_status norm_step(int op, const char *in, size_t n, tok_buf *out) {
     out->n = 0;
-    if (sput(out, "", 0)) return fail(INFER_ERR_NOMEM, "tokenizer: normalizer");
+    if (tok_buf_put(out, "", 0)) return fail(INFER_ERR_NOMEM, "tokenizer: normalizer");
     if (op >= HF_NFC && op <= HF_NFKD) {
         static const int form[] = {[HF_NFC] = UNI_NFC, [HF_NFD] = UNI_NFD, [HF_NFKC] = UNI_NFKC, [HF_NFKD] = UNI_NFKD};
         char *o;
@@ -76,12 +56,12 @@ static infer_status norm_step(int op, const char *in, size_t n, str *out) {
         for (size_t i = 0, l; i < dn; i += l) {
             uint32_t cp;
             l = char_at(d, dn, i, &cp);
-            if (!(uni_flags(cp) & UNI_HF_MN)) bad |= sput(out, d + i, l);
+            if (!(uni_flags(cp) & UNI_HF_MN)) bad |= tok_buf_put(out, d + i, l);
         }
         free(d);
         return bad ? fail(INFER_ERR_NOMEM, "tokenizer: normalizer") : INFER_OK;
     }
-    if (op == HF_PREPEND_META) return (n && sput(out, META, 3)) || sput(out, in, n) ? fail(INFER_ERR_NOMEM, "tokenizer") : INFER_OK;
+    if (op == HF_PREPEND_META) return (n && tok_buf_put(out, META, 3)) || tok_buf_put(out, in, n) ? fail(INFER_ERR_NOMEM, "tokenizer") : INFER_OK;
     if (op == HF_STRIP_LEFT || op == HF_STRIP_RIGHT) {
         size_t a = 0, b = 0;
         for (size_t i = 0, l; i < n; i += l) {
@@ -93,38 +73,38 @@ static infer_status norm_step(int op, const char *in, size_t n, str *out) {
         }
         if (op == HF_STRIP_LEFT) b = n;
         else if (b) a = 0;
-        return sput(out, in + a, b > a ? b - a : 0) ? fail(INFER_ERR_NOMEM, "tokenizer") : INFER_OK;
+        return tok_buf_put(out, in + a, b > a ? b - a : 0) ? fail(INFER_ERR_NOMEM, "tokenizer") : INFER_OK;
     }
     int bad = 0, prev_space = 0;
     for (size_t i = 0, l; i < n; i += l) {
         uint32_t cp;
         l = char_at(in, n, i, &cp);
         if (cp == UNI_INVALID) {
-            bad |= sput(out, in + i, l);
+            bad |= tok_buf_put(out, in + i, l);
             continue;
         }
         switch (op) {
         case HF_LOWERCASE:
-            if (cp == 0x130) bad |= sput(out, "i\xCC\x87", 3); // the one full lowercase mapping longer than its letter
-            else bad |= sput_cp(out, uni_tolower(cp));
+            if (cp == 0x130) bad |= tok_buf_put(out, "i\xCC\x87", 3); // the one full lowercase mapping longer than its letter
+            else bad |= put_cp(out, uni_tolower(cp));
             break;
         case HF_STRIP_MARKS:
-            if (!(uni_flags(cp) & UNI_HF_MARK)) bad |= sput(out, in + i, l);
+            if (!(uni_flags(cp) & UNI_HF_MARK)) bad |= tok_buf_put(out, in + i, l);
             break;
         case HF_BERT_CLEAN:
             if (bert_control(cp)) break; // (U+0000 and U+FFFD among them)
-            if (bert_ws(cp)) bad |= sput(out, " ", 1);
-            else bad |= sput(out, in + i, l);
+            if (bert_ws(cp)) bad |= tok_buf_put(out, " ", 1);
+            else bad |= tok_buf_put(out, in + i, l);
             break;
         case HF_BERT_CJK:
-            if (bert_cjk(cp)) bad |= sput(out, " ", 1) || sput(out, in + i, l) || sput(out, " ", 1);
-            else bad |= sput(out, in + i, l);
+            if (bert_cjk(cp)) bad |= tok_buf_put(out, " ", 1) || tok_buf_put(out, in + i, l) || tok_buf_put(out, " ", 1);
+            else bad |= tok_buf_put(out, in + i, l);
             break;
         case HF_SPACE_TO_META:
-            bad |= cp == ' ' ? sput(out, META, 3) : sput(out, in + i, l);
+            bad |= cp == ' ' ? tok_buf_put(out, META, 3) : tok_buf_put(out, in + i, l);
             break;
         case HF_COLLAPSE_SPACES:
-            if (!(cp == ' ' && prev_space)) bad |= sput(out, in + i, l);
+            if (!(cp == ' ' && prev_space)) bad |= tok_buf_put(out, in + i, l);
             prev_space = cp == ' ';
             break;
         default: return fail(INFER_ERR_FORMAT, "tokenizer: normalizer step %d", op);
@@ -289,13 +269,13 @@ static infer_status bytelevel_word(void *ctx, const char *w, size_t n) {
 // ---------------------------------------------------------------------------
 
 infer_status hf_encode(const tokenizer *t, tok_scratch *sc, const char *s, size_t n, int first, id_list *out) {
-    str a = {0}, b = {0};
+    tok_buf a = {0}, b = {0};
     infer_status st = INFER_OK;
     const char *x = s;
     size_t xn = n;
     for (int k = 0; k < t->n_hf_norm && !st; k++) {
         st = norm_step(t->hf_norm[k], x, xn, &b);
-        str tmp = a;
+        tok_buf tmp = a;
         a = b, b = tmp;
         x = a.v, xn = a.n;
     }
@@ -309,9 +289,9 @@ infer_status hf_encode(const tokenizer *t, tok_scratch *sc, const char *s, size_
             b.n = 0;
             int prepend = (t->hf_prepend == HF_PREPEND_ALWAYS || (t->hf_prepend == HF_PREPEND_FIRST && first)) &&
                           !(xn >= 3 && !memcmp(x, META, 3)) && !(xn && x[0] == ' ');
-            if ((prepend && sput(&b, META, 3)) || sput(&b, "", 0)) st = fail(INFER_ERR_NOMEM, "tokenizer");
+            if ((prepend && tok_buf_put(&b, META, 3)) || tok_buf_put(&b, "", 0)) st = fail(INFER_ERR_NOMEM, "tokenizer");
             for (size_t i = 0; i < xn && !st; i++)
-                if (x[i] == ' ' ? sput(&b, META, 3) : sput(&b, x + i, 1)) st = fail(INFER_ERR_NOMEM, "tokenizer");
+                if (x[i] == ' ' ? tok_buf_put(&b, META, 3) : tok_buf_put(&b, x + i, 1)) st = fail(INFER_ERR_NOMEM, "tokenizer");
             size_t start = 0;
             for (size_t i = 0; i < b.n && !st; i++)
                 if (t->hf_split && i > start && i + 3 <= b.n && !memcmp(b.v + i, META, 3)) {

@@ -102,6 +102,13 @@ typedef struct {
 } id_list;
 infer_status ids_push(id_list *l, int32_t id);
 
+// Growable text, kept NUL-terminated; tok_buf_put returns -1 when out of memory.
+typedef struct {
+    char *v;
+    size_t n, cap;
+} tok_buf;
+int tok_buf_put(tok_buf *b, const char *s, size_t n);
+
 // A symbol of a word being merged: a token or extra string (id), or -1 for
 // text with neither; its bytes are [off, off + len) of the word.
 typedef struct {

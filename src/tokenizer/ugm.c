@@ -170,26 +170,7 @@ static void normalize_prefix(const tokenizer *t, const char *s, size_t n, size_t
     *rep = s + i, *rep_n = l, *used = l;
 }
 
-typedef struct {
-    char *v;
-    size_t n, cap;
-} sbuf;
-
-static int sput(sbuf *b, const char *s, size_t n) {
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
-        char *v = realloc(b->v, cap);
-        if (!v) return -1;
-        b->v = v;
-        b->cap = cap;
-    }
-    memcpy(b->v + b->n, s, n);
-    b->n += n;
-    return 0;
-}
-
-static int normalize(const tokenizer *t, const char *s, size_t n, sbuf *out) {
+static int normalize(const tokenizer *t, const char *s, size_t n, tok_buf *out) {
     static const char META[] = "\xE2\x96\x81";
     int prepend = t->add_space_prefix, merge = t->remove_extra_ws, prepended = 0, in_word = 0;
     for (size_t i = 0; i < n;) {
@@ -201,14 +182,14 @@ static int normalize(const tokenizer *t, const char *s, size_t n, sbuf *out) {
                 if (!in_word) {
                     in_word = 1;
                     if ((prepend && !prepended) || merge) {
-                        if (sput(out, META, 3)) return -1;
+                        if (tok_buf_put(out, META, 3)) return -1;
                         prepended = 1;
                     }
                 }
-                if (sput(out, rep + k, 1)) return -1;
+                if (tok_buf_put(out, rep + k, 1)) return -1;
             } else {
                 in_word = 0;
-                if (!merge && sput(out, META, 3)) return -1;
+                if (!merge && tok_buf_put(out, META, 3)) return -1;
             }
         }
         i += used;
@@ -225,7 +206,7 @@ typedef struct {
 } best;
 
 infer_status ugm_encode(const tokenizer *t, const char *s, size_t n, id_list *out) {
-    sbuf nb = {0};
+    tok_buf nb = {0};
     if (normalize(t, s, n, &nb)) {
         free(nb.v);
         return fail(INFER_ERR_NOMEM, "tokenizer: text of %zu bytes", n);
