@@ -28,12 +28,18 @@ static uint32_t fnv(const void *p, size_t n) {
     return h;
 }
 
+static char *g_specials; // the buffer the special-token texts point into
+
 // corpus lines, then specials.txt lines with \n and \t escapes (as the generator)
 static int load_texts(char ***out) {
     size_t n, m;
     char *c = test_read_file(DATA "/corpus.txt", &n), *sp = test_read_file(DATA "/specials.txt", &m);
     CHECK(c && sp, "corpus.txt or specials.txt unreadable");
-    if (!c || !sp) return 0;
+    g_specials = sp;
+    if (!c || !sp) {
+        free(c);
+        return 0;
+    }
     int count = 0, cap = 4096;
     char **v = malloc(sizeof *v * (size_t)cap);
     for (char *p = c; *p;) {
@@ -128,9 +134,8 @@ int main(int argc, char **argv) {
     }
     if (d) closedir(d);
     CHECK(cases > 0, "no case ran");
-    if (n) {
-        free(texts[0]); // the corpus buffer
-        free(texts);
-    }
+    if (n) free(texts[0]); // the corpus buffer
+    free(texts);
+    free(g_specials);
     return check_summary("test_tokenizer_hf");
 }
