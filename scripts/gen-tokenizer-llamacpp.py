@@ -54,7 +54,8 @@ def tool():
     if not glob.glob(os.path.join(lib, "libllama.so*")):
         print("building libllama (CPU)", file=sys.stderr)
         sh(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_CURL=OFF",
-            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=OFF"],
+            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_TOOLS=OFF",
+            "-DLLAMA_BUILD_APP=OFF"],
            stdout=subprocess.DEVNULL)
         sh(["cmake", "--build", build, "--target", "llama", f"-j{os.cpu_count()}"], stdout=subprocess.DEVNULL)
     me = os.path.join(ROOT, "scripts", "llamacpp-tok.cpp")
