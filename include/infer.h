@@ -74,6 +74,20 @@ const char *infer_model_chat_template(infer_model *model);
 // Text of one token (not NUL-terminated), NULL if out of range.
 const char *infer_token_text(infer_model *model, int32_t id, size_t *len);
 
+// A vocabulary alone, as llama.cpp's vocab_only: a GGUF (one with only
+// tokenizer.ggml.* metadata will do), a tokenizer.json, or a directory that
+// holds one. Tokenizes as the model's tokenizer would.
+typedef struct infer_vocab infer_vocab;
+infer_status infer_vocab_load(const char *path, infer_vocab **out);
+void infer_vocab_free(infer_vocab *vocab);
+infer_status infer_vocab_tokenize(const infer_vocab *vocab, const char *text, size_t len, int add_special,
+                                  int parse_special, int32_t **ids, int *n_ids);
+infer_status infer_vocab_detokenize(const infer_vocab *vocab, const int32_t *ids, int n, int skip_special, char **text,
+                                    size_t *len);
+int32_t infer_vocab_size(const infer_vocab *vocab);
+// Text of one token as stored (not NUL-terminated), NULL if out of range.
+const char *infer_vocab_token(const infer_vocab *vocab, int32_t id, size_t *len);
+
 // Chat: a conversation rendered with the model's chat template (GGUF
 // tokenizer.chat_template or the checkpoint's tokenizer_config.json); a model
 // without one gets its family's built-in template (Gemma), else ChatML.

@@ -4,6 +4,7 @@
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_gguf.h"
+#include "models/gguf.h"
 #include "base/error.h"
 #include "inference/chat.h"
 
@@ -64,6 +65,74 @@ int infer_model_eog(infer_model *m, int32_t *ids, int max) {
     }
     return n;
 }
+
+// ---------------------------------------------------------------------------
+// a vocabulary alone
+
+struct infer_vocab {
+    tokenizer *tok;
+};
+
+infer_status infer_vocab_load(const char *path, infer_vocab **out) {
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb)) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
+    tokenizer *t = NULL;
+    infer_status st;
+    size_t n = strlen(path);
+    if (S_ISDIR(sb.st_mode)) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/tokenizer.json", path);
+        st = stat(p, &sb) == 0 ? tokenizer_load_json(p, &t)
+                                : fail(INFER_ERR_IO, "%s: a directory without tokenizer.json", path);
+    } else if (n >= 5 && !strcmp(path + n - 5, ".json")) {
+        st = tokenizer_load_json(path, &t);
+    } else {
+        gguf_file *g = NULL;
+        st = gguf_open(&g, path);
+        if (!st) st = tokenizer_from_gguf(g, &t);
+        if (!st && !t) st = fail(INFER_ERR_UNSUPPORTED, "%s: no vocabulary (tokenizer.ggml.model absent or \"none\")", path);
+        gguf_close(g); // the tokenizer keeps copies
+    }
+    if (st) return st;
+    infer_vocab *v = malloc(sizeof *v);
+    if (!v) {
+        tokenizer_free(t);
+        return fail(INFER_ERR_NOMEM, "vocabulary");
+    }
+    v->tok = t;
+    *out = v;
+    return INFER_OK;
+}
+
+void infer_vocab_free(infer_vocab *v) {
+    if (!v) return;
+    tokenizer_free(v->tok);
+    free(v);
+}
+
+infer_status infer_vocab_tokenize(const infer_vocab *v, const char *text, size_t len, int add_special, int parse_special,
+                                  int32_t **ids, int *n_ids) {
+    size_t n = 0;
+    infer_status st = tokenizer_encode(v->tok, text, len, add_special != 0, parse_special != 0, ids, &n);
+    if (st) return st;
+    if (n > (size_t)INT32_MAX) {
+        free(*ids);
+        *ids = NULL;
+        return fail(INFER_ERR_ARG, "text gives %zu tokens", n);
+    }
+    *n_ids = (int)n;
+    return INFER_OK;
+}
+
+infer_status infer_vocab_detokenize(const infer_vocab *v, const int32_t *ids, int n, int skip_special, char **text,
+                                    size_t *len) {
+    return tokenizer_decode(v->tok, ids, n < 0 ? 0 : (size_t)n, skip_special != 0, text, len);
+}
+
+int32_t infer_vocab_size(const infer_vocab *v) { return tokenizer_n_vocab(v->tok); }
+
+const char *infer_vocab_token(const infer_vocab *v, int32_t id, size_t *len) { return tokenizer_token(v->tok, id, len, NULL); }
 
 const char *infer_model_chat_template(infer_model *m) {
     tokenizer *t;

@@ -20,6 +20,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_walk(int argc, char **argv);
 int cmd_bench_walk(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 // Prints "infer: <message>" to stderr and returns 1.
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

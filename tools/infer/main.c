@@ -21,6 +21,7 @@ static const char *g_usage =
     "  extract [-m MODEL] -o OUT.vindex          write a vindex: FFN per feature, gate vectors, down_meta, lm_head\n"
     "          [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
     "  verify  DIR.vindex                        check a vindex's index, byte ranges and sha256 of every file\n"
+    "  tokenize [-m MODEL] -p TEXT               the token ids of a text (MODEL may be a vocabulary alone)\n"
     "  predict [-m MODEL] [-x VINDEX] -p TEXT [--graph SPEC] [-k K] [--template TEXT] [--walk-only]\n"
     "                                            next-token top 5 with probabilities, phase times, error vs dense\n"
     "  walk    -x VINDEX [-m MODEL] -p TEXT [--layers A-B] [-k K]   the features that fire at each layer, and what they write\n"
@@ -49,5 +50,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "walk")) return cmd_walk(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench-walk")) return cmd_bench_walk(argc - 1, argv + 1);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
 }
