@@ -205,6 +205,9 @@ int main(void) {
     expect_fail("unknown rope type", INFER_ERR_UNSUPPORTED, "rope type \"warp\"", "config.json");
     write_text("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"hidden_act\": \"sparkle\"}");
     expect_fail("unknown activation", INFER_ERR_UNSUPPORTED, "activation", "config.json");
+    // 80 experts per token (a stack overflow in moe() once): refused at load, naming the field
+    write_text("config.json", "{\"model_type\": \"mixtral\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"intermediate_size\": 16, \"num_local_experts\": 128, \"num_experts_per_tok\": 80}");
+    expect_fail("80 experts per token", INFER_ERR_UNSUPPORTED, "num_experts_per_tok", "config.json");
     write_text("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"layer_types\": [\"full_attention\"]}");
     expect_fail("layer_types of the wrong length", INFER_ERR_FORMAT, "layer_types", "config.json");
 

@@ -381,8 +381,8 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, NE = cf->n_expert, K = cf->n_expert_used;
     weight router = {l->router, 0};
-    int sel[64];
-    float w[64];
+    int sel[INFER_MAX_EXPERTS_USED]; // the config loaders refuse more
+    float w[INFER_MAX_EXPERTS_USED];
     for (int t = 0; t < T; t++) {
         const float *x = xn + (size_t)t * E;
         float *o = out + (size_t)t * E;

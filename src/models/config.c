@@ -332,6 +332,11 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
             c.st = fail(INFER_ERR_FORMAT, "%s: MoE needs num_local_experts and num_experts_per_tok <= it", path);
             goto out;
         }
+        if (cf->n_expert_used > INFER_MAX_EXPERTS_USED) {
+            c.st = fail(INFER_ERR_UNSUPPORTED, "%s: num_experts_per_tok is %d (at most %d supported)", path,
+                        cf->n_expert_used, INFER_MAX_EXPERTS_USED);
+            goto out;
+        }
     }
 
     // Gemma 4.

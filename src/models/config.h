@@ -3,6 +3,10 @@
 #ifndef INFER_MODELS_CONFIG_H
 #define INFER_MODELS_CONFIG_H
 
+// The most experts a token may be routed to: moe() keeps their ids and weights
+// on the stack. A config asking for more is refused at load.
+#define INFER_MAX_EXPERTS_USED 64
+
 #include "infer.h"
 
 enum norm_kind { NORM_RMS, NORM_LAYER };

@@ -188,9 +188,10 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
         cf->moe_norm_topk = fam->moe == MOE_SOFTMAX_TOPK;
         get_i(&c, K(&c, "expert_weights_norm"), 0, 1, &cf->moe_norm_topk);
         if (c.st) goto out;
-        if (!cf->n_expert || !cf->n_expert_used || cf->n_expert_used > cf->n_expert || cf->n_expert_used > 64) {
-            c.st = fail(INFER_ERR_FORMAT, "%s: experts need %s and %s (at most 64 and at most the count)", path,
-                        K(&c, "expert_count"), K(&c, "expert_used_count"));
+        if (!cf->n_expert || !cf->n_expert_used || cf->n_expert_used > cf->n_expert ||
+            cf->n_expert_used > INFER_MAX_EXPERTS_USED) {
+            c.st = fail(INFER_ERR_FORMAT, "%s: experts need %s and %s (at most %d and at most the count)", path,
+                        K(&c, "expert_count"), K(&c, "expert_used_count"), INFER_MAX_EXPERTS_USED);
             goto out;
         }
     } else if (cf->n_expert) {
