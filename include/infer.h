@@ -53,8 +53,12 @@ int infer_model_eos(const infer_model *model, int32_t *ids, int max);
 size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
 
 // Threads used by the kernels (default 1); the caller's thread is one of them.
+// infer_set_threads sets the count contexts (and extractions) start with; each
+// context owns its threads, so contexts run side by side without sharing them.
 void infer_set_threads(int n);
 int infer_get_threads(void);
+infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
+int infer_ctx_threads(const infer_ctx *ctx);
 
 // ---------------------------------------------------------------------------
 // Text: the model's tokenizer (GGUF tokenizer.ggml.* metadata, or

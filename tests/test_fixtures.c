@@ -95,11 +95,11 @@ int main(int argc, char **argv) {
     CHECK(same, "greedy tokens differ");
 
     // 4. the thread pool splits rows without changing any result
-    infer_set_threads(2);
+    CHECK(infer_ctx_set_threads(c, 2) == INFER_OK, "%s", infer_last_error());
     infer_ctx_reset(c);
     CHECK(infer_eval(c, ids, T, piece, 0) == INFER_OK, "%s", infer_last_error());
     CHECK(memcmp(piece, logits, sizeof(float) * (size_t)T * V) == 0, "logits with 2 threads differ from 1 thread");
-    infer_set_threads(1);
+    CHECK(infer_ctx_set_threads(c, 1) == INFER_OK, "%s", infer_last_error());
 
     free(last);
     free(piece);

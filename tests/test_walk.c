@@ -65,7 +65,8 @@ static void check_family(const char *fam) {
     gv.data = gate, gv.nbytes = sizeof(float) * (size_t)F * H;
     const float *ub = !gated && l->ffn_up_b ? l->ffn_up_b->f32 : NULL, *db = l->ffn_down_b ? l->ffn_down_b->f32 : NULL;
     walk_layer wl = {&gv, &ffn, gated, m->cfg.act, ub, db};
-    walk_scratch *ws = walk_scratch_new(F, H);
+    cpu_exec ex = {0}, ex2 = {.pool = pool_new(2)};
+    walk_scratch *ws = walk_scratch_new(F, H, &ex), *ws2 = walk_scratch_new(F, H, &ex2);
     float *x = malloc(sizeof(float) * H), *out = malloc(sizeof(float) * H), *ref = malloc(sizeof(float) * H);
     float *g = malloc(sizeof(float) * F), *u = malloc(sizeof(float) * F), *out2 = malloc(sizeof(float) * H);
     for (int i = 0; i < H; i++) x[i] = frand();
@@ -74,17 +75,17 @@ static void check_family(const char *fam) {
     walk_ffn(&wl, x, F, out, ws);
     if (l->ffn_gate_up.w) {
         float *gu = malloc(sizeof(float) * 2 * F);
-        matmul(gu, x, &l->ffn_gate_up, NULL, 1, H, 2 * F);
+        matmul(&ex, gu, x, &l->ffn_gate_up, NULL, 1, H, 2 * F);
         memcpy(g, gu, sizeof(float) * F), memcpy(u, gu + F, sizeof(float) * F);
         free(gu);
     } else {
-        matmul(g, x, gated ? &l->ffn_gate : &l->ffn_up, NULL, 1, H, F);
-        if (gated) matmul(u, x, &l->ffn_up, NULL, 1, H, F);
+        matmul(&ex, g, x, gated ? &l->ffn_gate : &l->ffn_up, NULL, 1, H, F);
+        if (gated) matmul(&ex, u, x, &l->ffn_up, NULL, 1, H, F);
     }
     if (ub) for (int f = 0; f < F; f++) g[f] += ub[f];
     activate(g, F, m->cfg.act);
     if (gated) for (int f = 0; f < F; f++) g[f] *= u[f];
-    matmul(ref, g, &l->ffn_down, db, 1, F, H);
+    matmul(&ex, ref, g, &l->ffn_down, db, 1, F, H);
     double e = 0, s = 0;
     for (int i = 0; i < H; i++) e += (out[i] - ref[i]) * (out[i] - ref[i]), s += ref[i] * ref[i];
     CHECK(e <= 1e-10 * s, "%s: walk over all %d features vs dense FFN: relative error %g", fam, F, sqrt(e / s));
@@ -111,16 +112,16 @@ static void check_family(const char *fam) {
     CHECK(e <= 1e-9 * s, "%s: walk over %d features vs double sum: relative error %g", fam, k, sqrt(e / s));
 
     // the same bits with 1 and 2 threads
-    int nt = pool_threads();
-    pool_set_threads(1);
     walk_ffn(&wl, x, F, out, ws);
-    pool_set_threads(2);
-    walk_ffn(&wl, x, F, out2, ws);
-    pool_set_threads(nt);
+    walk_ffn(&wl, x, F, out2, ws2);
     CHECK(!memcmp(out, out2, sizeof(float) * H), "%s: walk differs between 1 and 2 threads", fam);
 
     free(want), free(x), free(out), free(out2), free(ref), free(g), free(u), free(rows), free(gate);
     walk_scratch_free(ws);
+    walk_scratch_free(ws2);
+    cpu_exec_release(&ex);
+    cpu_exec_release(&ex2);
+    pool_free(ex2.pool);
     infer_model_free(m);
 }
 

@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "base/pool.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,8 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->m = m;
     c->n_ctx = n_ctx;
     int ok = 1;
+    if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
+    c->ex.pool = c->pool;
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
     if (!c->k_cache || !c->v_cache) ok = 0;
@@ -63,15 +66,14 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->o = alloc_f(T * E, &ok);
     c->ff = alloc_f(T * 2 * F, &ok);
     c->ff2 = alloc_f(T * 2 * F, &ok);
-    c->scores_threads = pool_threads();
     c->attn_tokens = (int)((1 << 22) / ((size_t)H * ((size_t)n_ctx + 1)));
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
-    c->scores = alloc_f((size_t)c->scores_threads * c->attn_tokens * H * ((size_t)n_ctx + 1), &ok);
+    c->scores = alloc_f((size_t)pool_size(c->pool) * c->attn_tokens * H * ((size_t)n_ctx + 1), &ok);
     c->ple = alloc_f(T * LP, &ok);
     c->ple_tmp = alloc_f(T * LP + E, &ok);
     c->row = alloc_f(nrow, &ok);
     c->eo = alloc_f(E, &ok);
-    if (m->walk && !(c->ws = walk_scratch_new(m->walk_max_features, E))) ok = 0;
+    if (m->walk && !(c->ws = walk_scratch_new(m->walk_max_features, E, &c->ex))) ok = 0;
     if (!ok) {
         infer_ctx_free(c);
         return fail(INFER_ERR_NOMEM, "out of memory allocating a context of %d positions", n_ctx);
@@ -96,8 +98,29 @@ void infer_ctx_free(infer_ctx *c) {
     free_template(c);
     free(c->plan);
     walk_scratch_free(c->ws);
+    cpu_exec_release(&c->ex);
+    pool_free(c->pool);
     free(c);
 }
+
+infer_status infer_ctx_set_threads(infer_ctx *c, int n) {
+    if (n < 1) return fail(INFER_ERR_ARG, "thread count %d must be at least 1", n);
+    if (n == pool_size(c->pool)) return INFER_OK;
+    const infer_config *cf = &c->m->cfg;
+    pool *p = pool_new(n);
+    size_t per = (size_t)c->attn_tokens * cf->n_head * ((size_t)c->n_ctx + 1);
+    float *s = p ? realloc(c->scores, sizeof(float) * per * (size_t)pool_size(p)) : NULL;
+    if (!p || !s) {
+        pool_free(p);
+        return fail(INFER_ERR_NOMEM, "out of memory for %d threads", n);
+    }
+    c->scores = s;
+    pool_free(c->pool);
+    c->pool = c->ex.pool = p;
+    return INFER_OK;
+}
+
+int infer_ctx_threads(const infer_ctx *c) { return pool_size(c->pool); }
 
 static void free_template(infer_ctx *c) {
     for (int i = 0; i < c->tmpl_layers; i++) {
@@ -122,7 +145,7 @@ infer_status infer_ctx_set_graph(infer_ctx *c, const char *spec, int default_k) 
     if (walks && !m->walk) { free(plan); return fail(INFER_ERR_ARG, "graph \"%s\": walk layers need a vindex (-x)", spec); }
     if (walks && m->cfg.n_expert) { free(plan); return fail(INFER_ERR_UNSUPPORTED, "graph \"%s\": walk layers of a mixture of experts are not supported", spec); }
     if ((walks || m->walk) && !c->ws) {
-        c->ws = walk_scratch_new(m->walk_max_features, m->cfg.n_embd);
+        c->ws = walk_scratch_new(m->walk_max_features, m->cfg.n_embd, &c->ex);
         if (!c->ws) { free(plan); return fail(INFER_ERR_NOMEM, "out of memory for the walk"); }
     }
     free(c->plan);
@@ -201,5 +224,7 @@ infer_status infer_eval_hidden(infer_ctx *c, const int32_t *ids, int n, float *l
 
 int infer_ctx_n_cached(const infer_ctx *c) { return c->plan ? c->n_cached : 0; }
 
-void infer_set_threads(int n) { pool_set_threads(n); }
-int infer_get_threads(void) { return pool_threads(); }
+// The thread count new contexts start with: a setting, read once per context.
+static atomic_int g_default_threads = 1;
+void infer_set_threads(int n) { atomic_store(&g_default_threads, n < 1 ? 1 : n); }
+int infer_get_threads(void) { return atomic_load(&g_default_threads); }

@@ -3,6 +3,8 @@
 #ifndef INFER_INFERENCE_CONTEXT_H
 #define INFER_INFERENCE_CONTEXT_H
 
+#include "base/pool.h"
+#include "compute/cpu/ops.h"
 #include "models/model.h"
 #include "inference/graph.h"
 
@@ -17,6 +19,8 @@ extern const char *const phase_names[PH_COUNT];
 
 struct infer_ctx {
     infer_model *m;
+    pool *pool;         // this context's threads (infer_ctx_set_threads)
+    cpu_exec ex;        // the kernels' scratch, on pool
     int n_ctx;          // positions the cache holds
     int n_past;         // positions filled
     // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
@@ -32,8 +36,7 @@ struct infer_ctx {
     float *o;           // (T, n_embd) block output
     float *ff;          // (T, 2*n_ff_max) FFN hidden
     float *ff2;         // (T, n_ff_max)
-    float *scores;      // (scores_threads, attn_tokens, n_head, n_ctx + 1) attention scores per thread
-    int scores_threads;
+    float *scores;      // (pool threads, attn_tokens, n_head, n_ctx + 1) attention scores per thread
     int attn_tokens;    // query tokens per attention task (a few, bounded by memory)
     float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
     float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))

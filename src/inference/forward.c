@@ -53,9 +53,9 @@ static void round_range(void *a, int i0, int i1) {
     size_t b = (size_t)i0 * PAR_ELEMS, e = (size_t)i1 * PAR_ELEMS < j->n ? (size_t)i1 * PAR_ELEMS : j->n;
     vec_round_f16(j->x + b, e - b);
 }
-static void round_f16(float *x, size_t n) {
+static void round_f16(pool *p, float *x, size_t n) {
     round_job j = {x, n};
-    pool_for((int)((n + PAR_ELEMS - 1) / PAR_ELEMS), 1, round_range, &j);
+    pool_for(p, (int)((n + PAR_ELEMS - 1) / PAR_ELEMS), 1, round_range, &j);
 }
 
 // RMSNorm (optionally 1 + w) or LayerNorm of `rows` rows of n.
@@ -67,16 +67,16 @@ static void norm_range(void *a, int i0, int i1) {
     if (j->layer) layernorm(o, x, j->w, j->b, i1 - i0, j->n, j->eps);
     else rmsnorm(o, x, j->w, i1 - i0, j->n, j->eps, j->plus_one);
 }
-static void par_rmsnorm(float *out, const float *x, const float *w, int rows, int n, float eps, int plus_one) {
+static void par_rmsnorm(pool *p, float *out, const float *x, const float *w, int rows, int n, float eps, int plus_one) {
     norm_job j = {out, x, w, NULL, n, 0, plus_one, eps};
-    pool_for(rows, PAR_ROWS, norm_range, &j);
+    pool_for(p, rows, PAR_ROWS, norm_range, &j);
 }
 
 // The family's norm of T rows of n_embd.
-static void norm(const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {
+static void norm(pool *p, const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {
     const infer_config *c = &m->cfg;
     norm_job j = {out, x, f32_or_null(w), f32_or_null(b), c->n_embd, c->fam->norm == NORM_LAYER, c->norm_plus_one, (float)c->norm_eps};
-    pool_for(T, PAR_ROWS, norm_range, &j);
+    pool_for(p, T, PAR_ROWS, norm_range, &j);
 }
 
 // x += o * s over T rows of n
@@ -85,9 +85,9 @@ static void resid_range(void *a, int i0, int i1) {
     resid_job *j = a;
     for (size_t i = (size_t)i0 * j->n; i < (size_t)i1 * j->n; i++) j->x[i] += j->o[i] * j->s;
 }
-static void residual(float *x, const float *o, float s, int T, int n) {
+static void residual(pool *p, float *x, const float *o, float s, int T, int n) {
     resid_job j = {x, o, s, n};
-    pool_for(T, PAR_ROWS, resid_range, &j);
+    pool_for(p, T, PAR_ROWS, resid_range, &j);
 }
 
 // g = act(g) * u over T rows of F (u NULL: act only)
@@ -102,7 +102,7 @@ static void glu_range(void *a, int i0, int i1) {
 }
 static void glu(const infer_ctx *c, float *g, const float *u, int T, int F) {
     glu_job j = {c, g, u, F};
-    pool_for(T, PAR_ROWS, glu_range, &j);
+    pool_for(c->ex.pool, T, PAR_ROWS, glu_range, &j);
 }
 
 // ---------------------------------------------------------------------------
@@ -129,7 +129,7 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int P = cf->ple_dim, LP = cf->n_layer * P;
-    matmul(c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
+    matmul(&c->ex, c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
     float s = 1.0f / sqrtf((float)cf->n_embd);
     for (size_t i = 0; i < (size_t)T * LP; i++) c->ple[i] *= s;
     rmsnorm(c->ple, c->ple, m->ple_proj_norm->f32, T * cf->n_layer, P, (float)cf->norm_eps, 0);
@@ -232,7 +232,7 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     double t0 = c->profiling ? now_s() : 0;
     if (l->wqkv.w) {
         int n = nq + 2 * nkv;
-        matmul(c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
+        matmul(&c->ex, c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
         for (int t = 0; t < T; t++) {
             const float *r = c->qkv + (size_t)t * n;
             memcpy(c->q + (size_t)t * nq, r, sizeof(float) * nq);
@@ -244,12 +244,12 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
         const weight *ws[] = {&l->wq, &l->wk, &l->wv};
         const float *bs[] = {f32_or_null(l->bq), f32_or_null(l->bk), f32_or_null(l->bv)};
         int ns[] = {nq, nkv, nkv};
-        matmul_multi(3, ys, c->xn, ws, bs, E, ns);
+        matmul_multi(&c->ex, 3, ys, c->xn, ws, bs, E, ns);
     } else {
-        matmul(c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
+        matmul(&c->ex, c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
         if (own_kv) {
-            matmul(c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
-            if (l->wv.w) matmul(c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
+            matmul(&c->ex, c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
+            if (l->wv.w) matmul(&c->ex, c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
             else memcpy(c->v, c->k, sizeof(float) * (size_t)T * nkv); // Gemma 4 attention_k_eq_v
         }
     }
@@ -257,22 +257,22 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     // per-head norms, then RoPE at each token's position
     float eps = (float)cf->norm_eps;
     t0 = c->profiling ? now_s() : 0;
-    if (l->q_norm) par_rmsnorm(c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
+    if (l->q_norm) par_rmsnorm(c->ex.pool, c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
     if (own_kv) {
-        if (l->k_norm) par_rmsnorm(c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
-        if (f->v_norm) par_rmsnorm(c->v, c->v, NULL, T * KV, hd, eps, 0);
+        if (l->k_norm) par_rmsnorm(c->ex.pool, c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
+        if (f->v_norm) par_rmsnorm(c->ex.pool, c->v, c->v, NULL, T * KV, hd, eps, 0);
     }
     if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
     if (!f->learned_pos)
         TIMED(PH_ROPE, {
             rope_job rj = {c->q, own_kv ? c->k : NULL, H, KV, hd, pos0, &lc->rope};
-            pool_for(T, PAR_ROWS, rope_range, &rj);
+            pool_for(c->ex.pool, T, PAR_ROWS, rope_range, &rj);
         });
     t0 = c->profiling ? now_s() : 0;
     if (m->ggml_numerics) {
         // ggml keeps K and V in f16 and rounds q to f16 for the q.k products
-        round_f16(c->q, (size_t)T * nq);
-        if (own_kv) round_f16(c->k, (size_t)T * nkv), round_f16(c->v, (size_t)T * nkv);
+        round_f16(c->ex.pool, c->q, (size_t)T * nq);
+        if (own_kv) round_f16(c->ex.pool, c->k, (size_t)T * nkv), round_f16(c->ex.pool, c->v, (size_t)T * nkv);
     }
     if (own_kv)
         for (int t = 0; t < T; t++) {
@@ -284,9 +284,9 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     // position: one task per (token, kv head), which reads that head's cached
     // keys and values once for all the query heads of its group.
     attn_job j = {c, il, T, pos0};
-    pool_run(attn_task, &j);
+    pool_run(c->ex.pool, attn_task, &j);
     if (c->profiling) c->prof[PH_ATTN] += now_s() - t0;
-    TIMED(PH_O, matmul(c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
+    TIMED(PH_O, matmul(&c->ex, c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
 }
 
 // ---------------------------------------------------------------------------
@@ -297,11 +297,11 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
-        TIMED(PH_GATE_UP, matmul(c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
+        TIMED(PH_GATE_UP, matmul(&c->ex, c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
         TIMED(PH_ACT, glu(c, c->ff, NULL, T, F));
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
-        TIMED(PH_GATE_UP, matmul(c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
+        TIMED(PH_GATE_UP, matmul(&c->ex, c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
         TIMED(PH_ACT, for (int t = 0; t < T; t++) {
             float *g = c->ff2 + (size_t)t * 2 * F, *u = g + F, *o = c->ff + (size_t)t * F;
             act(c, g, F);
@@ -314,15 +314,15 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
                 const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
                 const float *bs[] = {NULL, NULL};
                 int ns[] = {F, F};
-                matmul_multi(2, ys, xn, ws, bs, E, ns);
+                matmul_multi(&c->ex, 2, ys, xn, ws, bs, E, ns);
             } else {
-                matmul(c->ff, xn, &l->ffn_gate, NULL, T, E, F);
-                matmul(c->ff2, xn, &l->ffn_up, NULL, T, E, F);
+                matmul(&c->ex, c->ff, xn, &l->ffn_gate, NULL, T, E, F);
+                matmul(&c->ex, c->ff2, xn, &l->ffn_up, NULL, T, E, F);
             }
         });
         TIMED(PH_ACT, glu(c, c->ff, c->ff2, T, F));
     }
-    TIMED(PH_DOWN, matmul(out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
+    TIMED(PH_DOWN, matmul(&c->ex, out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
 
 // The walk FFN of each token over the plan's top-K features of the layer
@@ -348,10 +348,10 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
         // split in GGUF), clamped, (up + 1) * gate * sigmoid(1.702 gate)
         int fused = l->exp_gate_up[e].w != NULL;
         if (fused) {
-            matmul(c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+            matmul(&c->ex, c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
         } else {
-            matmul(c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
-            matmul(c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
+            matmul(&c->ex, c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
+            matmul(&c->ex, c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
         }
         for (int i = 0; i < F; i++) {
             float gv = fused ? c->ff2[2 * i] : c->ff2[i], uv = fused ? c->ff2[2 * i + 1] : c->ff2[F + i];
@@ -359,20 +359,20 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
             uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
             g[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
         }
-        matmul(out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
+        matmul(&c->ex, out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
         return;
     }
     if (l->exp_gate_up[e].w) {
-        matmul(c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
+        matmul(&c->ex, c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
         memcpy(g, c->ff2, sizeof(float) * F);
         memcpy(u, c->ff2 + F, sizeof(float) * F);
     } else {
-        matmul(g, x, &l->exp_gate[e], NULL, 1, E, F);
-        matmul(u, x, &l->exp_up[e], NULL, 1, E, F);
+        matmul(&c->ex, g, x, &l->exp_gate[e], NULL, 1, E, F);
+        matmul(&c->ex, u, x, &l->exp_up[e], NULL, 1, E, F);
     }
     act(c, g, F);
     for (int i = 0; i < F; i++) g[i] *= u[i];
-    matmul(out, g, &l->exp_down[e], NULL, 1, F, E);
+    matmul(&c->ex, out, g, &l->exp_down[e], NULL, 1, F, E);
 }
 
 // Mixture of experts: route each token to its top-k experts, sum their
@@ -387,7 +387,7 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
         const float *x = xn + (size_t)t * E;
         float *o = out + (size_t)t * E;
         float *logit = c->row;
-        matmul(logit, x, &router, f32_or_null(l->router_b), 1, E, NE);
+        matmul(&c->ex, logit, x, &router, f32_or_null(l->router_b), 1, E, NE);
         if (cf->fam->moe == MOE_SOFTMAX_TOPK) softmax(logit, NE);
         // top-k, ties to the lower index (as torch.topk on distinct values)
         for (int k = 0; k < K; k++) {
@@ -425,31 +425,31 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
     size_t TE = (size_t)T * E;
 
     // x = x + post_norm(attn(norm(x))) * residual_scale
-    TIMED(PH_NORM, norm(m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
+    TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T, pos0);
-    if (l->post_attn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_attn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, residual(c->x, c->o, cf->residual_scale, T, E));
+    if (l->post_attn_norm) TIMED(PH_NORM, norm(c->ex.pool, m, c->o, c->o, l->post_attn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, residual(c->ex.pool, c->x, c->o, cf->residual_scale, T, E));
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale
-    TIMED(PH_NORM, norm(m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
+    TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
     if (c->ffn_in) memcpy(c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, sizeof(float) * E);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
     else mlp(c, l, c->xn, c->o, T);
-    if (l->post_ffn_norm) TIMED(PH_NORM, norm(m, c->o, c->o, l->post_ffn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, residual(c->x, c->o, cf->residual_scale, T, E));
+    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c->ex.pool, m, c->o, c->o, l->post_ffn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, residual(c->ex.pool, c->x, c->o, cf->residual_scale, T, E));
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
     double t0 = c->profiling ? now_s() : 0;
     if (cf->ple_dim) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
-        matmul(c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
+        matmul(&c->ex, c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
         act(c, c->ple_tmp, T * P);
         for (int t = 0; t < T; t++)
             for (int i = 0; i < P; i++) c->ple_tmp[(size_t)t * P + i] *= c->ple[(size_t)t * LP + (size_t)il * P + i];
-        matmul(c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
-        norm(m, c->o, c->o, l->ple_norm, NULL, T);
+        matmul(&c->ex, c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
+        norm(c->ex.pool, m, c->o, c->o, l->ple_norm, NULL, T);
         for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i];
     }
     if (l->layer_scalar) {
@@ -461,19 +461,17 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
 
 // ---------------------------------------------------------------------------
 
+// The kernels' scratch could not grow during the pass: its results are not to be used.
+static infer_status oom_check(infer_ctx *c) {
+    if (!c->ex.oom) return INFER_OK;
+    c->ex.oom = 0;
+    return fail(INFER_ERR_NOMEM, "out of memory for the kernels' scratch");
+}
+
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
-
-    // Threads were added since the context was made: widen the per-thread scores.
-    if (pool_threads() > c->scores_threads) {
-        size_t n = (size_t)pool_threads() * c->attn_tokens * cf->n_head * ((size_t)c->n_ctx + 1);
-        float *s = realloc(c->scores, sizeof(float) * n);
-        if (!s) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
-        c->scores = s;
-        c->scores_threads = pool_threads();
-    }
 
     int first_layer = 0;
     if (c->plan && c->n_cached > 0) {
@@ -507,15 +505,15 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     // logits = final_norm(x) W_out^T * logit_scale, softcapped
     int first = last_only ? T - 1 : 0, n = T - first;
     double t0 = c->profiling ? now_s() : 0;
-    norm(m, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
+    norm(c->ex.pool, m, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
     if (hidden) memcpy(hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, sizeof(float) * E);
     if (!logits) {
         if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
-        return INFER_OK;
+        return oom_check(c);
     }
-    matmul(logits, c->xn, &m->output, NULL, n, E, V);
+    matmul(&c->ex, logits, c->xn, &m->output, NULL, n, E, V);
     for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= cf->logit_scale;
     if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
-    return INFER_OK;
+    return oom_check(c);
 }

@@ -8,6 +8,7 @@
 // Each block's scores (F x VB) are then folded into per-feature top-K lists
 // on the thread pool; no V-long score row is ever stored.
 #include "vindex/extract_impl.h"
+#include "base/error.h"
 #include "compute/cpu/ops.h"
 #include "models/dtype.h"
 #include "base/pool.h"
@@ -56,14 +57,18 @@ static void topk_task(void *arg, int ith, int nth) {
     }
 }
 
-void down_meta_topk(const tensor *W, const float *D, int F, int H, int K, int32_t *ids, float *scores,
+infer_status down_meta_topk(cpu_exec *ex, const tensor *W, const float *D, int F, int H, int K, int32_t *ids, float *scores,
                     void (*progress)(void *u, int64_t done), void *u) {
     int V = (int)W->ne[1];
     size_t rs = dtype_row_size(W->type, H);
     int vb = V < VB ? V : VB;
     float *y = malloc(sizeof(float) * (size_t)F * (size_t)vb);
     int *count = calloc((size_t)F, sizeof *count);
-    if (!y || !count) abort(); // F x VB floats: failing here means the process is out of memory
+    if (!y || !count) {
+        free(y);
+        free(count);
+        return fail(INFER_ERR_NOMEM, "down_meta: %d x %d scores", F, vb);
+    }
     for (int v0 = 0; v0 < V; v0 += vb) {
         int n = V - v0 < vb ? V - v0 : vb;
         // rows v0 .. v0+n of W as a tensor of their own
@@ -74,12 +79,13 @@ void down_meta_topk(const tensor *W, const float *D, int F, int H, int K, int32_
         weight w = {&part, 0};
         for (int f0 = 0; f0 < F; f0 += TB) {
             int T = F - f0 < TB ? F - f0 : TB;
-            matmul(y + (size_t)f0 * n, D + (size_t)f0 * H, &w, NULL, T, H, n);
+            matmul(ex, y + (size_t)f0 * n, D + (size_t)f0 * H, &w, NULL, T, H, n);
         }
         topk_job job = {y, F, n, v0, K, ids, scores, count};
-        pool_run(topk_task, &job);
+        pool_run(ex->pool, topk_task, &job);
         if (progress) progress(u, (int64_t)F * (v0 + n) / V);
     }
     free(y);
     free(count);
+    return ex->oom ? fail(INFER_ERR_NOMEM, "down_meta: kernel scratch") : INFER_OK;
 }

@@ -147,9 +147,10 @@ static void enc_task(void *arg, int ith, int nth) {
     }
 }
 
-static void encode_rows(row_fn row, const void *src, int type, int64_t n, int64_t r0, int64_t rows, unsigned char *dst, float *scratch) {
+static void encode_rows(pool *p, row_fn row, const void *src, int type, int64_t n, int64_t r0, int64_t rows,
+                        unsigned char *dst, float *scratch) {
     enc_job job = {row, src, type, n, r0, rows, dst, scratch};
-    pool_run(enc_task, &job);
+    pool_run(p, enc_task, &job);
 }
 
 // ffn.bin rows: 3f gate (up when not gated), 3f+1 up (zeros when not gated), 3f+2 down
@@ -189,6 +190,7 @@ typedef struct {
     int *n_feat;             // (L)
     vrange *gate, *ffn, *meta; // (L) each: where the layer's parts went
     float *scratch;          // H floats per thread
+    cpu_exec ex;             // its own threads and kernel scratch
     int64_t meta_done;       // features of down_meta done before this layer
     double seconds_meta;
 } extractor;
@@ -240,11 +242,11 @@ static infer_status write_layers(extractor *x) {
     for (int il = 0; il < x->L && !st; il++) {
         x->n_feat[il] = (int)F;
         decode_layer(m, il, &lf);
-        encode_rows(gate_row, &lf, x->types[0], H, 0, F, enc, x->scratch);
+        encode_rows(x->ex.pool, gate_row, &lf, x->types[0], H, 0, F, enc, x->scratch);
         st = sink_align(&x->s[VF_GATE]);
         x->gate[il] = (vrange){x->s[VF_GATE].off, rs_gate * (size_t)F};
         if (!st) st = sink_write(&x->s[VF_GATE], enc, x->gate[il].bytes);
-        encode_rows(ffn_row, &lf, x->types[1], H, 0, 3 * F, enc, x->scratch);
+        encode_rows(x->ex.pool, ffn_row, &lf, x->types[1], H, 0, 3 * F, enc, x->scratch);
         if (!st) st = sink_align(&x->s[VF_FFN]);
         x->ffn[il] = (vrange){x->s[VF_FFN].off, rs_ffn * 3 * (size_t)F};
         if (!st) st = sink_write(&x->s[VF_FFN], enc, x->ffn[il].bytes);
@@ -277,7 +279,7 @@ static infer_status write_lm_head(extractor *x) {
     infer_status st = INFER_OK;
     for (int64_t r0 = 0; r0 < x->V && !st; r0 += RB) {
         int64_t n = x->V - r0 < RB ? x->V - r0 : RB;
-        encode_rows(head_row, &hs, x->types[2], x->H, r0, n, enc, x->scratch);
+        encode_rows(x->ex.pool, head_row, &hs, x->types[2], x->H, r0, n, enc, x->scratch);
         st = sink_write(&x->s[VF_LM], enc, rs * (size_t)n);
         progress(x, "lm_head", r0 + n, x->V);
     }
@@ -322,7 +324,7 @@ static infer_status write_down_meta(extractor *x) {
         *r = (vrange){x->s[VF_META].off, (uint64_t)(8 * F * K)};
         if (!K || st) continue;
         decode_layer(x->m, il, &lf);
-        down_meta_topk(&head, lf.D, (int)F, (int)H, (int)K, ids, sc, meta_progress, x);
+        if ((st = down_meta_topk(&x->ex, &head, lf.D, (int)F, (int)H, (int)K, ids, sc, meta_progress, x))) continue;
         x->meta_done += F;
         for (int64_t f = 0; f < F; f++) {
             memcpy(buf + 8 * K * f, ids + K * f, 4 * (size_t)K);
@@ -429,7 +431,8 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     x.gate = calloc((size_t)x.L, sizeof *x.gate);
     x.ffn = calloc((size_t)x.L, sizeof *x.ffn);
     x.meta = calloc((size_t)x.L, sizeof *x.meta);
-    x.scratch = malloc(sizeof(float) * (size_t)x.H * (size_t)pool_threads());
+    x.ex.pool = pool_new(infer_get_threads());
+    x.scratch = malloc(sizeof(float) * (size_t)x.H * (size_t)pool_size(x.ex.pool));
     if (!x.n_feat || !x.gate || !x.ffn || !x.meta || !x.scratch) st = fail(INFER_ERR_NOMEM, "out of memory");
     vindex_layout *lay = &x.lay;
     memcpy(lay->types, x.types, sizeof lay->types);
@@ -449,6 +452,8 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     free(x.ffn);
     free(x.meta);
     free(x.scratch);
+    cpu_exec_release(&x.ex);
+    pool_free(x.ex.pool);
     if (st) return fail_wrap(st, "extract %s", dir);
     if (info) {
         info->gate_type = x.types[0];

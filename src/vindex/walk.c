@@ -23,12 +23,13 @@ struct walk_scratch {
     int k;
     float *partial;      // (F / CHUNK + 1) x H
     unsigned char *xq;   // x in the ffn kernel's activation type
+    cpu_exec *ex;        // where it runs (the context's)
 };
 
-walk_scratch *walk_scratch_new(int F, int H) {
+walk_scratch *walk_scratch_new(int F, int H, cpu_exec *ex) {
     walk_scratch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
-    w->F = F, w->H = H;
+    w->F = F, w->H = H, w->ex = ex;
     w->scores = malloc(sizeof(float) * (size_t)F);
     w->idx = malloc(sizeof(int32_t) * (size_t)F);
     w->partial = malloc(sizeof(float) * (size_t)(F / CHUNK + 1) * H);
@@ -43,9 +44,9 @@ void walk_scratch_free(walk_scratch *w) {
     free(w);
 }
 
-void gate_scores(const tensor *g, const float *x, float *scores) {
+void gate_scores(cpu_exec *ex, const tensor *g, const float *x, float *scores) {
     weight w = {g, 0};
-    matmul(scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
+    matmul(ex, scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -132,7 +133,7 @@ void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scrat
         k = F;
         for (int i = 0; i < F; i++) w->idx[i] = i;
     } else {
-        gate_scores(l->gate_vectors, x, w->scores);
+        gate_scores(w->ex, l->gate_vectors, x, w->scores);
         topk_abs(w->scores, F, k, w->idx);
     }
     w->k = k;
@@ -140,7 +141,7 @@ void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scrat
     if (j.kern && j.kern->act_type != DT_F32) j.kern->quant(x, w->xq, H);
     atomic_init(&j.next, 0);
     if (j.nchunk == 1) walk_task(&j, 0, 1);
-    else pool_run(walk_task, &j);
+    else pool_run(w->ex->pool, walk_task, &j);
     memcpy(out, w->partial, sizeof(float) * (size_t)H);
     for (int c = 1; c < j.nchunk; c++) vec_axpy(out, 1.0f, w->partial + (size_t)c * H, H);
     if (l->down_bias) vec_axpy(out, 1.0f, l->down_bias, H);

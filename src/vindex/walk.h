@@ -9,6 +9,7 @@
 #ifndef INFER_VINDEX_WALK_H
 #define INFER_VINDEX_WALK_H
 
+#include "compute/cpu/ops.h"
 #include "models/tensor.h"
 
 typedef struct walk_layer_s {
@@ -20,8 +21,8 @@ typedef struct walk_layer_s {
     const float *down_bias;     // (H) added once to the output, or NULL
 } walk_layer;
 
-// scores[f] = gate_vectors_f . x for the F features (threaded matvec).
-void gate_scores(const tensor *gate_vectors, const float *x, float *scores);
+// scores[f] = gate_vectors_f . x for the F features (threaded matvec, on ex).
+void gate_scores(cpu_exec *ex, const tensor *gate_vectors, const float *x, float *scores);
 
 // The k indices of largest |s[i]| (topk_max: largest s[i]) among n,
 // ascending by index; ties go to the lower index. k <= n; idx has room for n.
@@ -29,9 +30,9 @@ void topk_abs(const float *s, int n, int k, int32_t *idx);
 void topk_max(const float *s, int n, int k, int32_t *idx);
 
 // Scratch of a walk over layers of up to F features and width H (one per
-// context; no allocation per token).
+// context; no allocation per token); it runs on ex (borrowed).
 typedef struct walk_scratch walk_scratch;
-walk_scratch *walk_scratch_new(int F, int H);
+walk_scratch *walk_scratch_new(int F, int H, cpu_exec *ex);
 void walk_scratch_free(walk_scratch *w);
 
 // out (H) = the walk FFN of x (H) over the k best features (k >= F: all,

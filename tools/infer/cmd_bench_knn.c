@@ -41,6 +41,7 @@ int cmd_bench_knn(int argc, char **argv) {
     for (int i = 0; i < H; i++) x[i] = frand();
     printf("gate KNN, %ld features x %ld, top %ld by |score|, %d threads, best of %ld runs\n\n", F, H, K, infer_get_threads(), reps);
     printf("| gate type | MB | scores µs | top-K µs | total µs/layer |\n| --- | ---: | ---: | ---: | ---: |\n");
+    cpu_exec ex = {.pool = pool_new(infer_get_threads())};
     int types[] = {DT_F32, DT_F16, DT_Q4_0};
     for (int ti = 0; ti < 3; ti++) {
         int t = types[ti];
@@ -50,7 +51,7 @@ int cmd_bench_knn(int argc, char **argv) {
         double best_s = 1e9, best_k = 1e9;
         for (long r = 0; r < reps; r++) {
             double a = cli_now();
-            gate_scores(&g, x, s);
+            gate_scores(&ex, &g, x, s);
             double b = cli_now();
             topk_abs(s, (int)F, (int)K, idx);
             double e = cli_now();
@@ -60,5 +61,7 @@ int cmd_bench_knn(int argc, char **argv) {
         printf("| %s | %.1f | %.0f | %.0f | %.0f |\n", dtype_get(t)->name, bytes / 1e6, best_s * 1e6, best_k * 1e6, (best_s + best_k) * 1e6);
     }
     free(rows), free(x), free(s), free(idx), free(q);
+    cpu_exec_release(&ex);
+    pool_free(ex.pool);
     return 0;
 }

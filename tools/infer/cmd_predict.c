@@ -152,7 +152,10 @@ int cmd_predict(int argc, char **argv) {
         if (!ql || !cand) { free(ql), free(cand); cli_error("out of memory"); goto done; }
         double a = cli_now();
         weight hw = {head, 0};
-        matmul(ql, xn, &hw, NULL, 1, E, V);
+        cpu_exec ex = {.pool = pool_new(infer_get_threads())};
+        matmul(&ex, ql, xn, &hw, NULL, 1, E, V);
+        cpu_exec_release(&ex);
+        pool_free(ex.pool);
         topk_max(ql, V, K, cand);
         double b = cli_now();
         const tensor *ow = m->output.w;

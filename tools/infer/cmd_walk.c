@@ -86,7 +86,9 @@ int cmd_walk(int argc, char **argv) {
         scores = malloc(sizeof(float) * F), idx = malloc(sizeof(int32_t) * F);
         if (!scores || !idx) { cli_error("out of memory"); goto done; }
         const float *x = ffn_in + (size_t)il * E;
-        gate_scores(gv, x, scores);
+        cpu_exec ex = {0}; // one thread: a few layers for one token
+        gate_scores(&ex, gv, x, scores);
+        cpu_exec_release(&ex);
         topk_abs(scores, F, k, idx);
         g_abs_key = scores;
         qsort(idx, (size_t)k, sizeof *idx, by_abs);

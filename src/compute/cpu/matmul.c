@@ -13,7 +13,7 @@ typedef struct {
     float *y;
     const float *x;
     const vecdot_kernel *k;  // NULL: the traits' f32 dot
-    const unsigned char *xq; // x in k->act_type (T rows of xq_row bytes), or NULL
+    unsigned char *xq; // x in k->act_type (T rows of xq_row bytes), or NULL
     size_t xq_row;
     const tensor *W;
     const float *bias;
@@ -156,39 +156,47 @@ static void mm_task(void *arg, int ith, int nth) {
     }
 }
 
-// Activations quantized for the integer path; grows, never shrinks, so the
-// token loop does not allocate once the first pass has sized it.
-static unsigned char *g_xq;
-static size_t g_xq_cap;
-
-static void *grow(unsigned char **p, size_t *cap, size_t need) {
+// The quantized activations live in the caller's scratch; it grows, never
+// shrinks, so the token loop does not allocate once the first pass has sized
+// it. If it cannot grow, the caller's sticky oom is set and the product skipped.
+static unsigned char *grow(cpu_exec *ex, unsigned char **p, size_t *cap, size_t need) {
     if (need > *cap) {
         unsigned char *q = realloc(*p, need);
-        if (!q) abort(); // a few KB per token: failing here means the process is out of memory
+        if (!q) {
+            ex->oom = 1;
+            return NULL;
+        }
         *p = q;
         *cap = need;
     }
     return *p;
 }
 
-static void quant_range(void *arg, int t0, int t1) {
-    mm_job *a = arg;
-    for (int t = t0; t < t1; t++) a->k->quant(a->x + (size_t)t * a->n_in, g_xq + a->xq_row * t, a->n_in);
+void cpu_exec_release(cpu_exec *ex) {
+    free(ex->xq);
+    for (int i = 0; i < CPU_MULTI_MAX; i++) free(ex->mq[i]);
+    pool *p = ex->pool;
+    *ex = (cpu_exec){0};
+    ex->pool = p;
 }
 
-void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
+static void quant_range(void *arg, int t0, int t1) {
+    mm_job *a = arg;
+    for (int t = t0; t < t1; t++) a->k->quant(a->x + (size_t)t * a->n_in, a->xq + a->xq_row * t, a->n_in);
+}
+
+void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
     if (!w->trans) {
         a.k = vecdot_get(w->w->type);
         if (a.k && a.k->act_type != DT_F32) {
             a.xq_row = act_row_size(a.k, n_in);
-            grow(&g_xq, &g_xq_cap, a.xq_row * (size_t)T);
-            pool_for(T, 8, quant_range, &a);
-            a.xq = g_xq;
+            if (!(a.xq = grow(ex, &ex->xq, &ex->xq_cap, a.xq_row * (size_t)T))) return;
+            pool_for(ex->pool, T, 8, quant_range, &a);
         }
     }
     // small products are not worth waking the pool
-    if ((size_t)n_in * n_out * T < 32768 || pool_threads() == 1) {
+    if ((size_t)n_in * n_out * T < 32768 || pool_size(ex->pool) == 1) {
         if (w->trans) trans_range(&a, 0, n_out);
         else rows_range(&a, 0, n_out);
         return;
@@ -196,11 +204,11 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
     // Decode streams the weights: one contiguous share per thread keeps each
     // thread's reads (and prefetches) sequential. Prefill is compute bound:
     // about 8 chunks per thread balance it.
-    int nth = pool_threads();
+    int nth = pool_size(ex->pool);
     a.chunk = T == 1 ? (n_out + nth - 1) / nth : n_out / (nth * 8);
     if (a.chunk < 16) a.chunk = 16;
     atomic_init(&a.next, 0);
-    pool_run(mm_task, &a);
+    pool_run(ex->pool, mm_task, &a);
 }
 
 // ---------------------------------------------------------------------------
@@ -208,7 +216,7 @@ void matmul(float *y, const float *x, const weight *w, const float *bias, int T,
 // the input is quantized once per activation format and the pool wakes once,
 // each thread taking its share of all the rows in turn.
 
-enum { MULTI_MAX = 4 };
+enum { MULTI_MAX = CPU_MULTI_MAX };
 
 typedef struct {
     mm_job jobs[MULTI_MAX];
@@ -225,14 +233,12 @@ static void multi_task(void *arg, int ith, int nth) {
     }
 }
 
-static unsigned char *g_mq[MULTI_MAX];
-static size_t g_mq_cap[MULTI_MAX];
-
-void matmul_multi(int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int n_in, const int *n_out) {
-    int plain = n <= MULTI_MAX && pool_threads() > 1;
+void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
+                  int n_in, const int *n_out) {
+    int plain = n <= MULTI_MAX && pool_size(ex->pool) > 1;
     for (int i = 0; i < n && plain; i++) plain = !w[i]->trans && vecdot_get(w[i]->w->type);
     if (!plain) { // one by one
-        for (int i = 0; i < n; i++) matmul(y[i], x, w[i], bias[i], 1, n_in, n_out[i]);
+        for (int i = 0; i < n; i++) matmul(ex, y[i], x, w[i], bias[i], 1, n_in, n_out[i]);
         return;
     }
     multi_job m = {.n = n};
@@ -246,9 +252,9 @@ void matmul_multi(int n, float *const *y, const float *x, const weight *const *w
             if (m.jobs[j].xq && m.jobs[j].k->act_type == a->k->act_type && m.jobs[j].k->grouped == a->k->grouped)
                 a->xq = m.jobs[j].xq;
         if (!a->xq) {
-            a->xq = grow(&g_mq[i], &g_mq_cap[i], a->xq_row);
-            a->k->quant(x, g_mq[i], n_in);
+            if (!(a->xq = grow(ex, &ex->mq[i], &ex->mq_cap[i], a->xq_row))) return;
+            a->k->quant(x, a->xq, n_in);
         }
     }
-    pool_run(multi_task, &m);
+    pool_run(ex->pool, multi_task, &m);
 }

@@ -3,14 +3,29 @@
 #ifndef INFER_COMPUTE_CPU_OPS_H
 #define INFER_COMPUTE_CPU_OPS_H
 
+#include "base/pool.h"
 #include "models/model.h"
+
+// The CPU's working state for one caller (a context, an extraction): its
+// threads and the scratch the kernels reuse, so that callers never share any.
+enum { CPU_MULTI_MAX = 4 };
+typedef struct {
+    pool *pool;                // borrowed; NULL runs on the caller alone
+    unsigned char *xq;         // activations quantized for the integer dot products
+    size_t xq_cap;
+    unsigned char *mq[CPU_MULTI_MAX]; // the same for matmul_multi, per product
+    size_t mq_cap[CPU_MULTI_MAX];
+    int oom;                   // sticky: scratch could not grow, results since are not to be used
+} cpu_exec;
+void cpu_exec_release(cpu_exec *ex); // frees the scratch (not the pool)
 
 // y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
 // [n_in, n_out] when w->trans). bias (n_out) may be NULL.
-void matmul(float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out);
+void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out);
 // y[i] = x W_i^T (+ bias[i]) for n <= 4 weights of one token x: the same
 // results as n calls of matmul, with one wake of the pool (decode).
-void matmul_multi(int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int n_in, const int *n_out);
+void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
+                  int n_in, const int *n_out);
 
 // out = x / rms(x) * w (w may be NULL: no scale; plus_one: (1 + w)), per row.
 void rmsnorm(float *out, const float *x, const float *w, int T, int n, float eps, int plus_one);
