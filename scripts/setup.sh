@@ -2,6 +2,7 @@
 # Installs what the engine needs (Debian packages only) and builds it.
 #   bash scripts/setup.sh            release build in build/
 #   BUILD=build-asan SANITIZE=1 bash scripts/setup.sh   ASan + UBSan build
+#   BUILD=build-tsan SANITIZE=thread bash scripts/setup.sh   ThreadSanitizer build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,7 @@ build=${BUILD:-build}
 sanitize=${SANITIZE:-0}
 opts=(-DCMAKE_BUILD_TYPE=Release)
 [ "$sanitize" = 1 ] && opts=(-DCMAKE_BUILD_TYPE=Debug -DINFER_SANITIZE=ON)
+[ "$sanitize" = thread ] && opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON)
 cmake -S . -B "$build" "${opts[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 echo "setup: built $build/infer"

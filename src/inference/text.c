@@ -8,13 +8,24 @@
 #include "base/error.h"
 #include "inference/chat.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+static infer_status get_tok_locked(infer_model *m, tokenizer **out);
+
+// The tokenizer is built once, on first use, whichever thread asks first.
 static infer_status get_tok(infer_model *m, tokenizer **out) {
+    pthread_mutex_lock(&m->lazy_mu);
+    infer_status st = get_tok_locked(m, out);
+    pthread_mutex_unlock(&m->lazy_mu);
+    return st;
+}
+
+static infer_status get_tok_locked(infer_model *m, tokenizer **out) {
     if (!m->tok_loaded) {
         m->tok_loaded = 1;
         infer_status st;
@@ -168,6 +179,7 @@ const char *infer_chat_builtin_gemma(void) { return g_gemma_template; }
 static const char *chat_template_of(infer_model *m, const char **source) {
     const char *t = infer_model_chat_template(m);
     struct stat sb;
+    pthread_mutex_lock(&m->lazy_mu);
     if (!t && !m->chat_tmpl_loaded && stat(m->path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         m->chat_tmpl_loaded = 1;
         char *bos = NULL, *eos = NULL;
@@ -176,6 +188,7 @@ static const char *chat_template_of(infer_model *m, const char **source) {
         free(eos);
     }
     if (!t) t = m->chat_tmpl;
+    pthread_mutex_unlock(&m->lazy_mu);
     if (t) { *source = "model"; return t; }
     if (!strncmp(m->cfg.model_type, "gemma", 5)) { *source = "builtin:gemma"; return g_gemma_template; }
     *source = "builtin:chatml";

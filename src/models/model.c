@@ -46,6 +46,7 @@ infer_status infer_model_load(const char *path, infer_model **out) {
         return fail(INFER_ERR_UNSUPPORTED, "%s: not a model (expected a directory with config.json and *.safetensors, or a .gguf file)", path);
     infer_model *m = calloc(1, sizeof *m);
     if (!m) return fail(INFER_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&m->lazy_mu, NULL);
     m->path = strdup(path);
     infer_status st;
     if (is_file) {
@@ -72,6 +73,7 @@ infer_status infer_model_load(const char *path, infer_model **out) {
 
 void infer_model_free(infer_model *m) {
     if (!m) return;
+    pthread_mutex_destroy(&m->lazy_mu);
     free(m->walk);
     vindex_close(m->vx);
     for (int i = 0; i < m->store.n; i++) free(m->store.t[i].f32);

@@ -3,6 +3,8 @@
 #ifndef INFER_MODELS_MODEL_H
 #define INFER_MODELS_MODEL_H
 
+#include <pthread.h>
+
 #include "models/config.h"
 #include "models/tensor.h"
 
@@ -47,9 +49,10 @@ struct infer_model {
     tensor_store store;
     struct gguf_file *gguf;                  // the mapped GGUF file (NULL for safetensors)
     struct tokenizer *tok;                   // built on first use (inference/text.c)
-    int tok_loaded;                          // 1 once tried
+    int tok_loaded;                          // 1 once built
     char *chat_tmpl;                         // a checkpoint's chat template (HF directories)
     int chat_tmpl_loaded;
+    pthread_mutex_t lazy_mu;                 // guards the four fields above (contexts on many threads)
     char *path;
     double load_seconds;
     const tensor *tok_embd;                  // (n_vocab, n_embd)

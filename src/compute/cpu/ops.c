@@ -122,9 +122,7 @@ void activate_ggml(float *x, int n, int act) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, gelu_table_init);
     if (!g_gelu_table) { activate(x, n, act); return; }
-    static int avx2 = -1;
-    if (avx2 < 0) { __builtin_cpu_init(); avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); }
-    int i0 = avx2 ? gelu_table_avx2(x, n) : 0;
+    int i0 = cpu_has_avx2() ? gelu_table_avx2(x, n) : 0; // (AVX2, FMA and F16C)
     for (int i = i0; i < n; i++) {
         float v = x[i];
         if (v <= -10.0f) x[i] = 0.0f;

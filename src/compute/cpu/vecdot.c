@@ -1,6 +1,8 @@
 // Scalar reference row kernels (ggml's generic vec_dot_*_q8_* formulas) and
 // the per-CPU dispatch.
 #include "compute/cpu/vecdot.h"
+
+#include <stdatomic.h>
 #include "compute/cpu/vec.h"
 #include "models/dtype.h"
 #include "models/quant.h"
@@ -246,7 +248,8 @@ static const vecdot_kernel g_ref[DT_COUNT] = {
     [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K},
 };
 
-static int g_force_scalar;
+// Tests switch the SIMD kernels off to compare them with their oracles.
+static atomic_int g_force_scalar;
 
 const vecdot_kernel *vecdot_get_ref(int t) {
     if (t < 0 || t >= DT_COUNT || !g_ref[t].dot) return NULL;
@@ -259,14 +262,10 @@ const vecdot_kernel *vecdot_get_simd(int t) {
 }
 
 const vecdot_kernel *vecdot_get(int t) {
-    const vecdot_kernel *k = g_force_scalar ? NULL : vecdot_get_simd(t);
+    const vecdot_kernel *k = atomic_load_explicit(&g_force_scalar, memory_order_relaxed) ? NULL : vecdot_get_simd(t);
     return k ? k : vecdot_get_ref(t);
 }
 
-const char *vecdot_isa(void) { return !g_force_scalar && cpu_has_avx2() ? "avx2" : "scalar"; }
+const char *vecdot_isa(void) { return !atomic_load(&g_force_scalar) && cpu_has_avx2() ? "avx2" : "scalar"; }
 
-int vecdot_force_scalar(int on) {
-    int old = g_force_scalar;
-    g_force_scalar = on;
-    return old;
-}
+int vecdot_force_scalar(int on) { return atomic_exchange(&g_force_scalar, on); }
