@@ -110,6 +110,26 @@ const char *infer_chat_template_source(infer_model *model);
 // Forgets cached positions from n on (n <= n_past), so a conversation can be
 // re-fed from where it changed.
 void infer_ctx_truncate(infer_ctx *ctx, int n);
+// dst takes src's first n positions (its KV cache): a shared prompt prefix
+// evaluated once, continued by several sequences. Same model; n <= src's.
+infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n);
+
+// Batched evaluation: many sequences -- contexts of one model, each with its
+// own KV cache and position -- advanced in shared passes that read every
+// weight once for all of them (decode steps and prompt chunks may be mixed).
+// Each sequence's logits are bit for bit those of infer_eval on it alone.
+// Sequences come and go between calls: a context is a sequence (create, free,
+// infer_ctx_truncate, infer_ctx_copy). The batch holds the pass's scratch and
+// threads (infer_set_threads' count at creation).
+typedef struct infer_batch infer_batch;
+infer_status infer_batch_new(infer_model *model, infer_batch **out);
+void infer_batch_free(infer_batch *batch);
+infer_status infer_batch_set_threads(infer_batch *batch, int n);
+// ctx[i] takes ids[i][0 .. n_ids[i]); logits[i]: NULL, or n_vocab floats for
+// the logits after ctx[i]'s last token (logits itself may be NULL). On an
+// error no sequence has advanced.
+infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
+                              const int *n_ids, float *const *logits);
 
 // A context of n_ctx positions (0: the model's maximum, capped at 4096).
 infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);

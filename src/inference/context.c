@@ -68,7 +68,8 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->ff2 = alloc_f(T * 2 * F, &ok);
     c->attn_tokens = (int)((1 << 22) / ((size_t)H * ((size_t)n_ctx + 1)));
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
-    c->scores = alloc_f((size_t)pool_size(c->pool) * c->attn_tokens * H * ((size_t)n_ctx + 1), &ok);
+    c->scores_cap = (size_t)pool_size(c->pool) * c->attn_tokens * H * ((size_t)n_ctx + 1);
+    c->scores = alloc_f(c->scores_cap, &ok);
     c->ple = alloc_f(T * LP, &ok);
     c->ple_tmp = alloc_f(T * LP + E, &ok);
     c->row = alloc_f(nrow, &ok);
@@ -97,6 +98,7 @@ void infer_ctx_free(infer_ctx *c) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free_template(c);
     free(c->plan);
+    free(c->logit_buf);
     walk_scratch_free(c->ws);
     cpu_exec_release(&c->ex);
     pool_free(c->pool);
@@ -115,6 +117,7 @@ infer_status infer_ctx_set_threads(infer_ctx *c, int n) {
         return fail(INFER_ERR_NOMEM, "out of memory for %d threads", n);
     }
     c->scores = s;
+    c->scores_cap = per * (size_t)pool_size(p);
     pool_free(c->pool);
     c->pool = c->ex.pool = p;
     return INFER_OK;

@@ -17,6 +17,21 @@ enum phase {
 };
 extern const char *const phase_names[PH_COUNT];
 
+// The rows of one pass of the layer loop: each token row's sequence (the
+// context whose KV cache and positions it uses) and its position there. A
+// context alone: every row is its own, at n_past + t. A batch: runs of rows
+// per sequence. Attention meets the rows in blocks of one sequence each (at
+// most its attn_tokens rows, from the first row of its run), so a sequence's
+// rows are computed the same in a batch as alone.
+typedef struct {
+    struct infer_ctx *seq[N_BATCH];
+    int pos[N_BATCH];
+    int blk0[N_BATCH], blk_n[N_BATCH]; // attention blocks: first row, rows
+    int n_blk;
+    int B;      // the most rows in a block
+    int stride; // scores per head row: the largest n_ctx + 1
+} pass_rows;
+
 struct infer_ctx {
     infer_model *m;
     pool *pool;         // this context's threads (infer_ctx_set_threads)
@@ -54,7 +69,20 @@ struct infer_ctx {
     float *ffn_in;             // NULL, or (n_layer, n_embd): each layer's normed FFN input at the last token
     int profiling;      // accumulate seconds per phase into prof
     double prof[PH_COUNT];
+    pass_rows rows;     // the pass in flight (this context's, or a batch's when it is a batch's workspace)
+    size_t scores_cap;  // floats c->scores holds
+    float *logit_buf;   // batch workspace: (rows with logits, n_vocab)
+    size_t logit_cap;
 };
+
+// Fills c->rows for a pass of T rows of the given sequences (row t of seq[t],
+// positions from each sequence's n_past on, in order), and the attention blocks.
+void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T);
+
+// One pass of the rows set in ws->rows (ws: the workspace whose scratch is
+// used), ids (T); dst[t]: where row t's logits go, or NULL. Each sequence's
+// n_past advances by its rows.
+infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst);
 
 // Runs T <= N_BATCH tokens at positions n_past.. through every layer.
 // logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)); hidden: NULL or

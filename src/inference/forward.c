@@ -108,7 +108,7 @@ static void glu(const infer_ctx *c, float *g, const float *u, int T, int F) {
 // ---------------------------------------------------------------------------
 // embeddings
 
-static void embed(infer_ctx *c, const int32_t *ids, int T, int pos0) {
+static void embed(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd;
@@ -117,7 +117,7 @@ static void embed(infer_ctx *c, const int32_t *ids, int T, int pos0) {
         tensor_row(m->tok_embd, ids[t], x);
         for (int i = 0; i < E; i++) x[i] *= cf->embed_scale;
         if (m->pos_embd) {
-            tensor_row(m->pos_embd, pos0 + t, c->row);
+            tensor_row(m->pos_embd, c->rows.pos[t], c->row);
             for (int i = 0; i < E; i++) x[i] += c->row[i];
         }
     }
@@ -144,7 +144,7 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
 // ---------------------------------------------------------------------------
 // attention
 
-typedef struct { infer_ctx *c; int il, T, pos0; } attn_job;
+typedef struct { infer_ctx *c; int il; } attn_job;
 
 // Keys and values are met in chunks of ATTN_CHUNK positions, which stay in
 // the L1 cache while every query token of the task uses them.
@@ -156,18 +156,19 @@ static void attn_task(void *arg, int ith, int nth) {
     const infer_config *cf = &c->m->cfg;
     const layer_config *lc = &cf->layers[j->il];
     const layer_weights *l = &c->m->layers[j->il];
+    const pass_rows *R = &c->rows;
     int H = cf->n_head, KV = lc->n_kv_head, hd = lc->head_dim, group = H / KV;
-    int nq = H * hd, nkv = KV * hd, stride = c->n_ctx + 1, B = c->attn_tokens;
-    const float *kc = c->k_cache[lc->kv_source], *vc = c->v_cache[lc->kv_source];
+    int nq = H * hd, nkv = KV * hd, stride = R->stride;
     float scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd);
-    // this thread's scores: (B tokens, group heads, n_ctx + 1), row r of token b at S + (b * group + r) * stride
-    float *S = c->scores + (size_t)ith * B * group * stride;
-    int nblk = (j->T + B - 1) / B;
-    for (int task = ith; task < nblk * KV; task += nth) {
-        int t0 = task / KV * B, kh = task % KV, nt = j->T - t0 < B ? j->T - t0 : B;
+    // this thread's scores: (B tokens, group heads, stride), row r of token b at S + (b * group + r) * stride
+    float *S = c->scores + (size_t)ith * R->B * group * stride;
+    for (int task = ith; task < R->n_blk * KV; task += nth) {
+        int t0 = R->blk0[task / KV], kh = task % KV, nt = R->blk_n[task / KV];
+        const infer_ctx *sq = R->seq[t0]; // the block's sequence: its cache
+        const float *kc = sq->k_cache[lc->kv_source], *vc = sq->v_cache[lc->kv_source];
         int lo[8], hi[8], p0 = INT32_MAX, p1 = 0;
         for (int b = 0; b < nt; b++) { // token b sees positions [lo, hi] of the cache
-            hi[b] = j->pos0 + t0 + b;
+            hi[b] = R->pos[t0 + b];
             lo[b] = lc->window && hi[b] - lc->window + 1 > 0 ? hi[b] - lc->window + 1 : 0;
             p0 = lo[b] < p0 ? lo[b] : p0;
             p1 = hi[b] > p1 ? hi[b] : p1;
@@ -209,16 +210,16 @@ static void attn_task(void *arg, int ith, int nth) {
 }
 
 // RoPE of the query (and key) heads of tokens [t0, t1) at their positions
-typedef struct { float *q, *k; int H, KV, hd, pos0; const rope_table *r; } rope_job;
+typedef struct { float *q, *k; int H, KV, hd; const int *pos; const rope_table *r; } rope_job;
 static void rope_range(void *a, int t0, int t1) {
     rope_job *j = a;
     for (int t = t0; t < t1; t++) {
-        rope(j->q + (size_t)t * j->H * j->hd, j->H, j->hd, j->pos0 + t, j->r);
-        if (j->k) rope(j->k + (size_t)t * j->KV * j->hd, j->KV, j->hd, j->pos0 + t, j->r);
+        rope(j->q + (size_t)t * j->H * j->hd, j->H, j->hd, j->pos[t], j->r);
+        if (j->k) rope(j->k + (size_t)t * j->KV * j->hd, j->KV, j->hd, j->pos[t], j->r);
     }
 }
 
-static void attention(infer_ctx *c, int il, int T, int pos0) {
+static void attention(infer_ctx *c, int il, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     const layer_config *lc = &cf->layers[il];
@@ -265,7 +266,7 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
     if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
     if (!f->learned_pos)
         TIMED(PH_ROPE, {
-            rope_job rj = {c->q, own_kv ? c->k : NULL, H, KV, hd, pos0, &lc->rope};
+            rope_job rj = {c->q, own_kv ? c->k : NULL, H, KV, hd, c->rows.pos, &lc->rope};
             pool_for(c->ex.pool, T, PAR_ROWS, rope_range, &rj);
         });
     t0 = c->profiling ? now_s() : 0;
@@ -274,16 +275,18 @@ static void attention(infer_ctx *c, int il, int T, int pos0) {
         round_f16(c->ex.pool, c->q, (size_t)T * nq);
         if (own_kv) round_f16(c->ex.pool, c->k, (size_t)T * nkv), round_f16(c->ex.pool, c->v, (size_t)T * nkv);
     }
-    if (own_kv)
+    if (own_kv) // each row into its sequence's cache
         for (int t = 0; t < T; t++) {
-            memcpy(c->k_cache[il] + (size_t)(pos0 + t) * nkv, c->k + (size_t)t * nkv, sizeof(float) * nkv);
-            memcpy(c->v_cache[il] + (size_t)(pos0 + t) * nkv, c->v + (size_t)t * nkv, sizeof(float) * nkv);
+            infer_ctx *sq = c->rows.seq[t];
+            size_t at = (size_t)c->rows.pos[t] * nkv;
+            memcpy(sq->k_cache[il] + at, c->k + (size_t)t * nkv, sizeof(float) * nkv);
+            memcpy(sq->v_cache[il] + at, c->v + (size_t)t * nkv, sizeof(float) * nkv);
         }
 
     // softmax(q k^T * scale [softcapped] [+ sink]) v, over the window of each
     // position: one task per (token, kv head), which reads that head's cached
     // keys and values once for all the query heads of its group.
-    attn_job j = {c, il, T, pos0};
+    attn_job j = {c, il};
     pool_run(c->ex.pool, attn_task, &j);
     if (c->profiling) c->prof[PH_ATTN] += now_s() - t0;
     TIMED(PH_O, matmul(&c->ex, c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
@@ -417,7 +420,7 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
 // ---------------------------------------------------------------------------
 // one layer
 
-static void layer(infer_ctx *c, int il, int T, int pos0) {
+static void layer(infer_ctx *c, int il, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     const layer_weights *l = &m->layers[il];
@@ -426,7 +429,7 @@ static void layer(infer_ctx *c, int il, int T, int pos0) {
 
     // x = x + post_norm(attn(norm(x))) * residual_scale
     TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
-    attention(c, il, T, pos0);
+    attention(c, il, T);
     if (l->post_attn_norm) TIMED(PH_NORM, norm(c->ex.pool, m, c->o, c->o, l->post_attn_norm, NULL, T));
     TIMED(PH_RESIDUAL, residual(c->ex.pool, c->x, c->o, cf->residual_scale, T, E));
 
@@ -468,10 +471,28 @@ static infer_status oom_check(infer_ctx *c) {
     return fail(INFER_ERR_NOMEM, "out of memory for the kernels' scratch");
 }
 
+void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
+    pass_rows *R = &c->rows;
+    R->n_blk = 0, R->B = 1, R->stride = 1;
+    for (int t = 0, run = 0; t < T; t++) {
+        infer_ctx *sq = seq[t];
+        run = t && seq[t - 1] == sq ? run + 1 : 0; // rows of this sequence so far in its run
+        R->seq[t] = sq;
+        R->pos[t] = sq->n_past + run;
+        if (run % sq->attn_tokens == 0) R->blk0[R->n_blk] = t, R->blk_n[R->n_blk++] = 0;
+        R->blk_n[R->n_blk - 1]++;
+        if (sq->attn_tokens > R->B) R->B = sq->attn_tokens;
+        if (sq->n_ctx + 1 > R->stride) R->stride = sq->n_ctx + 1;
+    }
+}
+
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
+    infer_ctx *self[N_BATCH];
+    for (int t = 0; t < T; t++) self[t] = c;
+    pass_rows_set(c, self, T);
 
     int first_layer = 0;
     if (c->plan && c->n_cached > 0) {
@@ -490,13 +511,13 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         first_layer = c->n_cached;
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     } else {
-        TIMED(PH_EMBED, embed(c, ids, T, pos0));
+        TIMED(PH_EMBED, embed(c, ids, T));
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
     if (hidden)
         for (int il = 0; il <= first_layer; il++) memcpy(hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
     for (int il = first_layer; il < cf->n_layer; il++) {
-        layer(c, il, T, pos0);
+        layer(c, il, T);
         if (c->capture && il == c->tmpl_layers - 1) memcpy(c->capture + (size_t)pos0 * E, c->x, sizeof(float) * (size_t)T * E);
         if (hidden && il < cf->n_layer - 1) memcpy(hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
     }
@@ -514,6 +535,46 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     matmul(&c->ex, logits, c->xn, &m->output, NULL, n, E, V);
     for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= cf->logit_scale;
     if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
+    if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
+    return oom_check(c);
+}
+
+infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const *dst) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    int E = cf->n_embd, V = cf->n_vocab;
+    const pass_rows *R = &c->rows;
+    size_t need = (size_t)pool_size(c->pool) * R->B * cf->n_head * R->stride;
+    if (need > c->scores_cap) { // the batch's sequences may hold more positions than the workspace
+        float *sc = realloc(c->scores, sizeof(float) * need);
+        if (!sc) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
+        c->scores = sc, c->scores_cap = need;
+    }
+    int n_out = 0;
+    for (int t = 0; t < T; t++) n_out += dst[t] != NULL;
+    if ((size_t)n_out * V > c->logit_cap) {
+        float *lb = realloc(c->logit_buf, sizeof(float) * (size_t)n_out * V);
+        if (!lb) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n_out);
+        c->logit_buf = lb, c->logit_cap = (size_t)n_out * V;
+    }
+    TIMED(PH_EMBED, embed(c, ids, T));
+    if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
+    for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
+    for (int t = 0; t < T; t++) R->seq[t]->n_past++;
+    if (!n_out) return oom_check(c);
+    // logits of the rows that want them: gathered, one product for all
+    double t0 = c->profiling ? now_s() : 0;
+    for (int t = 0, k = 0; t < T; t++)
+        if (dst[t]) memcpy(c->o + (size_t)k++ * E, c->x + (size_t)t * E, sizeof(float) * E);
+    norm(c->ex.pool, m, c->xn, c->o, m->output_norm, m->output_norm_b, n_out);
+    matmul(&c->ex, c->logit_buf, c->xn, &m->output, NULL, n_out, E, V);
+    for (int t = 0, k = 0; t < T; t++) {
+        if (!dst[t]) continue;
+        float *lg = c->logit_buf + (size_t)k++ * V;
+        for (int i = 0; i < V; i++) lg[i] *= cf->logit_scale;
+        if (cf->final_softcap) softcap(lg, V, cf->final_softcap);
+        memcpy(dst[t], lg, sizeof(float) * V);
+    }
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
 }

@@ -1,0 +1,124 @@
+// Batched evaluation: many sequences (contexts of one model, each its own KV
+// cache and position) advanced in shared passes of the layer loop, so every
+// weight is read once per pass for all of them; attention stays per sequence.
+//
+// A sequence's tokens in one call go through the passes in the chunks that
+// infer_eval would use alone (N_BATCH tokens from the start of the call), and
+// every row is computed as it would be alone, so each sequence's logits are
+// bit for bit those of running it alone. A pass takes the next whole chunk of
+// each sequence, in order, while the rows fit.
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "inference/context.h"
+
+#define MAX_SEQS 4096
+
+struct infer_batch {
+    infer_ctx *ws; // the workspace: scratch, threads; its own KV cache is unused
+};
+
+infer_status infer_batch_new(infer_model *m, infer_batch **out) {
+    *out = NULL;
+    infer_batch *b = calloc(1, sizeof *b);
+    if (!b) return fail(INFER_ERR_NOMEM, "batch");
+    infer_status st = infer_ctx_new(m, 1, &b->ws);
+    if (st) {
+        free(b);
+        return st;
+    }
+    *out = b;
+    return INFER_OK;
+}
+
+void infer_batch_free(infer_batch *b) {
+    if (!b) return;
+    infer_ctx_free(b->ws);
+    free(b);
+}
+
+infer_status infer_batch_set_threads(infer_batch *b, int n) { return infer_ctx_set_threads(b->ws, n); }
+
+void infer_batch_profile(infer_batch *b, int on) { b->ws->profiling = on; }
+
+static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids) {
+    const infer_model *m = b->ws->m;
+    if (n < 1 || n > MAX_SEQS) return fail(INFER_ERR_ARG, "batch of %d sequences (1 to %d)", n, MAX_SEQS);
+    for (int i = 0; i < n; i++) {
+        const infer_ctx *c = ctx[i];
+        if (!c || !ids || !ids[i] || !n_ids) return fail(INFER_ERR_ARG, "batch: sequence %d has no context or no ids", i);
+        if (c->m != m) return fail(INFER_ERR_ARG, "batch: sequence %d is a context of another model", i);
+        if (c->plan || c->capture)
+            return fail(INFER_ERR_UNSUPPORTED, "batch: sequence %d has a layer graph; batched passes run dense layers", i);
+        if (n_ids[i] < 1) return fail(INFER_ERR_ARG, "batch: sequence %d has %d tokens", i, n_ids[i]);
+        if (n_ids[i] > c->n_ctx - c->n_past)
+            return fail(INFER_ERR_ARG, "batch: sequence %d: %d tokens do not fit: %d of its %d positions are used", i,
+                        n_ids[i], c->n_past, c->n_ctx);
+        for (int k = 0; k < n_ids[i]; k++)
+            if (ids[i][k] < 0 || ids[i][k] >= m->cfg.n_vocab)
+                return fail(INFER_ERR_ARG, "batch: sequence %d: token id %d (at %d) is outside the vocabulary of %d", i,
+                            ids[i][k], k, m->cfg.n_vocab);
+        for (int j = 0; j < i; j++)
+            if (ctx[j] == c) return fail(INFER_ERR_ARG, "batch: sequences %d and %d are the same context", j, i);
+    }
+    return INFER_OK;
+}
+
+infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
+                              float *const *logits) {
+    infer_status st = check(b, ctx, n, ids, n_ids);
+    if (st) return st;
+    int *done = calloc((size_t)n, sizeof *done), *past = malloc(sizeof *past * (size_t)n);
+    if (!done || !past) {
+        free(done), free(past);
+        return fail(INFER_ERR_NOMEM, "batch of %d sequences", n);
+    }
+    for (int i = 0; i < n; i++) past[i] = ctx[i]->n_past;
+    infer_ctx *seq[N_BATCH];
+    int32_t row_ids[N_BATCH];
+    float *dst[N_BATCH];
+    for (int left = 1; left && !st;) {
+        int T = 0;
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            int rest = n_ids[i] - done[i];
+            if (!rest) continue;
+            int chunk = rest < N_BATCH ? rest : N_BATCH;
+            if (T + chunk > N_BATCH) { // the next pass
+                left = 1;
+                continue;
+            }
+            for (int k = 0; k < chunk; k++) {
+                seq[T] = ctx[i];
+                row_ids[T] = ids[i][done[i] + k];
+                dst[T] = logits && logits[i] && done[i] + k == n_ids[i] - 1 ? logits[i] : NULL;
+                T++;
+            }
+            done[i] += chunk;
+            left |= done[i] < n_ids[i];
+        }
+        pass_rows_set(b->ws, seq, T);
+        st = forward_rows(b->ws, row_ids, T, dst);
+    }
+    if (st)
+        for (int i = 0; i < n; i++) ctx[i]->n_past = past[i]; // nothing of the call counts
+    free(done);
+    free(past);
+    return st;
+}
+
+infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
+    const infer_config *cf = &src->m->cfg;
+    if (dst->m != src->m) return fail(INFER_ERR_ARG, "context copy: the contexts are of different models");
+    if (n < 0 || n > src->n_past) return fail(INFER_ERR_ARG, "context copy: %d positions of a context that holds %d", n, src->n_past);
+    if (n > dst->n_ctx) return fail(INFER_ERR_ARG, "context copy: %d positions into a context of %d", n, dst->n_ctx);
+    for (int il = 0; il < cf->n_layer; il++) {
+        if (cf->layers[il].kv_source != il) continue;
+        size_t bytes = sizeof(float) * (size_t)n * cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        memcpy(dst->k_cache[il], src->k_cache[il], bytes);
+        memcpy(dst->v_cache[il], src->v_cache[il], bytes);
+    }
+    dst->n_past = n;
+    return INFER_OK;
+}

@@ -1,0 +1,161 @@
+// Batched evaluation against each sequence alone, bit for bit: prompts of
+// different lengths (one longer than a pass) evaluated together, then greedy
+// decode steps of every sequence in one call each, a new sequence's prompt
+// joining the decoders mid-way, a sequence truncated and continued, one
+// removed, and one that starts from a copy of another's prompt prefix. Every
+// step's logits must equal infer_eval's on the same sequence alone -- on every
+// fixture family and on the default model, with 1 and 2 threads.
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "infer.h"
+
+enum { MAX_SEQ = 8, MAX_IDS = 80 };
+
+typedef struct {
+    infer_model *m;
+    int V, n_ctx;
+    infer_ctx *c[2][MAX_SEQ]; // [world][seq]: world 0 batched, world 1 alone
+    infer_batch *batch;
+    float *lg[2][MAX_SEQ];    // the logits after each sequence's last token of the step
+    int diff, steps;
+} world;
+
+static int32_t argmax(const float *x, int n) {
+    int32_t b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+// One step: sequence seqs[k] takes ids[k][0..n[k]) in both worlds; compares.
+static void step(world *w, int count, const int *seqs, int32_t *const *ids, const int *n, const char *what) {
+    infer_ctx *ctx[MAX_SEQ];
+    float *out[MAX_SEQ];
+    for (int k = 0; k < count; k++) ctx[k] = w->c[0][seqs[k]], out[k] = w->lg[0][seqs[k]];
+    infer_status st = infer_batch_eval(w->batch, ctx, count, (const int32_t *const *)ids, n, out);
+    CHECK(st == INFER_OK, "%s: batch: %s", what, infer_last_error());
+    for (int k = 0; k < count; k++) {
+        int s = seqs[k];
+        CHECK(infer_eval(w->c[1][s], ids[k], n[k], w->lg[1][s], 1) == INFER_OK, "%s: alone: %s", what, infer_last_error());
+        if (!st && memcmp(w->lg[0][s], w->lg[1][s], sizeof(float) * (size_t)w->V)) {
+            w->diff++;
+            fprintf(stderr, "%s: sequence %d differs from alone\n", what, s);
+        }
+    }
+    w->steps++;
+}
+
+static void new_seq(world *w, int s) {
+    for (int k = 0; k < 2; k++) {
+        CHECK(infer_ctx_new(w->m, w->n_ctx, &w->c[k][s]) == INFER_OK, "%s", infer_last_error());
+        w->lg[k][s] = malloc(sizeof(float) * (size_t)w->V);
+    }
+}
+
+static void fill(int32_t *ids, int n, int V, unsigned seed) {
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)((seed = seed * 1103515245u + 12345u) >> 8) % V;
+}
+
+static void check_model(const char *name, const char *path, int threads) {
+    world w = {0};
+    if (infer_model_load(path, &w.m)) {
+        CHECK(0, "%s: %s", name, infer_last_error());
+        return;
+    }
+    infer_set_threads(threads);
+    w.V = infer_model_n_vocab(w.m);
+    w.n_ctx = 96;
+    CHECK(infer_batch_new(w.m, &w.batch) == INFER_OK, "%s", infer_last_error());
+    // a model of fewer learned positions (the gpt2 fixture) gets a smaller context
+    infer_ctx *probe = NULL;
+    if (infer_ctx_new(w.m, w.n_ctx, &probe)) w.n_ctx = 32;
+    infer_ctx_free(probe);
+    int longp = w.n_ctx >= 96 ? 70 : 20; // longer than a pass (64 rows) where the model allows
+    static int32_t buf[MAX_SEQ][MAX_IDS];
+    int32_t *ids[MAX_SEQ];
+    int n[MAX_SEQ], seqs[MAX_SEQ];
+    for (int s = 0; s < MAX_SEQ; s++) ids[s] = buf[s];
+
+    // step 0: four prompts together (5, long, 1 and 12 tokens)
+    int plen[4] = {5, longp, 1, 12};
+    for (int s = 0; s < 4; s++) {
+        new_seq(&w, s);
+        fill(buf[s], plen[s], w.V, 77u + (unsigned)s);
+        seqs[s] = s, n[s] = plen[s];
+    }
+    step(&w, 4, seqs, ids, n, "prompts");
+    // steps 1..5: everyone decodes its greedy token; more sequences come and go
+    for (int it = 1; it <= 5; it++) {
+        int count = 0;
+        for (int s = 0; s < MAX_SEQ; s++) {
+            if (!w.c[0][s]) continue;
+            if (it >= 4 && s == 2) continue; // sequence 2 has left
+            buf[s][0] = argmax(w.lg[0][s], w.V);
+            seqs[count] = s, ids[count] = buf[s], n[count] = 1, count++;
+        }
+        if (it == 2) { // a new prompt joins the decoders
+            new_seq(&w, 4);
+            fill(buf[4], 9, w.V, 4242u);
+            seqs[count] = 4, ids[count] = buf[4], n[count] = 9, count++;
+        }
+        if (it == 3) { // sequence 3 forgets its last 3 positions and goes on from there
+            infer_ctx_truncate(w.c[0][3], infer_ctx_n_past(w.c[0][3]) - 3);
+            infer_ctx_truncate(w.c[1][3], infer_ctx_n_past(w.c[1][3]) - 3);
+            // sequence 5 starts from sequence 0's first 4 positions, then 2 tokens of its own
+            new_seq(&w, 5);
+            for (int k = 0; k < 2; k++)
+                CHECK(infer_ctx_copy(w.c[k][5], w.c[k][0], 4) == INFER_OK, "%s", infer_last_error());
+            fill(buf[5], 2, w.V, 555u);
+            seqs[count] = 5, ids[count] = buf[5], n[count] = 2, count++;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s, %d threads, step %d", name, threads, it);
+        step(&w, count, seqs, ids, n, what);
+    }
+    CHECK(w.diff == 0, "%s: %d sequence steps differ from their runs alone", name, w.diff);
+    printf("%-24s %d threads: %d batched steps, every sequence bit-identical to alone\n", name, threads, w.steps);
+    // bad calls are refused and change nothing
+    infer_ctx *both[2] = {w.c[0][0], w.c[0][0]};
+    int32_t one = 0, *two[2] = {&one, &one};
+    int n2[2] = {1, 1}, past = infer_ctx_n_past(w.c[0][0]);
+    CHECK(infer_batch_eval(w.batch, both, 2, (const int32_t *const *)two, n2, NULL) == INFER_ERR_ARG, "a context twice");
+    int32_t bad = w.V;
+    int32_t *badp[1] = {&bad};
+    CHECK(infer_batch_eval(w.batch, both, 1, (const int32_t *const *)badp, n2, NULL) == INFER_ERR_ARG, "id outside");
+    CHECK(infer_ctx_n_past(w.c[0][0]) == past, "a refused call moved the sequence");
+    for (int s = 0; s < MAX_SEQ; s++)
+        for (int k = 0; k < 2; k++) infer_ctx_free(w.c[k][s]), free(w.lg[k][s]);
+    infer_batch_free(w.batch);
+    infer_model_free(w.m);
+    infer_set_threads(1);
+}
+
+int main(int argc, char **argv) {
+    DIR *d = opendir(FIXTURES_DIR);
+    CHECK(d != NULL, "%s unreadable", FIXTURES_DIR);
+    char path[1024], ref[1100];
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || (argc > 1 && strcmp(argv[1], e->d_name))) continue;
+        snprintf(path, sizeof path, "%s/%s", FIXTURES_DIR, e->d_name);
+        snprintf(ref, sizeof ref, "%s/reference.json", path);
+        if (access(ref, R_OK)) continue;
+        check_model(e->d_name, path, 1);
+        check_model(e->d_name, path, 2);
+    }
+    if (d) closedir(d);
+    if (argc < 2 || !strcmp(argv[1], "default")) {
+        char cmd[1200], model[1024] = "";
+        snprintf(cmd, sizeof cmd, "cd '%s/../..' && scripts/fetch-model.sh gemma3", TEST_DATA_DIR);
+        FILE *p = popen(cmd, "r");
+        if (p && fgets(model, sizeof model, p)) model[strcspn(model, "\n")] = 0;
+        if (p) pclose(p);
+        CHECK(model[0], "could not fetch the default model");
+        if (model[0]) check_model("default (gemma3 270M)", model, 2);
+    }
+    return check_summary("test_batch");
+}
