@@ -1,6 +1,10 @@
-// infer bench -m MODEL [-t N] [-p 512] [-n 128] [-r 5] [-o md|json]
+// infer bench -m MODEL [-t N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]
 // A llama-bench-shaped table: prompt processing (all tokens in one call) and
 // text generation (one token at a time through the KV cache), mean +- stddev.
+// With --batch: for each count B, B sequences each take a prompt of -p tokens
+// (together), then -n decode steps (all B in each step, infer_batch_eval), as
+// llama-batched-bench measures them: aggregate t/s of the prompts (pp) and of
+// the decode steps (tg, B * n tokens over their time).
 #include "cli.h"
 
 #include <math.h>
@@ -33,8 +37,86 @@ static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logi
     return 0;
 }
 
+// One batched run of B sequences: prompts, then n_tg steps; aggregate t/s of each.
+static int run_batch(infer_model *m, infer_batch *b, infer_ctx **c, int B, const int32_t *ids, int n_pp, int n_tg,
+                     float *logits, double *pp_tps, double *tg_tps) {
+    int V = infer_model_n_vocab(m);
+    const int32_t *seq_ids[256];
+    int n[256];
+    float *out[256];
+    for (int i = 0; i < B; i++) {
+        infer_ctx_reset(c[i]);
+        seq_ids[i] = ids + (size_t)i * n_pp, n[i] = n_pp, out[i] = logits + (size_t)i * V;
+    }
+    double t0 = cli_now();
+    if (n_pp > 0 && infer_batch_eval(b, c, B, seq_ids, n, out)) return cli_error("%s", infer_last_error());
+    double t1 = cli_now();
+    int32_t tok[256];
+    for (int s = 0; s < n_tg; s++) {
+        for (int i = 0; i < B; i++) tok[i] = ids[(size_t)i * n_pp + (size_t)s % (n_pp ? n_pp : 1)], seq_ids[i] = &tok[i], n[i] = 1;
+        if (infer_batch_eval(b, c, B, seq_ids, n, out)) return cli_error("%s", infer_last_error());
+    }
+    double t2 = cli_now();
+    *pp_tps = n_pp ? (double)B * n_pp / (t1 - t0) : 0;
+    *tg_tps = n_tg ? (double)B * n_tg / (t2 - t1) : 0;
+    return 0;
+}
+
+// --batch: a row per count and phase.
+static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, int n_tg, int reps, const char *fmt,
+                       long threads) {
+    int Bmax = 0, V = infer_model_n_vocab(m), rc = 0;
+    for (int i = 0; i < n_batch; i++) Bmax = batch[i] > Bmax ? batch[i] : Bmax;
+    infer_ctx **c = calloc((size_t)Bmax, sizeof *c);
+    int32_t *ids = malloc(sizeof *ids * ((size_t)Bmax * n_pp + 1));
+    float *logits = malloc(sizeof(float) * (size_t)Bmax * V);
+    double *pp = malloc(sizeof *pp * (size_t)reps), *tg = malloc(sizeof *tg * (size_t)reps);
+    infer_batch *b = NULL;
+    if (!c || !ids || !logits || !pp || !tg) rc = cli_error("out of memory");
+    if (!rc && infer_batch_new(m, &b)) rc = cli_error("%s", infer_last_error());
+    uint64_t r = 12345;
+    for (size_t i = 0; !rc && i < (size_t)Bmax * n_pp; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((r >> 33) % (uint64_t)V);
+    }
+    for (int i = 0; !rc && i < Bmax; i++)
+        if (infer_ctx_new(m, n_pp + n_tg + 1, &c[i])) rc = cli_error("%s", infer_last_error());
+    char name[96];
+    snprintf(name, sizeof name, "%s %.0fM %s", infer_model_arch(m), infer_model_n_params(m) / 1e6, infer_model_ftype(m));
+    int json = !strcmp(fmt, "json"), first = 1;
+    if (!rc && json) printf("[\n");
+    if (!rc && !json) printf("| model | threads | B | test | t/s (all sequences) |\n| --- | ---: | ---: | ---: | ---: |\n");
+    for (int k = 0; k < n_batch && !rc; k++) {
+        int B = batch[k];
+        double w1, w2;
+        if ((rc = run_batch(m, b, c, B, ids, n_pp < 16 ? n_pp : 16, n_tg < 4 ? n_tg : 4, logits, &w1, &w2))) break; // warm-up
+        for (int i = 0; i < reps && !rc; i++) rc = run_batch(m, b, c, B, ids, n_pp, n_tg, logits, &pp[i], &tg[i]);
+        if (rc) break;
+        double mean[2], sd[2];
+        stats(pp, reps, &mean[0], &sd[0]);
+        stats(tg, reps, &mean[1], &sd[1]);
+        for (int ph = 0; ph < 2; ph++) {
+            if (!(ph ? n_tg : n_pp)) continue;
+            char test[32];
+            snprintf(test, sizeof test, "%s%d", ph ? "tg" : "pp", ph ? n_tg : n_pp);
+            if (json)
+                printf("%s  {\"model\": \"%s\", \"threads\": %ld, \"batch\": %d, \"test\": \"%s\", \"avg_ts\": %.3f, "
+                       "\"stddev_ts\": %.3f}", first ? "" : ",\n", name, threads, B, test, mean[ph], sd[ph]);
+            else printf("| %s | %ld | %d | %s | %.2f ± %.2f |\n", name, threads, B, test, mean[ph], sd[ph]);
+            first = 0;
+        }
+        fflush(stdout);
+    }
+    if (!rc && json) printf("\n]\n");
+    for (int i = 0; c && i < Bmax; i++) infer_ctx_free(c[i]);
+    infer_batch_free(b);
+    free(c), free(ids), free(logits), free(pp), free(tg);
+    infer_model_free(m);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md";
+    const char *model = NULL, *fmt = "md", *batch_list = NULL;
     long threads = 1, n_pp = 512, n_tg = 128, reps = 5;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -50,13 +132,27 @@ int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (!(fmt = cli_value(argc, argv, &i))) return 1;
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench: -o takes md or json, not \"%s\"", fmt);
+        } else if (!strcmp(argv[i], "--batch")) {
+            if (!(batch_list = cli_value(argc, argv, &i))) return 1;
         } else return cli_error("bench: unknown option \"%s\"", argv[i]);
+    }
+    int batch[16], n_batch = 0;
+    if (batch_list) {
+        int *bl = cli_parse_ids(batch_list, &n_batch);
+        if (!bl) return 1;
+        if (n_batch > 16) { free(bl); return cli_error("bench: --batch takes at most 16 counts"); }
+        for (int i = 0; i < n_batch; i++) {
+            if (bl[i] < 1 || bl[i] > 256) { free(bl); return cli_error("bench: --batch counts must be 1 to 256, not %d", bl[i]); }
+            batch[i] = bl[i];
+        }
+        free(bl);
     }
     if (!model && !(model = cli_default_model())) return 1;
     if (reps < 1) return cli_error("bench: -r must be at least 1");
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
     if (infer_ctx_new(m, n_max > 0 ? n_max : 1, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
