@@ -110,6 +110,11 @@ const char *infer_chat_template_source(infer_model *model);
 // Forgets cached positions from n on (n <= n_past), so a conversation can be
 // re-fed from where it changed.
 void infer_ctx_truncate(infer_ctx *ctx, int n);
+// The memory a context of n_ctx positions takes (0: the default): its KV
+// cache, and everything (cache, scratch, attention scores for
+// infer_get_threads() threads).
+infer_status infer_ctx_memory(const infer_model *model, int n_ctx, size_t *kv_bytes, size_t *total_bytes);
+
 // dst takes src's first n positions (its KV cache): a shared prompt prefix
 // evaluated once, continued by several sequences. Same model; n <= src's.
 infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n);

@@ -16,23 +16,82 @@ static float *alloc_f(size_t n, int *ok) {
     return p;
 }
 
+// A context's buffers are one allocation, carved by this layout (floats, each
+// part 64-byte aligned): the KV cache of every layer that keeps its own, then
+// the layer loop's scratch for N_BATCH rows. With c NULL it only sums the
+// sizes. The attention scores (they follow the thread count) and a template's
+// copies live beside it.
+enum { ALIGN_FLOATS = 16 };
+
+static size_t ctx_layout(const infer_config *cf, int n_ctx, infer_ctx *c, float *arena, size_t *kv_floats) {
+    size_t at = 0, kv = 0;
+#define PART(dst, count)                                                   \
+    do {                                                                   \
+        if (c) (dst) = arena + at;                                         \
+        at += ((size_t)(count) + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS; \
+    } while (0)
+    int hd_max = 0, kv_max = 0;
+    for (int i = 0; i < cf->n_layer; i++) {
+        const layer_config *lc = &cf->layers[i];
+        if (lc->head_dim > hd_max) hd_max = lc->head_dim;
+        if (lc->n_kv_head > kv_max) kv_max = lc->n_kv_head;
+        if (lc->kv_source != i) continue;
+        size_t n = (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
+        PART(c->k_cache[i], n);
+        PART(c->v_cache[i], n);
+        kv += 2 * n;
+    }
+    size_t T = N_BATCH, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
+    size_t nq = H * hd_max, nkv = (size_t)kv_max * hd_max;
+    size_t F = (size_t)(cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
+    size_t LP = (size_t)cf->n_layer * cf->ple_dim;
+    size_t nrow = E > (size_t)cf->n_expert ? E : (size_t)cf->n_expert;
+    PART(c->x, T * E);
+    PART(c->xn, T * E);
+    PART(c->q, T * nq);
+    PART(c->k, T * nkv);
+    PART(c->v, T * nkv);
+    PART(c->qkv, T * (nq + 2 * nkv));
+    PART(c->att, T * nq);
+    PART(c->o, T * E);
+    PART(c->ff, T * 2 * F);
+    PART(c->ff2, T * 2 * F);
+    PART(c->ple, T * LP);
+    PART(c->ple_tmp, T * LP + E);
+    PART(c->row, nrow);
+    PART(c->eo, E);
+#undef PART
+    if (kv_floats) *kv_floats = kv;
+    return at;
+}
+
+static int default_n_ctx(const infer_config *cf) { return cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096; }
+
+infer_status infer_ctx_memory(const infer_model *m, int n_ctx, size_t *kv_bytes, size_t *total_bytes) {
+    const infer_config *cf = &m->cfg;
+    if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
+    if (n_ctx == 0) n_ctx = default_n_ctx(cf);
+    size_t kv, all = ctx_layout(cf, n_ctx, NULL, NULL, &kv);
+    int tokens = (int)((1 << 22) / ((size_t)cf->n_head * ((size_t)n_ctx + 1)));
+    tokens = tokens < 1 ? 1 : tokens > 8 ? 8 : tokens;
+    all += (size_t)infer_get_threads() * tokens * cf->n_head * ((size_t)n_ctx + 1); // attention scores
+    if (kv_bytes) *kv_bytes = kv * sizeof(float);
+    if (total_bytes) *total_bytes = all * sizeof(float);
+    return INFER_OK;
+}
+
 infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     *out = NULL;
     const infer_config *cf = &m->cfg;
     if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
-    if (n_ctx == 0) n_ctx = cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096;
+    if (n_ctx == 0) n_ctx = default_n_ctx(cf);
     if (cf->fam->learned_pos && n_ctx > cf->n_ctx_train)
         return fail(INFER_ERR_ARG, "context size %d exceeds the model's %d learned positions", n_ctx, cf->n_ctx_train);
-    int L = cf->n_layer, hd_max = 0, kv_max = 0;
-    size_t kv_bytes = 0;
-    for (int i = 0; i < L; i++) {
-        const layer_config *lc = &cf->layers[i];
-        if (lc->head_dim > hd_max) hd_max = lc->head_dim;
-        if (lc->n_kv_head > kv_max) kv_max = lc->n_kv_head;
-        if (lc->kv_source == i) kv_bytes += 2 * sizeof(float) * (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
-    }
-    if (kv_bytes > MAX_CTX_BYTES)
-        return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx, kv_bytes >> 20);
+    int L = cf->n_layer;
+    size_t kv, floats = ctx_layout(cf, n_ctx, NULL, NULL, &kv);
+    if (kv * sizeof(float) > MAX_CTX_BYTES)
+        return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
+                    kv * sizeof(float) >> 20);
 
     infer_ctx *c = calloc(1, sizeof *c);
     if (!c) return fail(INFER_ERR_NOMEM, "out of memory");
@@ -43,38 +102,18 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->ex.pool = c->pool;
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
-    if (!c->k_cache || !c->v_cache) ok = 0;
-    for (int i = 0; ok && i < L; i++) {
-        const layer_config *lc = &cf->layers[i];
-        if (lc->kv_source != i) continue;
-        size_t n = (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
-        c->k_cache[i] = alloc_f(n, &ok);
-        c->v_cache[i] = alloc_f(n, &ok);
+    c->arena = aligned_alloc(64, sizeof(float) * floats);
+    if (!c->k_cache || !c->v_cache || !c->arena) ok = 0;
+    else {
+        memset(c->arena, 0, sizeof(float) * floats);
+        ctx_layout(cf, n_ctx, c, c->arena, NULL);
     }
-    size_t T = N_BATCH, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
-    size_t nq = H * hd_max, nkv = (size_t)kv_max * hd_max;
-    size_t F = (size_t)(cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
-    size_t LP = (size_t)cf->n_layer * cf->ple_dim;
-    size_t nrow = E > (size_t)cf->n_expert ? E : (size_t)cf->n_expert;
-    c->x = alloc_f(T * E, &ok);
-    c->xn = alloc_f(T * E, &ok);
-    c->q = alloc_f(T * nq, &ok);
-    c->k = alloc_f(T * nkv, &ok);
-    c->v = alloc_f(T * nkv, &ok);
-    c->qkv = alloc_f(T * (nq + 2 * nkv), &ok);
-    c->att = alloc_f(T * nq, &ok);
-    c->o = alloc_f(T * E, &ok);
-    c->ff = alloc_f(T * 2 * F, &ok);
-    c->ff2 = alloc_f(T * 2 * F, &ok);
-    c->attn_tokens = (int)((1 << 22) / ((size_t)H * ((size_t)n_ctx + 1)));
+    size_t H = (size_t)cf->n_head;
+    c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
     c->scores_cap = (size_t)pool_size(c->pool) * c->attn_tokens * H * ((size_t)n_ctx + 1);
     c->scores = alloc_f(c->scores_cap, &ok);
-    c->ple = alloc_f(T * LP, &ok);
-    c->ple_tmp = alloc_f(T * LP + E, &ok);
-    c->row = alloc_f(nrow, &ok);
-    c->eo = alloc_f(E, &ok);
-    if (m->walk && !(c->ws = walk_scratch_new(m->walk_max_features, E, &c->ex))) ok = 0;
+    if (m->walk && !(c->ws = walk_scratch_new(m->walk_max_features, cf->n_embd, &c->ex))) ok = 0;
     if (!ok) {
         infer_ctx_free(c);
         return fail(INFER_ERR_NOMEM, "out of memory allocating a context of %d positions", n_ctx);
@@ -88,14 +127,10 @@ static infer_status eval(infer_ctx *c, const int32_t *ids, int n, float *logits,
 
 void infer_ctx_free(infer_ctx *c) {
     if (!c) return;
-    for (int i = 0; c->k_cache && c->v_cache && i < c->m->cfg.n_layer; i++) {
-        free(c->k_cache[i]);
-        free(c->v_cache[i]);
-    }
     free(c->k_cache);
     free(c->v_cache);
-    float *bufs[] = {c->x, c->xn, c->q, c->k, c->v, c->qkv, c->att, c->o, c->ff, c->ff2, c->scores, c->ple, c->ple_tmp, c->row, c->eo};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(c->arena);
+    free(c->scores);
     free_template(c);
     free(c->plan);
     free(c->logit_buf);
