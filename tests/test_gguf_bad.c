@@ -8,7 +8,7 @@
 #include "infer.h"
 #include "models/gguf.h"
 #include "models/gguf_write.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include "models/model.h"
 #include "models/gguf.h"
 #include "models/gguf_convert.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

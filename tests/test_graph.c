@@ -7,7 +7,7 @@
 #include "inference/context.h"
 #include "vindex/walk.h"
 #include "models/model.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "compute/cpu/ops.h"
 #include "feature_rows.h"
 

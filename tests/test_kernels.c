@@ -6,7 +6,7 @@
 #include "compute/cpu/ops.h"
 #include "compute/cpu/attn.h"
 #include "base/half.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
 // differs); where the row's blocks are a reference quantizer's output,
 // from_float gives the same bytes, and its round-trip error is small.
 #include "check.h"
-#include "models/dtype.h"
-#include "models/quant.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
 // and `quantize` of an f32 GGUF equals converting straight to the mix.
 #include "check.h"
 #include "infer.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/gguf_convert.h"
 #include "models/gguf_quantize.h"
 #include "models/model.h"

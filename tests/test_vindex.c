@@ -20,7 +20,7 @@
 #include "check.h"
 #include "infer.h"
 #include "models/model.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/gguf.h"
 #include "models/gguf_write.h"
 #include "models/gguf_convert.h"

@@ -6,7 +6,7 @@
 #include "infer.h"
 #include "vindex/walk.h"
 #include "models/model.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "compute/cpu/ops.h"
 #include "base/pool.h"
 #include "feature_rows.h"

@@ -3,6 +3,8 @@
 #ifndef INFER_MODELS_CONFIG_H
 #define INFER_MODELS_CONFIG_H
 
+#include "tensor/tensor.h"
+
 // The most experts a token may be routed to: moe() keeps their ids and weights
 // on the stack. A config asking for more is refused at load.
 #define INFER_MAX_EXPERTS_USED 64
@@ -10,7 +12,6 @@
 #include "infer.h"
 
 enum norm_kind { NORM_RMS, NORM_LAYER };
-enum act_kind { ACT_SILU, ACT_GELU_TANH, ACT_GELU, ACT_RELU };
 enum moe_kind {
     MOE_NONE,
     MOE_SOFTMAX_TOPK, // softmax over all experts, keep the top k (Mixtral, Qwen3-MoE)
@@ -43,19 +44,6 @@ const family *family_find(const char *model_type);
 const char *act_kind_name(int act); // "silu", "gelu_tanh", ...
 const char *family_list(void); // "llama, mistral, ..." for messages
 
-// RoPE for one layer, resolved for its head_dim: pairs (i * pair_stride,
-// i * pair_stride + pair_offset) for i < n_pairs rotate by angle
-// pos * inv_freq[i]; cos/sin are scaled by mscale. transformers' rotate_half
-// (ggml's NEOX mode) is stride 1, offset n_rot/2; ggml's "normal" mode, used
-// by llama.cpp for the archs whose Q/K rows convert_hf_to_gguf.py permutes,
-// is stride 2, offset 1 (adjacent pairs).
-typedef struct {
-    int n_pairs;
-    int pair_offset;
-    int pair_stride;
-    float mscale;
-    float *inv_freq; // n_pairs
-} rope_table;
 
 typedef struct {
     int head_dim;

@@ -4,7 +4,7 @@
 // power of two, long names, too many dims, bad shapes, unknown tensor types,
 // offsets outside the data or misaligned, duplicate names, short data.
 #include "models/gguf.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 
 #include <stdio.h>

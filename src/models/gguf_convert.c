@@ -17,7 +17,7 @@
 // converts without a second name table for Hugging Face names.
 #include "models/gguf_convert.h"
 #include "models/gguf_write.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/quant_mix.h"
 #include "base/error.h"
 

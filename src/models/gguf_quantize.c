@@ -5,7 +5,7 @@
 #include "models/gguf_quantize.h"
 #include "models/gguf_write.h"
 #include "models/quant_mix.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 // with each tensor's data aligned, then the data is streamed row by row, so
 // at most one row of floats and one encoded row are in memory at a time.
 #include "models/gguf_write.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
 #include "models/quant_mix.h"
 #include "vindex/vindex.h"
 #include "vindex/walk.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "base/error.h"

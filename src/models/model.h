@@ -8,12 +8,6 @@
 #include "models/config.h"
 #include "models/tensor.h"
 
-// A weight used in a product. trans: stored [in, out] (GPT-2 Conv1D, gpt-oss
-// experts) rather than the usual [out, in].
-typedef struct {
-    const tensor *w;
-    int trans;
-} weight;
 
 typedef struct {
     // attention: x (n_embd) -> q (n_head*hd), k, v (n_kv_head*hd) -> o (n_embd)

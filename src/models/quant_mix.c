@@ -1,5 +1,5 @@
 #include "models/quant_mix.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 
 #include <stdio.h>
 #include <string.h>

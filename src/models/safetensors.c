@@ -5,7 +5,7 @@
 // then the data; offsets are relative to the end of the header. Every number
 // is checked against the file before use.
 #include "models/tensor.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 
 #include <cjson/cJSON.h>

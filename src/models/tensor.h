@@ -1,31 +1,10 @@
-// A tensor: a typed, shaped view of bytes in a mapped file. Shapes use ggml's
-// order: ne[0] is the innermost (contiguous) dimension, so a PyTorch Linear
-// weight [out, in] has ne[0] = in, ne[1] = out.
+// All tensors of a checkpoint: the mapped files and their tensors (typed
+// views, tensor/tensor.h), from safetensors or GGUF.
 #ifndef INFER_MODELS_TENSOR_H
 #define INFER_MODELS_TENSOR_H
 
-#include <stddef.h>
-#include <stdint.h>
 #include "base/mapfile.h"
-
-#define MAX_DIMS 4
-
-typedef struct {
-    const char *name;     // owned by the store
-    int type;             // enum dtype, or -1 for a known type we do not compute with
-    const char *type_name;
-    int nd;
-    int64_t ne[MAX_DIMS]; // ne[0] innermost
-    const void *data;     // into the mapping
-    size_t nbytes;
-    float *f32;           // 1-D tensors (norms, biases): decoded once at load, else NULL
-} tensor;
-
-static inline int64_t tensor_nelem(const tensor *t) {
-    int64_t n = 1;
-    for (int i = 0; i < t->nd; i++) n *= t->ne[i];
-    return n;
-}
+#include "tensor/tensor.h"
 
 // All tensors of a checkpoint (one or several mapped files), sorted by name.
 typedef struct {

@@ -4,7 +4,7 @@
 // with prefixes such as "model.", "transformer." or "model.language_model.".
 // Other tensors (vision towers, buffers) are counted and left alone.
 #include "models/model.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 
 #include <stddef.h>

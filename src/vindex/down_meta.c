@@ -10,7 +10,7 @@
 #include "vindex/extract_impl.h"
 #include "base/error.h"
 #include "compute/cpu/ops.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/pool.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
 // written. Then the embedding (copied as stored), the lm_head (re-encoded),
 // down_meta (down_meta.c), weights.gguf and, last, index.json.
 #include "vindex/extract_impl.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/quant_mix.h"
 #include "base/pool.h"
 #include "base/sha256.h"

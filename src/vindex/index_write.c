@@ -3,7 +3,7 @@
 // values we parsed), the types, where every layer's part lies, and the size
 // and sha256 of every file. vindex_open (open.c) is its reader.
 #include "vindex/extract_impl.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/gguf.h"
 #include "base/mapfile.h"
 #include "base/error.h"

@@ -4,7 +4,7 @@
 // overlapping another), and file sizes against the disk. Then the .bin files
 // are mapped and the tensors are views into them.
 #include "vindex/vindex_impl.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 
 #include <cjson/cJSON.h>

@@ -3,7 +3,7 @@
 #include "compute/cpu/ops.h"
 #include "compute/cpu/vecdot.h"
 #include "compute/cpu/vec.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/pool.h"
 
 #include <math.h>

@@ -10,7 +10,7 @@
 #define INFER_VINDEX_WALK_H
 
 #include "compute/cpu/ops.h"
-#include "models/tensor.h"
+#include "tensor/tensor.h"
 
 typedef struct walk_layer_s {
     const tensor *gate_vectors; // [F, H]: the KNN's gate rows (f32, f16 or q4_0)

@@ -4,7 +4,7 @@
 // f16 and q4_0 gate vectors (random), in µs per layer.
 #include "cli.h"
 #include "vindex/walk.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 // the way llama.cpp's convert_hf_to_gguf.py lays it out.
 #include "cli.h"
 #include "models/gguf_convert.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "models/quant_mix.h"
 
 #include <stdio.h>

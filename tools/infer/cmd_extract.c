@@ -3,7 +3,7 @@
 // (src/vindex/vindex.h) with a progress bar on stderr.
 #include "cli.h"
 #include "vindex/extract.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 #include "vindex/vindex.h"
 #include "vindex/walk.h"
 #include "models/model.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "compute/cpu/ops.h"
 
 #include <math.h>

@@ -8,7 +8,7 @@
 #include "vindex/vindex.h"
 #include "vindex/walk.h"
 #include "inference/context.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "compute/cpu/ops.h"
 
 #include <math.h>

@@ -2,8 +2,8 @@
 // FFN's accumulation of down vectors. The scalar version decodes a block at
 // a time and is the oracle of the AVX2 one.
 #include "compute/cpu/vec.h"
-#include "models/dtype.h"
-#include "models/quant.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
 #include "base/half.h"
 
 #include <immintrin.h>

@@ -3,7 +3,7 @@
 // tokens, so a prompt costs one pass over the weights per N_BATCH tokens.
 #include "compute/cpu/ops.h"
 #include "compute/cpu/vecdot.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/pool.h"
 
 #include <stdatomic.h>

@@ -1,5 +1,5 @@
 #include "compute/cpu/ops.h"
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "compute/cpu/vec.h"
 
 #include <immintrin.h>

@@ -4,7 +4,7 @@
 #define INFER_COMPUTE_CPU_OPS_H
 
 #include "base/pool.h"
-#include "models/model.h"
+#include "tensor/tensor.h"
 
 // The CPU's working state for one caller (a context, an extraction): its
 // threads and the scratch the kernels reuse, so that callers never share any.

@@ -4,8 +4,8 @@
 
 #include <stdatomic.h>
 #include "compute/cpu/vec.h"
-#include "models/dtype.h"
-#include "models/quant.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
 #include "base/half.h"
 
 #include <math.h>

@@ -3,8 +3,8 @@
 // in the style of ggml's x86 kernels: nibbles unpacked with masks, u8 x s8
 // products with maddubs, pairs summed with madd.
 #include "compute/cpu/vecdot.h"
-#include "models/dtype.h"
-#include "models/quant.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
 #include "base/half.h"
 
 #include <immintrin.h>

@@ -1,7 +1,7 @@
 // Storage types of weights and their traits. The numbering is ggml's
 // (ggml_type), so GGUF tensor types map one to one; append only.
-#ifndef INFER_MODELS_DTYPE_H
-#define INFER_MODELS_DTYPE_H
+#ifndef INFER_TENSOR_DTYPE_H
+#define INFER_TENSOR_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>

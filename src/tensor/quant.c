@@ -16,7 +16,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "models/quant.h"
+#include "tensor/quant.h"
 #include "base/half.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 // The per-type traits table: every kernel that reads weights dispatches here.
-#include "models/dtype.h"
+#include "tensor/dtype.h"
 #include "base/half.h"
-#include "models/quant.h"
+#include "tensor/quant.h"
 
 // Tensor data in a safetensors file need not be aligned to its element size,
 // so elements are loaded with memcpy (a plain load on x86, and no UB).

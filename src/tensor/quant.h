@@ -5,8 +5,8 @@
 // ggml-quants.c for dequantize_row_* and quantize_row_*_ref). Every multi-byte
 // field is little-endian and kept as bytes, so a block has alignment 1 and a
 // row may start at any address. f16 fields are IEEE half.
-#ifndef INFER_MODELS_QUANT_H
-#define INFER_MODELS_QUANT_H
+#ifndef INFER_TENSOR_QUANT_H
+#define INFER_TENSOR_QUANT_H
 
 #include <stdint.h>
 
