@@ -1,29 +1,20 @@
-// Loading a model: config, mapped tensors, slots. A path is a Hugging Face
-// directory (config.json + safetensors) or a GGUF file.
+// A model's files: a GGUF's metadata and tensors, the slots bound to them,
+// and their release. (infer_model_load, inference/model_load.c, chooses the
+// source: a Hugging Face directory, a GGUF file, or a vindex.)
 #include "models/model.h"
 #include "models/quant_mix.h"
-#include "vindex/vindex.h"
-#include "vindex/walk.h"
 #include "tensor/dtype.h"
 #include "models/gguf.h"
-#include "tokenizer/tokenizer.h"
 #include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 // A GGUF file: metadata -> config (rope_freqs.weight folded into the rope
 // tables), tensors -> store, then the same binding as safetensors.
-static infer_status load_gguf(infer_model *m, const char *path, const tensor *embd) {
+infer_status model_load_gguf(infer_model *m, const char *path, const tensor *embd) {
     infer_status st = gguf_open(&m->gguf, path);
     if (st) return st;
     st = store_add_gguf(&m->store, m->gguf);
@@ -36,46 +27,7 @@ static infer_status load_gguf(infer_model *m, const char *path, const tensor *em
     return config_from_gguf(&m->cfg, m->gguf, rf ? rf->data : NULL, rf ? (int)rf->ne[0] : 0, te && te->nd == 2 ? te->ne[1] : 0);
 }
 
-infer_status infer_model_load(const char *path, infer_model **out) {
-    *out = NULL;
-    double t0 = now();
-    struct stat sb;
-    if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
-    int is_file = S_ISREG(sb.st_mode);
-    if (!S_ISDIR(sb.st_mode) && !is_file)
-        return fail(INFER_ERR_UNSUPPORTED, "%s: not a model (expected a directory with config.json and *.safetensors, or a .gguf file)", path);
-    infer_model *m = calloc(1, sizeof *m);
-    if (!m) return fail(INFER_ERR_NOMEM, "out of memory");
-    pthread_mutex_init(&m->lazy_mu, NULL);
-    m->path = strdup(path);
-    infer_status st;
-    if (is_file) {
-        st = load_gguf(m, path, NULL);
-    } else if (vindex_is_dir(path)) {
-        // a vindex: weights.gguf, the embedding from embeddings.bin, the FFN as feature rows
-        st = vindex_open(path, &m->vx);
-        if (!st) st = load_gguf(m, vindex_model_path(m->vx), vindex_embeddings(m->vx));
-        if (!st) m->tok_embd = vindex_embeddings(m->vx), m->ffn_external = 1;
-    } else {
-        st = config_load(&m->cfg, path);
-        if (!st) st = store_open_safetensors(&m->store, path);
-    }
-    if (!st) {
-        st = model_bind(m);
-        if (!st && m->vx) st = vindex_bind_walk(m, m->vx);
-        if (st) fail_wrap(st, "%s", path);
-    }
-    if (st) { infer_model_free(m); return st; }
-    m->load_seconds = now() - t0;
-    *out = m;
-    return INFER_OK;
-}
-
-void infer_model_free(infer_model *m) {
-    if (!m) return;
-    pthread_mutex_destroy(&m->lazy_mu);
-    free(m->walk);
-    vindex_close(m->vx);
+void model_release(infer_model *m) {
     for (int i = 0; i < m->store.n; i++) free(m->store.t[i].f32);
     if (m->layers)
         for (int il = 0; il < m->cfg.n_layer; il++) {
@@ -100,12 +52,8 @@ void infer_model_free(infer_model *m) {
     free(m->layers);
     free(m->views);
     store_close(&m->store);
-    tokenizer_free(m->tok);
-    free(m->chat_tmpl);
     gguf_close(m->gguf);
     config_free(&m->cfg);
-    free(m->path);
-    free(m);
 }
 
 int infer_model_n_vocab(const infer_model *m) { return m->cfg.n_vocab; }

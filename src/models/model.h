@@ -74,4 +74,12 @@ struct infer_model {
 // Fills the slots from the store and checks every shape against the config.
 infer_status model_bind(infer_model *m);
 
+// A GGUF file into m: metadata -> config (rope_freqs.weight folded into the
+// rope tables), tensors -> store; embd: the token embedding to use instead of
+// the file's (a vindex keeps it apart), or NULL.
+infer_status model_load_gguf(infer_model *m, const char *path, const tensor *embd);
+// Frees what the models part made (store, slots, config, GGUF); not m itself.
+void model_release(infer_model *m);
+
 #endif
+

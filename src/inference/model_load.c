@@ -1,0 +1,68 @@
+// infer_model_load and infer_model_free: the parts above models -- a vindex
+// as a model, its walk layers, the tokenizer -- around models' loading.
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+#include "vindex/vindex.h"
+#include "vindex/walk.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+infer_status infer_model_load(const char *path, infer_model **out) {
+    *out = NULL;
+    double t0 = now();
+    struct stat sb;
+    if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
+    int is_file = S_ISREG(sb.st_mode);
+    if (!S_ISDIR(sb.st_mode) && !is_file)
+        return fail(INFER_ERR_UNSUPPORTED, "%s: not a model (expected a directory with config.json and *.safetensors, or a .gguf file)", path);
+    infer_model *m = calloc(1, sizeof *m);
+    if (!m) return fail(INFER_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&m->lazy_mu, NULL);
+    m->path = strdup(path);
+    infer_status st;
+    if (is_file) {
+        st = model_load_gguf(m, path, NULL);
+    } else if (vindex_is_dir(path)) {
+        // a vindex: weights.gguf, the embedding from embeddings.bin, the FFN as feature rows
+        st = vindex_open(path, &m->vx);
+        if (!st) st = model_load_gguf(m, vindex_model_path(m->vx), vindex_embeddings(m->vx));
+        if (!st) m->tok_embd = vindex_embeddings(m->vx), m->ffn_external = 1;
+    } else {
+        st = config_load(&m->cfg, path);
+        if (!st) st = store_open_safetensors(&m->store, path);
+    }
+    if (!st) {
+        st = model_bind(m);
+        if (!st && m->vx) st = vindex_bind_walk(m, m->vx);
+        if (st) fail_wrap(st, "%s", path);
+    }
+    if (st) {
+        infer_model_free(m);
+        return st;
+    }
+    m->load_seconds = now() - t0;
+    *out = m;
+    return INFER_OK;
+}
+
+void infer_model_free(infer_model *m) {
+    if (!m) return;
+    free(m->walk);
+    vindex_close(m->vx);
+    tokenizer_free(m->tok);
+    free(m->chat_tmpl);
+    model_release(m);
+    pthread_mutex_destroy(&m->lazy_mu);
+    free(m->path);
+    free(m);
+}
