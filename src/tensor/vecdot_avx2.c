@@ -2,7 +2,7 @@
 // vecdot.c (integer sums per block, then one float multiply-add per block),
 // in the style of ggml's x86 kernels: nibbles unpacked with masks, u8 x s8
 // products with maddubs, pairs summed with madd.
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
 #include "base/half.h"
@@ -125,12 +125,6 @@ FLOAT_KERNELS(bf16, 2)
 
 enum { K_Q8_0, K_Q4_0, K_Q4_1, K_Q5_0, K_MXFP4 };
 
-static inline float e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
 
 // bytes of block i of row w, and its scale (and q4_1's min)
 AVX2 static inline __attribute__((always_inline)) __m256i q32_unpack(int K, const void *w, int i) {
@@ -526,16 +520,36 @@ AVX2 static void act_quant_q8_0x4_avx2(const float *x, void *vy, int n) {
     }
 }
 
-const vecdot_kernel vecdot_avx2[DT_COUNT] = {
-    [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32, NULL, 0, dotr_f32, tile24_f32},
-    [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16, NULL, 0, dotr_f16, tile24_f16},
-    [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16, NULL, 0, dotr_bf16, tile24_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0x4_avx2, dot4_q8_0, dot8_q8_0, 1, dotr_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0x4_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
-    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0x4_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0x4_avx2, dot4_q5_0, dot8_q5_0, 1, dotr_q5_0},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0x4_avx2, dot4_mxfp4, dot8_mxfp4, 1, dotr_mxfp4},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K, dot8_q4_K},
-    [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
-    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K, dot8_q6_K},
+const vecdot_kernel vecdot_avx2_f32 = {
+    .act_type = DT_F32, .dot = dot_f32, .dot4 = dot4_f32, .dotr = dotr_f32, .tile24 = tile24_f32,
+};
+const vecdot_kernel vecdot_avx2_f16 = {
+    .act_type = DT_F32, .dot = dot_f16, .dot4 = dot4_f16, .dotr = dotr_f16, .tile24 = tile24_f16,
+};
+const vecdot_kernel vecdot_avx2_bf16 = {
+    .act_type = DT_F32, .dot = dot_bf16, .dot4 = dot4_bf16, .dotr = dotr_bf16, .tile24 = tile24_bf16,
+};
+const vecdot_kernel vecdot_avx2_q8_0 = {
+    .act_type = DT_Q8_0, .dot = dot_q8_0, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q8_0, .dot8 = dot8_q8_0, .grouped = 1, .dotr = dotr_q8_0,
+};
+const vecdot_kernel vecdot_avx2_q4_0 = {
+    .act_type = DT_Q8_0, .dot = dot_q4_0, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q4_0, .dot8 = dot8_q4_0, .grouped = 1, .dotr = dotr_q4_0,
+};
+const vecdot_kernel vecdot_avx2_q4_1 = {
+    .act_type = DT_Q8_0, .dot = dot_q4_1, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q4_1, .dot8 = dot8_q4_1, .grouped = 1, .dotr = dotr_q4_1,
+};
+const vecdot_kernel vecdot_avx2_q5_0 = {
+    .act_type = DT_Q8_0, .dot = dot_q5_0, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q5_0, .dot8 = dot8_q5_0, .grouped = 1, .dotr = dotr_q5_0,
+};
+const vecdot_kernel vecdot_avx2_mxfp4 = {
+    .act_type = DT_Q8_0, .dot = dot_mxfp4, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_mxfp4, .dot8 = dot8_mxfp4, .grouped = 1, .dotr = dotr_mxfp4,
+};
+const vecdot_kernel vecdot_avx2_q4_K = {
+    .act_type = DT_Q8_K, .dot = dot_q4_K, .quant = act_quant_q8_K, .dot4 = dot4_q4_K, .dot8 = dot8_q4_K,
+};
+const vecdot_kernel vecdot_avx2_q5_K = {
+    .act_type = DT_Q8_K, .dot = dot_q5_K, .quant = act_quant_q8_K,
+};
+const vecdot_kernel vecdot_avx2_q6_K = {
+    .act_type = DT_Q8_K, .dot = dot_q6_K, .quant = act_quant_q8_K, .dot4 = dot4_q6_K, .dot8 = dot8_q6_K,
 };
