@@ -1,7 +1,7 @@
 // SIMD row kernels against their scalar oracle (normalized MSE <= 1e-7), and
 // the oracle's integer path against the float dot of the decoded row.
 #include "check.h"
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 #include "compute/cpu/vec.h"
 #include "compute/cpu/ops.h"
 #include "compute/cpu/attn.h"
@@ -141,10 +141,10 @@ int main(void) {
     int lens[] = {1, 7, 67, 256, 1000, 2051};
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < 6; l++) check_type(floats[k], lens[l], 24);
-    int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_MXFP4, DT_Q4_1};
-    for (int k = 0; k < 5; k++) { check_type(q32[k], 32, 24); check_type(q32[k], 32 * 9, 24); check_type(q32[k], 2048, 24); }
-    int qk[] = {DT_Q4_K, DT_Q5_K, DT_Q6_K};
-    for (int k = 0; k < 3; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
+    int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_MXFP4, DT_Q4_1, DT_Q5_1};
+    for (int k = 0; k < 6; k++) { check_type(q32[k], 32, 24); check_type(q32[k], 32 * 9, 24); check_type(q32[k], 2048, 24); }
+    int qk[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};
+    for (int k = 0; k < 5; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
     // every SIMD kernel has a scalar oracle with the same activation type
     for (int t = 0; t < DT_COUNT; t++) {
         const vecdot_kernel *s = vecdot_get_simd(t), *r = vecdot_get_ref(t);

@@ -387,14 +387,6 @@ float q2_K_dot(const void *vw, const float *x, int64_t n) {
 // ===========================================================================
 // q3_K
 
-// The 16 signed 6-bit group scales (sc - 32) of a q3_K block.
-static void q3_K_scales(const uint8_t *p, int sc[16]) {
-    for (int g = 0; g < 16; g++) {
-        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4;
-        int hi = p[8 + g % 4] >> 2 * (g / 4) & 3;
-        sc[g] = (lo | hi << 4) - 32;
-    }
-}
 
 void q3_K_to_float(const void *vx, float *y, int64_t n) {
     const block_q3_K *b = vx;

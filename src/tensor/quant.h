@@ -94,6 +94,15 @@ static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
     }
 }
 
+// The 16 signed 6-bit group scales (sc - 32) of a q3_K block.
+static inline void q3_K_scales(const uint8_t *p, int sc[16]) {
+    for (int g = 0; g < 16; g++) {
+        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4;
+        int hi = p[8 + g % 4] >> 2 * (g / 4) & 3;
+        sc[g] = (lo | hi << 4) - 32;
+    }
+}
+
 // Per type: y = decoded x (to_float), the dot of a stored row with an f32
 // vector (dot), and the encoder (from_float), each over n elements, n a
 // multiple of the block size. Same contracts as dtype_traits.

@@ -84,6 +84,27 @@ float vecdot_q5_0_q8_0(const void *vw, const void *vx, int n) {
     return s;
 }
 
+// q5_1 (x = d q + m, q 5 bits) as q4_1
+float vecdot_q5_1_q8_0(const void *vw, const void *vx, int n) {
+    const block_q5_1 *w = vw;
+    const block_q8_0 *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        uint32_t qh;
+        memcpy(&qh, w[i].qh, 4);
+        int sumi = 0, sumy = 0;
+        for (int j = 0; j < QK / 2; j++) {
+            int lo = (w[i].qs[j] & 15) | (((qh >> j) & 1) << 4);
+            int hi = (w[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+            sumi += lo * x[i].qs[j] + hi * x[i].qs[j + QK / 2];
+            sumy += x[i].qs[j] + x[i].qs[j + QK / 2];
+        }
+        float dx = ld_f16(x[i].d);
+        s += sumi * (ld_f16(w[i].d) * dx) + sumy * (ld_f16(w[i].m) * dx);
+    }
+    return s;
+}
+
 float vecdot_mxfp4_q8_0(const void *vw, const void *vx, int n) {
     const block_mxfp4 *w = vw;
     const block_q8_0 *x = vx;
@@ -100,6 +121,52 @@ float vecdot_mxfp4_q8_0(const void *vw, const void *vx, int n) {
 // ---------------------------------------------------------------------------
 // k-quants against q8_K activations
 
+
+// q2_K: x = d (sc & 15) q - dmin (sc >> 4) per group of 16; the mins meet
+// the activation's group sums (bsums).
+float vecdot_q2_K_q8_K(const void *vw, const void *vx, int n) {
+    const block_q2_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        float dy = ld_f32(x[i].d);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 16; g++) summ += (w[i].scales[g] >> 4) * ld_i16(x[i].bsums + 2 * g);
+        for (int h = 0; h < 2; h++)
+            for (int sh = 0; sh < 4; sh++)
+                for (int k = 0; k < 2; k++) {
+                    const uint8_t *q = w[i].qs + 32 * h + 16 * k;
+                    const int8_t *y = x[i].qs + 128 * h + 32 * sh + 16 * k;
+                    int si = 0;
+                    for (int l = 0; l < 16; l++) si += ((q[l] >> 2 * sh) & 3) * y[l];
+                    sumi += (w[i].scales[8 * h + 2 * sh + k] & 15) * si;
+                }
+        s += dy * ld_f16(w[i].d) * sumi - dy * ld_f16(w[i].dmin) * summ;
+    }
+    return s;
+}
+
+// q3_K: x = d (sc - 32) (q - 4 unless the high bit is set) per group of 16.
+float vecdot_q3_K_q8_K(const void *vw, const void *vx, int n) {
+    const block_q3_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        int sc[16], sumi = 0;
+        q3_K_scales(w[i].scales, sc);
+        for (int h = 0; h < 2; h++)
+            for (int sh = 0; sh < 4; sh++)
+                for (int k = 0; k < 2; k++) {
+                    const uint8_t *q = w[i].qs + 32 * h + 16 * k, *hm = w[i].hmask + 16 * k;
+                    const int8_t *y = x[i].qs + 128 * h + 32 * sh + 16 * k;
+                    int m = 1 << (4 * h + sh), si = 0;
+                    for (int l = 0; l < 16; l++) si += (((q[l] >> 2 * sh) & 3) - (hm[l] & m ? 0 : 4)) * y[l];
+                    sumi += sc[8 * h + 2 * sh + k] * si;
+                }
+        s += ld_f32(x[i].d) * ld_f16(w[i].d) * sumi;
+    }
+    return s;
+}
 
 float vecdot_q4_K_q8_K(const void *vw, const void *vx, int n) {
     const block_q4_K *w = vw;
