@@ -31,9 +31,9 @@ static int32_t *ids_of(const cJSON *a, int *n) {
 
 // max |a - b| / rms(b)
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: test_fixtures FAMILY\n"); return 2; }
+    if (argc != 2 && argc != 3) { fprintf(stderr, "usage: test_fixtures FAMILY [ROOT]\n"); return 2; }
     char dir[1024], path[1200];
-    snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, argv[1]);
+    snprintf(dir, sizeof dir, "%s/%s", argc == 3 ? argv[2] : FIXTURES_DIR, argv[1]);
     snprintf(path, sizeof path, "%s/reference.json", dir);
     char *text = test_read_file(path, NULL);
     if (!text) { fprintf(stderr, "cannot read %s\n", path); return 1; }

@@ -258,9 +258,11 @@ static void attention(infer_ctx *c, int il, int T) {
     // per-head norms, then RoPE at each token's position
     float eps = (float)cf->norm_eps;
     t0 = c->profiling ? now_s() : 0;
-    if (l->q_norm) par_rmsnorm(c->ex.pool, c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
+    // (OLMo 2 norms each token's whole q and k rather than each head)
+    int qn = f->qk_norm_full ? nq : hd, kn = f->qk_norm_full ? nkv : hd;
+    if (l->q_norm) par_rmsnorm(c->ex.pool, c->q, c->q, l->q_norm->f32, T * nq / qn, qn, eps, cf->norm_plus_one);
     if (own_kv) {
-        if (l->k_norm) par_rmsnorm(c->ex.pool, c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
+        if (l->k_norm) par_rmsnorm(c->ex.pool, c->k, c->k, l->k_norm->f32, T * nkv / kn, kn, eps, cf->norm_plus_one);
         if (f->v_norm) par_rmsnorm(c->ex.pool, c->v, c->v, NULL, T * KV, hd, eps, 0);
     }
     if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
@@ -427,14 +429,19 @@ static void layer(infer_ctx *c, int il, int T) {
     int E = cf->n_embd;
     size_t TE = (size_t)T * E;
 
-    // x = x + post_norm(attn(norm(x))) * residual_scale
-    TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
+    // x = x + post_norm(attn(norm(x))) * residual_scale; blocks without a
+    // norm in front (OLMo 2) read x itself
+    int block = cf->fam->block;
+    if (block == BLOCK_POST) memcpy(c->xn, c->x, sizeof(float) * TE);
+    else TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T);
     if (l->post_attn_norm) TIMED(PH_NORM, norm(c->ex.pool, m, c->o, c->o, l->post_attn_norm, NULL, T));
     TIMED(PH_RESIDUAL, residual(c->ex.pool, c->x, c->o, cf->residual_scale, T, E));
 
-    // x = x + post_norm(ffn(norm(x))) * residual_scale
-    TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
+    // x = x + post_norm(ffn(norm(x))) * residual_scale; a parallel block
+    // (Cohere) feeds the FFN the attention's input: (x + attn) + ffn
+    if (block == BLOCK_POST) memcpy(c->xn, c->x, sizeof(float) * TE);
+    else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
     if (c->ffn_in) memcpy(c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, sizeof(float) * E);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));

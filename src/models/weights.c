@@ -230,7 +230,7 @@ static infer_status check_layer(const infer_model *m, int il) {
     const family *f = c->fam;
     int64_t E = c->n_embd, hd = lc->head_dim, q = (int64_t)c->n_head * hd, kv = (int64_t)lc->n_kv_head * hd;
     int shared = lc->kv_source != il;
-    TRY(need(l->attn_norm, "input_layernorm", il));
+    if (f->block != BLOCK_POST) TRY(need(l->attn_norm, "input_layernorm", il));
     TRY(check_v(l->attn_norm, E));
     TRY(check_v(l->attn_norm_b, E));
     if (l->wqkv.w) {
@@ -252,8 +252,8 @@ static infer_status check_layer(const infer_model *m, int il) {
     TRY(need(l->wo.w, "self_attn.o_proj", il));
     TRY(check_w(&l->wo, q, E));
     TRY(check_v(l->bo, E));
-    TRY(check_v(l->q_norm, hd));
-    TRY(check_v(l->k_norm, hd));
+    TRY(check_v(l->q_norm, f->qk_norm_full ? q : hd));
+    TRY(check_v(l->k_norm, f->qk_norm_full ? kv : hd));
     TRY(check_v(l->sinks, c->n_head));
     if (f->moe == MOE_TOPK_SOFTMAX) TRY(need(l->sinks, "self_attn.sinks", il));
     if (f->post_norms) {
@@ -262,7 +262,8 @@ static infer_status check_layer(const infer_model *m, int il) {
         TRY(check_v(l->post_attn_norm, E));
         TRY(check_v(l->post_ffn_norm, E));
     }
-    TRY(need(l->ffn_norm, f->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", il));
+    if (f->block == BLOCK_PRE)
+        TRY(need(l->ffn_norm, f->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", il));
     TRY(check_v(l->ffn_norm, E));
     TRY(check_v(l->ffn_norm_b, E));
     if (c->n_expert) {
