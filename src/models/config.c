@@ -500,6 +500,19 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
         cf->attn_scale = (float)(1.0 / sqrt(qs));
     }
 
+    for (int i = 0; i < L; i++) { // products the forward pass keeps in an int
+        const layer_config *lc = &cf->layers[i];
+        if ((int64_t)cf->n_head * lc->head_dim > MAX_DIM || (int64_t)lc->n_kv_head * lc->head_dim > MAX_DIM) {
+            c.st = fail(INFER_ERR_FORMAT, "%s: num_attention_heads x head_dim (%d x %d) is above %d", path, cf->n_head,
+                        lc->head_dim, MAX_DIM);
+            goto out;
+        }
+    }
+    if ((int64_t)cf->n_expert * cf->n_ff_expert > INT32_MAX / 4) {
+        c.st = fail(INFER_ERR_FORMAT, "%s: num_local_experts x moe_intermediate_size (%d x %d) is too large", path,
+                    cf->n_expert, cf->n_ff_expert);
+        goto out;
+    }
     for (int i = 0; i < L; i++) {
         layer_config *lc = &cf->layers[i];
         if (lc->head_dim % 2) { c.st = fail(INFER_ERR_FORMAT, "%s: head_dim %d must be even", path, lc->head_dim); goto out; }

@@ -310,6 +310,16 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     }
     if (c.st) goto out;
 
+    for (int i = 0; i < L; i++) // products the forward pass keeps in an int
+        if ((int64_t)cf->n_head * cf->layers[i].head_dim > MAX_DIM || (int64_t)cf->layers[i].n_kv_head * cf->layers[i].head_dim > MAX_DIM) {
+            c.st = fail(INFER_ERR_FORMAT, "%s: %s x %s (%d x %d) is above %d", path, K(&c, "attention.head_count"),
+                        K(&c, "attention.key_length"), cf->n_head, cf->layers[i].head_dim, MAX_DIM);
+            goto out;
+        }
+    if ((int64_t)cf->n_expert * cf->n_ff_expert > INT32_MAX / 4) {
+        c.st = fail(INFER_ERR_FORMAT, "%s: %s x %s is too large", path, K(&c, "expert_count"), K(&c, "expert_feed_forward_length"));
+        goto out;
+    }
     for (int i = 0; i < L && !fam->learned_pos; i++) {
         layer_config *lc = &cf->layers[i];
         rope_params p = lc->global ? *rg : *rl;
