@@ -10,6 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Every function of the API is exported; the engine is built with hidden
+// visibility, so nothing else of it is (no clash with other libraries' names).
+#ifndef INFER_API
+#if defined(__GNUC__) || defined(__clang__)
+#define INFER_API __attribute__((visibility("default")))
+#else
+#define INFER_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,37 +38,37 @@ typedef struct infer_ctx infer_ctx;     // KV cache + scratch for one sequence
 
 // The message of the last failure on this thread: names the file, tensor or
 // field and what is wrong with it.
-const char *infer_last_error(void);
-const char *infer_status_name(infer_status st);
+INFER_API const char *infer_last_error(void);
+INFER_API const char *infer_status_name(infer_status st);
 
 // Loads a model from a directory holding config.json and *.safetensors, or
 // from a GGUF file (llama.cpp's metadata keys and tensor names).
-infer_status infer_model_load(const char *path, infer_model **out);
-void infer_model_free(infer_model *model);
+INFER_API infer_status infer_model_load(const char *path, infer_model **out);
+INFER_API void infer_model_free(infer_model *model);
 
-int infer_model_n_vocab(const infer_model *model);
-int infer_model_n_layer(const infer_model *model);
-int infer_model_n_embd(const infer_model *model);
-const char *infer_model_arch(const infer_model *model);
+INFER_API int infer_model_n_vocab(const infer_model *model);
+INFER_API int infer_model_n_layer(const infer_model *model);
+INFER_API int infer_model_n_embd(const infer_model *model);
+INFER_API const char *infer_model_arch(const infer_model *model);
 // The file type as llama.cpp names it ("Q4_K - Medium", "BF16", ...) from a
 // GGUF's general.file_type, else the dominant type of the matrices ("bf16").
-const char *infer_model_ftype(const infer_model *model);
+INFER_API const char *infer_model_ftype(const infer_model *model);
 // Number of parameters, and bytes of tensor data.
-int64_t infer_model_n_params(const infer_model *model);
-size_t infer_model_tensor_bytes(const infer_model *model);
+INFER_API int64_t infer_model_n_params(const infer_model *model);
+INFER_API size_t infer_model_tensor_bytes(const infer_model *model);
 // End-of-generation token ids from the config (up to max, returns the count).
-int infer_model_eos(const infer_model *model, int32_t *ids, int max);
+INFER_API int infer_model_eos(const infer_model *model, int32_t *ids, int max);
 // Writes a human-readable description (architecture, config in effect,
 // tensors by dtype, parameters, bytes mapped) to buf; returns its length.
-size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
+INFER_API size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
 
 // Threads used by the kernels (default 1); the caller's thread is one of them.
 // infer_set_threads sets the count contexts (and extractions) start with; each
 // context owns its threads, so contexts run side by side without sharing them.
-void infer_set_threads(int n);
-int infer_get_threads(void);
-infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
-int infer_ctx_threads(const infer_ctx *ctx);
+INFER_API void infer_set_threads(int n);
+INFER_API int infer_get_threads(void);
+INFER_API infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
+INFER_API int infer_ctx_threads(const infer_ctx *ctx);
 
 // ---------------------------------------------------------------------------
 // Text: the model's tokenizer (GGUF tokenizer.ggml.* metadata, or
@@ -66,31 +76,31 @@ int infer_ctx_threads(const infer_ctx *ctx);
 
 // ids: malloc'd, the caller frees. add_special: BOS/EOS as the vocabulary
 // says; parse_special: text of special tokens ("<start_of_turn>") becomes them.
-infer_status infer_tokenize(infer_model *model, const char *text, size_t len, int add_special, int parse_special,
+INFER_API infer_status infer_tokenize(infer_model *model, const char *text, size_t len, int add_special, int parse_special,
                             int32_t **ids, int *n_ids);
 // text: malloc'd and NUL-terminated; special tokens are written unless skip_special.
-infer_status infer_detokenize(infer_model *model, const int32_t *ids, int n, int skip_special, char **text, size_t *len);
+INFER_API infer_status infer_detokenize(infer_model *model, const int32_t *ids, int n, int skip_special, char **text, size_t *len);
 // End-of-generation ids: the config's eos plus the tokenizer's eos and
 // end-of-turn (up to max; returns the count).
-int infer_model_eog(infer_model *model, int32_t *ids, int max);
+INFER_API int infer_model_eog(infer_model *model, int32_t *ids, int max);
 // The chat template the model carries, or NULL.
-const char *infer_model_chat_template(infer_model *model);
+INFER_API const char *infer_model_chat_template(infer_model *model);
 // Text of one token (not NUL-terminated), NULL if out of range.
-const char *infer_token_text(infer_model *model, int32_t id, size_t *len);
+INFER_API const char *infer_token_text(infer_model *model, int32_t id, size_t *len);
 
 // A vocabulary alone, as llama.cpp's vocab_only: a GGUF (one with only
 // tokenizer.ggml.* metadata will do), a tokenizer.json, or a directory that
 // holds one. Tokenizes as the model's tokenizer would.
 typedef struct infer_vocab infer_vocab;
-infer_status infer_vocab_load(const char *path, infer_vocab **out);
-void infer_vocab_free(infer_vocab *vocab);
-infer_status infer_vocab_tokenize(const infer_vocab *vocab, const char *text, size_t len, int add_special,
+INFER_API infer_status infer_vocab_load(const char *path, infer_vocab **out);
+INFER_API void infer_vocab_free(infer_vocab *vocab);
+INFER_API infer_status infer_vocab_tokenize(const infer_vocab *vocab, const char *text, size_t len, int add_special,
                                   int parse_special, int32_t **ids, int *n_ids);
-infer_status infer_vocab_detokenize(const infer_vocab *vocab, const int32_t *ids, int n, int skip_special, char **text,
+INFER_API infer_status infer_vocab_detokenize(const infer_vocab *vocab, const int32_t *ids, int n, int skip_special, char **text,
                                     size_t *len);
-int32_t infer_vocab_size(const infer_vocab *vocab);
+INFER_API int32_t infer_vocab_size(const infer_vocab *vocab);
 // Text of one token as stored (not NUL-terminated), NULL if out of range.
-const char *infer_vocab_token(const infer_vocab *vocab, int32_t id, size_t *len);
+INFER_API const char *infer_vocab_token(const infer_vocab *vocab, int32_t id, size_t *len);
 
 // Chat: a conversation rendered with the model's chat template (GGUF
 // tokenizer.chat_template or the checkpoint's tokenizer_config.json); a model
@@ -102,22 +112,22 @@ typedef struct {
 
 // out: malloc'd prompt text. Errors name the template construct, or carry the
 // template's own message (e.g. roles that do not alternate).
-infer_status infer_chat_render(infer_model *model, const infer_chat_message *msgs, int n, int add_generation_prompt,
+INFER_API infer_status infer_chat_render(infer_model *model, const infer_chat_message *msgs, int n, int add_generation_prompt,
                                char **out);
 // Which template infer_chat_render uses: "model", "builtin:gemma" or "builtin:chatml".
-const char *infer_chat_template_source(infer_model *model);
+INFER_API const char *infer_chat_template_source(infer_model *model);
 
 // Forgets cached positions from n on (n <= n_past), so a conversation can be
 // re-fed from where it changed.
-void infer_ctx_truncate(infer_ctx *ctx, int n);
+INFER_API void infer_ctx_truncate(infer_ctx *ctx, int n);
 // The memory a context of n_ctx positions takes (0: the default): its KV
 // cache, and everything (cache, scratch, attention scores for
 // infer_get_threads() threads).
-infer_status infer_ctx_memory(const infer_model *model, int n_ctx, size_t *kv_bytes, size_t *total_bytes);
+INFER_API infer_status infer_ctx_memory(const infer_model *model, int n_ctx, size_t *kv_bytes, size_t *total_bytes);
 
 // dst takes src's first n positions (its KV cache): a shared prompt prefix
 // evaluated once, continued by several sequences. Same model; n <= src's.
-infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n);
+INFER_API infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n);
 
 // Batched evaluation: many sequences -- contexts of one model, each with its
 // own KV cache and position -- advanced in shared passes that read every
@@ -127,46 +137,163 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n);
 // infer_ctx_truncate, infer_ctx_copy). The batch holds the pass's scratch and
 // threads (infer_set_threads' count at creation).
 typedef struct infer_batch infer_batch;
-infer_status infer_batch_new(infer_model *model, infer_batch **out);
-void infer_batch_free(infer_batch *batch);
-infer_status infer_batch_set_threads(infer_batch *batch, int n);
+INFER_API infer_status infer_batch_new(infer_model *model, infer_batch **out);
+INFER_API void infer_batch_free(infer_batch *batch);
+INFER_API infer_status infer_batch_set_threads(infer_batch *batch, int n);
 // ctx[i] takes ids[i][0 .. n_ids[i]); logits[i]: NULL, or n_vocab floats for
 // the logits after ctx[i]'s last token (logits itself may be NULL). On an
 // error no sequence has advanced.
-infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
+INFER_API infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
                               const int *n_ids, float *const *logits);
 
 // A context of n_ctx positions (0: the model's maximum, capped at 4096).
-infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
-void infer_ctx_free(infer_ctx *ctx);
-void infer_ctx_reset(infer_ctx *ctx);   // forget all cached positions
-int infer_ctx_n_past(const infer_ctx *ctx);
-int infer_ctx_n_ctx(const infer_ctx *ctx);
+INFER_API infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
+INFER_API void infer_ctx_free(infer_ctx *ctx);
+INFER_API void infer_ctx_reset(infer_ctx *ctx);   // forget all cached positions
+INFER_API int infer_ctx_n_past(const infer_ctx *ctx);
+INFER_API int infer_ctx_n_ctx(const infer_ctx *ctx);
 
 // Runs n tokens after the cached positions and appends them to the cache.
 // logits: NULL, or room for n x n_vocab floats (every position), or, with
 // last_only, room for n_vocab floats (the last position).
-infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only);
+INFER_API infer_status infer_eval(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only);
 
 // As infer_eval, and also records the residual stream at the last position:
 // hidden gets (n_layer + 1) x n_embd floats: row 0 the embedding output, row i
 // the output of layer i, the last row after the final norm (transformers'
 // convention for output_hidden_states). Under a graph with cached layers,
 // rows 0..n_cached hold the residual the cached layers hand on.
-infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only, float *hidden);
+INFER_API infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int n, float *logits, int last_only, float *hidden);
+
+// As infer_eval without logits, and also records what each layer's FFN reads
+// at the last position (the residual after its pre-FFN norm): ffn_in gets
+// n_layer x n_embd floats (the input infer_walk_features takes).
+INFER_API infer_status infer_eval_ffn_input(infer_ctx *ctx, const int32_t *ids, int n, float *ffn_in);
+
+// Profiling: where a pass's time goes. While on, a context adds the seconds
+// of each phase of its passes (all layers together) to its totals; turning
+// it on clears them.
+typedef enum {              // append-only
+    INFER_PHASE_EMBED,      // the token embedding
+    INFER_PHASE_NORM,       // the layers' norms
+    INFER_PHASE_QKV,        // Q, K, V projections
+    INFER_PHASE_ROPE,
+    INFER_PHASE_ATTN,       // scores, softmax, weighted V
+    INFER_PHASE_O,          // the attention output projection
+    INFER_PHASE_GATE_UP,    // FFN gate and up projections
+    INFER_PHASE_ACT,        // the FFN activation
+    INFER_PHASE_DOWN,       // the FFN down projection
+    INFER_PHASE_RESIDUAL,
+    INFER_PHASE_MOE,        // router and experts
+    INFER_PHASE_PLE,        // Gemma 4 per-layer inputs
+    INFER_PHASE_WALK,       // the walk FFN
+    INFER_PHASE_LOGITS,     // final norm and logits
+    INFER_PHASE_COUNT
+} infer_phase;
+
+INFER_API void infer_ctx_profile(infer_ctx *ctx, int on);
+// Seconds spent in a phase since profiling was turned on.
+INFER_API double infer_ctx_profile_seconds(const infer_ctx *ctx, infer_phase phase);
+// "QKV projection", ...; NULL for a phase out of range.
+INFER_API const char *infer_phase_name(infer_phase phase);
 
 // ---------------------------------------------------------------------------
 // The vindex (infer extract): the model's FFN laid out per feature.
 
 // Attaches a vindex made from this model: its feature rows serve walk layers.
 // (A vindex directory given to infer_model_load is a whole model itself.)
-infer_status infer_model_attach_vindex(infer_model *model, const char *dir);
+INFER_API infer_status infer_model_attach_vindex(infer_model *model, const char *dir);
 // Features per layer that walk layers can use (0 without a vindex).
-int infer_model_walk_features(const infer_model *model);
+INFER_API int infer_model_walk_features(const infer_model *model);
 // Walk-only: drops the model's own FFN weights (their mapped pages go back
 // to the kernel); every layer's FFN then comes from the vindex, dense layers
 // walking all features. *dropped: bytes released.
-infer_status infer_model_walk_only(infer_model *model, size_t *dropped);
+INFER_API infer_status infer_model_walk_only(infer_model *model, size_t *dropped);
+
+// A vindex's own files: index.json, byte ranges and sha256 of every file (the
+// message names the first that does not match).
+INFER_API infer_status infer_vindex_verify(const char *dir);
+
+// A vindex opened alone (every count, type and byte range checked; files
+// mapped, not hashed), or the one a model walks with.
+typedef struct infer_vindex infer_vindex;
+INFER_API infer_status infer_vindex_open(const char *dir, infer_vindex **out);
+INFER_API void infer_vindex_close(infer_vindex *vx);
+// The vindex attached to the model, or the one it was loaded from; NULL if none.
+INFER_API const infer_vindex *infer_model_vindex(const infer_model *model);
+INFER_API int infer_vindex_n_layer(const infer_vindex *vx);
+// Features of a layer (0 for a layer out of range).
+INFER_API int infer_vindex_n_features(const infer_vindex *vx, int layer);
+// The tokens a feature's down vector writes most (down_meta): their count,
+// with *ids and *scores (lm_head row . down vector) pointing into the vindex,
+// by score, descending. 0 when none are stored or layer/feature are out of range.
+INFER_API int infer_vindex_feature_tokens(const infer_vindex *vx, int layer, int feature, const int32_t **ids,
+                                          const float **scores);
+
+// Walk queries: which features fire for an FFN input, and how much.
+typedef struct {
+    int32_t id;  // the feature's index in its layer
+    float score; // gate . x with the vindex's gate vectors (what the KNN ranks by |score|)
+    float act;   // its activation from its FFN rows: act(gate . x) * (up . x); a plain MLP: act(up . x)
+} infer_feature;
+
+// The k features of a layer whose gate vectors match x best (x: n_embd, the
+// layer's FFN input, see infer_eval_ffn_input), by |score| descending, ties
+// by id. 1 <= k <= the layer's features. Needs the model's vindex.
+INFER_API infer_status infer_walk_features(const infer_model *model, int layer, const float *x, int k,
+                                           infer_feature *out);
+
+// Gate KNN on its own: n gate vectors of n_embd encoded from f32 rows to type
+// (INFER_TYPE_F32, _F16 or _Q4_0; n_embd a whole number of its blocks).
+// Scores run on the threads infer_set_threads gave when it was made.
+typedef struct infer_knn infer_knn;
+INFER_API infer_status infer_knn_new(int type, const float *rows, int n, int n_embd, infer_knn **out);
+INFER_API void infer_knn_free(infer_knn *knn);
+// Bytes of the encoded gate vectors.
+INFER_API size_t infer_knn_bytes(const infer_knn *knn);
+// scores (n) = gate vectors . x (n_embd).
+INFER_API void infer_knn_scores(infer_knn *knn, const float *x, float *scores);
+// The k indices of largest |s[i]| (infer_topk_max: largest s[i]) among n,
+// ascending by index; ties go to the lower index. k <= n; idx has room for n.
+INFER_API void infer_topk_abs(const float *s, int n, int k, int32_t *idx);
+INFER_API void infer_topk_max(const float *s, int n, int k, int32_t *idx);
+
+// lm_head top-K: next-token candidates from the vindex's quantized output
+// head. hidden: n_embd, after the final norm (infer_eval_hidden's last row).
+// ids (room for n_vocab) gets the k ids of largest approximate logits,
+// ascending. Needs the model's vindex.
+INFER_API infer_status infer_lm_head_topk(const infer_model *model, const float *hidden, int k, int32_t *ids);
+// The logits of n chosen ids from the model's own output head (scalar dot
+// products, times the family's logit scale, before any final softcap).
+INFER_API infer_status infer_lm_head_logits(const infer_model *model, const float *hidden, const int32_t *ids, int n,
+                                            float *logits);
+
+// Making a vindex (infer extract) from a dense model.
+typedef void (*infer_progress_fn)(void *user, const char *stage, int64_t done, int64_t total);
+typedef struct {
+    int gate_type;              // INFER_TYPE_F32, _F16 (default) or _Q4_0
+    int ffn_type;               // any type with an encoder (default INFER_TYPE_Q8_0)
+    int lm_head_type;           // any type with an encoder (default INFER_TYPE_Q4_K)
+    int down_top;               // top tokens per feature in down_meta (default 10; 0: none)
+    infer_progress_fn progress; // called as work advances: stage ("ffn", "embeddings", "lm_head",
+                                // "down_meta", "weights.gguf", "index.json"), done of total; may be NULL
+    void *user;
+} infer_extract_opts;
+
+// What was written: a type whose blocks do not divide a row falls back as
+// llama.cpp does (q4_K -> q5_0, ...), so the types may differ from the options.
+typedef struct {
+    int gate_type, ffn_type, lm_head_type, embd_type;
+    double seconds;           // the whole extraction
+    double seconds_down_meta; // of which down_meta
+    uint64_t bytes;           // all files together
+} infer_extract_info;
+
+INFER_API infer_extract_opts infer_extract_default(void);
+// Writes the vindex of the model into dir (made if missing; an earlier
+// vindex there is replaced, index.json last). info may be NULL.
+INFER_API infer_status infer_vindex_extract(const infer_model *model, const char *dir, const infer_extract_opts *opts,
+                                            infer_extract_info *info);
 
 // ---------------------------------------------------------------------------
 // Layer graphs: how each layer advances the residual stream. "dense" (the
@@ -180,12 +307,52 @@ infer_status infer_model_walk_only(infer_model *model, size_t *dropped);
 //   pipelined[:A-B]      attention and FFN on two devices (needs a GPU backend;
 //                        refused by a CPU-only build)
 // Items are joined by commas, e.g. "cached:0-12,walk:13-23@10%,dense:24-33".
-infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k);
+INFER_API infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k);
 // Records the template for the graph's cached layers (a dense pass over ids);
 // the context is left empty.
-infer_status infer_ctx_set_template(infer_ctx *ctx, const int32_t *ids, int n);
+INFER_API infer_status infer_ctx_set_template(infer_ctx *ctx, const int32_t *ids, int n);
 // Layers the graph takes from the template (0: none).
-int infer_ctx_n_cached(const infer_ctx *ctx);
+INFER_API int infer_ctx_n_cached(const infer_ctx *ctx);
+
+// ---------------------------------------------------------------------------
+// Storage types, numbered as ggml numbers them (GGUF's tensor types).
+
+enum {                      // append-only
+    INFER_TYPE_F32 = 0,
+    INFER_TYPE_F16 = 1,
+    INFER_TYPE_Q4_0 = 2,
+    INFER_TYPE_Q4_1 = 3,
+    INFER_TYPE_Q5_0 = 6,
+    INFER_TYPE_Q5_1 = 7,
+    INFER_TYPE_Q8_0 = 8,
+    INFER_TYPE_Q2_K = 10,
+    INFER_TYPE_Q3_K = 11,
+    INFER_TYPE_Q4_K = 12,
+    INFER_TYPE_Q5_K = 13,
+    INFER_TYPE_Q6_K = 14,
+    INFER_TYPE_BF16 = 30,
+    INFER_TYPE_MXFP4 = 39,
+};
+
+// ggml's name of a type ("q4_K"), or NULL for one this build does not know.
+INFER_API const char *infer_type_name(int type);
+// Elements per block (1 for f32, f16, bf16), or 0 for an unknown type.
+INFER_API int infer_type_block_size(int type);
+
+// ---------------------------------------------------------------------------
+// Writing GGUF files. ftype names a mix of storage types as llama.cpp's tools
+// do (f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, ...): each tensor's
+// type as llama-quantize picks it for that file type.
+
+// "f32, f16, ..." (for messages), and whether a name is one of them.
+INFER_API const char *infer_ftype_names(void);
+INFER_API int infer_ftype_known(const char *ftype);
+// The model (normally a Hugging Face checkpoint) as llama.cpp's
+// convert_hf_to_gguf.py writes it, matrices in ftype.
+INFER_API infer_status infer_convert_gguf(const infer_model *model, const char *path, const char *ftype);
+// A model loaded from a GGUF file, its matrices re-encoded to ftype as
+// llama-quantize does.
+INFER_API infer_status infer_quantize_gguf(const infer_model *model, const char *path, const char *ftype);
 
 // ---------------------------------------------------------------------------
 // Sampling (llama.cpp's chain and defaults)
@@ -202,14 +369,14 @@ typedef struct {
     uint64_t seed;           // random stream
 } infer_sampling;
 
-infer_sampling infer_sampling_default(void);
+INFER_API infer_sampling infer_sampling_default(void);
 
 typedef struct infer_sampler infer_sampler;
-infer_status infer_sampler_new(const infer_sampling *params, int n_vocab, infer_sampler **out);
-void infer_sampler_free(infer_sampler *s);
+INFER_API infer_status infer_sampler_new(const infer_sampling *params, int n_vocab, infer_sampler **out);
+INFER_API void infer_sampler_free(infer_sampler *s);
 // Picks the next token from logits (n_vocab) given the tokens so far (for the
 // penalties). Does not modify logits.
-int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *history, int n_history);
+INFER_API int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *history, int n_history);
 
 #ifdef __cplusplus
 }

@@ -67,7 +67,7 @@ struct infer_model {
     // Per-layer feature rows for walk layers (an attached vindex), or NULL.
     struct walk_layer_s *walk;
     int walk_max_features;
-    struct vindex *vx;                       // the attached vindex (owned)
+    struct infer_vindex *vx;                 // the attached vindex (owned)
     int ffn_external;                        // the FFN is only in the vindex (a model loaded from one, or walk-only)
 };
 

@@ -30,7 +30,7 @@
 #define VINDEX_VERSION 1
 #define VINDEX_ALIGN 64
 
-typedef struct vindex vindex;
+typedef struct infer_vindex vindex; // infer.h's infer_vindex
 
 // Opens the vindex directory dir: reads index.json and checks every count,
 // type, byte range (in the file, aligned, not overlapping) and file size
@@ -82,7 +82,5 @@ int vindex_is_dir(const char *path);
 // The model's walk layers from v's feature rows, after checking v was made
 // from this model's shapes.
 infer_status vindex_bind_walk(struct infer_model *m, vindex *v);
-// The vindex attached to a model (infer_model_attach_vindex), or NULL.
-const vindex *infer_model_vindex(const struct infer_model *m);
 
 #endif

@@ -25,7 +25,7 @@ extern const char *const vindex_opt_names[VF_OPT_COUNT];
 #define VINDEX_MAX_DOWN_TOP 4096
 #define VINDEX_MAX_INDEX_BYTES (64u << 20)
 
-struct vindex {
+struct infer_vindex {
     char *dir;
     char *model_path;               // dir/weights.gguf
     int n_layer, n_embd, n_vocab;

@@ -4,9 +4,6 @@
 // real model and on a synthetic Gemma-3-4B-shaped layer (hidden 2560, 8 heads
 // of 256, 4 KV heads, FFN 10240) with random weights of the chosen type.
 #include "cli.h"
-#include "inference/context.h"
-#include "models/gguf_convert.h"
-#include "base/half.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +18,7 @@ static int profile(const char *label, infer_model *m, int T, int reps) {
     for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 7919 + 11) % infer_model_n_vocab(m));
     infer_eval(c, ids, T, NULL, 0); // warm-up
     infer_ctx_reset(c);
-    memset(c->prof, 0, sizeof c->prof);
-    c->profiling = 1;
+    infer_ctx_profile(c, 1);
     double t0 = cli_now();
     for (int r = 0; r < reps; r++) {
         infer_ctx_reset(c);
@@ -30,24 +26,33 @@ static int profile(const char *label, infer_model *m, int T, int reps) {
     }
     double wall = (cli_now() - t0) / reps;
     int L = infer_model_n_layer(m);
-    double layer = 0;
-    for (int p = 0; p < PH_COUNT; p++)
-        if (p != PH_EMBED && p != PH_LOGITS) layer += c->prof[p] / reps / L;
+    double layer = 0; // seconds of one layer: every phase but the embedding and the logits
+    for (int p = 0; p < INFER_PHASE_COUNT; p++)
+        if (p != INFER_PHASE_EMBED && p != INFER_PHASE_LOGITS) layer += infer_ctx_profile_seconds(c, p) / reps / L;
     printf("\n%s: %d tokens, %d layers, %d threads, mean of %d runs\n\n", label, T, L, infer_get_threads(), reps);
     printf("| component | µs/layer | %% |\n| --- | ---: | ---: |\n");
-    for (int p = 0; p < PH_COUNT; p++) {
-        if (p == PH_EMBED || p == PH_LOGITS) continue;
-        double us = c->prof[p] / reps / L * 1e6;
-        if (us < 0.05 && (p == PH_MOE || p == PH_PLE || p == PH_WALK)) continue;
-        printf("| %s | %.1f | %.1f%% |\n", phase_names[p], us, 100 * us / (layer * 1e6));
+    for (int p = 0; p < INFER_PHASE_COUNT; p++) {
+        if (p == INFER_PHASE_EMBED || p == INFER_PHASE_LOGITS) continue;
+        double us = infer_ctx_profile_seconds(c, p) / reps / L * 1e6;
+        if (us < 0.05 && (p == INFER_PHASE_MOE || p == INFER_PHASE_PLE || p == INFER_PHASE_WALK)) continue;
+        printf("| %s | %.1f | %.1f%% |\n", infer_phase_name(p), us, 100 * us / (layer * 1e6));
     }
     printf("| **layer total** | **%.1f** | |\n", layer * 1e6);
     printf("| %d-layer model | %.2f ms | |\n", L, layer * L * 1e3);
-    printf("| embedding, final norm and logits | %.2f ms | |\n", (c->prof[PH_EMBED] + c->prof[PH_LOGITS]) / reps * 1e3);
+    double outer = infer_ctx_profile_seconds(c, INFER_PHASE_EMBED) + infer_ctx_profile_seconds(c, INFER_PHASE_LOGITS);
+    printf("| embedding, final norm and logits | %.2f ms | |\n", outer / reps * 1e3);
     printf("| whole pass (wall) | %.2f ms | |\n", wall * 1e3);
     free(ids);
     infer_ctx_free(c);
     return 0;
+}
+
+// bf16 of f, rounded to nearest even (the weights are random: no NaN).
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
 }
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
@@ -60,7 +65,7 @@ static float frand(void) {
 static int put_tensor(FILE *f, long long rows, long long cols, float s, int norm) {
     long long n = rows * cols;
     for (long long i = 0; i < n; i++) {
-        uint16_t h = f32_to_bf16(norm ? 1.0f + s * frand() : s * frand());
+        uint16_t h = to_bf16(norm ? 1.0f + s * frand() : s * frand());
         if (fwrite(&h, 2, 1, f) != 1) return 0;
     }
     return 1;
@@ -153,7 +158,7 @@ int cmd_bench_components(int argc, char **argv) {
     else {
         infer_model *q = NULL;
         if (!strcmp(type, "bf16")) rc = profile("synthetic Gemma-3-4B-shaped layer (bf16)", m, (int)T, (int)reps);
-        else if (gguf_convert_mix(m, gg, type) || infer_model_load(gg, &q)) cli_error("%s", infer_last_error());
+        else if (infer_convert_gguf(m, gg, type) || infer_model_load(gg, &q)) cli_error("%s", infer_last_error());
         else {
             char label[128];
             snprintf(label, sizeof label, "synthetic Gemma-3-4B-shaped layer (%s)", type);

@@ -3,8 +3,6 @@
 // default): scores = gate vectors . x, then the top K by |score|, for f32,
 // f16 and q4_0 gate vectors (random), in µs per layer.
 #include "cli.h"
-#include "vindex/walk.h"
-#include "tensor/dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,33 +33,33 @@ int cmd_bench_knn(int argc, char **argv) {
     if (K > F) return cli_error("bench-knn: -k %ld is more than the %ld features", K, F);
     float *rows = malloc(sizeof(float) * (size_t)F * H), *x = malloc(sizeof(float) * H), *s = malloc(sizeof(float) * F);
     int32_t *idx = malloc(sizeof(int32_t) * F);
-    void *q = malloc(sizeof(float) * (size_t)F * H);
-    if (!rows || !x || !s || !idx || !q) return cli_error("out of memory for %ld x %ld gate vectors", F, H);
+    if (!rows || !x || !s || !idx) {
+        free(rows), free(x), free(s), free(idx);
+        return cli_error("out of memory for %ld x %ld gate vectors", F, H);
+    }
     for (size_t i = 0; i < (size_t)F * H; i++) rows[i] = frand() * 0.05f;
     for (int i = 0; i < H; i++) x[i] = frand();
     printf("gate KNN, %ld features x %ld, top %ld by |score|, %d threads, best of %ld runs\n\n", F, H, K, infer_get_threads(), reps);
     printf("| gate type | MB | scores µs | top-K µs | total µs/layer |\n| --- | ---: | ---: | ---: | ---: |\n");
-    cpu_exec ex = {.pool = pool_new(infer_get_threads())};
-    int types[] = {DT_F32, DT_F16, DT_Q4_0};
-    for (int ti = 0; ti < 3; ti++) {
-        int t = types[ti];
-        size_t bytes = dtype_row_size(t, H) * (size_t)F;
-        dtype_get(t)->from_float(rows, q, (int64_t)F * H);
-        tensor g = {"gate", t, dtype_get(t)->name, 2, {H, F}, q, bytes, NULL};
+    const int types[] = {INFER_TYPE_F32, INFER_TYPE_F16, INFER_TYPE_Q4_0};
+    int rc = 0;
+    for (int ti = 0; ti < 3 && !rc; ti++) {
+        infer_knn *g;
+        if (infer_knn_new(types[ti], rows, (int)F, (int)H, &g)) { rc = cli_error("%s", infer_last_error()); break; }
         double best_s = 1e9, best_k = 1e9;
         for (long r = 0; r < reps; r++) {
             double a = cli_now();
-            gate_scores(&ex, &g, x, s);
+            infer_knn_scores(g, x, s);
             double b = cli_now();
-            topk_abs(s, (int)F, (int)K, idx);
+            infer_topk_abs(s, (int)F, (int)K, idx);
             double e = cli_now();
             if (b - a < best_s) best_s = b - a;
             if (e - b < best_k) best_k = e - b;
         }
-        printf("| %s | %.1f | %.0f | %.0f | %.0f |\n", dtype_get(t)->name, bytes / 1e6, best_s * 1e6, best_k * 1e6, (best_s + best_k) * 1e6);
+        printf("| %s | %.1f | %.0f | %.0f | %.0f |\n", infer_type_name(types[ti]), infer_knn_bytes(g) / 1e6, best_s * 1e6,
+               best_k * 1e6, (best_s + best_k) * 1e6);
+        infer_knn_free(g);
     }
-    free(rows), free(x), free(s), free(idx), free(q);
-    cpu_exec_release(&ex);
-    pool_free(ex.pool);
-    return 0;
+    free(rows), free(x), free(s), free(idx);
+    return rc;
 }

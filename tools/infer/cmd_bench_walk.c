@@ -9,7 +9,6 @@
 // compared with the model. Then the FFN's decode time per layer is measured
 // one token at a time, for the walk at each K and for the model's dense FFN.
 #include "cli.h"
-#include "inference/context.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,11 +45,12 @@ static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int 
     infer_ctx *c;
     if (infer_ctx_new(m, n, &c)) return -1;
     if (graph && infer_ctx_set_graph(c, graph, 0)) { infer_ctx_free(c); return -1; }
-    c->profiling = 1;
-    memset(c->prof, 0, sizeof c->prof);
+    infer_ctx_profile(c, 1);
     for (int i = 0; i < n; i++)
         if (infer_eval(c, ids + i, 1, NULL, 0)) { infer_ctx_free(c); return -1; }
-    double s = c->prof[PH_WALK] + c->prof[PH_GATE_UP] + c->prof[PH_ACT] + c->prof[PH_DOWN];
+    const infer_phase ffn[] = {INFER_PHASE_WALK, INFER_PHASE_GATE_UP, INFER_PHASE_ACT, INFER_PHASE_DOWN};
+    double s = 0;
+    for (int p = 0; p < 4; p++) s += infer_ctx_profile_seconds(c, ffn[p]);
     double us = s / n / infer_model_n_layer(m) * 1e6;
     infer_ctx_free(c);
     return us;

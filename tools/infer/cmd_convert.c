@@ -1,9 +1,6 @@
 // infer convert HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_k_m|...]: write a GGUF file
 // the way llama.cpp's convert_hf_to_gguf.py lays it out.
 #include "cli.h"
-#include "models/gguf_convert.h"
-#include "tensor/dtype.h"
-#include "models/quant_mix.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,13 +17,11 @@ int cmd_convert(int argc, char **argv) {
         else return cli_error("convert: unexpected argument \"%s\"", argv[i]);
     }
     if (!in || !out) return cli_error("convert: usage: infer convert HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_k_m|...]");
-    quant_mix probe;
-    if (!quant_mix_init(&probe, type_name, 1, 0, 0))
-        return cli_error("convert: unknown --type \"%s\" (%s)", type_name, quant_mix_names());
+    if (!infer_ftype_known(type_name)) return cli_error("convert: unknown --type \"%s\" (%s)", type_name, infer_ftype_names());
     double t0 = cli_now();
     infer_model *m;
     if (infer_model_load(in, &m)) return cli_error("%s", infer_last_error());
-    infer_status st = gguf_convert_mix(m, out, type_name);
+    infer_status st = infer_convert_gguf(m, out, type_name);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());
     fprintf(stderr, "infer: wrote %s (%s) in %.2f s\n", out, type_name, cli_now() - t0);

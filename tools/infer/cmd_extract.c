@@ -1,9 +1,7 @@
 // infer extract [-m MODEL] -o OUT.vindex [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k]
 //   [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]: write a vindex
-// (src/vindex/vindex.h) with a progress bar on stderr.
+// (DESIGN.md, "The vindex") with a progress bar on stderr.
 #include "cli.h"
-#include "vindex/extract.h"
-#include "tensor/dtype.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,9 +12,9 @@ typedef struct {
     int type;
 } type_opt;
 
-static const type_opt g_gate[] = {{"f32", DT_F32}, {"f16", DT_F16}, {"q4", DT_Q4_0}, {"q4_0", DT_Q4_0}, {NULL, 0}};
-static const type_opt g_ffn[] = {{"f16", DT_F16}, {"q8_0", DT_Q8_0}, {"q4_k", DT_Q4_K}, {NULL, 0}};
-static const type_opt g_head[] = {{"q4_k", DT_Q4_K}, {"q8_0", DT_Q8_0}, {"q4_0", DT_Q4_0}, {"f16", DT_F16}, {NULL, 0}};
+static const type_opt g_gate[] = {{"f32", INFER_TYPE_F32}, {"f16", INFER_TYPE_F16}, {"q4", INFER_TYPE_Q4_0}, {"q4_0", INFER_TYPE_Q4_0}, {NULL, 0}};
+static const type_opt g_ffn[] = {{"f16", INFER_TYPE_F16}, {"q8_0", INFER_TYPE_Q8_0}, {"q4_k", INFER_TYPE_Q4_K}, {NULL, 0}};
+static const type_opt g_head[] = {{"q4_k", INFER_TYPE_Q4_K}, {"q8_0", INFER_TYPE_Q8_0}, {"q4_0", INFER_TYPE_Q4_0}, {"f16", INFER_TYPE_F16}, {NULL, 0}};
 
 // -1 (reported) when s is not one of the flag's types.
 static int parse_type(const char *flag, const char *s, const type_opt *opts, const char *list) {
@@ -56,12 +54,11 @@ static void draw(void *user, const char *stage, int64_t done, int64_t total) {
     fflush(stderr);
 }
 
-static const char *tn(int t) { return dtype_get(t)->name; }
+static const char *tn(int t) { return infer_type_name(t); }
 
 int cmd_extract(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *v;
-    vindex_extract_opts o;
-    vindex_extract_defaults(&o);
+    infer_extract_opts o = infer_extract_default();
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         int r = cli_threads_flag(argc, argv, &i);
@@ -96,8 +93,8 @@ int cmd_extract(int argc, char **argv) {
     bar b = {NULL, -1, 0, isatty(2)};
     o.progress = draw;
     o.user = &b;
-    vindex_extract_info info;
-    infer_status st = vindex_extract(m, out, &o, &info);
+    infer_extract_info info;
+    infer_status st = infer_vindex_extract(m, out, &o, &info);
     if (b.stage && b.tty) fputc('\n', stderr);
     int H = infer_model_n_embd(m);
     infer_model_free(m);
@@ -107,7 +104,7 @@ int cmd_extract(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
         if (want[k] != got[k])
             fprintf(stderr, "infer: %s: %s blocks of %d do not divide rows of %d: wrote %s instead (llama.cpp's fallback)\n",
-                    what[k], tn(want[k]), dtype_get(want[k])->blck, H, tn(got[k]));
+                    what[k], tn(want[k]), infer_type_block_size(want[k]), H, tn(got[k]));
     fprintf(stderr, "infer: wrote %s (gate %s, ffn %s, lm_head %s, embeddings %s, down_top %d): %.1f MiB in %.2f s "
                     "(down_meta %.2f s)\n",
             out, tn(info.gate_type), tn(info.ffn_type), tn(info.lm_head_type), tn(info.embd_type), o.down_top,

@@ -12,11 +12,6 @@
 // and serves the FFN from the vindex, printing resident memory before and
 // after.
 #include "cli.h"
-#include "vindex/vindex.h"
-#include "vindex/walk.h"
-#include "models/model.h"
-#include "tensor/dtype.h"
-#include "compute/cpu/ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -144,36 +139,26 @@ int cmd_predict(int argc, char **argv) {
     int lm_top1 = 0, lm_top5 = 0, lm_same = 0;
     double t_lm_q = 0, t_lm_exact = 0;
     if (lmk) {
-        const tensor *head = vindex_lm_head(infer_model_vindex(m));
         const float *xn = hg + (size_t)L * E; // the final-normed hidden state
         float *ql = malloc(sizeof(float) * (size_t)V);
         int32_t *cand = malloc(sizeof(int32_t) * (size_t)V);
         int K = lmk < V ? (int)lmk : V;
         if (!ql || !cand) { free(ql), free(cand); cli_error("out of memory"); goto done; }
         double a = cli_now();
-        weight hw = {head, 0};
-        cpu_exec ex = {.pool = pool_new(infer_get_threads())};
-        matmul(&ex, ql, xn, &hw, NULL, 1, E, V);
-        cpu_exec_release(&ex);
-        pool_free(ex.pool);
-        topk_max(ql, V, K, cand);
+        if (infer_lm_head_topk(m, xn, K, cand)) { free(ql), free(cand); cli_error("%s", infer_last_error()); goto done; }
         double b = cli_now();
-        const tensor *ow = m->output.w;
-        const dtype_traits *tr = dtype_get(ow->type);
-        size_t rs = dtype_row_size(ow->type, E);
+        if (infer_lm_head_logits(m, xn, cand, K, ql)) { free(ql), free(cand); cli_error("%s", infer_last_error()); goto done; }
         int best = cand[0];
         float bestv = -INFINITY;
-        for (int j = 0; j < K; j++) {
-            float v = tr->dot((const char *)ow->data + rs * (size_t)cand[j], xn, E) * m->cfg.logit_scale;
-            if (v > bestv) bestv = v, best = cand[j];
-        }
+        for (int j = 0; j < K; j++)
+            if (ql[j] > bestv) bestv = ql[j], best = cand[j];
         t_lm_exact = cli_now() - b;
         t_lm_q = b - a;
         char *in = calloc((size_t)V, 1); // the candidates
         for (int j = 0; in && j < K; j++) in[cand[j]] = 1;
         // the true top 5 from the full logits (into cand, free again)
         int32_t *t5 = cand, n5 = V < 5 ? V : 5, top1 = 0;
-        topk_max(lg, V, n5, t5);
+        infer_topk_max(lg, V, n5, t5);
         for (int r = 1; r < n5; r++) top1 = lg[t5[r]] > lg[t5[top1]] ? r : top1;
         lm_top1 = in && in[t5[top1]];
         for (int r = 0; in && r < n5; r++) lm_top5 += in[t5[r]];
@@ -185,7 +170,7 @@ int cmd_predict(int argc, char **argv) {
         int N = top < V ? (int)top : V;
         int32_t *sel = malloc(sizeof(int32_t) * (size_t)V);
         if (!sel) { cli_error("out of memory"); goto done; }
-        topk_max(lg, V, N, sel);
+        infer_topk_max(lg, V, N, sel);
         for (int i = 0; i < N; i++) tp[i] = (tok_p){sel[i], lg[sel[i]]};
         free(sel);
         qsort(tp, (size_t)N, sizeof *tp, by_p);

@@ -2,8 +2,6 @@
 // a named mix (q8_0, q4_0, q4_k_m, q5_k_m, q6_k, f16, bf16, ...), choosing
 // each tensor's type as llama-quantize does.
 #include "cli.h"
-#include "models/gguf_quantize.h"
-#include "models/quant_mix.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,11 +14,11 @@ int cmd_quantize(int argc, char **argv) {
         if (n == 3) return cli_error("quantize: unexpected argument \"%s\"", argv[i]);
         args[n++] = argv[i];
     }
-    if (n != 3) return cli_error("quantize: usage: infer quantize IN.gguf OUT.gguf TYPE (%s)", quant_mix_names());
+    if (n != 3) return cli_error("quantize: usage: infer quantize IN.gguf OUT.gguf TYPE (%s)", infer_ftype_names());
     double t0 = cli_now();
     infer_model *m;
     if (infer_model_load(args[0], &m)) return cli_error("%s", infer_last_error());
-    infer_status st = gguf_quantize(m, args[1], args[2]);
+    infer_status st = infer_quantize_gguf(m, args[1], args[2]);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());
     fprintf(stderr, "infer: wrote %s (%s) in %.2f s\n", args[1], args[2], cli_now() - t0);

@@ -1,7 +1,6 @@
 // infer verify DIR.vindex: index.json, every byte range and every sha256;
 // prints "OK" or the first problem (exit status 1).
 #include "cli.h"
-#include "vindex/vindex.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +13,7 @@ int cmd_verify(int argc, char **argv) {
         dir = argv[i];
     }
     if (!dir) return cli_error("verify: usage: infer verify DIR.vindex");
-    if (vindex_verify(dir)) return cli_error("verify: %s", infer_last_error());
+    if (infer_vindex_verify(dir)) return cli_error("verify: %s", infer_last_error());
     printf("OK %s\n", dir);
     return 0;
 }

@@ -5,22 +5,10 @@
 // feature's activation act(gate . x) * (up . x), and the tokens its down
 // vector writes (down_meta).
 #include "cli.h"
-#include "vindex/vindex.h"
-#include "vindex/walk.h"
-#include "inference/context.h"
-#include "tensor/dtype.h"
-#include "compute/cpu/ops.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const float *g_abs_key;
-static int by_abs(const void *a, const void *b) {
-    float x = fabsf(g_abs_key[*(const int32_t *)a]), y = fabsf(g_abs_key[*(const int32_t *)b]);
-    return (x < y) - (x > y);
-}
 
 int cmd_walk(int argc, char **argv) {
     const char *model = NULL, *vdir = NULL, *prompt = NULL, *layers = NULL, *ids_s = NULL;
@@ -46,13 +34,14 @@ int cmd_walk(int argc, char **argv) {
     if (!prompt && !ids_s) return cli_error("walk: no prompt given (-p TEXT or --ids 1,2,3)");
     if (prompt && ids_s) return cli_error("walk: give -p or --ids, not both");
     int rc = 1, n = 0;
-    int32_t *ids = NULL, *idx = NULL;
+    int32_t *ids = NULL;
     infer_model *m = NULL;
     infer_ctx *c = NULL;
-    float *scores = NULL, *ffn_in = NULL;
+    float *ffn_in = NULL;
+    infer_feature *feat = NULL;
     if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
     if (model && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
-    const vindex *vx = infer_model_vindex(m);
+    const infer_vindex *vx = infer_model_vindex(m);
     int L = infer_model_n_layer(m), E = infer_model_n_embd(m);
     long a = 0, b = L - 1;
     if (layers) {
@@ -70,41 +59,24 @@ int cmd_walk(int argc, char **argv) {
     if (infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
     ffn_in = malloc(sizeof(float) * (size_t)L * E);
     if (!ffn_in) { cli_error("out of memory"); goto done; }
-    c->ffn_in = ffn_in;
-    if (infer_eval(c, ids, n, NULL, 0)) { cli_error("%s", infer_last_error()); goto done; }
-    c->ffn_in = NULL;
+    if (infer_eval_ffn_input(c, ids, n, ffn_in)) { cli_error("%s", infer_last_error()); goto done; }
     char *last = NULL;
     size_t ll = 0;
     if (infer_detokenize(m, ids + n - 1, 1, 0, &last, &ll)) ll = 0; // no tokenizer (--ids): the id alone
     printf("prompt: %d tokens; features at the last token \"%.*s\" (id %d)\n", n, (int)ll, last ? last : "", ids[n - 1]);
     free(last);
-    int gated = vindex_gated(vx);
     for (long il = a; il <= b; il++) {
-        const tensor *gv = vindex_gate_vectors(vx, (int)il), *ffn = vindex_ffn(vx, (int)il);
-        int F = (int)gv->ne[1], k = K < F ? (int)K : F;
-        free(scores), free(idx);
-        scores = malloc(sizeof(float) * F), idx = malloc(sizeof(int32_t) * F);
-        if (!scores || !idx) { cli_error("out of memory"); goto done; }
-        const float *x = ffn_in + (size_t)il * E;
-        cpu_exec ex = {0}; // one thread: a few layers for one token
-        gate_scores(&ex, gv, x, scores);
-        cpu_exec_release(&ex);
-        topk_abs(scores, F, k, idx);
-        g_abs_key = scores;
-        qsort(idx, (size_t)k, sizeof *idx, by_abs);
+        int F = infer_vindex_n_features(vx, (int)il), k = K < F ? (int)K : F;
+        free(feat);
+        if (!(feat = malloc(sizeof *feat * (size_t)k))) { cli_error("out of memory"); goto done; }
+        if (infer_walk_features(m, (int)il, ffn_in + (size_t)il * E, k, feat)) { cli_error("%s", infer_last_error()); goto done; }
         printf("\nlayer %ld: top %d of %d features by |gate . x|\n", il, k, F);
-        const dtype_traits *tr = dtype_get(ffn->type);
-        size_t rs = dtype_row_size(ffn->type, E);
         for (int j = 0; j < k; j++) {
-            int f = idx[j];
-            const char *rows = (const char *)ffn->data + rs * 3 * (size_t)f;
-            float g = tr->dot(rows, x, E), act = g;
-            activate(&act, 1, m->cfg.act);
-            if (gated) act *= tr->dot(rows + rs, x, E);
-            printf("  f%-6d gate %+8.3f  act %+8.3f  writes:", f, scores[f], act);
+            int f = feat[j].id;
+            printf("  f%-6d gate %+8.3f  act %+8.3f  writes:", f, feat[j].score, feat[j].act);
             const int32_t *tid;
             const float *ts;
-            int nt = vindex_down_meta(vx, (int)il, f, &tid, &ts);
+            int nt = infer_vindex_feature_tokens(vx, (int)il, f, &tid, &ts);
             for (int t = 0; t < nt && t < ntok; t++) {
                 char *s = NULL;
                 size_t len = 0;
@@ -117,7 +89,7 @@ int cmd_walk(int argc, char **argv) {
     }
     rc = 0;
 done:
-    free(ids), free(idx), free(scores), free(ffn_in);
+    free(ids), free(feat), free(ffn_in);
     infer_ctx_free(c);
     infer_model_free(m);
     return rc;

@@ -1,0 +1,38 @@
+// The models part of the public API (infer.h): storage types by name, and
+// writing GGUF files (convert, quantize).
+#include "infer.h"
+#include "models/gguf_convert.h"
+#include "models/gguf_quantize.h"
+#include "models/quant_mix.h"
+#include "tensor/dtype.h"
+
+// infer.h numbers the types as ggml does, and so does enum dtype.
+#define SAME(t) ((int)INFER_TYPE_##t == (int)DT_##t)
+_Static_assert(SAME(F32) && SAME(F16) && SAME(Q4_0) && SAME(Q4_1) && SAME(Q5_0) && SAME(Q5_1) && SAME(Q8_0) && SAME(Q2_K) &&
+                   SAME(Q3_K) && SAME(Q4_K) && SAME(Q5_K) && SAME(Q6_K) && SAME(BF16) && SAME(MXFP4),
+               "infer.h's INFER_TYPE_* differ from enum dtype");
+
+const char *infer_type_name(int type) {
+    const dtype_traits *tr = dtype_get(type);
+    return tr ? tr->name : NULL;
+}
+
+int infer_type_block_size(int type) {
+    const dtype_traits *tr = dtype_get(type);
+    return tr ? tr->blck : 0;
+}
+
+const char *infer_ftype_names(void) { return quant_mix_names(); }
+
+int infer_ftype_known(const char *ftype) {
+    quant_mix probe;
+    return quant_mix_init(&probe, ftype, 1, 0, 0) != 0;
+}
+
+infer_status infer_convert_gguf(const infer_model *m, const char *path, const char *ftype) {
+    return gguf_convert_mix(m, path, ftype);
+}
+
+infer_status infer_quantize_gguf(const infer_model *m, const char *path, const char *ftype) {
+    return gguf_quantize(m, path, ftype);
+}

@@ -1,0 +1,159 @@
+// The vindex part of the public API (infer.h): opening, verifying and
+// extracting a vindex, walk queries on a model's vindex, gate KNN on its own,
+// and lm_head top-K.
+#include "vindex/vindex.h"
+#include "vindex/extract.h"
+#include "vindex/walk.h"
+#include "models/model.h"
+#include "tensor/dtype.h"
+#include "compute/cpu/ops.h"
+#include "base/pool.h"
+#include "base/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+// ---------------------------------------------------------------------------
+// The vindex as a handle
+
+infer_status infer_vindex_verify(const char *dir) { return vindex_verify(dir); }
+infer_status infer_vindex_open(const char *dir, infer_vindex **out) { return vindex_open(dir, out); }
+void infer_vindex_close(infer_vindex *vx) { vindex_close(vx); }
+int infer_vindex_n_layer(const infer_vindex *vx) { return vindex_n_layer(vx); }
+int infer_vindex_n_features(const infer_vindex *vx, int layer) { return vindex_n_features(vx, layer); }
+
+int infer_vindex_feature_tokens(const infer_vindex *vx, int layer, int feature, const int32_t **ids, const float **scores) {
+    return vindex_down_meta(vx, layer, feature, ids, scores);
+}
+
+infer_extract_opts infer_extract_default(void) {
+    infer_extract_opts o;
+    vindex_extract_defaults(&o);
+    return o;
+}
+
+infer_status infer_vindex_extract(const infer_model *m, const char *dir, const infer_extract_opts *o, infer_extract_info *info) {
+    return vindex_extract(m, dir, o, info);
+}
+
+// ---------------------------------------------------------------------------
+// Walk queries
+
+static int by_abs_score(const void *a, const void *b) {
+    const infer_feature *x = a, *y = b;
+    float u = fabsf(x->score), v = fabsf(y->score);
+    if (u != v) return (u < v) - (u > v);
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+infer_status infer_walk_features(const infer_model *m, int layer, const float *x, int k, infer_feature *out) {
+    if (!m->walk) return fail(INFER_ERR_ARG, "walk queries need a vindex (attach one, or load the model from one)");
+    if (layer < 0 || layer >= m->cfg.n_layer) return fail(INFER_ERR_ARG, "layer %d is outside 0-%d", layer, m->cfg.n_layer - 1);
+    const walk_layer *l = &m->walk[layer];
+    int F = (int)l->gate_vectors->ne[1], H = m->cfg.n_embd;
+    if (k < 1 || k > F) return fail(INFER_ERR_ARG, "%d features asked of layer %d, which has %d", k, layer, F);
+    float *scores = malloc(sizeof(float) * (size_t)F);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)F);
+    cpu_exec ex = {0}; // one thread: one token, a layer at a time
+    if (scores && idx) gate_scores(&ex, l->gate_vectors, x, scores);
+    int oom = !scores || !idx || ex.oom;
+    cpu_exec_release(&ex);
+    if (oom) {
+        free(scores), free(idx);
+        return fail(INFER_ERR_NOMEM, "out of memory for the gate scores of %d features", F);
+    }
+    topk_abs(scores, F, k, idx);
+    for (int j = 0; j < k; j++) out[j] = (infer_feature){.id = idx[j], .score = scores[idx[j]]};
+    qsort(out, (size_t)k, sizeof *out, by_abs_score);
+    // the activation from the feature's own rows: gate row 3f, up row 3f + 1
+    const dtype_traits *tr = dtype_get(l->ffn->type);
+    size_t rs = dtype_row_size(l->ffn->type, H);
+    for (int j = 0; j < k; j++) {
+        const char *rows = (const char *)l->ffn->data + rs * 3 * (size_t)out[j].id;
+        float a = tr->dot(rows, x, H);
+        activate(&a, 1, l->act);
+        if (l->gated) a *= tr->dot(rows + rs, x, H);
+        out[j].act = a;
+    }
+    free(scores), free(idx);
+    return INFER_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Gate KNN on its own
+
+struct infer_knn {
+    tensor gate;  // [n, n_embd] in its type
+    void *data;   // the encoded rows
+    pool *pool;   // threads of the scores
+    cpu_exec ex;
+};
+
+infer_status infer_knn_new(int type, const float *rows, int n, int n_embd, infer_knn **out) {
+    *out = NULL;
+    const dtype_traits *tr = dtype_get(type);
+    if (type != DT_F32 && type != DT_F16 && type != DT_Q4_0)
+        return fail(INFER_ERR_ARG, "gate KNN: type %d is not f32, f16 or q4_0", type);
+    if (n < 1 || n_embd < 1 || n_embd % tr->blck)
+        return fail(INFER_ERR_ARG, "gate KNN: %d x %d gate vectors (rows must be whole %s blocks of %d)", n, n_embd, tr->name,
+                    tr->blck);
+    infer_knn *k = calloc(1, sizeof *k);
+    size_t bytes = dtype_row_size(type, n_embd) * (size_t)n;
+    if (!k || !(k->data = malloc(bytes))) {
+        free(k);
+        return fail(INFER_ERR_NOMEM, "out of memory for %d x %d gate vectors", n, n_embd);
+    }
+    tr->from_float(rows, k->data, (int64_t)n * n_embd);
+    k->gate = (tensor){.name = "gate", .type = type, .type_name = tr->name, .nd = 2, .ne = {n_embd, n}, .data = k->data,
+                       .nbytes = bytes};
+    k->pool = pool_new(infer_get_threads()); // NULL (no memory for threads): the caller alone
+    k->ex.pool = k->pool;
+    *out = k;
+    return INFER_OK;
+}
+
+void infer_knn_free(infer_knn *k) {
+    if (!k) return;
+    cpu_exec_release(&k->ex);
+    pool_free(k->pool);
+    free(k->data);
+    free(k);
+}
+
+size_t infer_knn_bytes(const infer_knn *k) { return k->gate.nbytes; }
+void infer_knn_scores(infer_knn *k, const float *x, float *scores) { gate_scores(&k->ex, &k->gate, x, scores); }
+void infer_topk_abs(const float *s, int n, int k, int32_t *idx) { topk_abs(s, n, k, idx); }
+void infer_topk_max(const float *s, int n, int k, int32_t *idx) { topk_max(s, n, k, idx); }
+
+// ---------------------------------------------------------------------------
+// lm_head top-K
+
+infer_status infer_lm_head_topk(const infer_model *m, const float *hidden, int k, int32_t *ids) {
+    int V = m->cfg.n_vocab, E = m->cfg.n_embd;
+    if (!m->vx) return fail(INFER_ERR_ARG, "lm_head top-K needs a vindex (attach one, or load the model from one)");
+    if (k < 1 || k > V) return fail(INFER_ERR_ARG, "lm_head top-K: k %d is outside 1-%d", k, V);
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    if (!logits) return fail(INFER_ERR_NOMEM, "out of memory for %d logits", V);
+    weight head = {.w = vindex_lm_head(m->vx)};
+    cpu_exec ex = {.pool = pool_new(infer_get_threads())};
+    matmul(&ex, logits, hidden, &head, NULL, 1, E, V);
+    int oom = ex.oom;
+    cpu_exec_release(&ex);
+    pool_free(ex.pool);
+    if (!oom) topk_max(logits, V, k, ids);
+    free(logits);
+    return oom ? fail(INFER_ERR_NOMEM, "out of memory for the lm_head's scratch") : INFER_OK;
+}
+
+infer_status infer_lm_head_logits(const infer_model *m, const float *hidden, const int32_t *ids, int n, float *logits) {
+    const tensor *w = m->output.w;
+    int V = m->cfg.n_vocab, E = m->cfg.n_embd;
+    if (!w) return fail(INFER_ERR_ARG, "the model has no output head");
+    const dtype_traits *tr = dtype_get(w->type);
+    size_t rs = dtype_row_size(w->type, E);
+    for (int j = 0; j < n; j++) {
+        if (ids[j] < 0 || ids[j] >= V) return fail(INFER_ERR_ARG, "token id %d is outside the vocabulary (%d)", ids[j], V);
+        logits[j] = tr->dot((const char *)w->data + rs * (size_t)ids[j], hidden, E) * m->cfg.logit_scale;
+    }
+    return INFER_OK;
+}
