@@ -582,6 +582,8 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
         c->norm_plus_one ? " (1 + w)" : "", c->norm_eps);
     ADD("activation           = %s\n", act_kind_name(c->act));
     ADD("ffn                  = %s\n", c->fam->ffn == FFN_GATED ? "gated" : c->fam->ffn == FFN_PLAIN ? "plain" : "gpt-oss swiglu");
+    ADD("block                = %s\n", c->fam->block == BLOCK_POST ? "post-norm (no norm before attention or FFN)" :
+                                      c->fam->block == BLOCK_PARALLEL ? "parallel (attention and FFN off one norm)" : "pre-norm");
     ADD("post norms           = %s\n", c->fam->post_norms ? "yes" : "no");
     ADD("attention scale      = %g\n", c->attn_scale ? c->attn_scale : 1.0 / sqrt(c->head_dim));
     ADD("attn softcap         = %g\n", c->attn_softcap);
@@ -596,7 +598,8 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
         char r[256];
         rope_describe(&c->rope_local, "rope", r, sizeof r);
         ADD("%s%s\n", r, c->layers[0].rope.pair_stride == 2 ? " (adjacent pairs, llama.cpp normal mode)" : "");
-        if (memcmp(&c->rope_local, &c->rope_global, sizeof c->rope_local)) {
+        if (c->fam->nope_global) ADD("rope (global layers) = none\n");
+        else if (memcmp(&c->rope_local, &c->rope_global, sizeof c->rope_local)) {
             rope_describe(&c->rope_global, "rope (global layers)", r, sizeof r);
             ADD("%s\n", r);
         }
