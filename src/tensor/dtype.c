@@ -102,6 +102,7 @@ static const dtype_traits g_traits[DT_COUNT] = {
         .name = "q5_1", .blck = QK, .size = sizeof(block_q5_1),
         .to_float = q5_1_to_float, .dot = q5_1_dot, .from_float = q5_1_from_float,
         .ref = {.act_type = DT_Q8_0, .dot = vecdot_q5_1_q8_0, .quant = act_quant_q8_0},
+        .avx2 = &vecdot_avx2_q5_1,
     },
     [DT_Q8_0] = {
         .name = "q8_0", .blck = QK, .size = sizeof(block_q8_0),
@@ -113,11 +114,13 @@ static const dtype_traits g_traits[DT_COUNT] = {
         .name = "q2_K", .blck = QK_K, .size = sizeof(block_q2_K),
         .to_float = q2_K_to_float, .dot = q2_K_dot, .from_float = q2_K_from_float,
         .ref = {.act_type = DT_Q8_K, .dot = vecdot_q2_K_q8_K, .quant = act_quant_q8_K},
+        .avx2 = &vecdot_avx2_q2_K,
     },
     [DT_Q3_K] = {
         .name = "q3_K", .blck = QK_K, .size = sizeof(block_q3_K),
         .to_float = q3_K_to_float, .dot = q3_K_dot, .from_float = q3_K_from_float,
         .ref = {.act_type = DT_Q8_K, .dot = vecdot_q3_K_q8_K, .quant = act_quant_q8_K},
+        .avx2 = &vecdot_avx2_q3_K,
     },
     [DT_Q4_K] = {
         .name = "q4_K", .blck = QK_K, .size = sizeof(block_q4_K),

@@ -92,7 +92,7 @@ VECDOT_REF(q6_K, q8_K)
 
 // The AVX2 kernels (vecdot_avx2.c).
 extern const vecdot_kernel vecdot_avx2_f32, vecdot_avx2_f16, vecdot_avx2_bf16, vecdot_avx2_q8_0,
-    vecdot_avx2_q4_0, vecdot_avx2_q4_1, vecdot_avx2_q5_0, vecdot_avx2_mxfp4, vecdot_avx2_q4_K,
-    vecdot_avx2_q5_K, vecdot_avx2_q6_K;
+    vecdot_avx2_q4_0, vecdot_avx2_q4_1, vecdot_avx2_q5_0, vecdot_avx2_q5_1, vecdot_avx2_mxfp4,
+    vecdot_avx2_q2_K, vecdot_avx2_q3_K, vecdot_avx2_q4_K, vecdot_avx2_q5_K, vecdot_avx2_q6_K;
 
 #endif
