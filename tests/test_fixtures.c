@@ -101,6 +101,23 @@ int main(int argc, char **argv) {
     CHECK(memcmp(piece, logits, sizeof(float) * (size_t)T * V) == 0, "logits with 2 threads differ from 1 thread");
     CHECK(infer_ctx_set_threads(c, 1) == INFER_OK, "%s", infer_last_error());
 
+    // 5. the reference backend (the scalar oracles) against transformers, and
+    // the CPU backend against it
+    CHECK(infer_ctx_set_backend(c, "nosuch") == INFER_ERR_ARG, "an unknown backend was accepted");
+    CHECK(infer_ctx_set_backend(c, "reference") == INFER_OK && !strcmp(infer_ctx_backend(c), "reference"), "%s",
+          infer_last_error());
+    infer_ctx_reset(c);
+    CHECK(infer_eval(c, ids, T, piece, 0) == INFER_OK, "%s", infer_last_error());
+    e = test_rel_err(piece, ref_logits, (size_t)T * V);
+    CHECK(e <= 1e-3, "reference backend: logits max error %.3g of the RMS", e);
+    top_ok = 1;
+    for (int t = 0; t < T; t++) top_ok &= test_argmax(piece + (size_t)t * V, V) == test_argmax(ref_logits + (size_t)t * V, V);
+    CHECK(top_ok, "reference backend: top-1 differs at some position");
+    double ec = test_rel_err(logits, piece, (size_t)T * V);
+    CHECK(ec <= 1e-4, "CPU backend against the reference backend: max error %.3g of the RMS", ec);
+    printf("%-12s reference backend: %.2e of RMS from transformers; CPU backend %.2e from it\n", argv[1], e, ec);
+    CHECK(infer_ctx_set_backend(c, "cpu") == INFER_OK, "%s", infer_last_error());
+
     free(last);
     free(piece);
     free(hidden);
