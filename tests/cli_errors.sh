@@ -48,6 +48,27 @@ expect_error "walk without vindex" "no vindex given" "$bin" walk -m "$m" -p hi
 expect_error "bench-walk without vindex" "no vindex given" "$bin" bench-walk -m "$m"
 expect_error "bench-walk bad ks" "percentages" "$bin" bench-walk -m "$m" -x "$tmp" --ks 0,5
 expect_error "vindex attach missing" "no such file\|cannot open" "$bin" predict -m "$m" -x "$tmp/none" --ids 1
+expect_error "long option given a value" "takes no value" "$bin" run -m "$m" --ids 1 --ignore-eos=1
+expect_error "unknown short option" "unknown option \"-z\"" "$bin" run -m "$m" --ids 1 -z
+expect_error "stray argument" "unexpected argument \"extra\"" "$bin" run -m "$m" --ids 1 extra
+expect_error "sampling flag without value" "--temp needs a value" "$bin" run -m "$m" --ids 1 --temp
+expect_error "bad sampling value" "not a number" "$bin" chat -m "$m" --top-p 2
+expect_error "chat context of 0" "at least 1" "$bin" chat -m "$m" -c 0
+expect_error "bench-components no tokens" "at least 1" "$bin" bench-components -p 0
+
+# -h and --help: every subcommand prints its usage to stdout and exits 0
+for cmd in info logits run chat bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk; do
+    for h in -h --help; do
+        n=$((n + 1))
+        "$bin" "$cmd" $h >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        if [ "$rc" != 0 ] || [ -s "$tmp/err" ] || ! head -1 "$tmp/out" | grep -q "^usage: infer $cmd "; then
+            echo "FAILED: $cmd $h: exit $rc, stdout:"
+            cat "$tmp/out" "$tmp/err"
+            fail=$((fail + 1))
+        fi
+    done
+done
 
 # and the good paths work
 n=$((n + 1))

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,14 +64,6 @@ long cli_parse_count(const char *flag, const char *s, long max) {
     return v;
 }
 
-const char *cli_value(int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) {
-        cli_error("%s needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -93,49 +86,6 @@ long cli_rss_kib(void) {
     return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-static int parse_float(const char *flag, const char *s, float lo, float hi, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        cli_error("%s: \"%s\" is not a number in [%g, %g]", flag, s, lo, hi);
-        return -1;
-    }
-    *out = (float)v;
-    return 1;
-}
-
-int cli_sampling_flag(int argc, char **argv, int *i, infer_sampling *p) {
-    const char *f = argv[*i], *v;
-    long n;
-    if (!strcmp(f, "-s") || !strcmp(f, "--seed")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        char *end;
-        errno = 0;
-        unsigned long long s = strtoull(v, &end, 10);
-        if (errno || end == v || *end) { cli_error("%s: \"%s\" is not a seed", f, v); return -1; }
-        p->seed = s;
-        return 1;
-    }
-    if (!strcmp(f, "--temp")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 0, 1e6f, &p->temp) : -1;
-    if (!strcmp(f, "--top-p")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 0, 1, &p->top_p) : -1;
-    if (!strcmp(f, "--min-p")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 0, 1, &p->min_p) : -1;
-    if (!strcmp(f, "--repeat-penalty")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, 1e-3f, 100, &p->repeat_penalty) : -1;
-    if (!strcmp(f, "--presence-penalty")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, -100, 100, &p->presence_penalty) : -1;
-    if (!strcmp(f, "--frequency-penalty")) return (v = cli_value(argc, argv, i)) ? parse_float(f, v, -100, 100, &p->frequency_penalty) : -1;
-    if (!strcmp(f, "--top-k")) {
-        if (!(v = cli_value(argc, argv, i)) || (n = cli_parse_count(f, v, 1 << 24)) < 0) return -1;
-        p->top_k = (int)n;
-        return 1;
-    }
-    if (!strcmp(f, "--repeat-last-n")) {
-        if (!(v = cli_value(argc, argv, i)) || (n = cli_parse_count(f, v, 1 << 24)) < 0) return -1;
-        p->repeat_last_n = (int)n;
-        return 1;
-    }
-    return 0;
-}
-
 const char *cli_default_model(void) {
     static char path[4096];
     const char *cache = getenv("INFER_CACHE"), *home = getenv("HOME");
@@ -152,11 +102,118 @@ const char *cli_default_model(void) {
     return path;
 }
 
-int cli_threads_flag(int argc, char **argv, int *i) {
-    if (strcmp(argv[*i], "-t") && strcmp(argv[*i], "--threads")) return 0;
-    const char *v;
-    long t;
-    if (!(v = cli_value(argc, argv, i)) || (t = cli_parse_count("-t", v, 256)) < 0) return -1;
-    infer_set_threads(t ? (int)t : 1);
+uint64_t cli_seed(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);
+}
+
+// ---------------------------------------------------------------------------
+// Options
+
+void cli_opts_init(cli_opts *o, const char *cmd, const char *usage) {
+    *o = (cli_opts){.cmd = cmd, .usage = usage, .sampling = infer_sampling_default()};
+    o->sampling.seed = cli_seed();
+}
+
+// llama.cpp's sampling flags: each a field of infer_sampling and its range.
+typedef struct {
+    const char *flag;
+    size_t off;    // of the field in infer_sampling
+    int integer;   // an int field (a count), else a float
+    double lo, hi;
+} sampling_flag;
+
+static const sampling_flag g_sampling[] = {
+    [OPT_TEMP - OPT_TEMP] = {.flag = "--temp", .off = offsetof(infer_sampling, temp), .lo = 0, .hi = 1e6},
+    [OPT_TOP_K - OPT_TEMP] = {.flag = "--top-k", .off = offsetof(infer_sampling, top_k), .integer = 1, .hi = 1 << 24},
+    [OPT_TOP_P - OPT_TEMP] = {.flag = "--top-p", .off = offsetof(infer_sampling, top_p), .lo = 0, .hi = 1},
+    [OPT_MIN_P - OPT_TEMP] = {.flag = "--min-p", .off = offsetof(infer_sampling, min_p), .lo = 0, .hi = 1},
+    [OPT_REPEAT_PENALTY - OPT_TEMP] = {.flag = "--repeat-penalty", .off = offsetof(infer_sampling, repeat_penalty),
+                                       .lo = 1e-3, .hi = 100},
+    [OPT_REPEAT_LAST_N - OPT_TEMP] = {.flag = "--repeat-last-n", .off = offsetof(infer_sampling, repeat_last_n),
+                                      .integer = 1, .hi = 1 << 24},
+    [OPT_PRESENCE_PENALTY - OPT_TEMP] = {.flag = "--presence-penalty", .off = offsetof(infer_sampling, presence_penalty),
+                                         .lo = -100, .hi = 100},
+    [OPT_FREQUENCY_PENALTY - OPT_TEMP] = {.flag = "--frequency-penalty", .off = offsetof(infer_sampling, frequency_penalty),
+                                          .lo = -100, .hi = 100},
+};
+
+// 0, or -1 (reported) when s is not a number in [lo, hi].
+static int parse_float(const char *flag, const char *s, double lo, double hi, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        cli_error("%s: \"%s\" is not a number in [%g, %g]", flag, s, lo, hi);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+// A shared flag into o: 1 taken, 0 not one, -1 a bad value (reported).
+static int take_shared(cli_opts *o, int opt, const char *arg) {
+    long n;
+    switch (opt) {
+    case 'm': o->model = arg; return 1;
+    case 'c':
+        if ((o->n_ctx = cli_parse_count("-c", arg, 1 << 24)) < 0) return -1;
+        return 1;
+    case 't':
+        if ((o->threads = cli_parse_count("-t", arg, 256)) < 0) return -1;
+        infer_set_threads(o->threads ? (int)o->threads : 1);
+        return 1;
+    case 's': {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (errno || end == arg || *end || *arg == '-') { cli_error("-s: \"%s\" is not a seed", arg); return -1; }
+        o->sampling.seed = v;
+        return 1;
+    }
+    }
+    if (opt < OPT_TEMP || opt > OPT_FREQUENCY_PENALTY) return 0;
+    const sampling_flag *f = &g_sampling[opt - OPT_TEMP];
+    char *field = (char *)&o->sampling + f->off;
+    if (!f->integer) return parse_float(f->flag, arg, f->lo, f->hi, (float *)field) ? -1 : 1;
+    if ((n = cli_parse_count(f->flag, arg, (long)f->hi)) < 0) return -1;
+    *(int *)field = (int)n;
     return 1;
+}
+
+int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const struct option *longopts) {
+    char spec[128];
+    snprintf(spec, sizeof spec, ":%s", shortopts); // ':': a missing value is told apart from an unknown option
+    opterr = 0;
+    for (;;) {
+        int opt = getopt_long(argc, argv, spec, longopts, NULL);
+        if (opt == -1) return CLI_END;
+        const char *at = argv[optind - 1]; // the argument that held the option (or its value)
+        if (opt == ':') {
+            if (optopt > 0 && optopt < 256 && strncmp(at, "--", 2)) cli_error("-%c needs a value", optopt);
+            else cli_error("%s needs a value", at);
+            o->status = 1;
+            return CLI_STOP;
+        }
+        if (opt == '?') {
+            // an unknown short option, or a long one (unknown, or given a value it does not take)
+            if (optopt > 0 && optopt < 256 && !strchr(shortopts, optopt)) cli_error("%s: unknown option \"-%c\"", o->cmd, optopt);
+            else if (optopt) cli_error("%s: option \"%s\" takes no value", o->cmd, at);
+            else cli_error("%s: unknown option \"%s\"", o->cmd, at);
+            o->status = 1;
+            return CLI_STOP;
+        }
+        if (opt == 'h') {
+            fputs(o->usage, stdout);
+            o->status = 0;
+            return CLI_STOP;
+        }
+        int r = take_shared(o, opt, optarg);
+        if (r < 0) {
+            o->status = 1;
+            return CLI_STOP;
+        }
+        if (!r) return opt;
+    }
 }

@@ -1,7 +1,9 @@
-// Shared helpers of the CLI subcommands.
+// Shared helpers of the CLI subcommands. The CLI uses the engine through
+// infer.h alone.
 #ifndef INFER_CLI_H
 #define INFER_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include "infer.h"
 
@@ -22,24 +24,67 @@ int cmd_walk(int argc, char **argv);
 int cmd_bench_walk(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 
+// ---------------------------------------------------------------------------
+// Options. Each subcommand has one table of long options (getopt_long) and
+// the string of its short ones; the flags several share are parsed here, into
+// cli_opts, and their table rows are these macros.
+
+// getopt_long values of the shared long-only flags; a subcommand numbers its
+// own from OPT_LOCAL.
+enum {
+    OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
+    OPT_FREQUENCY_PENALTY,
+    OPT_LOCAL = 300,
+};
+
+#define CLI_OPT_HELP {"help", no_argument, NULL, 'h'}
+#define CLI_OPT_MODEL {"model", required_argument, NULL, 'm'}
+#define CLI_OPT_THREADS {"threads", required_argument, NULL, 't'}
+#define CLI_OPT_CTX {"ctx-size", required_argument, NULL, 'c'}
+// llama.cpp's sampling flags (short: -s)
+#define CLI_OPTS_SAMPLING                                                                                            \
+    {"seed", required_argument, NULL, 's'}, {"temp", required_argument, NULL, OPT_TEMP},                              \
+        {"top-k", required_argument, NULL, OPT_TOP_K}, {"top-p", required_argument, NULL, OPT_TOP_P},                 \
+        {"min-p", required_argument, NULL, OPT_MIN_P}, {"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY}, \
+        {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},                                                \
+        {"presence-penalty", required_argument, NULL, OPT_PRESENCE_PENALTY},                                          \
+        {"frequency-penalty", required_argument, NULL, OPT_FREQUENCY_PENALTY}
+
+// What the shared flags set (the ones a subcommand's table lists).
+typedef struct {
+    const char *cmd;         // the subcommand, for messages
+    const char *usage;       // what -h, --help prints
+    const char *model;       // -m, --model: NULL until given
+    long n_ctx;              // -c, --ctx-size: 0 until given
+    long threads;            // -t, --threads: 0 until given (also handed to infer_set_threads)
+    infer_sampling sampling; // -s, --seed, --temp, ...: llama.cpp's defaults and a seed from cli_seed()
+    int status;              // the exit status when cli_next returns CLI_STOP
+} cli_opts;
+
+enum { CLI_END = 0, CLI_STOP = -1 };
+
+void cli_opts_init(cli_opts *o, const char *cmd, const char *usage);
+
+// The next of the subcommand's own options (its value in optarg), CLI_END
+// after the last (the arguments that are not options are then argv[optind..]),
+// or CLI_STOP: after -h printed the usage to stdout (status 0), or after a
+// bad command line was reported in one line on stderr (status 1). shortopts:
+// getopt's string for the table (without a leading ':').
+int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+// A seed that differs from run to run (wall-clock nanoseconds and the process id).
+uint64_t cli_seed(void);
+
+// ---------------------------------------------------------------------------
+// Values and reports
+
 // Prints "infer: <message>" to stderr and returns 1.
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Parses "1,2,3" into a new array; NULL (with a message) when malformed.
 int32_t *cli_parse_ids(const char *s, int *n);
-// Parses a non-negative integer flag value; -1 when malformed.
+// Parses a non-negative integer flag value; -1 (reported) when malformed or above max.
 long cli_parse_count(const char *flag, const char *s, long max);
-// Takes the value of a flag at argv[*i], advancing *i; NULL if missing.
-const char *cli_value(int argc, char **argv, int *i);
-
-// Parses one llama.cpp sampling flag at argv[*i] (-s --seed --temp --top-k
-// --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty
-// --frequency-penalty) into p: 1 if taken, 0 if not a sampling flag, -1 on error.
-int cli_sampling_flag(int argc, char **argv, int *i, infer_sampling *p);
-
-// Parses -t/--threads N at argv[*i] and sets the thread count: 1 if taken,
-// 0 if not that flag, -1 on error (reported).
-int cli_threads_flag(int argc, char **argv, int *i);
 
 // The default model (Gemma 3 270M Q4_K_M) from the cache, fetched with
 // scripts/fetch-model.sh when absent; NULL (with a message) on failure.

@@ -115,27 +115,58 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
     return rc;
 }
 
+static const char *g_usage =
+    "usage: infer bench [-m MODEL] [-t N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]\n"
+    "  a llama-bench-shaped table: prompt processing (pp, all tokens in one call) and text generation (tg,\n"
+    "  one token at a time), mean +- stddev of r runs. With --batch: for each count B, B sequences each take a\n"
+    "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "  -t, --threads N        threads (default 1)\n"
+    "  -p, --n-prompt N       prompt tokens (default 512)\n"
+    "  -n, --n-gen N          generated tokens (default 128)\n"
+    "  -r, --repetitions N    runs of each test (default 5)\n"
+    "  -o, --output md|json   the table as markdown (default) or JSON\n"
+    "      --batch 1,2,...    batched decode at these sequence counts (1 to 256, at most 16 counts)\n";
+
+enum { OPT_BATCH = OPT_LOCAL };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"n-prompt", required_argument, NULL, 'p'},
+    {"n-gen", required_argument, NULL, 'n'},
+    {"repetitions", required_argument, NULL, 'r'},
+    {"output", required_argument, NULL, 'o'},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {0},
+};
+
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md", *batch_list = NULL;
-    long threads = 1, n_pp = 512, n_tg = 128, reps = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
-            if (!(v = cli_value(argc, argv, &i)) || (threads = cli_parse_count("-t", v, 256)) < 0) return 1;
-        } else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--n-prompt")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_pp = cli_parse_count("-p", v, 1 << 16)) < 0) return 1;
-        } else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--n-gen")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_tg = cli_parse_count("-n", v, 1 << 16)) < 0) return 1;
-        } else if (!strcmp(argv[i], "-r") || !strcmp(argv[i], "--repetitions")) {
-            if (!(v = cli_value(argc, argv, &i)) || (reps = cli_parse_count("-r", v, 1000)) < 0) return 1;
-        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (!(fmt = cli_value(argc, argv, &i))) return 1;
+    const char *fmt = "md", *batch_list = NULL;
+    long n_pp = 512, n_tg = 128, reps = 5;
+    cli_opts o;
+    cli_opts_init(&o, "bench", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:p:n:r:o:", g_opts)) > 0) {
+        switch (opt) {
+        case 'p':
+            if ((n_pp = cli_parse_count("-p", optarg, 1 << 16)) < 0) return 1;
+            break;
+        case 'n':
+            if ((n_tg = cli_parse_count("-n", optarg, 1 << 16)) < 0) return 1;
+            break;
+        case 'r':
+            if ((reps = cli_parse_count("-r", optarg, 1000)) < 0) return 1;
+            break;
+        case 'o':
+            fmt = optarg;
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench: -o takes md or json, not \"%s\"", fmt);
-        } else if (!strcmp(argv[i], "--batch")) {
-            if (!(batch_list = cli_value(argc, argv, &i))) return 1;
-        } else return cli_error("bench: unknown option \"%s\"", argv[i]);
+            break;
+        case OPT_BATCH: batch_list = optarg; break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("bench: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
+    long threads = o.threads;
     int batch[16], n_batch = 0;
     if (batch_list) {
         int *bl = cli_parse_ids(batch_list, &n_batch);

@@ -127,20 +127,43 @@ static int write_synthetic(const char *dir) {
     return fclose(f) == 0 && ok;
 }
 
+static const char *g_usage =
+    "usage: infer bench-components [-m MODEL] [-t N] [-p T] [-r R] [--type q4_k_m|q8_0|bf16|...]\n"
+    "  where the time of one layer goes: µs per layer for each phase of the forward pass over T tokens, on the\n"
+    "  model and on a synthetic Gemma-3-4B-shaped layer with random weights of the chosen type.\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "  -t, --threads N        threads (default 1)\n"
+    "  -p N                   tokens per pass (default 6)\n"
+    "  -r N                   passes measured (default 5)\n"
+    "      --type TYPE        the synthetic layer's file type (default q4_k_m)\n";
+
+enum { OPT_TYPE = OPT_LOCAL };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"type", required_argument, NULL, OPT_TYPE},
+    {0},
+};
+
 int cmd_bench_components(int argc, char **argv) {
-    const char *model = NULL, *type = "q4_k_m";
-    long T = 6, reps = 5, threads = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--type")) { if (!(type = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-p")) { if (!(v = cli_value(argc, argv, &i)) || (T = cli_parse_count("-p", v, 4096)) < 1) return 1; }
-        else if (!strcmp(argv[i], "-r")) { if (!(v = cli_value(argc, argv, &i)) || (reps = cli_parse_count("-r", v, 1000)) < 1) return 1; }
-        else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) {
-            if (!(v = cli_value(argc, argv, &i)) || (threads = cli_parse_count("-t", v, 256)) < 0) return 1;
-        } else return cli_error("bench-components: unknown option \"%s\"", argv[i]);
+    const char *type = "q4_k_m";
+    long T = 6, reps = 5;
+    cli_opts o;
+    cli_opts_init(&o, "bench-components", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:p:r:", g_opts)) > 0) {
+        switch (opt) {
+        case OPT_TYPE: type = optarg; break;
+        case 'p':
+            if ((T = cli_parse_count("-p", optarg, 4096)) < 1) return T == 0 ? cli_error("bench-components: -p must be at least 1") : 1;
+            break;
+        case 'r':
+            if ((reps = cli_parse_count("-r", optarg, 1000)) < 1) return reps == 0 ? cli_error("bench-components: -r must be at least 1") : 1;
+            break;
+        }
     }
-    infer_set_threads(threads ? (int)threads : 1);
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("bench-components: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());

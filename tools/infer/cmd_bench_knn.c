@@ -14,21 +14,48 @@ static float frand(void) {
     return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
+static const char *g_usage =
+    "usage: infer bench-knn [-t N] [-r R] [--features F] [--hidden H] [-k K]\n"
+    "  gate KNN at a layer's shape: scores = gate vectors . x, then the top K by |score|, for f32, f16 and q4_0\n"
+    "  gate vectors (random), in µs per layer, the best of R runs.\n"
+    "  -t, --threads N        threads (default 1)\n"
+    "  -r N                   runs (default 20)\n"
+    "      --features F       gate vectors (default 10240, Gemma 3 4B's)\n"
+    "      --hidden H         their width, a multiple of 32 (default 2560)\n"
+    "  -k K                   features kept (default F / 10)\n";
+
+enum { OPT_FEATURES = OPT_LOCAL, OPT_HIDDEN };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_THREADS,
+    {"features", required_argument, NULL, OPT_FEATURES},
+    {"hidden", required_argument, NULL, OPT_HIDDEN},
+    {0},
+};
+
 int cmd_bench_knn(int argc, char **argv) {
     long F = 10240, H = 2560, reps = 20, K = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-r")) { if (!(v = cli_value(argc, argv, &i)) || (reps = cli_parse_count("-r", v, 100000)) < 1) return reps == 0 ? cli_error("bench-knn: -r must be at least 1") : 1; }
-        else if (!strcmp(argv[i], "--features")) { if (!(v = cli_value(argc, argv, &i)) || (F = cli_parse_count("--features", v, 1 << 20)) < 1) return F == 0 ? cli_error("bench-knn: --features must be at least 1") : 1; }
-        else if (!strcmp(argv[i], "--hidden")) {
-            if (!(v = cli_value(argc, argv, &i)) || (H = cli_parse_count("--hidden", v, 1 << 16)) < 0) return 1;
+    cli_opts o;
+    cli_opts_init(&o, "bench-knn", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "ht:r:k:", g_opts)) > 0) {
+        switch (opt) {
+        case 'r':
+            if ((reps = cli_parse_count("-r", optarg, 100000)) < 1) return reps == 0 ? cli_error("bench-knn: -r must be at least 1") : 1;
+            break;
+        case OPT_FEATURES:
+            if ((F = cli_parse_count("--features", optarg, 1 << 20)) < 1) return F == 0 ? cli_error("bench-knn: --features must be at least 1") : 1;
+            break;
+        case OPT_HIDDEN:
+            if ((H = cli_parse_count("--hidden", optarg, 1 << 16)) < 0) return 1;
             if (H == 0 || H % 32) return cli_error("bench-knn: --hidden must be a positive multiple of 32, not %ld", H);
-        } else if (!strcmp(argv[i], "-k")) { if (!(v = cli_value(argc, argv, &i)) || (K = cli_parse_count("-k", v, 1 << 20)) < 0) return 1; }
-        else return cli_error("bench-knn: unknown option \"%s\"", argv[i]);
+            break;
+        case 'k':
+            if ((K = cli_parse_count("-k", optarg, 1 << 20)) < 0) return 1;
+            break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("bench-knn: unexpected argument \"%s\"", argv[optind]);
     if (K == 0) K = F / 10 > 0 ? F / 10 : 1;
     if (K > F) return cli_error("bench-knn: -k %ld is more than the %ld features", K, F);
     float *rows = malloc(sizeof(float) * (size_t)F * H), *x = malloc(sizeof(float) * H), *s = malloc(sizeof(float) * F);

@@ -56,21 +56,46 @@ static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int 
     return us;
 }
 
+static const char *g_usage =
+    "usage: infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [-t N] [-o md|json]\n"
+    "  the walk FFN against dense over a text, teacher-forced: top-1 agreement and KL at every position for\n"
+    "  each K (percent of the features), against dense over the vindex's rows and against the model, and\n"
+    "  the FFN's decode time per layer.\n"
+    "  -m, --model MODEL      the model the vindex was made from (default: Gemma 3 270M)\n"
+    "  -x, --vindex DIR       the vindex (infer extract)\n"
+    "  -f, --file TEXT        the text (default bench/data/english.txt)\n"
+    "      --ks 1,2,...       K as percentages 1-100\n"
+    "  -t, --threads N        threads (default 1)\n"
+    "  -o md|json             the table as markdown (default) or JSON\n";
+
+enum { OPT_KS = OPT_LOCAL };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"vindex", required_argument, NULL, 'x'},
+    {"file", required_argument, NULL, 'f'},
+    {"ks", required_argument, NULL, OPT_KS},
+    {0},
+};
+
 int cmd_bench_walk(int argc, char **argv) {
-    const char *model = NULL, *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md";
-    for (int i = 1; i < argc; i++) {
-        int r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-x") || !strcmp(argv[i], "--vindex")) { if (!(vdir = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--file")) { if (!(file = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--ks")) { if (!(ks_s = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-o")) {
-            if (!(fmt = cli_value(argc, argv, &i))) return 1;
+    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md";
+    cli_opts o;
+    cli_opts_init(&o, "bench-walk", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:x:f:o:", g_opts)) > 0) {
+        switch (opt) {
+        case 'x': vdir = optarg; break;
+        case 'f': file = optarg; break;
+        case OPT_KS: ks_s = optarg; break;
+        case 'o':
+            fmt = optarg;
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench-walk: -o takes md or json, not \"%s\"", fmt);
-        } else return cli_error("bench-walk: unknown option \"%s\"", argv[i]);
+            break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("bench-walk: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
     if (!vdir) return cli_error("bench-walk: no vindex given (-x DIR, made by infer extract)");
     int nks = 0, ks[32];
     for (const char *p = ks_s; *p;) {

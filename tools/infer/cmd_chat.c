@@ -36,25 +36,50 @@ static void convo_clear(convo *c, int keep) {
     c->n = keep;
 }
 
+static const char *g_usage =
+    "usage: infer chat [-m MODEL] [--system TEXT] [-n N] [-c N] [-t N] [sampling]\n"
+    "  an interactive chat: each line read is a user turn, rendered with the model's chat template;\n"
+    "  /reset starts over, /exit (or the end of the input) quits.\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "      --system, -sys TEXT  a system prompt\n"
+    "  -n, --n-predict N      the most tokens of a reply (default 512)\n"
+    "  -c, --ctx-size N       context positions (default 4096)\n"
+    "  -t, --threads N        threads (default 1)\n"
+    "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
+    "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
+    "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
+
+enum { OPT_SYSTEM = OPT_LOCAL };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPTS_SAMPLING,
+    {"system", required_argument, NULL, OPT_SYSTEM},
+    {"n-predict", required_argument, NULL, 'n'},
+    {0},
+};
+
 int cmd_chat(int argc, char **argv) {
-    const char *model = NULL, *system_prompt = NULL;
-    long n_new = 512, n_ctx = 4096;
-    infer_sampling sp = infer_sampling_default();
-    sp.seed = (uint64_t)(cli_now() * 1000003.0);
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = cli_sampling_flag(argc, argv, &i, &sp);
-        if (!r) r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--system") || !strcmp(argv[i], "-sys")) { if (!(system_prompt = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--n-predict")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_new = cli_parse_count("-n", v, 1 << 24)) < 0) return 1;
-        } else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--ctx-size")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_ctx = cli_parse_count("-c", v, 1 << 24)) < 1) return 1;
-        } else return cli_error("chat: unknown option \"%s\"", argv[i]);
+    const char *system_prompt = NULL;
+    long n_new = 512;
+    int opt;
+    cli_opts o;
+    cli_opts_init(&o, "chat", g_usage);
+    o.n_ctx = 4096;
+    for (int i = 1; i < argc; i++) // llama.cpp's spelling, which getopt would read as -s ys
+        if (!strcmp(argv[i], "-sys")) argv[i] = "--system";
+    while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:n:", g_opts)) > 0) {
+        switch (opt) {
+        case OPT_SYSTEM: system_prompt = optarg; break;
+        case 'n':
+            if ((n_new = cli_parse_count("-n", optarg, 1 << 24)) < 0) return 1;
+            break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("chat: unexpected argument \"%s\"", argv[optind]);
+    if (o.n_ctx < 1) return cli_error("chat: -c must be at least 1");
+    const char *model = o.model;
+    long n_ctx = o.n_ctx;
+    infer_sampling sp = o.sampling;
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m = NULL;
     infer_ctx *c = NULL;

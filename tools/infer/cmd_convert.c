@@ -5,17 +5,31 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char *g_usage =
+    "usage: infer convert HF_DIR OUT.gguf [--type TYPE]\n"
+    "  writes a Hugging Face checkpoint as a GGUF file laid out as llama.cpp's convert_hf_to_gguf.py writes it;\n"
+    "  each tensor's type as llama-quantize picks it for the file type.\n"
+    "      --type, --outtype TYPE  f32, f16 (default), bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k, ...\n";
+
+enum { OPT_TYPE = OPT_LOCAL };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP,
+    {"type", required_argument, NULL, OPT_TYPE},
+    {"outtype", required_argument, NULL, OPT_TYPE},
+    {0},
+};
+
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_name = "f16";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--type") || !strcmp(argv[i], "--outtype")) {
-            if (!(type_name = cli_value(argc, argv, &i))) return 1;
-        } else if (argv[i][0] == '-') {
-            return cli_error("convert: unknown option \"%s\"", argv[i]);
-        } else if (!in) in = argv[i];
-        else if (!out) out = argv[i];
-        else return cli_error("convert: unexpected argument \"%s\"", argv[i]);
-    }
+    cli_opts o;
+    cli_opts_init(&o, "convert", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "h", g_opts)) > 0)
+        if (opt == OPT_TYPE) type_name = optarg;
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) in = argv[optind++];
+    if (optind < argc) out = argv[optind++];
+    if (optind < argc) return cli_error("convert: unexpected argument \"%s\"", argv[optind]);
     if (!in || !out) return cli_error("convert: usage: infer convert HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_k_m|...]");
     if (!infer_ftype_known(type_name)) return cli_error("convert: unknown --type \"%s\" (%s)", type_name, infer_ftype_names());
     double t0 = cli_now();

@@ -56,50 +56,76 @@ static void draw(void *user, const char *stage, int64_t done, int64_t total) {
 
 static const char *tn(int t) { return infer_type_name(t); }
 
+static const char *g_usage =
+    "usage: infer extract [-m MODEL] -o OUT.vindex [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k]\n"
+    "                     [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
+    "       infer extract MODEL OUT.vindex [options]\n"
+    "  writes a vindex: the FFN laid out per feature, gate vectors, the top tokens each feature writes\n"
+    "  (down_meta), the embeddings, a quantized lm_head and the rest of the model; progress on stderr.\n"
+    "  -m, --model MODEL      a dense model (default: Gemma 3 270M)\n"
+    "  -o, --out DIR          the vindex directory (made if missing)\n"
+    "      --gate TYPE        gate vectors: f32, f16 (default) or q4\n"
+    "      --ffn TYPE         feature rows: f16, q8_0 (default) or q4_k\n"
+    "      --lm-head TYPE     q4_k (default), q8_0, q4_0 or f16\n"
+    "      --down-top N       tokens per feature in down_meta (default 10; 0: none)\n"
+    "  -t, --threads N        threads (default 1)\n";
+
+enum { OPT_GATE = OPT_LOCAL, OPT_FFN, OPT_LM_HEAD, OPT_DOWN_TOP };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"out", required_argument, NULL, 'o'},
+    {"gate", required_argument, NULL, OPT_GATE},
+    {"ffn", required_argument, NULL, OPT_FFN},
+    {"lm-head", required_argument, NULL, OPT_LM_HEAD},
+    {"down-top", required_argument, NULL, OPT_DOWN_TOP},
+    {0},
+};
+
 int cmd_extract(int argc, char **argv) {
-    const char *model = NULL, *out = NULL, *v;
-    infer_extract_opts o = infer_extract_default();
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        int r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(f, "-m") || !strcmp(f, "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(f, "-o") || !strcmp(f, "--out")) {
-            if (!(out = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(f, "--gate")) {
-            if (!(v = cli_value(argc, argv, &i)) || (o.gate_type = parse_type(f, v, g_gate, "f32, f16, q4")) < 0) return 1;
-        } else if (!strcmp(f, "--ffn")) {
-            if (!(v = cli_value(argc, argv, &i)) || (o.ffn_type = parse_type(f, v, g_ffn, "f16, q8_0, q4_k")) < 0) return 1;
-        } else if (!strcmp(f, "--lm-head")) {
-            if (!(v = cli_value(argc, argv, &i)) || (o.lm_head_type = parse_type(f, v, g_head, "q4_k, q8_0, q4_0, f16")) < 0)
-                return 1;
-        } else if (!strcmp(f, "--down-top")) {
-            long n;
-            if (!(v = cli_value(argc, argv, &i)) || (n = cli_parse_count(f, v, 4096)) < 0) return 1;
-            o.down_top = (int)n;
-        } else if (f[0] == '-') {
-            return cli_error("extract: unknown option \"%s\"", f);
-        } else if (!model) model = f;
-        else if (!out) out = f;
-        else return cli_error("extract: unexpected argument \"%s\"", f);
+    const char *out = NULL;
+    long n;
+    infer_extract_opts xo = infer_extract_default();
+    cli_opts o;
+    cli_opts_init(&o, "extract", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:o:", g_opts)) > 0) {
+        switch (opt) {
+        case 'o': out = optarg; break;
+        case OPT_GATE:
+            if ((xo.gate_type = parse_type("--gate", optarg, g_gate, "f32, f16, q4")) < 0) return 1;
+            break;
+        case OPT_FFN:
+            if ((xo.ffn_type = parse_type("--ffn", optarg, g_ffn, "f16, q8_0, q4_k")) < 0) return 1;
+            break;
+        case OPT_LM_HEAD:
+            if ((xo.lm_head_type = parse_type("--lm-head", optarg, g_head, "q4_k, q8_0, q4_0, f16")) < 0) return 1;
+            break;
+        case OPT_DOWN_TOP:
+            if ((n = cli_parse_count("--down-top", optarg, 4096)) < 0) return 1;
+            xo.down_top = (int)n;
+            break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    const char *model = o.model;
+    if (optind < argc && !model) model = argv[optind++];
+    if (optind < argc && !out) out = argv[optind++];
+    if (optind < argc) return cli_error("extract: unexpected argument \"%s\"", argv[optind]);
     if (!out) return cli_error("extract: usage: infer extract [-m MODEL] -o OUT.vindex [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] "
                                "[--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]");
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
     bar b = {NULL, -1, 0, isatty(2)};
-    o.progress = draw;
-    o.user = &b;
+    xo.progress = draw;
+    xo.user = &b;
     infer_extract_info info;
-    infer_status st = infer_vindex_extract(m, out, &o, &info);
+    infer_status st = infer_vindex_extract(m, out, &xo, &info);
     if (b.stage && b.tty) fputc('\n', stderr);
     int H = infer_model_n_embd(m);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());
-    const int want[3] = {o.gate_type, o.ffn_type, o.lm_head_type}, got[3] = {info.gate_type, info.ffn_type, info.lm_head_type};
+    const int want[3] = {xo.gate_type, xo.ffn_type, xo.lm_head_type}, got[3] = {info.gate_type, info.ffn_type, info.lm_head_type};
     const char *what[3] = {"gate", "ffn", "lm_head"};
     for (int k = 0; k < 3; k++)
         if (want[k] != got[k])
@@ -107,7 +133,7 @@ int cmd_extract(int argc, char **argv) {
                     what[k], tn(want[k]), infer_type_block_size(want[k]), H, tn(got[k]));
     fprintf(stderr, "infer: wrote %s (gate %s, ffn %s, lm_head %s, embeddings %s, down_top %d): %.1f MiB in %.2f s "
                     "(down_meta %.2f s)\n",
-            out, tn(info.gate_type), tn(info.ffn_type), tn(info.lm_head_type), tn(info.embd_type), o.down_top,
+            out, tn(info.gate_type), tn(info.ffn_type), tn(info.lm_head_type), tn(info.embd_type), xo.down_top,
             info.bytes / 1048576.0, info.seconds, info.seconds_down_meta);
     return 0;
 }

@@ -6,16 +6,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *g_usage =
+    "usage: infer info [-m MODEL] [-c N]\n"
+    "  the config in effect, tensors by dtype, parameters and memory, and the KV cache per position and for\n"
+    "  a context of N positions (default: the model's, at most 4096).\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "  -c, --ctx-size N       the context to size\n";
+
+static const struct option g_opts[] = {CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_CTX, {0}};
+
 int cmd_info(int argc, char **argv) {
-    const char *model = NULL, *v;
-    long n_ctx = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--ctx-size")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_ctx = cli_parse_count("-c", v, 1 << 24)) < 0) return 1;
-        } else return cli_error("info: unknown option \"%s\"", argv[i]);
-    }
+    cli_opts o;
+    cli_opts_init(&o, "info", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:c:", g_opts)) > 0) {}
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("info: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
+    long n_ctx = o.n_ctx;
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());

@@ -7,17 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *g_usage =
+    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N]\n"
+    "  writes little-endian f32 logits, T x V, for every position of exactly these ids (no BOS added),\n"
+    "  from the exact dense path.\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "      --ids 1,2,3        the token ids\n"
+    "  -o, --out FILE         where the logits go\n"
+    "  -t, --threads N        threads (default 1)\n";
+
+enum { OPT_IDS = OPT_LOCAL };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"ids", required_argument, NULL, OPT_IDS},
+    {"out", required_argument, NULL, 'o'},
+    {0},
+};
+
 int cmd_logits(int argc, char **argv) {
-    const char *model = NULL, *ids_s = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "-o")) { if (!(out = cli_value(argc, argv, &i))) return 1; }
-        else return cli_error("logits: unknown option \"%s\"", argv[i]);
+    const char *ids_s = NULL, *out = NULL;
+    cli_opts o;
+    cli_opts_init(&o, "logits", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:o:", g_opts)) > 0) {
+        switch (opt) {
+        case OPT_IDS: ids_s = optarg; break;
+        case 'o': out = optarg; break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("logits: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
     if (!ids_s) return cli_error("logits: no token ids given (--ids 1,2,3)");
     if (!out) return cli_error("logits: no output file given (--out FILE)");
     if (!model && !(model = cli_default_model())) return 1;

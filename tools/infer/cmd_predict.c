@@ -45,36 +45,74 @@ static void json_str(const char *s, size_t n) {
     putchar('"');
 }
 
+static const char *g_usage =
+    "usage: infer predict [-m MODEL] [-x VINDEX] (-p TEXT | --ids 1,2,3) [--graph SPEC] [-k K] [--template TEXT]\n"
+    "                     [--top N] [--walk-only] [--lm-head-topk K] [-o text|json] [-t N]\n"
+    "  the next-token distribution after a prompt: the top N tokens with their probabilities, and the time of\n"
+    "  each phase. A graph other than dense is also measured against dense (KL, same top-1, and for cached\n"
+    "  layers the cosine of the residual they hand on).\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "  -x, --vindex DIR       a vindex made from the model, for walk layers (alone, it is the model too)\n"
+    "  -p, --prompt TEXT      the prompt, tokenized with BOS\n"
+    "      --ids 1,2,3        the prompt as token ids\n"
+    "      --graph SPEC       per layer: dense | walk[@K|@P%] | cached:0-B, e.g. \"cached:0-8,walk:9-13@10%,dense:14-17\"\n"
+    "  -k K                   features a walk layer uses when SPEC gives none (default: all)\n"
+    "      --template TEXT    the prompt cached layers were recorded for (default: the prompt itself)\n"
+    "      --top N            tokens shown (default 5)\n"
+    "      --walk-only        drop the model's own FFN weights and serve the FFN from the vindex; resident memory\n"
+    "      --lm-head-topk K   candidates from the vindex's quantized lm_head, rescored exactly: recall of the true\n"
+    "                         top 1 and top 5\n"
+    "  -o text|json           the report as text (default) or JSON\n"
+    "  -t, --threads N        threads (default 1)\n";
+
+enum { OPT_IDS = OPT_LOCAL, OPT_GRAPH, OPT_TEMPLATE, OPT_WALK_ONLY, OPT_LM_HEAD_TOPK, OPT_TOP };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"vindex", required_argument, NULL, 'x'},
+    {"prompt", required_argument, NULL, 'p'},
+    {"ids", required_argument, NULL, OPT_IDS},
+    {"graph", required_argument, NULL, OPT_GRAPH},
+    {"template", required_argument, NULL, OPT_TEMPLATE},
+    {"walk-only", no_argument, NULL, OPT_WALK_ONLY},
+    {"lm-head-topk", required_argument, NULL, OPT_LM_HEAD_TOPK},
+    {"top", required_argument, NULL, OPT_TOP},
+    {0},
+};
+
 int cmd_predict(int argc, char **argv) {
-    const char *model = NULL, *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text";
+    const char *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text";
     long top = 5, k = 0, lmk = 0;
-    int walk_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-x") || !strcmp(argv[i], "--vindex")) { if (!(vdir = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) { if (!(prompt = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--graph")) { if (!(graph = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--template")) { if (!(tmpl = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--walk-only")) walk_only = 1;
-        else if (!strcmp(argv[i], "--lm-head-topk")) {
-            if (!(v = cli_value(argc, argv, &i)) || (lmk = cli_parse_count("--lm-head-topk", v, 1 << 30)) < 0) return 1;
+    int walk_only = 0, opt;
+    cli_opts o;
+    cli_opts_init(&o, "predict", g_usage);
+    while ((opt = cli_next(&o, argc, argv, "hm:t:x:p:k:o:", g_opts)) > 0) {
+        switch (opt) {
+        case 'x': vdir = optarg; break;
+        case 'p': prompt = optarg; break;
+        case OPT_IDS: ids_s = optarg; break;
+        case OPT_GRAPH: graph = optarg; break;
+        case OPT_TEMPLATE: tmpl = optarg; break;
+        case OPT_WALK_ONLY: walk_only = 1; break;
+        case OPT_LM_HEAD_TOPK:
+            if ((lmk = cli_parse_count("--lm-head-topk", optarg, 1 << 30)) < 0) return 1;
             if (lmk == 0) return cli_error("predict: --lm-head-topk must be at least 1");
-        }
-        else if (!strcmp(argv[i], "-o")) {
-            if (!(fmt = cli_value(argc, argv, &i))) return 1;
+            break;
+        case 'o':
+            fmt = optarg;
             if (strcmp(fmt, "text") && strcmp(fmt, "json")) return cli_error("predict: -o takes text or json, not \"%s\"", fmt);
-        } else if (!strcmp(argv[i], "--top")) {
-            if (!(v = cli_value(argc, argv, &i)) || (top = cli_parse_count("--top", v, 1000)) < 0) return 1;
+            break;
+        case OPT_TOP:
+            if ((top = cli_parse_count("--top", optarg, 1000)) < 0) return 1;
             if (top == 0) return cli_error("predict: --top must be at least 1");
-        } else if (!strcmp(argv[i], "-k")) {
-            if (!(v = cli_value(argc, argv, &i)) || (k = cli_parse_count("-k", v, 1 << 30)) < 0) return 1;
-        } else return cli_error("predict: unknown option \"%s\"", argv[i]);
+            break;
+        case 'k':
+            if ((k = cli_parse_count("-k", optarg, 1 << 30)) < 0) return 1;
+            break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("predict: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
     if (!prompt && !ids_s) return cli_error("predict: no prompt given (-p TEXT or --ids 1,2,3)");
     if (prompt && ids_s) return cli_error("predict: give -p or --ids, not both");
     if (tmpl && !ids_s && !prompt) return cli_error("predict: --template needs a prompt");

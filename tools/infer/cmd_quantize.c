@@ -6,14 +6,22 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char *g_usage =
+    "usage: infer quantize IN.gguf OUT.gguf TYPE\n"
+    "  re-encodes a GGUF model's matrices to a file type (q8_0, q4_0, q4_k_m, q5_k_m, q6_k, f16, bf16, ...),\n"
+    "  choosing each tensor's type as llama-quantize does.\n";
+
+static const struct option g_opts[] = {CLI_OPT_HELP, {0}};
+
 int cmd_quantize(int argc, char **argv) {
-    const char *args[3] = {NULL, NULL, NULL};
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-' && argv[i][1]) return cli_error("quantize: unknown option \"%s\"", argv[i]);
-        if (n == 3) return cli_error("quantize: unexpected argument \"%s\"", argv[i]);
-        args[n++] = argv[i];
-    }
+    cli_opts o;
+    cli_opts_init(&o, "quantize", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "h", g_opts)) > 0) {}
+    if (opt == CLI_STOP) return o.status;
+    const char **args = (const char **)argv + optind;
+    int n = argc - optind;
+    if (n > 3) return cli_error("quantize: unexpected argument \"%s\"", args[3]);
     if (n != 3) return cli_error("quantize: usage: infer quantize IN.gguf OUT.gguf TYPE (%s)", infer_ftype_names());
     double t0 = cli_now();
     infer_model *m;

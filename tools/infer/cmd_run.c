@@ -19,28 +19,52 @@ static size_t utf8_complete(const char *s, size_t n) {
     return (back + 1 >= need) ? n : i - 1;
 }
 
+static const char *g_usage =
+    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--ignore-eos] [sampling]\n"
+    "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
+    "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "  -p, --prompt TEXT      the prompt, tokenized with BOS and special tokens\n"
+    "      --ids 1,2,3        the prompt as token ids\n"
+    "  -n, --n-predict N      tokens to generate (default 128)\n"
+    "  -c, --ctx-size N       context positions (default: prompt + N)\n"
+    "  -t, --threads N        threads (default 1)\n"
+    "      --ignore-eos       do not stop at end-of-generation tokens\n"
+    "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
+    "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
+    "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
+
+enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPTS_SAMPLING,
+    {"prompt", required_argument, NULL, 'p'},
+    {"ids", required_argument, NULL, OPT_IDS},
+    {"n-predict", required_argument, NULL, 'n'},
+    {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
+    {0},
+};
+
 int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *ids_s = NULL, *prompt = NULL;
-    long n_new = 128, n_ctx = 0;
-    int ignore_eos = 0;
-    infer_sampling sp = infer_sampling_default();
-    sp.seed = (uint64_t)cli_now() * 1000003u;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = cli_sampling_flag(argc, argv, &i, &sp);
-        if (!r) r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) { if (!(prompt = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--n-predict")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_new = cli_parse_count("-n", v, 1 << 24)) < 0) return 1;
-        } else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--ctx-size")) {
-            if (!(v = cli_value(argc, argv, &i)) || (n_ctx = cli_parse_count("-c", v, 1 << 24)) < 0) return 1;
-        } else if (!strcmp(argv[i], "--ignore-eos")) ignore_eos = 1;
-        else return cli_error("run: unknown option \"%s\"", argv[i]);
+    const char *ids_s = NULL, *prompt = NULL;
+    long n_new = 128;
+    int ignore_eos = 0, opt;
+    cli_opts o;
+    cli_opts_init(&o, "run", g_usage);
+    while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:", g_opts)) > 0) {
+        switch (opt) {
+        case 'p': prompt = optarg; break;
+        case OPT_IDS: ids_s = optarg; break;
+        case 'n':
+            if ((n_new = cli_parse_count("-n", optarg, 1 << 24)) < 0) return 1;
+            break;
+        case OPT_IGNORE_EOS: ignore_eos = 1; break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("run: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
+    long n_ctx = o.n_ctx;
+    infer_sampling sp = o.sampling;
     if (!prompt && !ids_s) return cli_error("run: no prompt given (-p TEXT or --ids 1,2,3)");
     if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
     if (!model && !(model = cli_default_model())) return 1;

@@ -7,12 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(void) {
-    fprintf(stderr, "usage: infer tokenize [-m MODEL] (-p TEXT | -f FILE) [--ids] [--no-bos] [--no-parse-special]\n"
-                    "                      [--show-count]\n"
-                    "  prints each token as \"id -> 'piece'\", or with --ids the list [id, ...]\n");
-    return 1;
-}
+static const char *g_usage =
+    "usage: infer tokenize [-m MODEL] (-p TEXT | -f FILE) [--ids] [--no-bos] [--no-parse-special] [--show-count]\n"
+    "  prints each token as \"id -> 'piece'\", or with --ids the list [id, ...], as llama-tokenize does.\n"
+    "  -m, --model MODEL      a model, or a vocabulary alone: a vocab-only GGUF, a tokenizer.json or its directory\n"
+    "  -p, --prompt TEXT      the text\n"
+    "  -f, --file FILE        the text from a file\n"
+    "      --ids              the ids alone\n"
+    "      --no-bos           no BOS/EOS added\n"
+    "      --no-parse-special special-token text stays text\n"
+    "      --show-count       and the number of tokens\n";
+
+enum { OPT_IDS = OPT_LOCAL, OPT_NO_BOS, OPT_NO_PARSE_SPECIAL, OPT_SHOW_COUNT };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL,
+    {"prompt", required_argument, NULL, 'p'},
+    {"file", required_argument, NULL, 'f'},
+    {"ids", no_argument, NULL, OPT_IDS},
+    {"no-bos", no_argument, NULL, OPT_NO_BOS},
+    {"no-parse-special", no_argument, NULL, OPT_NO_PARSE_SPECIAL},
+    {"show-count", no_argument, NULL, OPT_SHOW_COUNT},
+    {0},
+};
 
 static char *read_text(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -35,22 +51,23 @@ static char *read_text(const char *path, size_t *n) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL;
-    int ids_only = 0, add_special = 1, parse_special = 1, show_count = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) {
-            if (!(prompt = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--file")) {
-            if (!(file = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(argv[i], "--ids")) ids_only = 1;
-        else if (!strcmp(argv[i], "--no-bos")) add_special = 0;
-        else if (!strcmp(argv[i], "--no-parse-special")) parse_special = 0;
-        else if (!strcmp(argv[i], "--show-count")) show_count = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage();
-        else return cli_error("tokenize: unknown option \"%s\"", argv[i]);
+    const char *prompt = NULL, *file = NULL;
+    int ids_only = 0, add_special = 1, parse_special = 1, show_count = 0, opt;
+    cli_opts o;
+    cli_opts_init(&o, "tokenize", g_usage);
+    while ((opt = cli_next(&o, argc, argv, "hm:p:f:", g_opts)) > 0) {
+        switch (opt) {
+        case 'p': prompt = optarg; break;
+        case 'f': file = optarg; break;
+        case OPT_IDS: ids_only = 1; break;
+        case OPT_NO_BOS: add_special = 0; break;
+        case OPT_NO_PARSE_SPECIAL: parse_special = 0; break;
+        case OPT_SHOW_COUNT: show_count = 1; break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("tokenize: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
     if (!prompt == !file) return cli_error("tokenize: give the text with -p TEXT or -f FILE (one of them)");
     if (!model && !(model = cli_default_model())) return 1;
     size_t len = 0;

@@ -10,26 +10,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *g_usage =
+    "usage: infer walk -x VINDEX [-m MODEL] (-p TEXT | --ids 1,2,3) [--layers A-B] [-k K] [--tokens N] [-t N]\n"
+    "  what the model knows about a prompt, read from its own FFN: for the prompt's last token, at each layer,\n"
+    "  the K features whose gate vectors match the FFN's input best (by |gate . x|), with the gate score, the\n"
+    "  feature's activation act(gate . x) * (up . x), and the tokens its down vector writes (down_meta).\n"
+    "  -x, --vindex DIR       the vindex (infer extract); alone, it is the model too\n"
+    "  -m, --model MODEL      the model it was made from\n"
+    "  -p, --prompt TEXT      the prompt, tokenized with BOS\n"
+    "      --ids 1,2,3        the prompt as token ids\n"
+    "      --layers A-B       the layers shown (default: all)\n"
+    "  -k K                   features per layer (default 10)\n"
+    "      --tokens N         tokens shown per feature (default 5)\n"
+    "  -t, --threads N        threads (default 1)\n";
+
+enum { OPT_IDS = OPT_LOCAL, OPT_LAYERS, OPT_TOKENS };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    {"vindex", required_argument, NULL, 'x'},
+    {"prompt", required_argument, NULL, 'p'},
+    {"ids", required_argument, NULL, OPT_IDS},
+    {"layers", required_argument, NULL, OPT_LAYERS},
+    {"tokens", required_argument, NULL, OPT_TOKENS},
+    {0},
+};
+
 int cmd_walk(int argc, char **argv) {
-    const char *model = NULL, *vdir = NULL, *prompt = NULL, *layers = NULL, *ids_s = NULL;
+    const char *vdir = NULL, *prompt = NULL, *layers = NULL, *ids_s = NULL;
     long K = 10, ntok = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = cli_threads_flag(argc, argv, &i);
-        if (r < 0) return 1;
-        if (r) continue;
-        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(model = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-x") || !strcmp(argv[i], "--vindex")) { if (!(vdir = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt")) { if (!(prompt = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--ids")) { if (!(ids_s = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "--layers")) { if (!(layers = cli_value(argc, argv, &i))) return 1; }
-        else if (!strcmp(argv[i], "-k")) {
-            if (!(v = cli_value(argc, argv, &i)) || (K = cli_parse_count("-k", v, 1 << 20)) < 0) return 1;
+    cli_opts o;
+    cli_opts_init(&o, "walk", g_usage);
+    int opt;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:x:p:k:", g_opts)) > 0) {
+        switch (opt) {
+        case 'x': vdir = optarg; break;
+        case 'p': prompt = optarg; break;
+        case OPT_IDS: ids_s = optarg; break;
+        case OPT_LAYERS: layers = optarg; break;
+        case 'k':
+            if ((K = cli_parse_count("-k", optarg, 1 << 20)) < 0) return 1;
             if (K == 0) return cli_error("walk: -k must be at least 1");
-        } else if (!strcmp(argv[i], "--tokens")) {
-            if (!(v = cli_value(argc, argv, &i)) || (ntok = cli_parse_count("--tokens", v, 1000)) < 0) return 1;
-        } else return cli_error("walk: unknown option \"%s\"", argv[i]);
+            break;
+        case OPT_TOKENS:
+            if ((ntok = cli_parse_count("--tokens", optarg, 1000)) < 0) return 1;
+            break;
+        }
     }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("walk: unexpected argument \"%s\"", argv[optind]);
+    const char *model = o.model;
     if (!vdir) return cli_error("walk: no vindex given (-x DIR, made by infer extract)");
     if (!prompt && !ids_s) return cli_error("walk: no prompt given (-p TEXT or --ids 1,2,3)");
     if (prompt && ids_s) return cli_error("walk: give -p or --ids, not both");

@@ -28,28 +28,37 @@ static const char *g_usage =
     "  bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,5,10,...]   walk vs dense: top-1 agreement, KL, FFN time\n"
     "\n"
     "MODEL is a Hugging Face directory (config.json + *.safetensors), a .gguf file, or a vindex directory.\n"
+    "infer <command> -h prints a command's options.\n"
     "Graphs (SPEC): dense | walk[@K|@P%] | cached:0-B, per layer: \"cached:0-8,walk:9-13@10%,dense:14-17\".\n";
+
+// The subcommands by name ("help" is -h).
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} g_commands[] = {
+    {"info", cmd_info},
+    {"logits", cmd_logits},
+    {"run", cmd_run},
+    {"chat", cmd_chat},
+    {"bench", cmd_bench},
+    {"bench-components", cmd_bench_components},
+    {"bench-knn", cmd_bench_knn},
+    {"bench-walk", cmd_bench_walk},
+    {"convert", cmd_convert},
+    {"quantize", cmd_quantize},
+    {"extract", cmd_extract},
+    {"verify", cmd_verify},
+    {"tokenize", cmd_tokenize},
+    {"predict", cmd_predict},
+    {"walk", cmd_walk},
+};
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(g_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
-    if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "convert")) return cmd_convert(argc - 1, argv + 1);
-    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
-    if (!strcmp(cmd, "chat")) return cmd_chat(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench-components")) return cmd_bench_components(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench-knn")) return cmd_bench_knn(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
-    if (!strcmp(cmd, "extract")) return cmd_extract(argc - 1, argv + 1);
-    if (!strcmp(cmd, "predict")) return cmd_predict(argc - 1, argv + 1);
-    if (!strcmp(cmd, "walk")) return cmd_walk(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench-walk")) return cmd_bench_walk(argc - 1, argv + 1);
-    if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
-    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
-    return cli_error("unknown command \"%s\" (infer --help lists them)", cmd);
+    for (size_t i = 0; i < sizeof g_commands / sizeof g_commands[0]; i++)
+        if (!strcmp(argv[1], g_commands[i].name)) return g_commands[i].run(argc - 1, argv + 1);
+    return cli_error("unknown command \"%s\" (infer --help lists them)", argv[1]);
 }
