@@ -121,6 +121,19 @@ static void check_type(int wt, int n, int rows) {
             CHECK(same, "%s n=%d: tile24 differs from dot", tw->name, n);
             free(w2);
         }
+        // Saturated inputs: the largest weights of one sign against activations
+        // of +-127, where the AVX2 q32 kernels' int16 partial sums (8 products)
+        // come closest to overflowing.
+        for (int sg = -1; sg <= 1; sg += 2) {
+            float *xe = malloc(sizeof(float) * 8 * (size_t)n); // make_acts reads 8 tokens
+            for (int i = 0; i < 8 * n; i++) xe[i] = (float)sg;
+            for (int i = 0; i < n; i++) row[i] = i % 32 == 0 ? -1.0f : 1.0f;
+            tw->from_float(row, w, n);
+            acts e = make_acts(ref, simd, xe, n);
+            float want = ref->dot(w, e.xo, n), got = simd->dot(w, e.xs, n);
+            CHECK(fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f, "%s n=%d: saturated inputs: SIMD %g vs scalar %g", tw->name, n, got, want);
+            free(e.xo), free(e.xs), free(xe);
+        }
         // grouped activations hold exactly the oracle's q8_0 blocks
         if (simd->grouped) {
             unsigned char *g = malloc(a.srs);

@@ -209,6 +209,25 @@ AVX2 static inline __attribute__((always_inline)) __m256i q32_isum(int K, __m256
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, yv), _mm256_set1_epi16(1));
 }
 
+// The integer sums of 4 blocks against 4 activation blocks y: lane j holds
+// block j's elements 0..15, lane j + 4 its elements 16..31. Unsigned weights
+// of at most 31 keep 8 products of an int16 lane below 2^15 (8 * 31 * 128),
+// so they are summed as int16 by two hadds and widened by one madd (5
+// multiplies, not 8); q8_0's larger products are widened per block first.
+// Either way the sums are exact, so every tile shape gets the same integers.
+AVX2 static inline __attribute__((always_inline)) __m256i q32_isum4(int K, const __m256i *u, const __m256i *sg, const int8_t *y) {
+    if (K == K_Q8_0) {
+        __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 32);
+        __m256i p2 = q32_isum(K, u[2], sg[2], y + 64), p3 = q32_isum(K, u[3], sg[3], y + 96);
+        return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+    }
+    __m256i m[4];
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < 4; j++) m[j] = _mm256_maddubs_epi16(u[j], _mm256_loadu_si256((const __m256i *)(y + 32 * j)));
+    __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+}
+
 // The kernel for RW weight rows (w + k * ws bytes) by RT tokens (x + r *
 // stride bytes): s[k * RT + r] = row k . token r. Decode runs 4 rows of one
 // token, prefill one row of 4 or 8 tokens; each (row, token) pair sees the
@@ -234,6 +253,7 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
                 u[j] = K == K_Q8_0 ? _mm256_sign_epi8(sg[j], sg[j]) : sg[j];
             }
             __m128 dw = q32_scale4(K, w, i);
+            __m256 dw8 = _mm256_set_m128(dw, dw);
             __m128 m4 = q32_has_min(K) ? q32_min4(K, w, i) : _mm_setzero_ps();
             _Pragma("GCC unroll 8")
             for (int r = 0; r < RT; r++) {
@@ -241,16 +261,16 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
                 const int8_t *y = XG_QS(xr, i / 4);
                 const float *yd = XG_D(xr, i / 4);
                 const int32_t *ys = XG_S(xr, i / 4);
-                __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 32);
-                __m256i p01 = _mm256_hadd_epi32(p0, p1);
-                __m256i p2 = q32_isum(K, u[2], sg[2], y + 64), p3 = q32_isum(K, u[3], sg[3], y + 96);
-                __m256i p = _mm256_hadd_epi32(p01, _mm256_hadd_epi32(p2, p3));
+                __m256i p = q32_isum4(K, u, sg, y);
                 __m128i ys4 = _mm_loadu_si128((const __m128i *)ys);
-                if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_mullo_epi32(ys4, _mm_set1_epi32(off))));
+                if (off) { // off * ys by shifts where off is a power of two (a multiply costs a mul-port slot)
+                    __m128i o = off == 8 ? _mm_slli_epi32(ys4, 3) : off == 16 ? _mm_slli_epi32(ys4, 4) : _mm_mullo_epi32(ys4, _mm_set1_epi32(off));
+                    p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(o));
+                }
                 __m128 dy = _mm_loadu_ps(yd);
-                __m128 sc = _mm_mul_ps(dw, dy);
+                __m256 sc = _mm256_mul_ps(dw8, _mm256_broadcast_ps((const __m128 *)yd)); // dw dy in both halves
                 __m256 *ac = &acc[k * RT + r];
-                *ac = _mm256_fmadd_ps(_mm256_set_m128(sc, sc), _mm256_cvtepi32_ps(p), *ac);
+                *ac = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(p), *ac);
                 if (q32_has_min(K))
                     *ac = _mm256_fmadd_ps(_mm256_zextps128_ps256(m4), _mm256_zextps128_ps256(_mm_mul_ps(dy, _mm_cvtepi32_ps(ys4))), *ac);
             }
