@@ -69,6 +69,11 @@ INFER_API void infer_set_threads(int n);
 INFER_API int infer_get_threads(void);
 INFER_API infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
 INFER_API int infer_ctx_threads(const infer_ctx *ctx);
+// The backend that runs the context's forward pass: "cpu" (the default:
+// SIMD kernels, threaded) or "reference" (the scalar oracles, one thread;
+// slow, for checking the others). INFER_ERR_ARG for another name.
+INFER_API infer_status infer_ctx_set_backend(infer_ctx *ctx, const char *name);
+INFER_API const char *infer_ctx_backend(const infer_ctx *ctx);
 
 // ---------------------------------------------------------------------------
 // Text: the model's tokenizer (GGUF tokenizer.ggml.* metadata, or

@@ -59,6 +59,12 @@ def cfgs():
         "qwen3_moe": (tf.Qwen3MoeConfig, dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
                       head_dim=16, intermediate_size=64, moe_intermediate_size=40, num_experts=6, num_experts_per_tok=2,
                       norm_topk_prob=True)),
+        "olmo2": (tf.Olmo2Config, dict(hidden_size=72, num_hidden_layers=3, num_attention_heads=6, num_key_value_heads=2,
+                  intermediate_size=100, rms_norm_eps=1e-5)),
+        "cohere2": (tf.Cohere2Config, dict(hidden_size=96, num_hidden_layers=5, num_attention_heads=6, num_key_value_heads=3,
+                    intermediate_size=120, sliding_window=5, logit_scale=0.5, tie_word_embeddings=True,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"])),
         "gpt_oss": (tf.GptOssConfig, dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                     head_dim=16, intermediate_size=48, num_local_experts=5, num_experts_per_tok=3, sliding_window=6)),
     }, base
@@ -99,7 +105,7 @@ def main():
             if r.returncode:
                 print(f"{name:12s} FAILED to run: {r.stderr.strip()}"); bad += 1; continue
             got = np.fromfile(out, dtype=np.float32).reshape(ref.shape)
-            g = subprocess.run([BIN, "run", "-m", d, "--ids", ",".join(map(str, ids[0, :12].tolist())), "-n", "16", "--ignore-eos"],
+            g = subprocess.run([BIN, "run", "-m", d, "--ids", ",".join(map(str, ids[0, :12].tolist())), "-n", "16", "--ignore-eos", "--temp", "0"],
                                capture_output=True, text=True).stdout.strip()
         rms = float(np.sqrt((ref ** 2).mean()))
         err = float(np.abs(got - ref).max()) / rms

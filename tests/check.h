@@ -3,9 +3,12 @@
 #ifndef INFER_TESTS_CHECK_H
 #define INFER_TESTS_CHECK_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static int g_checks, g_failed;
 
@@ -65,5 +68,37 @@ static inline double test_rel_err(const float *a, const float *b, size_t n) {
     }
     return mx / sqrt(ss / (double)n);
 }
+
+#ifdef FIXTURES_DIR
+static inline int test_cmp_base(const void *a, const void *b) {
+    const char *x = strrchr(*(char *const *)a, '/'), *y = strrchr(*(char *const *)b, '/');
+    return strcmp(x, y);
+}
+
+// The directory of every fixture family (one with reference.json): the
+// shared fixtures, then the families made here (tests/data/fixtures), sorted
+// by family name; only `only`'s when it is not NULL. Returns the count;
+// free each and *dirs.
+static inline int test_fixture_dirs(char ***dirs, const char *only) {
+    const char *roots[] = {FIXTURES_DIR, REPO_FIXTURES_DIR};
+    int n = 0, cap = 64;
+    *dirs = malloc(sizeof(char *) * (size_t)cap);
+    for (int r = 0; r < 2; r++) {
+        DIR *d = opendir(roots[r]);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            char p[1200];
+            if (e->d_name[0] == '.' || (only && strcmp(only, e->d_name))) continue;
+            snprintf(p, sizeof p, "%s/%s/reference.json", roots[r], e->d_name);
+            if (access(p, R_OK)) continue;
+            if (n == cap) *dirs = realloc(*dirs, sizeof(char *) * (size_t)(cap *= 2));
+            p[strlen(p) - strlen("/reference.json")] = 0;
+            (*dirs)[n++] = strdup(p);
+        }
+        if (d) closedir(d);
+    }
+    qsort(*dirs, (size_t)n, sizeof **dirs, test_cmp_base);
+    return n;
+}
+#endif
 
 #endif

@@ -208,6 +208,15 @@ int main(void) {
     // 80 experts per token (a stack overflow in moe() once): refused at load, naming the field
     write_text("config.json", "{\"model_type\": \"mixtral\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"intermediate_size\": 16, \"num_local_experts\": 128, \"num_experts_per_tok\": 80}");
     expect_fail("80 experts per token", INFER_ERR_UNSUPPORTED, "num_experts_per_tok", "config.json");
+    write_text("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 65536, \"head_dim\": 65536, \"vocab_size\": 16}");
+    expect_fail("heads x head_dim overflowing", INFER_ERR_FORMAT, "num_attention_heads x head_dim", "config.json");
+    write_text("config.json", "{\"model_type\": \"mixtral\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"vocab_size\": 16, \"intermediate_size\": 16, \"num_local_experts\": 65536, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 1000000}");
+    expect_fail("experts x expert size overflowing", INFER_ERR_FORMAT, "num_local_experts x moe_intermediate_size", "config.json");
+    // head and layer counts that disagree with the tensors
+    write_text("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"head_dim\": 8, \"vocab_size\": 16, \"intermediate_size\": 16}");
+    expect_fail("head_dim against q_proj", INFER_ERR_FORMAT, "num_attention_heads x head_dim", "q_proj");
+    write_text("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"intermediate_size\": 16}");
+    expect_fail("more layers than tensors", INFER_ERR_FORMAT, "layer 1", "input_layernorm");
     write_text("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"layer_types\": [\"full_attention\"]}");
     expect_fail("layer_types of the wrong length", INFER_ERR_FORMAT, "layer_types", "config.json");
 

@@ -134,20 +134,15 @@ static void check_model(const char *name, const char *path, int with_tokenizer) 
 
 int main(int argc, char **argv) {
     // every fixture family (a directory with reference.json)
-    DIR *d = opendir(FIXTURES_DIR);
-    CHECK(d != NULL, "%s unreadable", FIXTURES_DIR);
-    char path[1024], ref[1100];
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (e->d_name[0] == '.' || (argc > 1 && strcmp(argv[1], e->d_name))) continue;
-        snprintf(path, sizeof path, "%s/%s", FIXTURES_DIR, e->d_name);
-        snprintf(ref, sizeof ref, "%s/reference.json", path);
-        if (access(ref, R_OK)) continue;
-        check_model(e->d_name, path, 0);
-        n++;
+    char **dirs;
+    int n = test_fixture_dirs(&dirs, argc > 1 ? argv[1] : NULL);
+    for (int i = 0; i < n; i++) {
+        const char *name = strrchr(dirs[i], '/') + 1;
+        check_model(name, dirs[i], 0);
+        free(dirs[i]);
     }
-    if (d) closedir(d);
-    CHECK(argc > 1 || n >= 15, "only %d fixture families found", n);
+    free(dirs);
+    CHECK(argc > 1 || n >= 17, "only %d fixture families found", n);
     if (argc < 2 || !strcmp(argv[1], "default")) {
         char cmd[1200], model[1024] = "";
         snprintf(cmd, sizeof cmd, "cd '%s/../..' && scripts/fetch-model.sh gemma3", TEST_DATA_DIR);

@@ -31,9 +31,9 @@ static int32_t *ids_of(const cJSON *a, int *n) {
 
 // max |a - b| / rms(b)
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: test_fixtures FAMILY\n"); return 2; }
+    if (argc != 2 && argc != 3) { fprintf(stderr, "usage: test_fixtures FAMILY [ROOT]\n"); return 2; }
     char dir[1024], path[1200];
-    snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, argv[1]);
+    snprintf(dir, sizeof dir, "%s/%s", argc == 3 ? argv[2] : FIXTURES_DIR, argv[1]);
     snprintf(path, sizeof path, "%s/reference.json", dir);
     char *text = test_read_file(path, NULL);
     if (!text) { fprintf(stderr, "cannot read %s\n", path); return 1; }
@@ -100,6 +100,23 @@ int main(int argc, char **argv) {
     CHECK(infer_eval(c, ids, T, piece, 0) == INFER_OK, "%s", infer_last_error());
     CHECK(memcmp(piece, logits, sizeof(float) * (size_t)T * V) == 0, "logits with 2 threads differ from 1 thread");
     CHECK(infer_ctx_set_threads(c, 1) == INFER_OK, "%s", infer_last_error());
+
+    // 5. the reference backend (the scalar oracles) against transformers, and
+    // the CPU backend against it
+    CHECK(infer_ctx_set_backend(c, "nosuch") == INFER_ERR_ARG, "an unknown backend was accepted");
+    CHECK(infer_ctx_set_backend(c, "reference") == INFER_OK && !strcmp(infer_ctx_backend(c), "reference"), "%s",
+          infer_last_error());
+    infer_ctx_reset(c);
+    CHECK(infer_eval(c, ids, T, piece, 0) == INFER_OK, "%s", infer_last_error());
+    e = test_rel_err(piece, ref_logits, (size_t)T * V);
+    CHECK(e <= 1e-3, "reference backend: logits max error %.3g of the RMS", e);
+    top_ok = 1;
+    for (int t = 0; t < T; t++) top_ok &= test_argmax(piece + (size_t)t * V, V) == test_argmax(ref_logits + (size_t)t * V, V);
+    CHECK(top_ok, "reference backend: top-1 differs at some position");
+    double ec = test_rel_err(logits, piece, (size_t)T * V);
+    CHECK(ec <= 1e-4, "CPU backend against the reference backend: max error %.3g of the RMS", ec);
+    printf("%-12s reference backend: %.2e of RMS from transformers; CPU backend %.2e from it\n", argv[1], e, ec);
+    CHECK(infer_ctx_set_backend(c, "cpu") == INFER_OK, "%s", infer_last_error());
 
     free(last);
     free(piece);

@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void check_family(const char *fam, const char *tmp) {
-    char dir[1024], path[1200], out[1200];
-    snprintf(dir, sizeof dir, "%s/%s", FIXTURES_DIR, fam);
+static void check_family(const char *dir, const char *tmp) {
+    char path[1200], out[1200];
+    const char *fam = strrchr(dir, '/') + 1;
     snprintf(path, sizeof path, "%s/reference.json", dir);
     char *text = test_read_file(path, NULL);
     if (!text) return;
@@ -89,28 +89,17 @@ done:
     cJSON_Delete(ref);
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 int main(void) {
     char tmp[] = "/tmp/infer_gguf_convert_XXXXXX";
     if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
-    DIR *d = opendir(FIXTURES_DIR);
-    CHECK(d != NULL, "cannot open %s", FIXTURES_DIR);
-    char *names[256];
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d)) && n < 256;) {
-        char p[1200];
-        struct stat sb;
-        snprintf(p, sizeof p, "%s/%s/reference.json", FIXTURES_DIR, e->d_name);
-        if (e->d_name[0] != '.' && stat(p, &sb) == 0) names[n++] = strdup(e->d_name);
-    }
-    if (d) closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_name);
+    char **dirs;
+    int n = test_fixture_dirs(&dirs, NULL);
     CHECK(n > 0, "no fixture families in %s", FIXTURES_DIR);
     for (int i = 0; i < n; i++) {
-        check_family(names[i], tmp);
-        free(names[i]);
+        check_family(dirs[i], tmp);
+        free(dirs[i]);
     }
+    free(dirs);
     rmdir(tmp);
     return check_summary("gguf_convert");
 }

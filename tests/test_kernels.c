@@ -1,7 +1,7 @@
 // SIMD row kernels against their scalar oracle (normalized MSE <= 1e-7), and
 // the oracle's integer path against the float dot of the decoded row.
 #include "check.h"
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 #include "compute/cpu/vec.h"
 #include "compute/cpu/ops.h"
 #include "compute/cpu/attn.h"
@@ -121,6 +121,19 @@ static void check_type(int wt, int n, int rows) {
             CHECK(same, "%s n=%d: tile24 differs from dot", tw->name, n);
             free(w2);
         }
+        // Saturated inputs: the largest weights of one sign against activations
+        // of +-127, where the AVX2 q32 kernels' int16 partial sums (8 products)
+        // come closest to overflowing.
+        for (int sg = -1; sg <= 1; sg += 2) {
+            float *xe = malloc(sizeof(float) * 8 * (size_t)n); // make_acts reads 8 tokens
+            for (int i = 0; i < 8 * n; i++) xe[i] = (float)sg;
+            for (int i = 0; i < n; i++) row[i] = i % 32 == 0 ? -1.0f : 1.0f;
+            tw->from_float(row, w, n);
+            acts e = make_acts(ref, simd, xe, n);
+            float want = ref->dot(w, e.xo, n), got = simd->dot(w, e.xs, n);
+            CHECK(fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f, "%s n=%d: saturated inputs: SIMD %g vs scalar %g", tw->name, n, got, want);
+            free(e.xo), free(e.xs), free(xe);
+        }
         // grouped activations hold exactly the oracle's q8_0 blocks
         if (simd->grouped) {
             unsigned char *g = malloc(a.srs);
@@ -141,10 +154,10 @@ int main(void) {
     int lens[] = {1, 7, 67, 256, 1000, 2051};
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < 6; l++) check_type(floats[k], lens[l], 24);
-    int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_MXFP4, DT_Q4_1};
-    for (int k = 0; k < 5; k++) { check_type(q32[k], 32, 24); check_type(q32[k], 32 * 9, 24); check_type(q32[k], 2048, 24); }
-    int qk[] = {DT_Q4_K, DT_Q5_K, DT_Q6_K};
-    for (int k = 0; k < 3; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
+    int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_MXFP4, DT_Q4_1, DT_Q5_1};
+    for (int k = 0; k < 6; k++) { check_type(q32[k], 32, 24); check_type(q32[k], 32 * 9, 24); check_type(q32[k], 2048, 24); }
+    int qk[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};
+    for (int k = 0; k < 5; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
     // every SIMD kernel has a scalar oracle with the same activation type
     for (int t = 0; t < DT_COUNT; t++) {
         const vecdot_kernel *s = vecdot_get_simd(t), *r = vecdot_get_ref(t);

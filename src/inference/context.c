@@ -100,6 +100,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     int ok = 1;
     if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
     c->ex.pool = c->pool;
+    c->be = (backend){&backend_cpu_ops, &c->ex};
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
     c->arena = aligned_alloc(64, sizeof(float) * floats);
@@ -159,6 +160,15 @@ infer_status infer_ctx_set_threads(infer_ctx *c, int n) {
 }
 
 int infer_ctx_threads(const infer_ctx *c) { return pool_size(c->pool); }
+
+infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
+    const backend_ops *ops = backend_find(name);
+    if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference)", name ? name : "(null)");
+    c->be.ops = ops;
+    return INFER_OK;
+}
+
+const char *infer_ctx_backend(const infer_ctx *c) { return c->be.ops->name; }
 
 static void free_template(infer_ctx *c) {
     for (int i = 0; i < c->tmpl_layers; i++) {

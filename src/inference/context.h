@@ -4,6 +4,7 @@
 #define INFER_INFERENCE_CONTEXT_H
 
 #include "base/pool.h"
+#include "compute/backend.h"
 #include "compute/cpu/ops.h"
 #include "models/model.h"
 #include "inference/graph.h"
@@ -36,6 +37,7 @@ struct infer_ctx {
     infer_model *m;
     pool *pool;         // this context's threads (infer_ctx_set_threads)
     cpu_exec ex;        // the kernels' scratch, on pool
+    backend be;         // what runs the forward pass's operations (on ex)
     int n_ctx;          // positions the cache holds
     int n_past;         // positions filled
     float *arena;       // the KV cache and the scratch below: one allocation (context.c's layout)

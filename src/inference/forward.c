@@ -2,8 +2,7 @@
 // family row and the config. Read it top to bottom: embed, then per layer
 // attention and feed-forward blocks, then the final norm and the logits.
 #include "inference/context.h"
-#include "compute/cpu/ops.h"
-#include "compute/cpu/attn.h"
+#include "compute/backend.h"
 #include "vindex/walk.h"
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
@@ -37,72 +36,22 @@ static double now_s(void) {
         if (c->profiling) c->prof[ph] += now_s() - t0_;     \
     } while (0)
 
+// Every computation goes through the context's backend (compute/backend.h).
+#define OPS (c->be.ops)
+#define BE (&c->be)
+
+static void mm(infer_ctx *c, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
+    OPS->matmul(BE, y, x, w, bias, T, n_in, n_out);
+}
+
 // Quantized models run with ggml's CPU numerics (see model.h: ggml_numerics).
-static void act(const infer_ctx *c, float *x, int n) {
-    if (c->m->ggml_numerics) activate_ggml(x, n, c->m->cfg.act);
-    else activate(x, n, c->m->cfg.act);
-}
-
-// Element-wise work over many tokens is split across the pool by rows (each
-// row computed as it would be alone, so batches equal token-by-token runs).
-enum { PAR_ROWS = 4, PAR_ELEMS = 8192 };
-
-typedef struct { float *x; size_t n; } round_job;
-static void round_range(void *a, int i0, int i1) {
-    round_job *j = a;
-    size_t b = (size_t)i0 * PAR_ELEMS, e = (size_t)i1 * PAR_ELEMS < j->n ? (size_t)i1 * PAR_ELEMS : j->n;
-    vec_round_f16(j->x + b, e - b);
-}
-static void round_f16(pool *p, float *x, size_t n) {
-    round_job j = {x, n};
-    pool_for(p, (int)((n + PAR_ELEMS - 1) / PAR_ELEMS), 1, round_range, &j);
-}
-
-// RMSNorm (optionally 1 + w) or LayerNorm of `rows` rows of n.
-typedef struct { float *out; const float *x, *w, *b; int n, layer, plus_one; float eps; } norm_job;
-static void norm_range(void *a, int i0, int i1) {
-    norm_job *j = a;
-    float *o = j->out + (size_t)i0 * j->n;
-    const float *x = j->x + (size_t)i0 * j->n;
-    if (j->layer) layernorm(o, x, j->w, j->b, i1 - i0, j->n, j->eps);
-    else rmsnorm(o, x, j->w, i1 - i0, j->n, j->eps, j->plus_one);
-}
-static void par_rmsnorm(pool *p, float *out, const float *x, const float *w, int rows, int n, float eps, int plus_one) {
-    norm_job j = {out, x, w, NULL, n, 0, plus_one, eps};
-    pool_for(p, rows, PAR_ROWS, norm_range, &j);
-}
+static void act(infer_ctx *c, float *x, int rows, int n) { OPS->act(BE, x, rows, n, c->m->cfg.act, c->m->ggml_numerics); }
 
 // The family's norm of T rows of n_embd.
-static void norm(pool *p, const infer_model *m, float *out, const float *x, const tensor *w, const tensor *b, int T) {
-    const infer_config *c = &m->cfg;
-    norm_job j = {out, x, f32_or_null(w), f32_or_null(b), c->n_embd, c->fam->norm == NORM_LAYER, c->norm_plus_one, (float)c->norm_eps};
-    pool_for(p, T, PAR_ROWS, norm_range, &j);
-}
-
-// x += o * s over T rows of n
-typedef struct { float *x; const float *o; float s; int n; } resid_job;
-static void resid_range(void *a, int i0, int i1) {
-    resid_job *j = a;
-    for (size_t i = (size_t)i0 * j->n; i < (size_t)i1 * j->n; i++) j->x[i] += j->o[i] * j->s;
-}
-static void residual(pool *p, float *x, const float *o, float s, int T, int n) {
-    resid_job j = {x, o, s, n};
-    pool_for(p, T, PAR_ROWS, resid_range, &j);
-}
-
-// g = act(g) * u over T rows of F (u NULL: act only)
-typedef struct { const infer_ctx *c; float *g; const float *u; int F; } glu_job;
-static void glu_range(void *a, int i0, int i1) {
-    glu_job *j = a;
-    float *g = j->g + (size_t)i0 * j->F;
-    size_t n = (size_t)(i1 - i0) * j->F;
-    act(j->c, g, (int)n);
-    if (j->u)
-        for (size_t i = 0; i < n; i++) g[i] *= j->u[(size_t)i0 * j->F + i];
-}
-static void glu(const infer_ctx *c, float *g, const float *u, int T, int F) {
-    glu_job j = {c, g, u, F};
-    pool_for(c->ex.pool, T, PAR_ROWS, glu_range, &j);
+static void norm(infer_ctx *c, float *out, const float *x, const tensor *w, const tensor *b, int T) {
+    const infer_config *cf = &c->m->cfg;
+    int kind = cf->fam->norm == NORM_LAYER ? NORM_OP_LAYER : cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS;
+    OPS->norm(BE, out, x, f32_or_null(w), f32_or_null(b), T, cf->n_embd, (float)cf->norm_eps, kind);
 }
 
 // ---------------------------------------------------------------------------
@@ -129,10 +78,10 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int P = cf->ple_dim, LP = cf->n_layer * P;
-    matmul(&c->ex, c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
+    mm(c, c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
     float s = 1.0f / sqrtf((float)cf->n_embd);
     for (size_t i = 0; i < (size_t)T * LP; i++) c->ple[i] *= s;
-    rmsnorm(c->ple, c->ple, m->ple_proj_norm->f32, T * cf->n_layer, P, (float)cf->norm_eps, 0);
+    OPS->norm(BE, c->ple, c->ple, m->ple_proj_norm->f32, NULL, T * cf->n_layer, P, (float)cf->norm_eps, NORM_OP_RMS);
     float es = sqrtf((float)P), r2 = 1.0f / sqrtf(2.0f);
     for (int t = 0; t < T; t++) {
         tensor_row(m->ple_embd, ids[t], c->ple_tmp);
@@ -143,81 +92,6 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
 
 // ---------------------------------------------------------------------------
 // attention
-
-typedef struct { infer_ctx *c; int il; } attn_job;
-
-// Keys and values are met in chunks of ATTN_CHUNK positions, which stay in
-// the L1 cache while every query token of the task uses them.
-enum { ATTN_CHUNK = 16 };
-
-static void attn_task(void *arg, int ith, int nth) {
-    const attn_job *j = arg;
-    infer_ctx *c = j->c;
-    const infer_config *cf = &c->m->cfg;
-    const layer_config *lc = &cf->layers[j->il];
-    const layer_weights *l = &c->m->layers[j->il];
-    const pass_rows *R = &c->rows;
-    int H = cf->n_head, KV = lc->n_kv_head, hd = lc->head_dim, group = H / KV;
-    int nq = H * hd, nkv = KV * hd, stride = R->stride;
-    float scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd);
-    // this thread's scores: (B tokens, group heads, stride), row r of token b at S + (b * group + r) * stride
-    float *S = c->scores + (size_t)ith * R->B * group * stride;
-    for (int task = ith; task < R->n_blk * KV; task += nth) {
-        int t0 = R->blk0[task / KV], kh = task % KV, nt = R->blk_n[task / KV];
-        const infer_ctx *sq = R->seq[t0]; // the block's sequence: its cache
-        const float *kc = sq->k_cache[lc->kv_source], *vc = sq->v_cache[lc->kv_source];
-        int lo[8], hi[8], p0 = INT32_MAX, p1 = 0;
-        for (int b = 0; b < nt; b++) { // token b sees positions [lo, hi] of the cache
-            hi[b] = R->pos[t0 + b];
-            lo[b] = lc->window && hi[b] - lc->window + 1 > 0 ? hi[b] - lc->window + 1 : 0;
-            p0 = lo[b] < p0 ? lo[b] : p0;
-            p1 = hi[b] > p1 ? hi[b] : p1;
-        }
-        const float *kh_k = kc + (size_t)kh * hd, *kh_v = vc + (size_t)kh * hd;
-        // scores, a chunk of keys at a time for all the tokens
-        for (int c0 = p0; c0 <= p1; c0 += ATTN_CHUNK)
-            for (int b = 0; b < nt; b++) {
-                int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
-                if (a0 > a1) continue;
-                const float *q = c->q + (size_t)(t0 + b) * nq + (size_t)kh * group * hd;
-                attn_scores(q, group, hd, kh_k + (size_t)a0 * nkv, nkv, a1 - a0 + 1, scale,
-                            S + (size_t)b * group * stride + (a0 - lo[b]), stride);
-            }
-        for (int b = 0; b < nt; b++) {
-            int n = hi[b] - lo[b] + 1;
-            for (int g = 0; g < group; g++) {
-                float *s = S + (size_t)(b * group + g) * stride;
-                if (cf->attn_softcap) softcap(s, n, cf->attn_softcap);
-                if (l->sinks) {
-                    s[n] = l->sinks->f32[kh * group + g];
-                    softmax(s, n + 1); // the sink takes its share, then is dropped
-                } else {
-                    softmax(s, n);
-                }
-                if (c->m->ggml_numerics) vec_round_f16(s, (size_t)n); // ggml multiplies V by f16 probabilities
-            }
-            memset(c->att + (size_t)(t0 + b) * nq + (size_t)kh * group * hd, 0, sizeof(float) * (size_t)group * hd);
-        }
-        // o += probabilities v, a chunk of values at a time for all the tokens
-        for (int c0 = p0; c0 <= p1; c0 += ATTN_CHUNK)
-            for (int b = 0; b < nt; b++) {
-                int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
-                if (a0 > a1) continue;
-                attn_mix(S + (size_t)b * group * stride + (a0 - lo[b]), stride, group, a1 - a0 + 1, kh_v + (size_t)a0 * nkv, nkv,
-                         hd, c->att + (size_t)(t0 + b) * nq + (size_t)kh * group * hd);
-            }
-    }
-}
-
-// RoPE of the query (and key) heads of tokens [t0, t1) at their positions
-typedef struct { float *q, *k; int H, KV, hd; const int *pos; const rope_table *r; } rope_job;
-static void rope_range(void *a, int t0, int t1) {
-    rope_job *j = a;
-    for (int t = t0; t < t1; t++) {
-        rope(j->q + (size_t)t * j->H * j->hd, j->H, j->hd, j->pos[t], j->r);
-        if (j->k) rope(j->k + (size_t)t * j->KV * j->hd, j->KV, j->hd, j->pos[t], j->r);
-    }
-}
 
 static void attention(infer_ctx *c, int il, int T) {
     const infer_model *m = c->m;
@@ -233,7 +107,7 @@ static void attention(infer_ctx *c, int il, int T) {
     double t0 = c->profiling ? now_s() : 0;
     if (l->wqkv.w) {
         int n = nq + 2 * nkv;
-        matmul(&c->ex, c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
+        mm(c, c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
         for (int t = 0; t < T; t++) {
             const float *r = c->qkv + (size_t)t * n;
             memcpy(c->q + (size_t)t * nq, r, sizeof(float) * nq);
@@ -245,12 +119,12 @@ static void attention(infer_ctx *c, int il, int T) {
         const weight *ws[] = {&l->wq, &l->wk, &l->wv};
         const float *bs[] = {f32_or_null(l->bq), f32_or_null(l->bk), f32_or_null(l->bv)};
         int ns[] = {nq, nkv, nkv};
-        matmul_multi(&c->ex, 3, ys, c->xn, ws, bs, E, ns);
+        OPS->matmul_multi(BE, 3, ys, c->xn, ws, bs, E, ns);
     } else {
-        matmul(&c->ex, c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
+        mm(c, c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
         if (own_kv) {
-            matmul(&c->ex, c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
-            if (l->wv.w) matmul(&c->ex, c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
+            mm(c, c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
+            if (l->wv.w) mm(c, c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
             else memcpy(c->v, c->k, sizeof(float) * (size_t)T * nkv); // Gemma 4 attention_k_eq_v
         }
     }
@@ -258,22 +132,25 @@ static void attention(infer_ctx *c, int il, int T) {
     // per-head norms, then RoPE at each token's position
     float eps = (float)cf->norm_eps;
     t0 = c->profiling ? now_s() : 0;
-    if (l->q_norm) par_rmsnorm(c->ex.pool, c->q, c->q, l->q_norm->f32, T * H, hd, eps, cf->norm_plus_one);
+    // (OLMo 2 norms each token's whole q and k rather than each head)
+    int qn = f->qk_norm_full ? nq : hd, kn = f->qk_norm_full ? nkv : hd;
+    int rms = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS;
+    if (l->q_norm) OPS->norm(BE, c->q, c->q, l->q_norm->f32, NULL, T * nq / qn, qn, eps, rms);
     if (own_kv) {
-        if (l->k_norm) par_rmsnorm(c->ex.pool, c->k, c->k, l->k_norm->f32, T * KV, hd, eps, cf->norm_plus_one);
-        if (f->v_norm) par_rmsnorm(c->ex.pool, c->v, c->v, NULL, T * KV, hd, eps, 0);
+        if (l->k_norm) OPS->norm(BE, c->k, c->k, l->k_norm->f32, NULL, T * nkv / kn, kn, eps, rms);
+        if (f->v_norm) OPS->norm(BE, c->v, c->v, NULL, NULL, T * KV, hd, eps, NORM_OP_RMS);
     }
     if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
     if (!f->learned_pos)
         TIMED(PH_ROPE, {
-            rope_job rj = {c->q, own_kv ? c->k : NULL, H, KV, hd, c->rows.pos, &lc->rope};
-            pool_for(c->ex.pool, T, PAR_ROWS, rope_range, &rj);
+            OPS->rope(BE, c->q, T, H, hd, c->rows.pos, &lc->rope);
+            if (own_kv) OPS->rope(BE, c->k, T, KV, hd, c->rows.pos, &lc->rope);
         });
     t0 = c->profiling ? now_s() : 0;
     if (m->ggml_numerics) {
         // ggml keeps K and V in f16 and rounds q to f16 for the q.k products
-        round_f16(c->ex.pool, c->q, (size_t)T * nq);
-        if (own_kv) round_f16(c->ex.pool, c->k, (size_t)T * nkv), round_f16(c->ex.pool, c->v, (size_t)T * nkv);
+        OPS->round_f16(BE, c->q, (size_t)T * nq);
+        if (own_kv) OPS->round_f16(BE, c->k, (size_t)T * nkv), OPS->round_f16(BE, c->v, (size_t)T * nkv);
     }
     if (own_kv) // each row into its sequence's cache
         for (int t = 0; t < T; t++) {
@@ -283,13 +160,21 @@ static void attention(infer_ctx *c, int il, int T) {
             memcpy(sq->v_cache[il] + at, c->v + (size_t)t * nkv, sizeof(float) * nkv);
         }
 
-    // softmax(q k^T * scale [softcapped] [+ sink]) v, over the window of each
-    // position: one task per (token, kv head), which reads that head's cached
-    // keys and values once for all the query heads of its group.
-    attn_job j = {c, il};
-    pool_run(c->ex.pool, attn_task, &j);
+    // softmax(q k^T * scale [softcapped] [+ sink]) v over the window of each
+    // position, in blocks of rows of one sequence (each its own cache)
+    const pass_rows *R = &c->rows;
+    const float *kc[N_BATCH], *vc[N_BATCH];
+    for (int t = 0; t < T; t++) kc[t] = R->seq[t]->k_cache[lc->kv_source], vc[t] = R->seq[t]->v_cache[lc->kv_source];
+    attn_desc d = {
+        .q = c->q, .out = c->att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
+        .k = kc, .v = vc, .blk0 = R->blk0, .blk_n = R->blk_n, .n_blk = R->n_blk,
+        .scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd), .softcap = cf->attn_softcap,
+        .sinks = l->sinks ? l->sinks->f32 : NULL, .ggml_numerics = m->ggml_numerics,
+        .scores = c->scores, .B = R->B, .stride = R->stride,
+    };
+    OPS->attention(BE, &d);
     if (c->profiling) c->prof[PH_ATTN] += now_s() - t0;
-    TIMED(PH_O, matmul(&c->ex, c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
+    TIMED(PH_O, mm(c, c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
 }
 
 // ---------------------------------------------------------------------------
@@ -300,14 +185,14 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
-        TIMED(PH_GATE_UP, matmul(&c->ex, c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
-        TIMED(PH_ACT, glu(c, c->ff, NULL, T, F));
+        TIMED(PH_GATE_UP, mm(c, c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
+        TIMED(PH_ACT, act(c, c->ff, T, F));
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
-        TIMED(PH_GATE_UP, matmul(&c->ex, c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
+        TIMED(PH_GATE_UP, mm(c, c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
         TIMED(PH_ACT, for (int t = 0; t < T; t++) {
             float *g = c->ff2 + (size_t)t * 2 * F, *u = g + F, *o = c->ff + (size_t)t * F;
-            act(c, g, F);
+            act(c, g, 1, F);
             for (int i = 0; i < F; i++) o[i] = g[i] * u[i];
         });
     } else {
@@ -317,15 +202,15 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
                 const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
                 const float *bs[] = {NULL, NULL};
                 int ns[] = {F, F};
-                matmul_multi(&c->ex, 2, ys, xn, ws, bs, E, ns);
+                OPS->matmul_multi(BE, 2, ys, xn, ws, bs, E, ns);
             } else {
-                matmul(&c->ex, c->ff, xn, &l->ffn_gate, NULL, T, E, F);
-                matmul(&c->ex, c->ff2, xn, &l->ffn_up, NULL, T, E, F);
+                mm(c, c->ff, xn, &l->ffn_gate, NULL, T, E, F);
+                mm(c, c->ff2, xn, &l->ffn_up, NULL, T, E, F);
             }
         });
-        TIMED(PH_ACT, glu(c, c->ff, c->ff2, T, F));
+        TIMED(PH_ACT, OPS->glu(BE, c->ff, c->ff2, T, F, cf->act, c->m->ggml_numerics));
     }
-    TIMED(PH_DOWN, matmul(&c->ex, out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
+    TIMED(PH_DOWN, mm(c, out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
 
 // The walk FFN of each token over the plan's top-K features of the layer
@@ -351,10 +236,10 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
         // split in GGUF), clamped, (up + 1) * gate * sigmoid(1.702 gate)
         int fused = l->exp_gate_up[e].w != NULL;
         if (fused) {
-            matmul(&c->ex, c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+            mm(c, c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
         } else {
-            matmul(&c->ex, c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
-            matmul(&c->ex, c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
+            mm(c, c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
+            mm(c, c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
         }
         for (int i = 0; i < F; i++) {
             float gv = fused ? c->ff2[2 * i] : c->ff2[i], uv = fused ? c->ff2[2 * i + 1] : c->ff2[F + i];
@@ -362,20 +247,20 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
             uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
             g[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
         }
-        matmul(&c->ex, out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
+        mm(c, out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
         return;
     }
     if (l->exp_gate_up[e].w) {
-        matmul(&c->ex, c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
+        mm(c, c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
         memcpy(g, c->ff2, sizeof(float) * F);
         memcpy(u, c->ff2 + F, sizeof(float) * F);
     } else {
-        matmul(&c->ex, g, x, &l->exp_gate[e], NULL, 1, E, F);
-        matmul(&c->ex, u, x, &l->exp_up[e], NULL, 1, E, F);
+        mm(c, g, x, &l->exp_gate[e], NULL, 1, E, F);
+        mm(c, u, x, &l->exp_up[e], NULL, 1, E, F);
     }
-    act(c, g, F);
+    act(c, g, 1, F);
     for (int i = 0; i < F; i++) g[i] *= u[i];
-    matmul(&c->ex, out, g, &l->exp_down[e], NULL, 1, F, E);
+    mm(c, out, g, &l->exp_down[e], NULL, 1, F, E);
 }
 
 // Mixture of experts: route each token to its top-k experts, sum their
@@ -390,8 +275,8 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
         const float *x = xn + (size_t)t * E;
         float *o = out + (size_t)t * E;
         float *logit = c->row;
-        matmul(&c->ex, logit, x, &router, f32_or_null(l->router_b), 1, E, NE);
-        if (cf->fam->moe == MOE_SOFTMAX_TOPK) softmax(logit, NE);
+        mm(c, logit, x, &router, f32_or_null(l->router_b), 1, E, NE);
+        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, logit, NE);
         // top-k, ties to the lower index (as torch.topk on distinct values)
         for (int k = 0; k < K; k++) {
             int best = -1;
@@ -403,7 +288,7 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
             sel[k] = best;
             w[k] = logit[best];
         }
-        if (cf->fam->moe == MOE_TOPK_SOFTMAX) softmax(w, K);
+        if (cf->fam->moe == MOE_TOPK_SOFTMAX) OPS->softmax(BE, w, K);
         else if (cf->moe_norm_topk) {
             float s = 0;
             for (int k = 0; k < K; k++) s += w[k];
@@ -427,32 +312,37 @@ static void layer(infer_ctx *c, int il, int T) {
     int E = cf->n_embd;
     size_t TE = (size_t)T * E;
 
-    // x = x + post_norm(attn(norm(x))) * residual_scale
-    TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
+    // x = x + post_norm(attn(norm(x))) * residual_scale; blocks without a
+    // norm in front (OLMo 2) read x itself
+    int block = cf->fam->block;
+    if (block == BLOCK_POST) memcpy(c->xn, c->x, sizeof(float) * TE);
+    else TIMED(PH_NORM, norm(c, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T);
-    if (l->post_attn_norm) TIMED(PH_NORM, norm(c->ex.pool, m, c->o, c->o, l->post_attn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, residual(c->ex.pool, c->x, c->o, cf->residual_scale, T, E));
+    if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->o, c->o, l->post_attn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, OPS->residual(BE, c->x, c->o, cf->residual_scale, T, E));
 
-    // x = x + post_norm(ffn(norm(x))) * residual_scale
-    TIMED(PH_NORM, norm(c->ex.pool, m, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
+    // x = x + post_norm(ffn(norm(x))) * residual_scale; a parallel block
+    // (Cohere) feeds the FFN the attention's input: (x + attn) + ffn
+    if (block == BLOCK_POST) memcpy(c->xn, c->x, sizeof(float) * TE);
+    else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
     if (c->ffn_in) memcpy(c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, sizeof(float) * E);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
     else mlp(c, l, c->xn, c->o, T);
-    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c->ex.pool, m, c->o, c->o, l->post_ffn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, residual(c->ex.pool, c->x, c->o, cf->residual_scale, T, E));
+    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->o, c->o, l->post_ffn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, OPS->residual(BE, c->x, c->o, cf->residual_scale, T, E));
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
     double t0 = c->profiling ? now_s() : 0;
     if (cf->ple_dim) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
-        matmul(&c->ex, c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
-        act(c, c->ple_tmp, T * P);
+        mm(c, c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
+        act(c, c->ple_tmp, T, P);
         for (int t = 0; t < T; t++)
             for (int i = 0; i < P; i++) c->ple_tmp[(size_t)t * P + i] *= c->ple[(size_t)t * LP + (size_t)il * P + i];
-        matmul(&c->ex, c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
-        norm(c->ex.pool, m, c->o, c->o, l->ple_norm, NULL, T);
+        mm(c, c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
+        norm(c, c->o, c->o, l->ple_norm, NULL, T);
         for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i];
     }
     if (l->layer_scalar) {
@@ -526,13 +416,13 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     // logits = final_norm(x) W_out^T * logit_scale, softcapped
     int first = last_only ? T - 1 : 0, n = T - first;
     double t0 = c->profiling ? now_s() : 0;
-    norm(c->ex.pool, m, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
+    norm(c, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
     if (hidden) memcpy(hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, sizeof(float) * E);
     if (!logits) {
         if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
         return oom_check(c);
     }
-    matmul(&c->ex, logits, c->xn, &m->output, NULL, n, E, V);
+    mm(c, logits, c->xn, &m->output, NULL, n, E, V);
     for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= cf->logit_scale;
     if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
@@ -566,8 +456,8 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     double t0 = c->profiling ? now_s() : 0;
     for (int t = 0, k = 0; t < T; t++)
         if (dst[t]) memcpy(c->o + (size_t)k++ * E, c->x + (size_t)t * E, sizeof(float) * E);
-    norm(c->ex.pool, m, c->xn, c->o, m->output_norm, m->output_norm_b, n_out);
-    matmul(&c->ex, c->logit_buf, c->xn, &m->output, NULL, n_out, E, V);
+    norm(c, c->xn, c->o, m->output_norm, m->output_norm_b, n_out);
+    mm(c, c->logit_buf, c->xn, &m->output, NULL, n_out, E, V);
     for (int t = 0, k = 0; t < T; t++) {
         if (!dst[t]) continue;
         float *lg = c->logit_buf + (size_t)k++ * V;

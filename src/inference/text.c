@@ -190,7 +190,8 @@ static const char *chat_template_of(infer_model *m, const char **source) {
     if (!t) t = m->chat_tmpl;
     pthread_mutex_unlock(&m->lazy_mu);
     if (t) { *source = "model"; return t; }
-    if (!strncmp(m->cfg.model_type, "gemma", 5)) { *source = "builtin:gemma"; return g_gemma_template; }
+    const char *own = m->cfg.fam->chat_template; // the family's built-in one
+    if (own && !strcmp(own, "gemma")) { *source = "builtin:gemma"; return g_gemma_template; }
     *source = "builtin:chatml";
     return NULL; // chat_render falls back to ChatML
 }

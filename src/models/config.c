@@ -308,13 +308,14 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
         if (v == 0) { c.st = fail(INFER_ERR_FORMAT, "%s: logits_scaling must not be 0", path); goto out; }
         cf->logit_scale = (float)(1.0 / v);
     }
+    if (get_num(&c, o, "logit_scale", &v)) cf->logit_scale = (float)v; // Cohere multiplies
     if (get_num(&c, o, "attn_logit_softcapping", &v)) cf->attn_softcap = (float)v;
     if (get_num(&c, o, "final_logit_softcapping", &v)) cf->final_softcap = (float)v;
     get_int(&c, o, "sliding_window", 0, 1 << 30, &cf->sliding_window);
     cf->attn_bias = fam->ffn == FFN_PLAIN; // starcoder2 (use_bias) and gpt2 carry biases
     get_bool(&c, o, "attention_bias", &cf->attn_bias);
     get_bool(&c, o, "use_bias", &cf->attn_bias);
-    if (!strcmp(mt, "qwen2")) cf->attn_bias = 1; // Qwen2 always has q/k/v biases
+    if (fam->quirks & Q_QKV_BIAS) cf->attn_bias = 1;
     cf->mlp_bias = fam->ffn == FFN_PLAIN || fam->ffn == FFN_OSS;
     get_bool(&c, o, "mlp_bias", &cf->mlp_bias);
 
@@ -325,7 +326,7 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
             get_int(&c, o, "top_k_experts", 1, 65536, &cf->n_expert_used);
         cf->n_ff_expert = cf->n_ff;
         get_int(&c, o, "moe_intermediate_size", 1, big, &cf->n_ff_expert);
-        cf->moe_norm_topk = !strcmp(mt, "mixtral");
+        cf->moe_norm_topk = (fam->quirks & Q_MOE_RENORM) != 0;
         get_bool(&c, o, "norm_topk_prob", &cf->moe_norm_topk);
         if (c.st) goto out;
         if (!cf->n_expert || !cf->n_expert_used || cf->n_expert_used > cf->n_expert) {
@@ -416,13 +417,12 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
     if (!get_int(&c, o, "sliding_window_pattern", 1, MAX_LAYERS, &pattern))
         get_int(&c, o, "_sliding_window_pattern", 1, MAX_LAYERS, &pattern);
     int use_sw = 1, max_window_layers = 0;
-    int is_qwen = !strncmp(mt, "qwen", 4);
+    int is_qwen = (fam->quirks & Q_SWA_QWEN) != 0;
     if (is_qwen) {
         use_sw = 0;
         get_bool(&c, o, "use_sliding_window", &use_sw);
         get_int(&c, o, "max_window_layers", 0, MAX_LAYERS, &max_window_layers);
     }
-    int is_gemma = !strncmp(mt, "gemma", 5);
     for (int i = 0; i < L; i++) {
         int sliding;
         if (lt) {
@@ -431,10 +431,8 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
             if (!strcmp(e->valuestring, "sliding_attention")) sliding = 1;
             else if (!strcmp(e->valuestring, "full_attention")) sliding = 0;
             else { c.st = fail(INFER_ERR_UNSUPPORTED, "%s: layer_types[%d] \"%s\" is not supported", path, i, e->valuestring); goto out; }
-        } else if (!strcmp(mt, "gemma2") || !strcmp(mt, "gpt_oss")) {
-            sliding = (i + 1) % 2 != 0;
-        } else if (is_gemma) {
-            int p = pattern ? pattern : 6;
+        } else if (fam->swa_period) {
+            int p = pattern ? pattern : fam->swa_period;
             sliding = (i + 1) % p != 0;
         } else if (is_qwen) {
             sliding = use_sw && i >= max_window_layers;
@@ -495,19 +493,34 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
     cf->attn_scale = 0; // 0: 1/sqrt(head_dim)
     if (fam->attn_scale_one) cf->attn_scale = 1;
     if (get_num(&c, o, "attention_multiplier", &v)) cf->attn_scale = (float)v;
-    if (is_gemma && !fam->attn_scale_one) {
+    if (fam->quirks & Q_GEMMA_SCALE) {
         double qs = cf->head_dim;
         get_num(&c, o, "query_pre_attn_scalar", &qs);
         if (!(qs > 0)) { c.st = fail(INFER_ERR_FORMAT, "%s: query_pre_attn_scalar must be positive", path); goto out; }
         cf->attn_scale = (float)(1.0 / sqrt(qs));
     }
 
+    for (int i = 0; i < L; i++) { // products the forward pass keeps in an int
+        const layer_config *lc = &cf->layers[i];
+        if ((int64_t)cf->n_head * lc->head_dim > MAX_DIM || (int64_t)lc->n_kv_head * lc->head_dim > MAX_DIM) {
+            c.st = fail(INFER_ERR_FORMAT, "%s: num_attention_heads x head_dim (%d x %d) is above %d", path, cf->n_head,
+                        lc->head_dim, MAX_DIM);
+            goto out;
+        }
+    }
+    if ((int64_t)cf->n_expert * cf->n_ff_expert > INT32_MAX / 4) {
+        c.st = fail(INFER_ERR_FORMAT, "%s: num_local_experts x moe_intermediate_size (%d x %d) is too large", path,
+                    cf->n_expert, cf->n_ff_expert);
+        goto out;
+    }
     for (int i = 0; i < L; i++) {
         layer_config *lc = &cf->layers[i];
         if (lc->head_dim % 2) { c.st = fail(INFER_ERR_FORMAT, "%s: head_dim %d must be even", path, lc->head_dim); goto out; }
         if (fam->learned_pos) continue;
         c.st = rope_table_build(lc->global ? &cf->rope_global : &cf->rope_local, lc->head_dim, &lc->rope, path);
         if (c.st) goto out;
+        if (fam->rope_pairs) lc->rope.pair_stride = 2, lc->rope.pair_offset = 1;
+        if (fam->nope_global && lc->global) lc->rope.n_pairs = 0;
     }
 
 out:
@@ -569,6 +582,8 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
         c->norm_plus_one ? " (1 + w)" : "", c->norm_eps);
     ADD("activation           = %s\n", act_kind_name(c->act));
     ADD("ffn                  = %s\n", c->fam->ffn == FFN_GATED ? "gated" : c->fam->ffn == FFN_PLAIN ? "plain" : "gpt-oss swiglu");
+    ADD("block                = %s\n", c->fam->block == BLOCK_POST ? "post-norm (no norm before attention or FFN)" :
+                                      c->fam->block == BLOCK_PARALLEL ? "parallel (attention and FFN off one norm)" : "pre-norm");
     ADD("post norms           = %s\n", c->fam->post_norms ? "yes" : "no");
     ADD("attention scale      = %g\n", c->attn_scale ? c->attn_scale : 1.0 / sqrt(c->head_dim));
     ADD("attn softcap         = %g\n", c->attn_softcap);
@@ -583,7 +598,8 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
         char r[256];
         rope_describe(&c->rope_local, "rope", r, sizeof r);
         ADD("%s%s\n", r, c->layers[0].rope.pair_stride == 2 ? " (adjacent pairs, llama.cpp normal mode)" : "");
-        if (memcmp(&c->rope_local, &c->rope_global, sizeof c->rope_local)) {
+        if (c->fam->nope_global) ADD("rope (global layers) = none\n");
+        else if (memcmp(&c->rope_local, &c->rope_global, sizeof c->rope_local)) {
             rope_describe(&c->rope_global, "rope (global layers)", r, sizeof r);
             ADD("%s\n", r);
         }

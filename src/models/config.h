@@ -23,14 +23,50 @@ enum ffn_kind {
     FFN_OSS,          // gpt-oss: clamped, interleaved gate/up, (up + 1) * gate * sigmoid(1.702 gate)
 };
 
-// One row of the family table: everything that differs between architectures
-// and is not a number in config.json.
+enum block_kind {
+    BLOCK_PRE,        // x += attn(norm(x)); x += ffn(norm(x)) (post_norms: each output normed too)
+    BLOCK_POST,       // x += norm(attn(x)); x += norm(ffn(x)): no norm before (OLMo 2)
+    BLOCK_PARALLEL,   // x += attn(norm(x)) + ffn(norm(x)), one norm (Cohere)
+};
+
+// What llama.cpp does differently per architecture on the GGUF path, and
+// conventions of a family that are not numbers in config.json.
+enum family_quirk {
+    Q_QKV_BIAS = 1 << 0,          // q/k/v always have biases (Qwen2)
+    Q_MOE_RENORM = 1 << 1,        // top-k expert weights renormalized by default (Mixtral)
+    Q_SWA_QWEN = 1 << 2,          // windows only with use_sliding_window, from max_window_layers on (Qwen)
+    Q_SWA_EVERY_LAYER = 1 << 3,   // GGUF: a window without a pattern slides every layer (Mistral as llama)
+    Q_SWA_IGNORED = 1 << 4,       // GGUF: llama.cpp ignores the window (Phi-3)
+    Q_SWA_DEFAULT_4096 = 1 << 5,  // GGUF: no window means 4096 on alternate layers (Gemma 2)
+    Q_SWA_THETA_10K = 1 << 6,     // GGUF: sliding layers turn at base 10000, unscaled (Gemma 3/4)
+    Q_ROT_SWA_FULL = 1 << 7,      // GGUF: sliding layers rotate their whole head by default (Gemma 4)
+    Q_ROPE_FREQS_GLOBAL = 1 << 8, // GGUF: rope_freqs applies to global layers only (Gemma 4)
+    Q_ATTN_CAP_50 = 1 << 9,       // GGUF: attention softcap defaults to 50 (Gemma 2)
+    Q_FINAL_CAP_30 = 1 << 10,     // GGUF: final softcap defaults to 30 (Gemma 2/4)
+    Q_GEMMA_SCALE = 1 << 11,      // scale 1/sqrt(query_pre_attn_scalar); GGUF: 1/sqrt(head_dim),
+                                  // 1/sqrt(n_embd/n_head) for the 27B (Gemma 2/3)
+    Q_GRANITE_SCALES = 1 << 12,   // GGUF: embedding/residual/attention/logit scales (Granite)
+    Q_LOGIT_MUL = 1 << 13,        // GGUF: logit_scale multiplies (Cohere) rather than divides (Granite)
+    Q_NO_KEY_LENGTH = 1 << 14,    // GGUF: no attention.key_length keys (GPT-2)
+    Q_ROPE_ORIG_CTX = 1 << 15,    // GGUF: always an original context length and a window key (Phi-3)
+    Q_EXPERT_FF_IS_FF = 1 << 16,  // GGUF: expert FFN size is feed_forward_length (llama's Mixtral)
+    Q_PROPORTIONAL_ROPE = 1 << 17,// proportional RoPE of global layers as rope_freqs (Gemma 4)
+    Q_GGUF_NO_SWA_PERIOD = 1 << 18, // GGUF: no default sliding period (Gemma 4 files carry the pattern)
+};
+
+// One row of the family table (arch.c): everything that differs between
+// architectures and is not a number in config.json, and their names in
+// llama.cpp's GGUF files. No code outside the table compares family names.
 typedef struct {
     const char *model_type;  // config.json "model_type"
+    const char *gguf_arch;   // llama.cpp's general.architecture (NULL: none)
+    int gguf_loads_as;       // a GGUF of gguf_arch loads as this row (one per arch and MoE-ness)
     int norm;                // enum norm_kind
     int norm_plus_one;       // RMSNorm scales by (1 + w) (Gemma 2/3)
     int ffn;                 // enum ffn_kind
-    int post_norms;          // norms after attention and after the FFN (Gemma)
+    int block;               // enum block_kind
+    int post_norms;          // norms after attention and after the FFN (Gemma, OLMo 2)
+    int qk_norm_full;        // q/k norms span the whole projection, not a head (OLMo 2)
     int embed_scale_sqrt;    // embeddings times sqrt(n_embd) (Gemma)
     int learned_pos;         // learned absolute positions, no RoPE (GPT-2)
     int conv1d;              // 2-D weights stored [in, out] (GPT-2 Conv1D)
@@ -38,9 +74,22 @@ typedef struct {
     int v_norm;              // unscaled RMSNorm on values (Gemma 4)
     int attn_scale_one;      // attention scores are not scaled (Gemma 4: q/k norms do it)
     int default_act;         // enum act_kind when config.json names none
+    int rope_pairs;          // the checkpoint rotates adjacent pairs (Cohere); else rotate_half
+    int rope_normal;         // llama.cpp rotates adjacent pairs (its "normal" mode): GGUF Q/K rows
+                             // are permuted from rotate_half order on conversion (llama, granite)
+    int nope_global;         // full-attention layers have no RoPE (Cohere 2)
+    int swa_period;          // without layer_types, layer i slides unless (i + 1) % period == 0
+                             // (sliding_window_pattern overrides; 0: every layer has the window)
+    int big_layers;          // GGUF, Q_GEMMA_SCALE: the 27B's layer count
+    unsigned quirks;         // enum family_quirk
+    const char *chat_template; // built-in chat template when the model has none (NULL: ChatML)
 } family;
 
 const family *family_find(const char *model_type);
+// The row a GGUF of llama.cpp architecture `arch` loads as (with experts or
+// not); NULL if none.
+const family *family_find_gguf(const char *arch, int has_experts);
+const char *family_gguf_list(void); // "llama, granite, ..." for messages
 const char *act_kind_name(int act); // "silu", "gelu_tanh", ...
 const char *family_list(void); // "llama, mistral, ..." for messages
 

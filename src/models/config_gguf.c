@@ -23,19 +23,6 @@
 #define MAX_LAYERS 4096
 #define MAX_DIM (1 << 20)
 
-typedef struct {
-    const char *arch;       // general.architecture
-    const char *model_type; // our family row
-    int rope_normal;        // llama.cpp's LLAMA_ROPE_TYPE_NORM (adjacent pairs)
-    int swa_pattern;        // default sliding-window pattern (0: none)
-} gguf_arch;
-
-static const gguf_arch g_archs[] = {
-    {"llama", "llama", 1, 0},     {"granite", "granite", 1, 0},  {"qwen2", "qwen2", 0, 0},
-    {"qwen3", "qwen3", 0, 0},     {"qwen3moe", "qwen3_moe", 0, 0}, {"gemma2", "gemma2", 0, 2},
-    {"gemma3", "gemma3", 0, 6},   {"gemma4", "gemma4", 0, 0},    {"starcoder2", "starcoder2", 0, 0},
-    {"gpt2", "gpt2", 0, 0},       {"phi3", "phi3", 0, 0},        {"gpt-oss", "gpt_oss", 0, 2},
-};
 
 typedef struct {
     const gguf_file *g;
@@ -78,15 +65,9 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     if (!gguf_find(g, "general.architecture")) return fail(INFER_ERR_FORMAT, "%s: missing key \"general.architecture\"", path);
     infer_status st = gguf_get_str_copy(g, "general.architecture", arch, sizeof arch);
     if (st) return st;
-    const gguf_arch *ga = NULL;
-    for (size_t i = 0; i < sizeof g_archs / sizeof g_archs[0]; i++)
-        if (!strcmp(g_archs[i].arch, arch)) ga = &g_archs[i];
-    if (!ga) {
-        char list[256] = "";
-        for (size_t i = 0; i < sizeof g_archs / sizeof g_archs[0]; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", g_archs[i].arch);
-        return fail(INFER_ERR_UNSUPPORTED, "%s: GGUF architecture \"%s\" is not supported (supported: %s)", path, arch, list);
-    }
+    if (!family_find_gguf(arch, 0))
+        return fail(INFER_ERR_UNSUPPORTED, "%s: GGUF architecture \"%s\" is not supported (supported: %s)", path, arch,
+                    family_gguf_list());
     kctx c = {g, arch, INFER_OK};
     int *tmp = NULL;
 
@@ -100,11 +81,8 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     get_i(&c, K(&c, "block_count"), 1, MAX_LAYERS, &cf->n_layer);
     get_i(&c, K(&c, "expert_count"), 0, 65536, &cf->n_expert);
     if (c.st) return c.st;
-    const char *mt = ga->model_type;
-    if (!strcmp(arch, "llama") && cf->n_expert) mt = "mixtral"; // Mixtral is llama with experts
-    snprintf(cf->model_type, sizeof cf->model_type, "%s", mt);
-    cf->fam = family_find(mt);
-    const family *fam = cf->fam;
+    const family *fam = cf->fam = family_find_gguf(arch, cf->n_expert > 0); // Mixtral is llama with experts
+    snprintf(cf->model_type, sizeof cf->model_type, "%s", fam->model_type);
     int L = cf->n_layer;
 
     // Head and FFN counts: a number, or one per layer.
@@ -138,7 +116,7 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     get_i(&c, K(&c, "attention.key_length_swa"), 1, 65536, &hd_swa);
     int n_rot = cf->head_dim, n_rot_swa;
     get_i(&c, K(&c, "rope.dimension_count"), 0, 65536, &n_rot);
-    n_rot_swa = !strcmp(arch, "gemma4") ? hd_swa : n_rot;
+    n_rot_swa = fam->quirks & Q_ROT_SWA_FULL ? hd_swa : n_rot;
     get_i(&c, K(&c, "rope.dimension_count_swa"), 0, 65536, &n_rot_swa);
     if (c.st) goto out;
     if (v_len != cf->head_dim) {
@@ -169,15 +147,16 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     v = 1; get_f(&c, K(&c, "residual_scale"), &v); cf->residual_scale = (float)v;
     v = 1; get_f(&c, K(&c, "logit_scale"), &v);
     if (!c.st && v == 0) { c.st = fail(INFER_ERR_FORMAT, "%s: %s must not be 0", path, K(&c, "logit_scale")); goto out; }
-    cf->logit_scale = (float)(1.0 / v); // llama.cpp divides the logits by it
+    cf->logit_scale = (float)(fam->quirks & Q_LOGIT_MUL ? v : 1.0 / v); // llama.cpp divides the logits by it (Granite)
     v = 0; get_f(&c, K(&c, "attn_logit_softcapping"), &v); cf->attn_softcap = (float)v;
     v = 0; get_f(&c, K(&c, "final_logit_softcapping"), &v); cf->final_softcap = (float)v;
-    if (!strcmp(arch, "gemma2") && !has(&c, K(&c, "attn_logit_softcapping"))) cf->attn_softcap = 50.0f; // llama.cpp's default
-    if ((!strcmp(arch, "gemma2") || !strcmp(arch, "gemma4")) && !has(&c, K(&c, "final_logit_softcapping"))) cf->final_softcap = 30.0f;
+    // llama.cpp's defaults
+    if (fam->quirks & Q_ATTN_CAP_50 && !has(&c, K(&c, "attn_logit_softcapping"))) cf->attn_softcap = 50.0f;
+    if (fam->quirks & Q_FINAL_CAP_30 && !has(&c, K(&c, "final_logit_softcapping"))) cf->final_softcap = 30.0f;
     get_i(&c, K(&c, "attention.sliding_window"), 0, 1 << 30, &cf->sliding_window);
     if (c.st) goto out;
 
-    cf->attn_bias = fam->ffn == FFN_PLAIN || !strcmp(mt, "qwen2");
+    cf->attn_bias = fam->ffn == FFN_PLAIN || fam->quirks & Q_QKV_BIAS;
     cf->mlp_bias = fam->ffn == FFN_PLAIN || fam->ffn == FFN_OSS;
     if (fam->moe) {
         get_i(&c, K(&c, "expert_used_count"), 1, 65536, &cf->n_expert_used);
@@ -221,7 +200,7 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     // gpt-oss, none for gemma3/gemma4 (llama.cpp's rope_freq_scale_train_swa).
     double theta = 10000, theta_swa;
     get_f(&c, K(&c, "rope.freq_base"), &theta);
-    theta_swa = (!strcmp(arch, "gemma3") || !strcmp(arch, "gemma4")) ? 10000 : theta;
+    theta_swa = fam->quirks & Q_SWA_THETA_10K ? 10000 : theta;
     get_f(&c, K(&c, "rope.freq_base_swa"), &theta_swa);
     rope_params *rg = &cf->rope_global, *rl = &cf->rope_local;
     rope_defaults(rg, theta);
@@ -256,9 +235,7 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     if (c.st) goto out;
     *rl = *rg;
     rl->theta = theta_swa;
-    if (!strcmp(arch, "gemma3") || !strcmp(arch, "gemma4")) {
-        rope_defaults(rl, theta_swa);
-    }
+    if (fam->quirks & Q_SWA_THETA_10K) rope_defaults(rl, theta_swa);
     if (!(theta > 0) || !(theta_swa > 0)) { c.st = fail(INFER_ERR_FORMAT, "%s: rope.freq_base must be positive", path); goto out; }
 
     // Which layers slide: attention.sliding_window_pattern (a period, or one
@@ -267,7 +244,7 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     cf->layers = calloc((size_t)L, sizeof *cf->layers);
     if (!cf->layers) { c.st = fail(INFER_ERR_NOMEM, "out of memory"); goto out; }
     int *sliding = heads; // reuse
-    int period = ga->swa_pattern;
+    int period = fam->quirks & Q_GGUF_NO_SWA_PERIOD ? 0 : fam->swa_period;
     const gguf_value *pat = gguf_find(g, K(&c, "attention.sliding_window_pattern"));
     if (pat && pat->type == GGUF_ARRAY) {
         if (pat->elem_type != GGUF_BOOL || pat->n != (uint64_t)L) {
@@ -285,11 +262,11 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
             if (period > 0) sliding[i] = i % period < period - 1;
             // llama-arch files (Mistral) written by infer convert carry a window for every layer;
             // llama.cpp itself ignores it there.
-            else sliding[i] = !strcmp(arch, "llama") && cf->sliding_window > 0;
+            else sliding[i] = fam->quirks & Q_SWA_EVERY_LAYER && cf->sliding_window > 0;
         }
-    if (!strcmp(arch, "phi3")) for (int i = 0; i < L; i++) sliding[i] = 0; // llama.cpp disables Phi-3's window
+    if (fam->quirks & Q_SWA_IGNORED) for (int i = 0; i < L; i++) sliding[i] = 0; // llama.cpp disables Phi-3's window
     if (!cf->sliding_window) for (int i = 0; i < L; i++) sliding[i] = 0;
-    if (!strcmp(arch, "gemma2") && !cf->sliding_window) {
+    if (fam->quirks & Q_SWA_DEFAULT_4096 && !cf->sliding_window) {
         cf->sliding_window = 4096; // llama.cpp's default for Gemma 2
         for (int i = 0; i < L; i++) sliding[i] = i % 2 < 1;
     }
@@ -327,12 +304,22 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
     v = 0;
     get_f(&c, K(&c, "attention.scale"), &v);
     if (v) cf->attn_scale = (float)v;
-    if (!strcmp(arch, "gemma2") || !strcmp(arch, "gemma3")) {
-        int big = (!strcmp(arch, "gemma2") && L == 46) || (!strcmp(arch, "gemma3") && L == 62); // the 27B models
+    if (fam->quirks & Q_GEMMA_SCALE) {
+        int big = L == fam->big_layers; // the 27B models
         cf->attn_scale = (float)(1.0 / sqrt(big ? (double)cf->n_embd / cf->n_head : (double)cf->head_dim));
     }
     if (c.st) goto out;
 
+    for (int i = 0; i < L; i++) // products the forward pass keeps in an int
+        if ((int64_t)cf->n_head * cf->layers[i].head_dim > MAX_DIM || (int64_t)cf->layers[i].n_kv_head * cf->layers[i].head_dim > MAX_DIM) {
+            c.st = fail(INFER_ERR_FORMAT, "%s: %s x %s (%d x %d) is above %d", path, K(&c, "attention.head_count"),
+                        K(&c, "attention.key_length"), cf->n_head, cf->layers[i].head_dim, MAX_DIM);
+            goto out;
+        }
+    if ((int64_t)cf->n_expert * cf->n_ff_expert > INT32_MAX / 4) {
+        c.st = fail(INFER_ERR_FORMAT, "%s: %s x %s is too large", path, K(&c, "expert_count"), K(&c, "expert_feed_forward_length"));
+        goto out;
+    }
     for (int i = 0; i < L && !fam->learned_pos; i++) {
         layer_config *lc = &cf->layers[i];
         rope_params p = lc->global ? *rg : *rl;
@@ -344,9 +331,10 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
         p.partial = (double)rot / lc->head_dim;
         c.st = rope_table_build(&p, lc->head_dim, &lc->rope, path);
         if (c.st) goto out;
-        if (ga->rope_normal) { lc->rope.pair_stride = 2; lc->rope.pair_offset = 1; }
+        if (fam->rope_normal) { lc->rope.pair_stride = 2; lc->rope.pair_offset = 1; }
+        if (fam->nope_global && lc->global) lc->rope.n_pairs = 0; // Cohere 2
         // rope_freqs divides the frequencies: every layer, or only global ones (Gemma 4)
-        int use = rope_freqs && (strcmp(arch, "gemma4") || lc->global);
+        int use = rope_freqs && (!(fam->quirks & Q_ROPE_FREQS_GLOBAL) || lc->global);
         if (use) {
             if (n_freqs < lc->rope.n_pairs) {
                 c.st = fail(INFER_ERR_FORMAT, "%s: rope_freqs.weight has %d values but layer %d rotates %d pairs", path, n_freqs, i, lc->rope.n_pairs);

@@ -26,23 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct { const char *model_type, *arch; int rope_normal; } g_arch_map[] = {
-    {"llama", "llama", 1}, {"mistral", "llama", 1}, {"mixtral", "llama", 1}, {"granite", "granite", 1},
-    {"qwen2", "qwen2", 0}, {"qwen3", "qwen3", 0}, {"qwen3_moe", "qwen3moe", 0}, {"gemma2", "gemma2", 0},
-    {"gemma3", "gemma3", 0}, {"gemma3_text", "gemma3", 0}, {"gemma4", "gemma4", 0}, {"gemma4_text", "gemma4", 0},
-    {"starcoder2", "starcoder2", 0}, {"gpt2", "gpt2", 0}, {"phi3", "phi3", 0}, {"gpt_oss", "gpt-oss", 0},
-};
-
 const char *gguf_arch_of(const char *model_type) {
-    for (size_t i = 0; i < sizeof g_arch_map / sizeof g_arch_map[0]; i++)
-        if (!strcmp(g_arch_map[i].model_type, model_type)) return g_arch_map[i].arch;
-    return NULL;
-}
-
-static int rope_normal_of(const char *model_type) {
-    for (size_t i = 0; i < sizeof g_arch_map / sizeof g_arch_map[0]; i++)
-        if (!strcmp(g_arch_map[i].model_type, model_type)) return g_arch_map[i].rope_normal;
-    return 0;
+    const family *f = family_find(model_type);
+    return f ? f->gguf_arch : NULL;
 }
 
 // ---------------------------------------------------------------------------
@@ -281,7 +267,7 @@ static void put_metadata(conv *c, const char *a, const char *name) {
         SET(gguf_set_arr(c->w, key(a, "attention.head_count_kv"), GGUF_U32, kv, (uint64_t)L));
         free(kv);
     }
-    if (strcmp(a, "gpt2")) {
+    if (!(f->quirks & Q_NO_KEY_LENGTH)) {
         SET(gguf_set_u32(c->w, key(a, "attention.key_length"), (uint32_t)hd_global));
         SET(gguf_set_u32(c->w, key(a, "attention.value_length"), (uint32_t)hd_global));
     }
@@ -291,7 +277,7 @@ static void put_metadata(conv *c, const char *a, const char *name) {
     // RoPE
     if (!f->learned_pos) {
         const rope_params *rg = &cf->rope_global, *rl = &cf->rope_local;
-        int gemma4 = !strcmp(a, "gemma4");
+        int gemma4 = (f->quirks & Q_ROT_SWA_FULL) != 0; // sliding layers with their own head size
         int n_rot = gemma4 ? hd_global : (int)(hd_global * rg->partial);
         SET(gguf_set_u32(c->w, key(a, "rope.dimension_count"), (uint32_t)n_rot));
         SET(gguf_set_f32(c->w, key(a, "rope.freq_base"), (float)rg->theta));
@@ -317,7 +303,7 @@ static void put_metadata(conv *c, const char *a, const char *name) {
             free(b);
         }
     }
-    if (!strcmp(a, "phi3")) {
+    if (f->quirks & Q_ROPE_ORIG_CTX) {
         // Phi3MiniModel: always an original context and a window (0: none)
         double orig = cf->rope_global.orig_max_pos > 0 ? cf->rope_global.orig_max_pos : cf->n_ctx_train;
         SET(gguf_set_u32(c->w, key(a, "rope.scaling.original_context_length"), (uint32_t)orig));
@@ -325,10 +311,11 @@ static void put_metadata(conv *c, const char *a, const char *name) {
     }
     // llama.cpp defaults the caps to 50 / 30 when the keys are absent (gemma2
     // both, gemma4 the final one), so a model without them says 0.
-    int caps_default = !strcmp(a, "gemma2") || !strcmp(a, "gemma4");
-    if (cf->attn_softcap || !strcmp(a, "gemma2")) SET(gguf_set_f32(c->w, key(a, "attn_logit_softcapping"), cf->attn_softcap));
+    int caps_default = (f->quirks & (Q_ATTN_CAP_50 | Q_FINAL_CAP_30)) != 0;
+    if (cf->attn_softcap || f->quirks & Q_ATTN_CAP_50) SET(gguf_set_f32(c->w, key(a, "attn_logit_softcapping"), cf->attn_softcap));
     if (cf->final_softcap || caps_default) SET(gguf_set_f32(c->w, key(a, "final_logit_softcapping"), cf->final_softcap));
-    if (!strcmp(a, "granite")) {
+    if (f->quirks & Q_LOGIT_MUL) SET(gguf_set_f32(c->w, key(a, "logit_scale"), cf->logit_scale));
+    if (f->quirks & Q_GRANITE_SCALES) {
         if (cf->attn_scale) SET(gguf_set_f32(c->w, key(a, "attention.scale"), cf->attn_scale));
         SET(gguf_set_f32(c->w, key(a, "embedding_scale"), cf->embed_scale));
         SET(gguf_set_f32(c->w, key(a, "residual_scale"), cf->residual_scale));
@@ -337,7 +324,7 @@ static void put_metadata(conv *c, const char *a, const char *name) {
     if (cf->n_expert) {
         SET(gguf_set_u32(c->w, key(a, "expert_count"), (uint32_t)cf->n_expert));
         SET(gguf_set_u32(c->w, key(a, "expert_used_count"), (uint32_t)cf->n_expert_used));
-        if (strcmp(a, "llama")) SET(gguf_set_u32(c->w, key(a, "expert_feed_forward_length"), (uint32_t)cf->n_ff_expert));
+        if (!(f->quirks & Q_EXPERT_FF_IS_FF)) SET(gguf_set_u32(c->w, key(a, "expert_feed_forward_length"), (uint32_t)cf->n_ff_expert));
         // llama.cpp renormalizes the top-k for llama and qwen3moe regardless;
         // this records transformers' norm_topk_prob for loaders that read it.
         if (f->moe == MOE_SOFTMAX_TOPK) SET(gguf_set_bool(c->w, key(a, "expert_weights_norm"), cf->moe_norm_topk));
@@ -377,7 +364,7 @@ static void put_rope_freqs(conv *c, const char *a) {
             }
         }
         put_values(c, "rope_freqs.weight", v, n);
-    } else if (!strcmp(a, "gemma4") && !strcmp(r->type, "proportional")) {
+    } else if (cf->fam->quirks & Q_PROPORTIONAL_ROPE && !strcmp(r->type, "proportional")) {
         int hd = cf->head_dim;
         for (int i = 0; i < cf->n_layer; i++) if (cf->layers[i].global) hd = cf->layers[i].head_dim;
         int n = hd / 2, n_rot = (int)(hd * r->partial / 2);
@@ -467,7 +454,8 @@ static infer_status convert(const infer_model *m, const char *out_path, int type
     const char *base = strrchr(m->path, '/');
     base = base && base[1] ? base + 1 : m->path;
     put_metadata(&c, a, base);
-    int rope_normal = rope_normal_of(cf->model_type);
+    // llama.cpp turns adjacent pairs: rotate_half checkpoints get their Q/K rows permuted
+    int rope_normal = cf->fam->rope_normal && !cf->fam->rope_pairs;
 
     if (!c.o.skip_tok_embd) put_tensor(&c, "token_embd.weight", m->tok_embd, 0, 0, 0);
     put_tensor(&c, "position_embd.weight", m->pos_embd, 0, 0, 0);

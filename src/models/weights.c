@@ -200,16 +200,19 @@ static infer_status usable(const tensor *t) {
 }
 
 // A matrix used as y(n_out) = W x(n_in).
-static infer_status check_w(const weight *w, int64_t n_in, int64_t n_out) {
+// `fields`: the config fields the shape comes from, for the message (or NULL).
+static infer_status check_wf(const weight *w, int64_t n_in, int64_t n_out, const char *fields) {
     if (!w->w) return INFER_OK;
     infer_status st = usable(w->w);
     if (st) return st;
     int64_t a = w->trans ? n_out : n_in, b = w->trans ? n_in : n_out;
     if (w->w->nd != 2 || w->w->ne[0] != a || w->w->ne[1] != b)
-        return fail(INFER_ERR_FORMAT, "tensor %s: shape [%lld, %lld] but the config implies [%lld, %lld]", w->w->name,
-                    (long long)w->w->ne[1], (long long)w->w->ne[0], (long long)b, (long long)a);
+        return fail(INFER_ERR_FORMAT, "tensor %s: shape [%lld, %lld] but the config implies [%lld, %lld]%s%s%s", w->w->name,
+                    (long long)w->w->ne[1], (long long)w->w->ne[0], (long long)b, (long long)a,
+                    fields ? " (" : "", fields ? fields : "", fields ? ")" : "");
     return INFER_OK;
 }
+static infer_status check_w(const weight *w, int64_t n_in, int64_t n_out) { return check_wf(w, n_in, n_out, NULL); }
 
 static infer_status check_v(const tensor *t, int64_t n) {
     if (!t) return INFER_OK;
@@ -230,7 +233,7 @@ static infer_status check_layer(const infer_model *m, int il) {
     const family *f = c->fam;
     int64_t E = c->n_embd, hd = lc->head_dim, q = (int64_t)c->n_head * hd, kv = (int64_t)lc->n_kv_head * hd;
     int shared = lc->kv_source != il;
-    TRY(need(l->attn_norm, "input_layernorm", il));
+    if (f->block != BLOCK_POST) TRY(need(l->attn_norm, "input_layernorm", il));
     TRY(check_v(l->attn_norm, E));
     TRY(check_v(l->attn_norm_b, E));
     if (l->wqkv.w) {
@@ -238,22 +241,22 @@ static infer_status check_layer(const infer_model *m, int il) {
         TRY(check_v(l->bqkv, q + 2 * kv));
     } else {
         TRY(need(l->wq.w, "self_attn.q_proj", il));
-        TRY(check_w(&l->wq, E, q));
+        TRY(check_wf(&l->wq, E, q, "hidden_size; num_attention_heads x head_dim"));
         if (!shared) {
             TRY(need(l->wk.w, "self_attn.k_proj", il));
             if (!(c->attn_k_eq_v && lc->global)) TRY(need(l->wv.w, "self_attn.v_proj", il));
         }
-        TRY(check_w(&l->wk, E, kv));
-        TRY(check_w(&l->wv, E, kv));
+        TRY(check_wf(&l->wk, E, kv, "hidden_size; num_key_value_heads x head_dim"));
+        TRY(check_wf(&l->wv, E, kv, "hidden_size; num_key_value_heads x head_dim"));
         TRY(check_v(l->bq, q));
         TRY(check_v(l->bk, kv));
         TRY(check_v(l->bv, kv));
     }
     TRY(need(l->wo.w, "self_attn.o_proj", il));
-    TRY(check_w(&l->wo, q, E));
+    TRY(check_wf(&l->wo, q, E, "num_attention_heads x head_dim; hidden_size"));
     TRY(check_v(l->bo, E));
-    TRY(check_v(l->q_norm, hd));
-    TRY(check_v(l->k_norm, hd));
+    TRY(check_v(l->q_norm, f->qk_norm_full ? q : hd));
+    TRY(check_v(l->k_norm, f->qk_norm_full ? kv : hd));
     TRY(check_v(l->sinks, c->n_head));
     if (f->moe == MOE_TOPK_SOFTMAX) TRY(need(l->sinks, "self_attn.sinks", il));
     if (f->post_norms) {
@@ -262,7 +265,8 @@ static infer_status check_layer(const infer_model *m, int il) {
         TRY(check_v(l->post_attn_norm, E));
         TRY(check_v(l->post_ffn_norm, E));
     }
-    TRY(need(l->ffn_norm, f->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", il));
+    if (f->block == BLOCK_PRE)
+        TRY(need(l->ffn_norm, f->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", il));
     TRY(check_v(l->ffn_norm, E));
     TRY(check_v(l->ffn_norm_b, E));
     if (c->n_expert) {
@@ -417,7 +421,9 @@ infer_status model_bind(infer_model *m) {
         int il = gg ? split_gguf_layer(t->name, &rest) : split_layer(t->name, &rest);
         int taken = 0;
         if (il >= 0) {
-            if (il >= L) { m->n_unused++; continue; }
+            if (il >= L)
+                return fail(INFER_ERR_FORMAT, "tensor %s: layer %d, but the config has %d layers (%s)", t->name, il, L,
+                            gg ? "block_count" : "num_hidden_layers");
             layer_weights *l = &m->layers[il];
             if (!gg && !strcmp(rest, "post_attention_layernorm.weight")) {
                 if (f->post_norms) l->post_attn_norm = t;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "tensor/vecdot.h"
 
 enum dtype {
     DT_F32 = 0,
@@ -26,7 +27,8 @@ enum dtype {
     DT_COUNT = 40,
 };
 
-// One row of a weight matrix is n elements = n / blck blocks of `size` bytes.
+// Everything a type is, in one row: one row of a weight matrix is n
+// elements = n / blck blocks of `size` bytes.
 typedef struct {
     const char *name;   // "f32", "bf16", "q4_K", ... (ggml's spelling)
     int blck;           // elements per block
@@ -37,6 +39,12 @@ typedef struct {
     float (*dot)(const void *w, const float *x, int64_t n);
     // Encodes n floats (NULL where the type has no encoder).
     void (*from_float)(const float *x, void *y, int64_t n);
+    // The matmul's row kernel: the activation format it dots with
+    // (ref.act_type), its activation quantizer and the scalar dot, the oracle
+    // (ref.dot NULL where there is none) ...
+    vecdot_kernel ref;
+    // ... and the AVX2 one vecdot_get hands out on a CPU that has it (or NULL).
+    const vecdot_kernel *avx2;
 } dtype_traits;
 
 // NULL for a type number we do not know.

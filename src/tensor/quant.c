@@ -290,14 +290,6 @@ void q8_0_from_float(const float *x, void *vy, int64_t n) {
 // ===========================================================================
 // mxfp4 (OCP microscaling FP4: e2m1 elements, e8m0 shared exponent)
 
-// 2x the e2m1 values: codes 0-7 are 0, .5, 1, 1.5, 2, 3, 4, 6; 8-15 negated.
-static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
-// 2^(e-128): half the e8m0 scale, absorbing the 2x of the table. e < 2 gives
-// the f32 subnormals 2^-128 and 2^-127 (ggml_e8m0_to_fp32_half).
-static inline float e8m0_half(uint8_t e) {
-    return bits_to_f32(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
-}
 
 void mxfp4_to_float(const void *vx, float *y, int64_t n) {
     const block_mxfp4 *b = vx;
@@ -395,14 +387,6 @@ float q2_K_dot(const void *vw, const float *x, int64_t n) {
 // ===========================================================================
 // q3_K
 
-// The 16 signed 6-bit group scales (sc - 32) of a q3_K block.
-static void q3_K_scales(const uint8_t *p, int sc[16]) {
-    for (int g = 0; g < 16; g++) {
-        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4;
-        int hi = p[8 + g % 4] >> 2 * (g / 4) & 3;
-        sc[g] = (lo | hi << 4) - 32;
-    }
-}
 
 void q3_K_to_float(const void *vx, float *y, int64_t n) {
     const block_q3_K *b = vx;
@@ -453,18 +437,6 @@ float q3_K_dot(const void *vw, const float *x, int64_t n) {
 // ===========================================================================
 // q4_K, q5_K: 8 groups of 32, 6-bit scales and mins in 12 bytes
 
-// Group j's scale and min (ggml's get_scale_min_k4): groups 0-3 in the low 6
-// bits of bytes j and j+4; groups 4-7 keep their low 4 bits in byte j+4 and
-// their high 2 bits in the top bits of bytes j-4 (scale) and j (min).
-static inline void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (uint8_t)((q[j + 4] & 15) | (q[j - 4] >> 6) << 4);
-        *m = (uint8_t)((q[j + 4] >> 4) | (q[j] >> 6) << 4);
-    }
-}
 
 void q4_K_to_float(const void *vx, float *y, int64_t n) {
     const block_q4_K *b = vx;
@@ -472,7 +444,7 @@ void q4_K_to_float(const void *vx, float *y, int64_t n) {
         float d = ldh(b->d), dmin = ldh(b->dmin);
         for (int s = 0; s < 4; s++) {
             const uint8_t *q = b->qs + 32 * s;
-            uint8_t sc, m;
+            int sc, m;
             scale_min_k4(2 * s, b->scales, &sc, &m);
             float d1 = d * sc, m1 = dmin * m;
             scale_min_k4(2 * s + 1, b->scales, &sc, &m);
@@ -497,7 +469,7 @@ float q4_K_dot(const void *vw, const float *x, int64_t n) {
                 sx1 += x[l];
                 sx2 += x[l + 32];
             }
-            uint8_t sc, m;
+            int sc, m;
             scale_min_k4(2 * s4, b->scales, &sc, &m);
             sd += sc * sq1;
             sm += m * sx1;
@@ -518,7 +490,7 @@ void q5_K_to_float(const void *vx, float *y, int64_t n) {
         for (int s = 0; s < 4; s++) {
             const uint8_t *q = b->qs + 32 * s;
             uint8_t u1 = (uint8_t)(1 << 2 * s), u2 = (uint8_t)(2 << 2 * s);
-            uint8_t sc, m;
+            int sc, m;
             scale_min_k4(2 * s, b->scales, &sc, &m);
             float d1 = d * sc, m1 = dmin * m;
             scale_min_k4(2 * s + 1, b->scales, &sc, &m);
@@ -544,7 +516,7 @@ float q5_K_dot(const void *vw, const float *x, int64_t n) {
                 sx1 += x[l];
                 sx2 += x[l + 32];
             }
-            uint8_t sc, m;
+            int sc, m;
             scale_min_k4(2 * s4, b->scales, &sc, &m);
             sd += sc * sq1;
             sm += m * sx1;
@@ -806,7 +778,7 @@ static void qkx_block(const float *x, int nmax, float rmin, int nstep, uint8_t *
     sth(dd, max_scale / 63.f);
     sth(dmin, max_min / 63.f);
     for (int j = 0; j < QK_K / 32; j++) {
-        uint8_t s, m;
+        int s, m;
         scale_min_k4(j, scales, &s, &m);
         float d = ldh(dd) * s;
         if (!d) continue;  // keeps the L of the fit, as ggml does

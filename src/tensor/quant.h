@@ -9,6 +9,7 @@
 #define INFER_TENSOR_QUANT_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define QK 32     // elements per block of the 32-element types
 #define QK_K 256  // elements per super-block of the k-quants
@@ -64,6 +65,43 @@ _Static_assert(sizeof(block_q4_K) == 144, "q4_K block");
 _Static_assert(sizeof(block_q5_K) == 176, "q5_K block");
 _Static_assert(sizeof(block_q6_K) == 210, "q6_K block");
 _Static_assert(sizeof(block_q8_K) == 292, "q8_K block");
+
+// Shared by the codecs and the dot kernels:
+
+// mxfp4: 2x the e2m1 values (codes 0-7 are 0, .5, 1, 1.5, 2, 3, 4, 6; 8-15
+// negated), and 2^(e-128), half the e8m0 scale, absorbing the 2x of the
+// table; e < 2 gives the f32 subnormals 2^-128 and 2^-127
+// (ggml_e8m0_to_fp32_half).
+static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+static inline float e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+// q4_K/q5_K group j's 6-bit scale and min (ggml's get_scale_min_k4): groups
+// 0-3 in the low 6 bits of bytes j and j+4; groups 4-7 keep their low 4 bits
+// in byte j+4 and their high 2 bits in the top bits of bytes j-4 (scale) and
+// j (min).
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4;
+        *m = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
+    }
+}
+
+// The 16 signed 6-bit group scales (sc - 32) of a q3_K block.
+static inline void q3_K_scales(const uint8_t *p, int sc[16]) {
+    for (int g = 0; g < 16; g++) {
+        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4;
+        int hi = p[8 + g % 4] >> 2 * (g / 4) & 3;
+        sc[g] = (lo | hi << 4) - 32;
+    }
+}
 
 // Per type: y = decoded x (to_float), the dot of a stored row with an f32
 // vector (dot), and the encoder (from_float), each over n elements, n a

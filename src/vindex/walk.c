@@ -1,7 +1,7 @@
 // Gate KNN and the walk FFN (see walk.h).
 #include "vindex/walk.h"
 #include "compute/cpu/ops.h"
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 #include "compute/cpu/vec.h"
 #include "tensor/dtype.h"
 #include "base/pool.h"

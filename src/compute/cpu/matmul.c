@@ -2,7 +2,7 @@
 // output rows across the thread pool. Each weight row is read once for all T
 // tokens, so a prompt costs one pass over the weights per N_BATCH tokens.
 #include "compute/cpu/ops.h"
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 #include "tensor/dtype.h"
 #include "base/pool.h"
 

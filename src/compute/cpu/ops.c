@@ -117,18 +117,27 @@ __attribute__((target("avx2,f16c"))) static int gelu_table_avx2(float *x, int n)
     return i;
 }
 
-void activate_ggml(float *x, int n, int act) {
-    if (act != ACT_GELU_TANH) { activate(x, n, act); return; }
+void activate_ref(float *x, int n, int act) {
+    if (act == ACT_SILU) vec_silu_ref(x, n);
+    else if (act == ACT_GELU_TANH) vec_gelu_tanh_ref(x, n);
+    else activate(x, n, act); // scalar already
+}
+
+static void activate_ggml_impl(float *x, int n, int act, int simd) {
+    if (act != ACT_GELU_TANH) { simd ? activate(x, n, act) : activate_ref(x, n, act); return; }
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, gelu_table_init);
-    if (!g_gelu_table) { activate(x, n, act); return; }
-    int i0 = cpu_has_avx2() ? gelu_table_avx2(x, n) : 0; // (AVX2, FMA and F16C)
+    if (!g_gelu_table) { simd ? activate(x, n, act) : activate_ref(x, n, act); return; }
+    int i0 = simd && cpu_has_avx2() ? gelu_table_avx2(x, n) : 0; // (AVX2, FMA and F16C)
     for (int i = i0; i < n; i++) {
         float v = x[i];
         if (v <= -10.0f) x[i] = 0.0f;
         else if (v < 10.0f) x[i] = f16_to_f32(g_gelu_table[f32_to_f16(v)]);
     }
 }
+
+void activate_ggml(float *x, int n, int act) { activate_ggml_impl(x, n, act, 1); }
+void activate_ggml_ref(float *x, int n, int act) { activate_ggml_impl(x, n, act, 0); }
 
 void softcap(float *x, int n, float cap) {
     for (int i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);

@@ -41,6 +41,9 @@ void softmax(float *x, int n);
 void activate(float *x, int n, int act);     // enum act_kind
 // The same as ggml's CPU backend computes it (GELU from an f16 table).
 void activate_ggml(float *x, int n, int act);
+// The same with the scalar kernels only (the reference backend).
+void activate_ref(float *x, int n, int act);
+void activate_ggml_ref(float *x, int n, int act);
 void softcap(float *x, int n, float cap);    // cap * tanh(x / cap)
 
 // Decodes row `row` of a 2-D tensor (n elements) into f32.

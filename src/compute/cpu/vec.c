@@ -1,6 +1,5 @@
 #include "compute/cpu/vec.h"
 
-#include <pthread.h>
 
 #include <immintrin.h>
 #include "base/half.h"
@@ -40,20 +39,6 @@ AVX2 static void axpy_avx2(float *y, float a, const float *x, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; i++) y[i] += a * x[i];
-}
-
-// What the CPU has, asked once (thread-safely) for the life of the process.
-static int g_avx2;
-static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
-
-static void cpu_detect(void) {
-    __builtin_cpu_init();
-    g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
-int cpu_has_avx2(void) {
-    pthread_once(&g_cpu_once, cpu_detect);
-    return g_avx2;
 }
 
 float vec_dot(const float *a, const float *b, int n) { return cpu_has_avx2() ? dot_avx2(a, b, n) : vec_dot_ref(a, b, n); }

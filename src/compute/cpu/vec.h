@@ -4,9 +4,7 @@
 #define INFER_COMPUTE_CPU_VEC_H
 
 #include <stddef.h>
-
-// 1 when the CPU has AVX2, FMA and F16C: every SIMD kernel here checks this one test.
-int cpu_has_avx2(void);
+#include "base/cpu.h"
 
 float vec_dot(const float *a, const float *b, int n);          // sum a[i] * b[i]
 void vec_axpy(float *y, float a, const float *x, int n);       // y += a * x

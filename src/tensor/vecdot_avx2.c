@@ -2,7 +2,7 @@
 // vecdot.c (integer sums per block, then one float multiply-add per block),
 // in the style of ggml's x86 kernels: nibbles unpacked with masks, u8 x s8
 // products with maddubs, pairs summed with madd.
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
 #include "base/half.h"
@@ -119,36 +119,41 @@ FLOAT_KERNELS(bf16, 2)
 // sum y stays exact in integers. The sums of four blocks are reduced by two
 // hadds into one vector (lanes j and j + 4 hold the halves of block j) and
 // scaled by the four weight scales times the four activation scales at once.
-// q4_1 (w = d u + m) adds m dy sum y; q8_0 keeps signed weights.
+// q4_1 and q5_1 (w = d u + m) add m dy sum y; q8_0 keeps signed weights.
 // The 1-token (decode) and R-token (prefill) kernels below run the same
 // operations per token, so a batch gives the token-by-token results exactly.
 
-enum { K_Q8_0, K_Q4_0, K_Q4_1, K_Q5_0, K_MXFP4 };
+enum { K_Q8_0, K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1, K_MXFP4 };
 
-static inline float e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+// bytes of one block of kind K
+static inline size_t q32_size(int K) {
+    return K == K_Q8_0 ? sizeof(block_q8_0) : K == K_Q4_0 ? sizeof(block_q4_0) : K == K_Q4_1 ? sizeof(block_q4_1)
+         : K == K_Q5_0 ? sizeof(block_q5_0) : K == K_Q5_1 ? sizeof(block_q5_1) : sizeof(block_mxfp4);
 }
 
-// bytes of block i of row w, and its scale (and q4_1's min)
+// the kinds with a min (w = d u + m)
+static inline int q32_has_min(int K) { return K == K_Q4_1 || K == K_Q5_1; }
+
+// q5_0/q5_1: the 16 nibble bytes with bit 4 of element j from bit j of qh
+AVX2 static inline __m256i nibbles32_qh(const uint8_t *qs, const uint8_t *qhp) {
+    // byte j of the spread mask selects bit j of qh within its lane's 8 bytes
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+    uint32_t qh;
+    memcpy(&qh, qhp, 4);
+    __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1)); // bit set -> 0xFF
+    return _mm256_or_si256(nibbles32(qs), _mm256_and_si256(h, _mm256_set1_epi8(16)));
+}
+
+// bytes of block i of row w, and its scale (and the min of q4_1, q5_1)
 AVX2 static inline __attribute__((always_inline)) __m256i q32_unpack(int K, const void *w, int i) {
     switch (K) {
     case K_Q8_0: return _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)w)[i].qs);
     case K_Q4_0: return nibbles32(((const block_q4_0 *)w)[i].qs);
     case K_Q4_1: return nibbles32(((const block_q4_1 *)w)[i].qs);
-    case K_Q5_0: {
-        const block_q5_0 *b = (const block_q5_0 *)w + i;
-        // byte j of the spread mask selects bit j of qh within its lane's 8 bytes
-        const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-        const __m256i bitm = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
-        uint32_t qh;
-        memcpy(&qh, b->qh, 4);
-        __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
-        h = _mm256_cmpeq_epi8(_mm256_or_si256(h, bitm), _mm256_set1_epi8(-1)); // bit set -> 0xFF
-        return _mm256_or_si256(nibbles32(b->qs), _mm256_and_si256(h, _mm256_set1_epi8(16)));
-    }
+    case K_Q5_0: return nibbles32_qh(((const block_q5_0 *)w)[i].qs, ((const block_q5_0 *)w)[i].qh);
+    case K_Q5_1: return nibbles32_qh(((const block_q5_1 *)w)[i].qs, ((const block_q5_1 *)w)[i].qh);
     default: { // mxfp4: the e2m1 values, doubled, plus 12
         const __m128i tab = _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
         return _mm256_shuffle_epi8(_mm256_set_m128i(tab, tab), nibbles32(((const block_mxfp4 *)w)[i].qs));
@@ -162,6 +167,7 @@ AVX2 static inline __attribute__((always_inline)) float q32_scale(int K, const v
     case K_Q4_0: return ld_f16(((const block_q4_0 *)w)[i].d);
     case K_Q4_1: return ld_f16(((const block_q4_1 *)w)[i].d);
     case K_Q5_0: return ld_f16(((const block_q5_0 *)w)[i].d);
+    case K_Q5_1: return ld_f16(((const block_q5_1 *)w)[i].d);
     default: return e8m0_half(((const block_mxfp4 *)w)[i].e);
     }
 }
@@ -171,7 +177,7 @@ AVX2 static inline __attribute__((always_inline)) __m128 q32_scale4(int K, const
         const block_mxfp4 *b = (const block_mxfp4 *)w + i;
         return _mm_setr_ps(e8m0_half(b[0].e), e8m0_half(b[1].e), e8m0_half(b[2].e), e8m0_half(b[3].e));
     }
-    size_t bs = K == K_Q8_0 ? sizeof(block_q8_0) : K == K_Q4_0 ? sizeof(block_q4_0) : K == K_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_0);
+    size_t bs = q32_size(K);
     const uint8_t *p = (const uint8_t *)w + bs * (size_t)i; // d leads every block
     uint16_t h[4];
     _Pragma("GCC unroll 8")
@@ -179,11 +185,13 @@ AVX2 static inline __attribute__((always_inline)) __m128 q32_scale4(int K, const
     return _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
 }
 
-AVX2 static inline __attribute__((always_inline)) __m128 q41_min4(const void *w, int i) {
-    const block_q4_1 *b = (const block_q4_1 *)w + i;
+// the mins of blocks i..i+3 (q4_1, q5_1: m follows d in both)
+AVX2 static inline __attribute__((always_inline)) __m128 q32_min4(int K, const void *w, int i) {
+    size_t bs = q32_size(K);
+    const uint8_t *p = (const uint8_t *)w + bs * (size_t)i + 2;
     uint16_t h[4];
     _Pragma("GCC unroll 8")
-    for (int j = 0; j < 4; j++) memcpy(&h[j], b[j].m, 2);
+    for (int j = 0; j < 4; j++) memcpy(&h[j], p + bs * (size_t)j, 2);
     return _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0));
 }
 
@@ -201,6 +209,25 @@ AVX2 static inline __attribute__((always_inline)) __m256i q32_isum(int K, __m256
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, yv), _mm256_set1_epi16(1));
 }
 
+// The integer sums of 4 blocks against 4 activation blocks y: lane j holds
+// block j's elements 0..15, lane j + 4 its elements 16..31. Unsigned weights
+// of at most 31 keep 8 products of an int16 lane below 2^15 (8 * 31 * 128),
+// so they are summed as int16 by two hadds and widened by one madd (5
+// multiplies, not 8); q8_0's larger products are widened per block first.
+// Either way the sums are exact, so every tile shape gets the same integers.
+AVX2 static inline __attribute__((always_inline)) __m256i q32_isum4(int K, const __m256i *u, const __m256i *sg, const int8_t *y) {
+    if (K == K_Q8_0) {
+        __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 32);
+        __m256i p2 = q32_isum(K, u[2], sg[2], y + 64), p3 = q32_isum(K, u[3], sg[3], y + 96);
+        return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+    }
+    __m256i m[4];
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < 4; j++) m[j] = _mm256_maddubs_epi16(u[j], _mm256_loadu_si256((const __m256i *)(y + 32 * j)));
+    __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+}
+
 // The kernel for RW weight rows (w + k * ws bytes) by RT tokens (x + r *
 // stride bytes): s[k * RT + r] = row k . token r. Decode runs 4 rows of one
 // token, prefill one row of 4 or 8 tokens; each (row, token) pair sees the
@@ -208,8 +235,7 @@ AVX2 static inline __attribute__((always_inline)) __m256i q32_isum(int K, __m256
 AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const void *w0, size_t ws, int RW, const void *vx,
                                                                 size_t stride, int RT, int n, float *s) {
     const int nb = n / QK, off = q32_off(K);
-    const size_t bsz = K == K_Q8_0 ? sizeof(block_q8_0) : K == K_Q4_0 ? sizeof(block_q4_0)
-                     : K == K_Q4_1 ? sizeof(block_q4_1) : K == K_Q5_0 ? sizeof(block_q5_0) : sizeof(block_mxfp4);
+    const size_t bsz = q32_size(K);
     __m256 acc[8];
     _Pragma("GCC unroll 8")
     for (int a = 0; a < RW * RT; a++) acc[a] = _mm256_setzero_ps();
@@ -227,24 +253,25 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
                 u[j] = K == K_Q8_0 ? _mm256_sign_epi8(sg[j], sg[j]) : sg[j];
             }
             __m128 dw = q32_scale4(K, w, i);
-            __m128 m4 = K == K_Q4_1 ? q41_min4(w, i) : _mm_setzero_ps();
+            __m256 dw8 = _mm256_set_m128(dw, dw);
+            __m128 m4 = q32_has_min(K) ? q32_min4(K, w, i) : _mm_setzero_ps();
             _Pragma("GCC unroll 8")
             for (int r = 0; r < RT; r++) {
                 const void *xr = (const char *)vx + stride * r;
                 const int8_t *y = XG_QS(xr, i / 4);
                 const float *yd = XG_D(xr, i / 4);
                 const int32_t *ys = XG_S(xr, i / 4);
-                __m256i p0 = q32_isum(K, u[0], sg[0], y), p1 = q32_isum(K, u[1], sg[1], y + 32);
-                __m256i p01 = _mm256_hadd_epi32(p0, p1);
-                __m256i p2 = q32_isum(K, u[2], sg[2], y + 64), p3 = q32_isum(K, u[3], sg[3], y + 96);
-                __m256i p = _mm256_hadd_epi32(p01, _mm256_hadd_epi32(p2, p3));
+                __m256i p = q32_isum4(K, u, sg, y);
                 __m128i ys4 = _mm_loadu_si128((const __m128i *)ys);
-                if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_mullo_epi32(ys4, _mm_set1_epi32(off))));
+                if (off) { // off * ys by shifts where off is a power of two (a multiply costs a mul-port slot)
+                    __m128i o = off == 8 ? _mm_slli_epi32(ys4, 3) : off == 16 ? _mm_slli_epi32(ys4, 4) : _mm_mullo_epi32(ys4, _mm_set1_epi32(off));
+                    p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(o));
+                }
                 __m128 dy = _mm_loadu_ps(yd);
-                __m128 sc = _mm_mul_ps(dw, dy);
+                __m256 sc = _mm256_mul_ps(dw8, _mm256_broadcast_ps((const __m128 *)yd)); // dw dy in both halves
                 __m256 *ac = &acc[k * RT + r];
-                *ac = _mm256_fmadd_ps(_mm256_set_m128(sc, sc), _mm256_cvtepi32_ps(p), *ac);
-                if (K == K_Q4_1)
+                *ac = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(p), *ac);
+                if (q32_has_min(K))
                     *ac = _mm256_fmadd_ps(_mm256_zextps128_ps256(m4), _mm256_zextps128_ps256(_mm_mul_ps(dy, _mm_cvtepi32_ps(ys4))), *ac);
             }
         }
@@ -254,7 +281,7 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
             const void *w = (const char *)w0 + ws * k;
             __m256i sg = q32_unpack(K, w, i), u = K == K_Q8_0 ? _mm256_sign_epi8(sg, sg) : sg;
             float dw = q32_scale(K, w, i);
-            float m = K == K_Q4_1 ? ld_f16(((const block_q4_1 *)w)[i].m) : 0.0f;
+            float m = q32_has_min(K) ? ld_f16((const uint8_t *)w + bsz * (size_t)i + 2) : 0.0f;
             for (int r = 0; r < RT; r++) {
                 const void *xr = (const char *)vx + stride * r;
                 const int8_t *y = XG_QS(xr, i / 4) + 32 * (i % 4);
@@ -264,7 +291,7 @@ AVX2 static inline __attribute__((always_inline)) void q32_tile(int K, const voi
                 if (off) p = _mm256_sub_epi32(p, _mm256_zextsi128_si256(_mm_cvtsi32_si128(off * ys)));
                 __m256 *ac = &acc[k * RT + r];
                 *ac = _mm256_fmadd_ps(_mm256_set1_ps(dw * yd[0]), _mm256_cvtepi32_ps(p), *ac);
-                if (K == K_Q4_1)
+                if (q32_has_min(K))
                     *ac = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_set_ss(m)), _mm256_zextps128_ps256(_mm_set_ss(yd[0] * (float)ys)), *ac);
             }
         }
@@ -287,6 +314,7 @@ Q32_KERNELS(q8_0, K_Q8_0)
 Q32_KERNELS(q4_0, K_Q4_0)
 Q32_KERNELS(q4_1, K_Q4_1)
 Q32_KERNELS(q5_0, K_Q5_0)
+Q32_KERNELS(q5_1, K_Q5_1)
 Q32_KERNELS(mxfp4, K_MXFP4)
 
 // ---------------------------------------------------------------------------
@@ -473,6 +501,149 @@ AVX2 static float dot_q6_K(const void *w, const void *x, int n) { float s; q6K_t
 AVX2 static void dot4_q6_K(const void *w, const void *x, size_t st, int n, float *s) { q6K_tokens(w, x, st, n, 4, s); }
 AVX2 static void dot8_q6_K(const void *w, const void *x, size_t st, int n, float *s) { q6K_tokens(w, x, st, n, 8, s); }
 
+// q2_K and q3_K: 16 groups of 16 with 2 low bits per element, element 128h +
+// 32k + l in bits 2k..2k+1 of qs[32h + l]. One 32-byte load per half gives
+// its four 32-element chunks by a shift and a mask; chunk (h, k) spans groups
+// 8h + 2k (the low 128-bit lane) and 8h + 2k + 1 (the high lane), so its
+// scales come from one in-lane shuffle of the half's 8 scales (sch[h], in
+// both lanes). Per token: maddubs of the chunk with the activations, madd
+// with the scales, and one float multiply-add per super-block.
+
+// shuffle picking 16-bit lane e into every lane of the low half and e + 1
+// into every lane of the high half
+AVX2 static inline __m256i pick16x2(int e) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)((2 * e + 3) << 8 | (2 * e + 2))),
+                            _mm_set1_epi16((short)((2 * e + 1) << 8 | 2 * e)));
+}
+
+// q2_K: x = d (sc & 15) q - dmin (sc >> 4), q in 0..3; the mins meet the
+// activation's 16 group sums in one madd per super-block, as q4_K.
+AVX2 static inline __attribute__((always_inline)) void q2K_tokens(const void *vw, const void *vx, size_t stride, int n,
+                                                                  int R, float *s) {
+    const block_q2_K *w = vw;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK_K; i++) {
+        if (R == 1) {
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        }
+        __m128i sm = _mm_loadu_si128((const __m128i *)w[i].scales);
+        __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
+        __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+        __m256i sch[2] = {_mm256_permute4x64_epi64(sc, 0x44), _mm256_permute4x64_epi64(sc, 0xee)};
+        float d = ld_f16(w[i].d), dmin = ld_f16(w[i].dmin);
+        __m256i sumi[8];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) sumi[r] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8")
+        for (int h = 0; h < 2; h++) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * h));
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 4; k++) {
+                __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3);
+                __m256i sck = _mm256_shuffle_epi8(sch[h], pick16x2(2 * k));
+                _Pragma("GCC unroll 8")
+                for (int r = 0; r < R; r++) {
+                    const int8_t *y = ((const block_q8_K *)((const char *)vx + stride * r) + i)->qs + 128 * h + 32 * k;
+                    __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y));
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sck));
+                }
+            }
+        }
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+            float dy = ld_f32(x->d);
+            __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)x->bsums));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dy * d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(dy * dmin), _mm256_cvtepi32_ps(pm), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) s[r] = hsum8(acc[r]);
+}
+
+AVX2 static float dot_q2_K(const void *w, const void *x, int n) { float s; q2K_tokens(w, x, 0, n, 1, &s); return s; }
+AVX2 static void dot4_q2_K(const void *w, const void *x, size_t st, int n, float *s) { q2K_tokens(w, x, st, n, 4, s); }
+AVX2 static void dot8_q2_K(const void *w, const void *x, size_t st, int n, float *s) { q2K_tokens(w, x, st, n, 8, s); }
+
+// q3_K's 16 signed 6-bit scales (sc - 32) as bytes, unpacked with 32-bit
+// masks (q3_K_scales for all 16 at once): the low 4 bits are the nibbles of
+// scales[0..7], the high 2 bits bit pairs of scales[8..11].
+AVX2 static inline __m128i q3K_scales(const uint8_t *q) {
+    uint32_t a[3];
+    memcpy(a, q, 12);
+    const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4),               // groups 0..3
+                               (int)((a[1] & m4) | (a[2] >> 2 & m2) << 4),          // 4..7
+                               (int)((a[0] >> 4 & m4) | (a[2] >> 4 & m2) << 4),     // 8..11
+                               (int)((a[1] >> 4 & m4) | (a[2] >> 6 & m2) << 4));    // 12..15
+    return _mm_sub_epi8(v, _mm_set1_epi8(32));
+}
+
+// q3_K: x = d (sc - 32) (q - 4) with q = the 2 low bits | the hmask bit << 2
+// (a set high bit is the oracle's "no -4"), so sum (q - 4) y per group is
+// sum q y - 4 times the activation's group sum: one maddubs per chunk, and
+// the offset one madd of the 16 scales with the 16 bsums per super-block, as
+// q6_K. The high bit of element 128h + 32k + l is bit 4h + k of hmask[l].
+AVX2 static inline __attribute__((always_inline)) void q3K_tokens(const void *vw, const void *vx, size_t stride, int n,
+                                                                  int R, float *s) {
+    const block_q3_K *w = vw;
+    const __m256i m3 = _mm256_set1_epi8(3), b4 = _mm256_set1_epi8(4);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK_K; i++) {
+        if (R == 1) {
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        }
+        __m256i sc = _mm256_cvtepi8_epi16(q3K_scales(w[i].scales));
+        __m256i sch[2] = {_mm256_permute4x64_epi64(sc, 0x44), _mm256_permute4x64_epi64(sc, 0xee)};
+        __m256i hm = _mm256_loadu_si256((const __m256i *)w[i].hmask);
+        __m256i sumi[8];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) sumi[r] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8")
+        for (int h = 0; h < 2; h++) {
+            __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * h));
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 4; k++) {
+                // bit b = 4h + k of each hmask byte moved to bit 2: a 16-bit
+                // shift by b - 2 keeps bit 2 of each byte within its byte
+                int b = 4 * h + k;
+                __m256i hb = b < 2 ? _mm256_slli_epi16(hm, 2 - b) : _mm256_srli_epi16(hm, b - 2);
+                __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), m3), _mm256_and_si256(hb, b4));
+                __m256i sck = _mm256_shuffle_epi8(sch[h], pick16x2(2 * k));
+                _Pragma("GCC unroll 8")
+                for (int r = 0; r < R; r++) {
+                    const int8_t *y = ((const block_q8_K *)((const char *)vx + stride * r) + i)->qs + 128 * h + 32 * k;
+                    __m256i p = _mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y));
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sck));
+                }
+            }
+        }
+        float d = ld_f16(w[i].d);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < R; r++) {
+            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+            __m256i corr = _mm256_madd_epi16(sc, _mm256_loadu_si256((const __m256i *)x->bsums));
+            __m256i t = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(corr, 2));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x->d) * d), _mm256_cvtepi32_ps(t), acc[r]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) s[r] = hsum8(acc[r]);
+}
+
+AVX2 static float dot_q3_K(const void *w, const void *x, int n) { float s; q3K_tokens(w, x, 0, n, 1, &s); return s; }
+AVX2 static void dot4_q3_K(const void *w, const void *x, size_t st, int n, float *s) { q3K_tokens(w, x, st, n, 4, s); }
+AVX2 static void dot8_q3_K(const void *w, const void *x, size_t st, int n, float *s) { q3K_tokens(w, x, st, n, 8, s); }
+
 // The activation quantizer: the same max, scales and round-half-to-even as
 // the scalar act_quant_q8_0 (and as ggml's x86 quantize_row_q8_0), so the
 // blocks are identical. One block: its f16 scale, and its 32 values (their
@@ -526,16 +697,45 @@ AVX2 static void act_quant_q8_0x4_avx2(const float *x, void *vy, int n) {
     }
 }
 
-const vecdot_kernel vecdot_avx2[DT_COUNT] = {
-    [DT_F32] = {DT_F32, dot_f32, NULL, dot4_f32, NULL, 0, dotr_f32, tile24_f32},
-    [DT_F16] = {DT_F32, dot_f16, NULL, dot4_f16, NULL, 0, dotr_f16, tile24_f16},
-    [DT_BF16] = {DT_F32, dot_bf16, NULL, dot4_bf16, NULL, 0, dotr_bf16, tile24_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0x4_avx2, dot4_q8_0, dot8_q8_0, 1, dotr_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0x4_avx2, dot4_q4_0, dot8_q4_0, 1, dotr_q4_0},
-    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0x4_avx2, dot4_q4_1, dot8_q4_1, 1, dotr_q4_1},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0x4_avx2, dot4_q5_0, dot8_q5_0, 1, dotr_q5_0},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0x4_avx2, dot4_mxfp4, dot8_mxfp4, 1, dotr_mxfp4},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K, dot4_q4_K, dot8_q4_K},
-    [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
-    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K, dot4_q6_K, dot8_q6_K},
+const vecdot_kernel vecdot_avx2_f32 = {
+    .act_type = DT_F32, .dot = dot_f32, .dot4 = dot4_f32, .dotr = dotr_f32, .tile24 = tile24_f32,
+};
+const vecdot_kernel vecdot_avx2_f16 = {
+    .act_type = DT_F32, .dot = dot_f16, .dot4 = dot4_f16, .dotr = dotr_f16, .tile24 = tile24_f16,
+};
+const vecdot_kernel vecdot_avx2_bf16 = {
+    .act_type = DT_F32, .dot = dot_bf16, .dot4 = dot4_bf16, .dotr = dotr_bf16, .tile24 = tile24_bf16,
+};
+const vecdot_kernel vecdot_avx2_q8_0 = {
+    .act_type = DT_Q8_0, .dot = dot_q8_0, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q8_0, .dot8 = dot8_q8_0, .grouped = 1, .dotr = dotr_q8_0,
+};
+const vecdot_kernel vecdot_avx2_q4_0 = {
+    .act_type = DT_Q8_0, .dot = dot_q4_0, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q4_0, .dot8 = dot8_q4_0, .grouped = 1, .dotr = dotr_q4_0,
+};
+const vecdot_kernel vecdot_avx2_q4_1 = {
+    .act_type = DT_Q8_0, .dot = dot_q4_1, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q4_1, .dot8 = dot8_q4_1, .grouped = 1, .dotr = dotr_q4_1,
+};
+const vecdot_kernel vecdot_avx2_q5_0 = {
+    .act_type = DT_Q8_0, .dot = dot_q5_0, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q5_0, .dot8 = dot8_q5_0, .grouped = 1, .dotr = dotr_q5_0,
+};
+const vecdot_kernel vecdot_avx2_q5_1 = {
+    .act_type = DT_Q8_0, .dot = dot_q5_1, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_q5_1, .dot8 = dot8_q5_1, .grouped = 1, .dotr = dotr_q5_1,
+};
+const vecdot_kernel vecdot_avx2_mxfp4 = {
+    .act_type = DT_Q8_0, .dot = dot_mxfp4, .quant = act_quant_q8_0x4_avx2, .dot4 = dot4_mxfp4, .dot8 = dot8_mxfp4, .grouped = 1, .dotr = dotr_mxfp4,
+};
+const vecdot_kernel vecdot_avx2_q2_K = {
+    .act_type = DT_Q8_K, .dot = dot_q2_K, .quant = act_quant_q8_K, .dot4 = dot4_q2_K, .dot8 = dot8_q2_K,
+};
+const vecdot_kernel vecdot_avx2_q3_K = {
+    .act_type = DT_Q8_K, .dot = dot_q3_K, .quant = act_quant_q8_K, .dot4 = dot4_q3_K, .dot8 = dot8_q3_K,
+};
+const vecdot_kernel vecdot_avx2_q4_K = {
+    .act_type = DT_Q8_K, .dot = dot_q4_K, .quant = act_quant_q8_K, .dot4 = dot4_q4_K, .dot8 = dot8_q4_K,
+};
+const vecdot_kernel vecdot_avx2_q5_K = {
+    .act_type = DT_Q8_K, .dot = dot_q5_K, .quant = act_quant_q8_K,
+};
+const vecdot_kernel vecdot_avx2_q6_K = {
+    .act_type = DT_Q8_K, .dot = dot_q6_K, .quant = act_quant_q8_K, .dot4 = dot4_q6_K, .dot8 = dot8_q6_K,
 };

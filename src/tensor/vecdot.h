@@ -6,8 +6,8 @@
 // f16, bf16) are dotted with f32 activations. The scalar versions here are the
 // oracle of the SIMD ones (vecdot_avx2.c), and tests/test_kernels.c holds them
 // to it.
-#ifndef INFER_COMPUTE_CPU_VECDOT_H
-#define INFER_COMPUTE_CPU_VECDOT_H
+#ifndef INFER_TENSOR_VECDOT_H
+#define INFER_TENSOR_VECDOT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +56,9 @@ size_t act_row_size(const vecdot_kernel *k, int n);
 void act_quant_q8_0(const float *x, void *y, int n);
 void act_quant_q8_K(const float *x, void *y, int n);
 
+// Each type's row in the traits table (dtype.c) holds its scalar kernel and
+// its SIMD one; these pick from it.
+//
 // The kernel for a weight type: SIMD when the CPU has it, else scalar. NULL
 // for types without one (the matmul then uses the traits' f32 dot).
 const vecdot_kernel *vecdot_get(int wtype);
@@ -68,7 +71,28 @@ const char *vecdot_isa(void);
 // Forces the scalar kernels (for comparisons); returns the previous setting.
 int vecdot_force_scalar(int on);
 
-// AVX2 kernels (vecdot_avx2.c); NULL entries where there is none.
-extern const vecdot_kernel vecdot_avx2[];
+// The scalar oracles (vecdot_ref.c), ggml's generic vec_dot_<w>_<act>:
+// float weights against f32 activations, the rest against q8_0 or q8_K.
+#define VECDOT_REF(w, a) float vecdot_##w##_##a(const void *w, const void *x, int n);
+VECDOT_REF(f32, f32)
+VECDOT_REF(f16, f32)
+VECDOT_REF(bf16, f32)
+VECDOT_REF(q8_0, q8_0)
+VECDOT_REF(q4_0, q8_0)
+VECDOT_REF(q4_1, q8_0)
+VECDOT_REF(q5_0, q8_0)
+VECDOT_REF(q5_1, q8_0)
+VECDOT_REF(mxfp4, q8_0)
+VECDOT_REF(q2_K, q8_K)
+VECDOT_REF(q3_K, q8_K)
+VECDOT_REF(q4_K, q8_K)
+VECDOT_REF(q5_K, q8_K)
+VECDOT_REF(q6_K, q8_K)
+#undef VECDOT_REF
+
+// The AVX2 kernels (vecdot_avx2.c).
+extern const vecdot_kernel vecdot_avx2_f32, vecdot_avx2_f16, vecdot_avx2_bf16, vecdot_avx2_q8_0,
+    vecdot_avx2_q4_0, vecdot_avx2_q4_1, vecdot_avx2_q5_0, vecdot_avx2_q5_1, vecdot_avx2_mxfp4,
+    vecdot_avx2_q2_K, vecdot_avx2_q3_K, vecdot_avx2_q4_K, vecdot_avx2_q5_K, vecdot_avx2_q6_K;
 
 #endif

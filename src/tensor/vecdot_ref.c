@@ -1,9 +1,9 @@
 // Scalar reference row kernels (ggml's generic vec_dot_*_q8_* formulas) and
 // the per-CPU dispatch.
-#include "compute/cpu/vecdot.h"
+#include "tensor/vecdot.h"
 
 #include <stdatomic.h>
-#include "compute/cpu/vec.h"
+#include "base/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
 #include "base/half.h"
@@ -18,14 +18,14 @@ static inline int16_t ld_i16(const uint8_t *p) { int16_t v; memcpy(&v, p, 2); re
 // ---------------------------------------------------------------------------
 // float weights, f32 activations
 
-static float dot_f32(const void *w, const void *x, int n) { return dtype_get(DT_F32)->dot(w, x, n); }
-static float dot_f16(const void *w, const void *x, int n) { return dtype_get(DT_F16)->dot(w, x, n); }
-static float dot_bf16(const void *w, const void *x, int n) { return dtype_get(DT_BF16)->dot(w, x, n); }
+float vecdot_f32_f32(const void *w, const void *x, int n) { return dtype_get(DT_F32)->dot(w, x, n); }
+float vecdot_f16_f32(const void *w, const void *x, int n) { return dtype_get(DT_F16)->dot(w, x, n); }
+float vecdot_bf16_f32(const void *w, const void *x, int n) { return dtype_get(DT_BF16)->dot(w, x, n); }
 
 // ---------------------------------------------------------------------------
 // 32-element blocks against q8_0 activations
 
-static float dot_q8_0(const void *vw, const void *vx, int n) {
+float vecdot_q8_0_q8_0(const void *vw, const void *vx, int n) {
     const block_q8_0 *w = vw, *x = vx;
     float s = 0;
     for (int i = 0; i < n / QK; i++) {
@@ -36,7 +36,7 @@ static float dot_q8_0(const void *vw, const void *vx, int n) {
     return s;
 }
 
-static float dot_q4_0(const void *vw, const void *vx, int n) {
+float vecdot_q4_0_q8_0(const void *vw, const void *vx, int n) {
     const block_q4_0 *w = vw;
     const block_q8_0 *x = vx;
     float s = 0;
@@ -50,7 +50,7 @@ static float dot_q4_0(const void *vw, const void *vx, int n) {
 }
 
 // x = d q + m: d dx sum(q y) + m dx sum(y), against q8_0 activations
-static float dot_q4_1(const void *vw, const void *vx, int n) {
+float vecdot_q4_1_q8_0(const void *vw, const void *vx, int n) {
     const block_q4_1 *w = vw;
     const block_q8_0 *x = vx;
     float s = 0;
@@ -66,7 +66,7 @@ static float dot_q4_1(const void *vw, const void *vx, int n) {
     return s;
 }
 
-static float dot_q5_0(const void *vw, const void *vx, int n) {
+float vecdot_q5_0_q8_0(const void *vw, const void *vx, int n) {
     const block_q5_0 *w = vw;
     const block_q8_0 *x = vx;
     float s = 0;
@@ -84,24 +84,35 @@ static float dot_q5_0(const void *vw, const void *vx, int n) {
     return s;
 }
 
-static const int8_t kv_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
-// 2^(e-128) (ggml_e8m0_to_fp32_half)
-static inline float e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+// q5_1 (x = d q + m, q 5 bits) as q4_1
+float vecdot_q5_1_q8_0(const void *vw, const void *vx, int n) {
+    const block_q5_1 *w = vw;
+    const block_q8_0 *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK; i++) {
+        uint32_t qh;
+        memcpy(&qh, w[i].qh, 4);
+        int sumi = 0, sumy = 0;
+        for (int j = 0; j < QK / 2; j++) {
+            int lo = (w[i].qs[j] & 15) | (((qh >> j) & 1) << 4);
+            int hi = (w[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+            sumi += lo * x[i].qs[j] + hi * x[i].qs[j + QK / 2];
+            sumy += x[i].qs[j] + x[i].qs[j + QK / 2];
+        }
+        float dx = ld_f16(x[i].d);
+        s += sumi * (ld_f16(w[i].d) * dx) + sumy * (ld_f16(w[i].m) * dx);
+    }
+    return s;
 }
 
-static float dot_mxfp4(const void *vw, const void *vx, int n) {
+float vecdot_mxfp4_q8_0(const void *vw, const void *vx, int n) {
     const block_mxfp4 *w = vw;
     const block_q8_0 *x = vx;
     float s = 0;
     for (int i = 0; i < n / QK; i++) {
         int sumi = 0;
         for (int j = 0; j < QK / 2; j++)
-            sumi += kv_mxfp4[w[i].qs[j] & 15] * x[i].qs[j] + kv_mxfp4[w[i].qs[j] >> 4] * x[i].qs[j + QK / 2];
+            sumi += kvalues_mxfp4[w[i].qs[j] & 15] * x[i].qs[j] + kvalues_mxfp4[w[i].qs[j] >> 4] * x[i].qs[j + QK / 2];
         s += sumi * (e8m0_half(w[i].e) * ld_f16(x[i].d));
     }
     return s;
@@ -110,18 +121,54 @@ static float dot_mxfp4(const void *vw, const void *vx, int n) {
 // ---------------------------------------------------------------------------
 // k-quants against q8_K activations
 
-// The 6-bit scale and min of group j of a q4_K/q5_K block (get_scale_min_k4).
-static inline void scale_min(int j, const uint8_t *q, int *sc, int *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+
+// q2_K: x = d (sc & 15) q - dmin (sc >> 4) per group of 16; the mins meet
+// the activation's group sums (bsums).
+float vecdot_q2_K_q8_K(const void *vw, const void *vx, int n) {
+    const block_q2_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        float dy = ld_f32(x[i].d);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 16; g++) summ += (w[i].scales[g] >> 4) * ld_i16(x[i].bsums + 2 * g);
+        for (int h = 0; h < 2; h++)
+            for (int sh = 0; sh < 4; sh++)
+                for (int k = 0; k < 2; k++) {
+                    const uint8_t *q = w[i].qs + 32 * h + 16 * k;
+                    const int8_t *y = x[i].qs + 128 * h + 32 * sh + 16 * k;
+                    int si = 0;
+                    for (int l = 0; l < 16; l++) si += ((q[l] >> 2 * sh) & 3) * y[l];
+                    sumi += (w[i].scales[8 * h + 2 * sh + k] & 15) * si;
+                }
+        s += dy * ld_f16(w[i].d) * sumi - dy * ld_f16(w[i].dmin) * summ;
     }
+    return s;
 }
 
-static float dot_q4_K(const void *vw, const void *vx, int n) {
+// q3_K: x = d (sc - 32) (q - 4 unless the high bit is set) per group of 16.
+float vecdot_q3_K_q8_K(const void *vw, const void *vx, int n) {
+    const block_q3_K *w = vw;
+    const block_q8_K *x = vx;
+    float s = 0;
+    for (int i = 0; i < n / QK_K; i++) {
+        int sc[16], sumi = 0;
+        q3_K_scales(w[i].scales, sc);
+        for (int h = 0; h < 2; h++)
+            for (int sh = 0; sh < 4; sh++)
+                for (int k = 0; k < 2; k++) {
+                    const uint8_t *q = w[i].qs + 32 * h + 16 * k, *hm = w[i].hmask + 16 * k;
+                    const int8_t *y = x[i].qs + 128 * h + 32 * sh + 16 * k;
+                    int m = 1 << (4 * h + sh), si = 0;
+                    for (int l = 0; l < 16; l++) si += (((q[l] >> 2 * sh) & 3) - (hm[l] & m ? 0 : 4)) * y[l];
+                    sumi += sc[8 * h + 2 * sh + k] * si;
+                }
+        s += ld_f32(x[i].d) * ld_f16(w[i].d) * sumi;
+    }
+    return s;
+}
+
+float vecdot_q4_K_q8_K(const void *vw, const void *vx, int n) {
     const block_q4_K *w = vw;
     const block_q8_K *x = vx;
     float s = 0;
@@ -130,7 +177,7 @@ static float dot_q4_K(const void *vw, const void *vx, int n) {
         int sumi = 0, summ = 0;
         for (int g = 0; g < 8; g++) {
             int sc, m;
-            scale_min(g, w[i].scales, &sc, &m);
+            scale_min_k4(g, w[i].scales, &sc, &m);
             summ += m * (ld_i16(x[i].bsums + 4 * g) + ld_i16(x[i].bsums + 4 * g + 2));
             const uint8_t *q = w[i].qs + 32 * (g / 2);
             const int8_t *y = x[i].qs + 32 * g;
@@ -143,7 +190,7 @@ static float dot_q4_K(const void *vw, const void *vx, int n) {
     return s;
 }
 
-static float dot_q5_K(const void *vw, const void *vx, int n) {
+float vecdot_q5_K_q8_K(const void *vw, const void *vx, int n) {
     const block_q5_K *w = vw;
     const block_q8_K *x = vx;
     float s = 0;
@@ -152,7 +199,7 @@ static float dot_q5_K(const void *vw, const void *vx, int n) {
         int sumi = 0, summ = 0;
         for (int g = 0; g < 8; g++) {
             int sc, m;
-            scale_min(g, w[i].scales, &sc, &m);
+            scale_min_k4(g, w[i].scales, &sc, &m);
             summ += m * (ld_i16(x[i].bsums + 4 * g) + ld_i16(x[i].bsums + 4 * g + 2));
             const uint8_t *q = w[i].qs + 32 * (g / 2);
             const int8_t *y = x[i].qs + 32 * g;
@@ -168,7 +215,7 @@ static float dot_q5_K(const void *vw, const void *vx, int n) {
     return s;
 }
 
-static float dot_q6_K(const void *vw, const void *vx, int n) {
+float vecdot_q6_K_q8_K(const void *vw, const void *vx, int n) {
     const block_q6_K *w = vw;
     const block_q8_K *x = vx;
     float s = 0;
@@ -234,31 +281,18 @@ size_t act_row_size(const vecdot_kernel *k, int n) {
 
 // ---------------------------------------------------------------------------
 
-static const vecdot_kernel g_ref[DT_COUNT] = {
-    [DT_F32] = {DT_F32, dot_f32},
-    [DT_F16] = {DT_F32, dot_f16},
-    [DT_BF16] = {DT_F32, dot_bf16},
-    [DT_Q8_0] = {DT_Q8_0, dot_q8_0, act_quant_q8_0},
-    [DT_Q4_0] = {DT_Q8_0, dot_q4_0, act_quant_q8_0},
-    [DT_Q5_0] = {DT_Q8_0, dot_q5_0, act_quant_q8_0},
-    [DT_Q4_1] = {DT_Q8_0, dot_q4_1, act_quant_q8_0},
-    [DT_MXFP4] = {DT_Q8_0, dot_mxfp4, act_quant_q8_0},
-    [DT_Q4_K] = {DT_Q8_K, dot_q4_K, act_quant_q8_K},
-    [DT_Q5_K] = {DT_Q8_K, dot_q5_K, act_quant_q8_K},
-    [DT_Q6_K] = {DT_Q8_K, dot_q6_K, act_quant_q8_K},
-};
 
 // Tests switch the SIMD kernels off to compare them with their oracles.
 static atomic_int g_force_scalar;
 
 const vecdot_kernel *vecdot_get_ref(int t) {
-    if (t < 0 || t >= DT_COUNT || !g_ref[t].dot) return NULL;
-    return &g_ref[t];
+    const dtype_traits *tr = dtype_get(t);
+    return tr && tr->ref.dot ? &tr->ref : NULL;
 }
 
 const vecdot_kernel *vecdot_get_simd(int t) {
-    if (t < 0 || t >= DT_COUNT || !cpu_has_avx2() || !vecdot_avx2[t].dot) return NULL;
-    return &vecdot_avx2[t];
+    const dtype_traits *tr = dtype_get(t);
+    return tr && cpu_has_avx2() ? tr->avx2 : NULL;
 }
 
 const vecdot_kernel *vecdot_get(int t) {

@@ -1,0 +1,82 @@
+// The backend seam: the forward pass (inference/forward.c) runs every layer
+// operation through a backend's ops table, and nothing else in it computes.
+//
+// Two backends exist: "cpu" (SIMD kernels chosen at run time, threaded over
+// the context's pool; compute/cpu/backend_cpu.c) and "reference" (the scalar
+// oracles, one thread, written for reading; compute/ref/backend_ref.c). The
+// fixture tests run every family through both: the reference against
+// transformers, the CPU backend against the reference.
+//
+// Buffers are host floats in row-major rows for now; a device backend will
+// own its KV cache and scratch behind the same calls.
+#ifndef INFER_COMPUTE_BACKEND_H
+#define INFER_COMPUTE_BACKEND_H
+
+#include <stddef.h>
+#include "compute/cpu/ops.h"
+#include "tensor/tensor.h"
+
+enum norm_op {
+    NORM_OP_RMS,          // x / rms(x) * w
+    NORM_OP_RMS_PLUS_ONE, // x / rms(x) * (1 + w) (Gemma 2/3)
+    NORM_OP_LAYER,        // (x - mean) / std * w + b
+};
+
+// Attention of one layer for T query rows, in blocks of rows of one sequence
+// each: row t is at position pos[t] of its sequence and attends to positions
+// (pos - window, pos] (all up to pos when window is 0) of that sequence's
+// cache (k[t], v[t]: rows of KV * hd). Query head h uses kv head h / (H / KV).
+typedef struct {
+    const float *q;          // T rows of H * hd
+    float *out;              // T rows of H * hd
+    int T, H, KV, hd, window;
+    const int *pos;
+    const float *const *k, *const *v;     // per row: its sequence's cache of this layer
+    const int *blk0, *blk_n; int n_blk;   // blocks: first row and row count
+    float scale;             // multiplies q.k
+    float softcap;           // 0: none
+    const float *sinks;      // per query head, or NULL (gpt-oss)
+    int ggml_numerics;       // probabilities rounded to f16 before meeting V, as ggml does
+    float *scores;           // workspace: per thread, B * (H / KV) rows of `stride` floats
+    int B, stride;
+} attn_desc;
+
+typedef struct backend backend;
+
+typedef struct {
+    const char *name;
+    // y (T, n_out) = x (T, n_in) @ W^T (+ bias), W in its stored type.
+    void (*matmul)(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in,
+                   int n_out);
+    // n <= 4 products of one token: y[i] = x W_i^T (+ bias[i]).
+    void (*matmul_multi)(backend *b, int n, float *const *y, const float *x, const weight *const *w,
+                         const float *const *bias, int n_in, const int *n_out);
+    // rows of n: out = norm(x) (enum norm_op; w, b may be NULL).
+    void (*norm)(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n,
+                 float eps, int kind);
+    // Rotates the heads of each of `rows` rows (heads * hd) at pos[row].
+    void (*rope)(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r);
+    void (*attention)(backend *b, const attn_desc *d);
+    // In place: x = act(x) over rows of n (ggml: as ggml's CPU backend computes it).
+    void (*act)(backend *b, float *x, int rows, int n, int act, int ggml);
+    // g = act(g) * u over rows of n (u NULL: act only).
+    void (*glu)(backend *b, float *g, const float *u, int rows, int n, int act, int ggml);
+    // x += o * s over rows of n.
+    void (*residual)(backend *b, float *x, const float *o, float s, int rows, int n);
+    // x rounded to f16 (ggml's K/V and q).
+    void (*round_f16)(backend *b, float *x, size_t n);
+    // In place over n values.
+    void (*softmax)(backend *b, float *x, int n);
+} backend_ops;
+
+struct backend {
+    const backend_ops *ops;
+    cpu_exec *ex;            // threads and scratch of the CPU backends
+};
+
+extern const backend_ops backend_cpu_ops, backend_ref_ops;
+
+// The ops table of a backend by name ("cpu", "reference"), or NULL.
+const backend_ops *backend_find(const char *name);
+
+#endif
