@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The libraries an application links (libinfer.a, libinfer.so) define infer_*
-# names and nothing else, and every function include/infer.h declares; the
+# The libraries an application links (libinfer.a, libinfer.so) define exactly
+# the functions include/infer.h declares (each marked INFER_API), no other; the
 # internal library of the tests does hold the names that would clash (gguf_*).
 # usage: cli_exports.sh INFER_BIN FIXTURES_DIR (the libraries are beside the binary)
 build=$(dirname "$1")
@@ -12,6 +12,11 @@ trap 'rm -rf "$tmp"' EXIT
 # the functions infer.h declares
 grep -o '^INFER_API [^(]*(' "$header" | sed 's/($//; s/.*[ *]//' | sort -u >"$tmp/api"
 [ "$(wc -l <"$tmp/api")" -gt 50 ] || { echo "FAILED: only $(wc -l <"$tmp/api") INFER_API functions found in $header"; fail=1; }
+# a declaration without INFER_API would be hidden from applications
+if grep -E '^[a-z][a-z0-9_ ]*[ *]infer_[a-z0-9_]+\(' "$header" | grep -v '^typedef' >"$tmp/unmarked"; then
+    echo "FAILED: declared in infer.h without INFER_API: $(tr '\n' ' ' <"$tmp/unmarked")"
+    fail=1
+fi
 
 check() { # label, file of defined global names
     local label=$1 names=$2
@@ -21,6 +26,10 @@ check() { # label, file of defined global names
     fi
     if ! comm -23 "$tmp/api" "$names" >"$tmp/missing" || [ -s "$tmp/missing" ]; then
         echo "FAILED: $label lacks infer.h's $(tr '\n' ' ' <"$tmp/missing")"
+        fail=1
+    fi
+    if ! comm -13 "$tmp/api" "$names" >"$tmp/extra" || [ -s "$tmp/extra" ]; then
+        echo "FAILED: $label exports infer_* names infer.h does not declare: $(tr '\n' ' ' <"$tmp/extra")"
         fail=1
     fi
 }
