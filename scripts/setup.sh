@@ -10,6 +10,7 @@ need=()
 command -v cmake >/dev/null || need+=(cmake)
 command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
+command -v pkg-config >/dev/null || need+=(pkg-config) # tests/cli_example.sh builds against the installed library
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"

@@ -173,7 +173,11 @@ int cmd_bench(int argc, char **argv) {
         if (!bl) return 1;
         if (n_batch > 16) { free(bl); return cli_error("bench: --batch takes at most 16 counts"); }
         for (int i = 0; i < n_batch; i++) {
-            if (bl[i] < 1 || bl[i] > 256) { free(bl); return cli_error("bench: --batch counts must be 1 to 256, not %d", bl[i]); }
+            if (bl[i] < 1 || bl[i] > 256) {
+                int bad = bl[i];
+                free(bl);
+                return cli_error("bench: --batch counts must be 1 to 256, not %d", bad);
+            }
             batch[i] = bl[i];
         }
         free(bl);

@@ -154,10 +154,12 @@ int cmd_bench_components(int argc, char **argv) {
         switch (opt) {
         case OPT_TYPE: type = optarg; break;
         case 'p':
-            if ((T = cli_parse_count("-p", optarg, 4096)) < 1) return T == 0 ? cli_error("bench-components: -p must be at least 1") : 1;
+            if ((T = cli_parse_count("-p", optarg, 4096)) < 0) return 1;
+            if (T == 0) return cli_error("bench-components: -p must be at least 1");
             break;
         case 'r':
-            if ((reps = cli_parse_count("-r", optarg, 1000)) < 1) return reps == 0 ? cli_error("bench-components: -r must be at least 1") : 1;
+            if ((reps = cli_parse_count("-r", optarg, 1000)) < 0) return 1;
+            if (reps == 0) return cli_error("bench-components: -r must be at least 1");
             break;
         }
     }

@@ -40,10 +40,12 @@ int cmd_bench_knn(int argc, char **argv) {
     while ((opt = cli_next(&o, argc, argv, "ht:r:k:", g_opts)) > 0) {
         switch (opt) {
         case 'r':
-            if ((reps = cli_parse_count("-r", optarg, 100000)) < 1) return reps == 0 ? cli_error("bench-knn: -r must be at least 1") : 1;
+            if ((reps = cli_parse_count("-r", optarg, 100000)) < 0) return 1;
+            if (reps == 0) return cli_error("bench-knn: -r must be at least 1");
             break;
         case OPT_FEATURES:
-            if ((F = cli_parse_count("--features", optarg, 1 << 20)) < 1) return F == 0 ? cli_error("bench-knn: --features must be at least 1") : 1;
+            if ((F = cli_parse_count("--features", optarg, 1 << 20)) < 0) return 1;
+            if (F == 0) return cli_error("bench-knn: --features must be at least 1");
             break;
         case OPT_HIDDEN:
             if ((H = cli_parse_count("--hidden", optarg, 1 << 16)) < 0) return 1;

@@ -12,9 +12,13 @@ typedef struct {
     int type;
 } type_opt;
 
-static const type_opt g_gate[] = {{"f32", INFER_TYPE_F32}, {"f16", INFER_TYPE_F16}, {"q4", INFER_TYPE_Q4_0}, {"q4_0", INFER_TYPE_Q4_0}, {NULL, 0}};
+static const type_opt g_gate[] = {
+    {"f32", INFER_TYPE_F32}, {"f16", INFER_TYPE_F16}, {"q4", INFER_TYPE_Q4_0}, {"q4_0", INFER_TYPE_Q4_0}, {NULL, 0},
+};
 static const type_opt g_ffn[] = {{"f16", INFER_TYPE_F16}, {"q8_0", INFER_TYPE_Q8_0}, {"q4_k", INFER_TYPE_Q4_K}, {NULL, 0}};
-static const type_opt g_head[] = {{"q4_k", INFER_TYPE_Q4_K}, {"q8_0", INFER_TYPE_Q8_0}, {"q4_0", INFER_TYPE_Q4_0}, {"f16", INFER_TYPE_F16}, {NULL, 0}};
+static const type_opt g_head[] = {
+    {"q4_k", INFER_TYPE_Q4_K}, {"q8_0", INFER_TYPE_Q8_0}, {"q4_0", INFER_TYPE_Q4_0}, {"f16", INFER_TYPE_F16}, {NULL, 0},
+};
 
 // -1 (reported) when s is not one of the flag's types.
 static int parse_type(const char *flag, const char *s, const type_opt *opts, const char *list) {
