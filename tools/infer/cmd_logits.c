@@ -8,30 +8,33 @@
 #include <string.h>
 
 static const char *g_usage =
-    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N]\n"
+    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME]\n"
     "  writes little-endian f32 logits, T x V, for every position of exactly these ids (no BOS added),\n"
     "  from the exact dense path.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "      --ids 1,2,3        the token ids\n"
     "  -o, --out FILE         where the logits go\n"
-    "  -t, --threads N        threads (default 1)\n";
+    "  -t, --threads N        threads (default 1)\n"
+    "      --backend NAME     cpu (default) or reference (the scalar oracles, one thread: slow, for checking)\n";
 
-enum { OPT_IDS = OPT_LOCAL };
+enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
     {"ids", required_argument, NULL, OPT_IDS},
+    {"backend", required_argument, NULL, OPT_BACKEND},
     {"out", required_argument, NULL, 'o'},
     {0},
 };
 
 int cmd_logits(int argc, char **argv) {
-    const char *ids_s = NULL, *out = NULL;
+    const char *ids_s = NULL, *out = NULL, *backend = NULL;
     cli_opts o;
     cli_opts_init(&o, "logits", g_usage);
     int opt;
     while ((opt = cli_next(&o, argc, argv, "hm:t:o:", g_opts)) > 0) {
         switch (opt) {
         case OPT_IDS: ids_s = optarg; break;
+        case OPT_BACKEND: backend = optarg; break;
         case 'o': out = optarg; break;
         }
     }
@@ -50,7 +53,10 @@ int cmd_logits(int argc, char **argv) {
     infer_ctx *c = NULL;
     float *logits = NULL;
     FILE *f = NULL;
-    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || (backend && infer_ctx_set_backend(c, backend))) {
+        cli_error("%s", infer_last_error());
+        goto done;
+    }
     size_t V = (size_t)infer_model_n_vocab(m);
     logits = malloc(sizeof(float) * V * (size_t)n);
     if (!logits) { cli_error("out of memory for %d x %zu logits", n, V); goto done; }
