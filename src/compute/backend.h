@@ -67,6 +67,11 @@ typedef struct {
     void (*round_f16)(backend *b, float *x, size_t n);
     // In place over n values.
     void (*softmax)(backend *b, float *x, int n);
+    // A context's memory: its KV cache and scratch, one zeroed block of the
+    // backend's (NULL when it cannot), and its release.
+    void *(*alloc)(backend *b, size_t bytes);
+    void (*release)(backend *b, void *p);
+    int host;                // that memory is the CPU's: contexts may switch between such backends
 } backend_ops;
 
 struct backend {
@@ -75,6 +80,10 @@ struct backend {
 };
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;
+
+// Host memory for the CPU backends: 64-byte aligned, zeroed.
+void *backend_host_alloc(backend *b, size_t bytes);
+void backend_host_release(backend *b, void *p);
 
 // The ops table of a backend by name ("cpu", "reference"), or NULL.
 const backend_ops *backend_find(const char *name);

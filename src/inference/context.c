@@ -103,12 +103,10 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->be = (backend){&backend_cpu_ops, &c->ex};
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
-    c->arena = aligned_alloc(64, sizeof(float) * floats);
+    c->arena_ops = c->be.ops; // the KV cache and scratch are the backend's memory
+    c->arena = c->be.ops->alloc(&c->be, sizeof(float) * floats);
     if (!c->k_cache || !c->v_cache || !c->arena) ok = 0;
-    else {
-        memset(c->arena, 0, sizeof(float) * floats);
-        ctx_layout(cf, n_ctx, c, c->arena, NULL);
-    }
+    else ctx_layout(cf, n_ctx, c, c->arena, NULL);
     size_t H = (size_t)cf->n_head;
     c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
@@ -130,7 +128,7 @@ void infer_ctx_free(infer_ctx *c) {
     if (!c) return;
     free(c->k_cache);
     free(c->v_cache);
-    free(c->arena);
+    if (c->arena) c->arena_ops->release(&c->be, c->arena);
     free(c->scores);
     free_template(c);
     free(c->plan);
@@ -164,6 +162,9 @@ int infer_ctx_threads(const infer_ctx *c) { return pool_size(c->pool); }
 infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     const backend_ops *ops = backend_find(name);
     if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference)", name ? name : "(null)");
+    if (!ops->host || !c->arena_ops->host)
+        return fail(INFER_ERR_ARG, "backend \"%s\": the context's KV cache lives in another backend's memory; make a new context",
+                    ops->name);
     c->be.ops = ops;
     return INFER_OK;
 }

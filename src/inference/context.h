@@ -41,6 +41,7 @@ struct infer_ctx {
     int n_ctx;          // positions the cache holds
     int n_past;         // positions filled
     float *arena;       // the KV cache and the scratch below: one allocation (context.c's layout)
+    const backend_ops *arena_ops; // the backend whose memory the arena is
     // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
     // NULL for layers that read another layer's K/V.
     float **k_cache, **v_cache;

@@ -7,6 +7,7 @@
 #include "base/pool.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { PAR_ROWS = 4, PAR_ELEMS = 8192 };
@@ -143,6 +144,16 @@ static void attn_task(void *arg, int ith, int nth) {
 
 static void cpu_attention(backend *b, const attn_desc *d) { pool_run(b->ex->pool, attn_task, (void *)d); }
 
+void *backend_host_alloc(backend *b, size_t bytes) {
+    (void)b;
+    size_t n = (bytes + 63) & ~(size_t)63; // aligned_alloc wants a multiple of the alignment
+    void *p = aligned_alloc(64, n ? n : 64);
+    if (p) memset(p, 0, n);
+    return p;
+}
+
+void backend_host_release(backend *b, void *p) { (void)b; free(p); }
+
 const backend_ops backend_cpu_ops = {
     .name = "cpu",
     .matmul = cpu_matmul,
@@ -155,6 +166,9 @@ const backend_ops backend_cpu_ops = {
     .residual = cpu_residual,
     .round_f16 = cpu_round_f16,
     .softmax = cpu_softmax,
+    .alloc = backend_host_alloc,
+    .release = backend_host_release,
+    .host = 1,
 };
 
 const backend_ops *backend_find(const char *name) {

@@ -136,4 +136,7 @@ const backend_ops backend_ref_ops = {
     .residual = ref_residual,
     .round_f16 = ref_round_f16,
     .softmax = ref_softmax,
+    .alloc = backend_host_alloc,
+    .release = backend_host_release,
+    .host = 1,
 };
