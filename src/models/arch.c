@@ -5,6 +5,7 @@
 // tensor names differ, entries in weights.c's name maps.
 #include "models/config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,23 +76,29 @@ const family *family_find_gguf(const char *arch, int has_experts) {
     return any;
 }
 
-const char *family_list(void) {
-    static char buf[512];
-    if (!buf[0]) {
-        size_t o = 0;
-        for (size_t i = 0; i < N_FAMILIES; i++)
-            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", g_families[i].model_type);
+// The lists for messages, written once (models may load on several threads).
+static char g_list[512], g_gguf_list[512];
+static pthread_once_t g_lists_once = PTHREAD_ONCE_INIT;
+
+static void lists_init(void) {
+    size_t o = 0, og = 0;
+    for (size_t i = 0; i < N_FAMILIES; i++) {
+        const family *f = &g_families[i];
+        o += (size_t)snprintf(g_list + o, sizeof g_list - o, "%s%s", i ? ", " : "", f->model_type);
+        if (o >= sizeof g_list) o = sizeof g_list - 1;
+        if (f->gguf_arch && f->gguf_loads_as && !strstr(g_gguf_list, f->gguf_arch)) {
+            og += (size_t)snprintf(g_gguf_list + og, sizeof g_gguf_list - og, "%s%s", og ? ", " : "", f->gguf_arch);
+            if (og >= sizeof g_gguf_list) og = sizeof g_gguf_list - 1;
+        }
     }
-    return buf;
+}
+
+const char *family_list(void) {
+    pthread_once(&g_lists_once, lists_init);
+    return g_list;
 }
 
 const char *family_gguf_list(void) {
-    static char buf[512];
-    if (!buf[0]) {
-        size_t o = 0;
-        for (size_t i = 0; i < N_FAMILIES; i++)
-            if (g_families[i].gguf_arch && g_families[i].gguf_loads_as && !strstr(buf, g_families[i].gguf_arch))
-                o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", o ? ", " : "", g_families[i].gguf_arch);
-    }
-    return buf;
+    pthread_once(&g_lists_once, lists_init);
+    return g_gguf_list;
 }
