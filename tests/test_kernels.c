@@ -7,6 +7,7 @@
 #include "compute/cpu/attn.h"
 #include "base/half.h"
 #include "tensor/dtype.h"
+#include "base/cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -38,9 +39,65 @@ static acts make_acts(const vecdot_kernel *ref, const vecdot_kernel *simd, const
     return a;
 }
 
-static void check_type(int wt, int n, int rows) {
+// The SIMD kernel variants of a type this CPU runs: AVX2, and VNNI where it
+// has one (vecdot_get_simd's pick, checked here to be the best one).
+static int simd_variants(int wt, const vecdot_kernel **v) {
     const dtype_traits *tw = dtype_get(wt);
-    const vecdot_kernel *ref = vecdot_get_ref(wt), *simd = vecdot_get_simd(wt);
+    const vecdot_kernel *best = vecdot_get_simd(wt);
+    int nv = 0;
+    if (!best) return 0;
+    v[nv++] = tw->avx2;
+    if (tw->vnni && cpu_has_vnni()) v[nv++] = tw->vnni;
+    CHECK(best == v[nv - 1], "%s: vecdot_get_simd does not hand out the best kernel", tw->name);
+    return nv;
+}
+
+static void check_kernel(int wt, int n, int rows, const vecdot_kernel *simd);
+
+static void check_type(int wt, int n, int rows) {
+    const vecdot_kernel *v[2];
+    int nv = simd_variants(wt, v);
+    if (!nv) check_kernel(wt, n, rows, NULL);
+    for (int k = 0; k < nv; k++) check_kernel(wt, n, rows, v[k]);
+}
+
+// The VNNI kernels equal the AVX2 ones bit for bit (dot, dot4, dot8, dotr)
+// on random rows and activations, including saturated ones.
+static void check_vnni_bits(int wt, int n) {
+    const dtype_traits *tw = dtype_get(wt);
+    if (!tw->vnni || !cpu_has_vnni()) return;
+    const vecdot_kernel *a2 = tw->avx2, *vn = tw->vnni;
+    size_t wrs = dtype_row_size(wt, n), xrs = act_row_size(a2, n);
+    float *x = malloc(sizeof(float) * 8 * (size_t)n), *row = malloc(sizeof(float) * n);
+    unsigned char *w = malloc(wrs * 4), *xq = malloc(xrs * 8);
+    int same = 1, trials = 0;
+    for (int t = 0; t < 12; t++) {
+        float ws = t % 4 == 0 ? 1e-3f : t % 4 == 1 ? 1.0f : t % 4 == 2 ? 50.0f : 1.0f;
+        for (int k = 0; k < 4; k++) {
+            for (int i = 0; i < n; i++) row[i] = t % 4 == 3 ? (i % 32 == 0 ? -1.0f : 1.0f) * (k + 1) : frand() * ws * (k + 1);
+            if (t % 4 == 3 && t > 4) for (int i = 0; i < n; i++) row[i] = (i % 16 == 3 ? 0.5f : 1.0f) * (t % 8 < 4 ? 1 : -1);
+            tw->from_float(row, w + wrs * k, n);
+        }
+        for (int i = 0; i < 8 * n; i++) x[i] = t % 4 == 3 ? (i % 2 ? 1.0f : -1.0f) * (t % 8 < 4 ? 1 : -1) : frand() * (i % 11 == 0 ? 9.0f : 1.0f);
+        for (int r = 0; r < 8; r++) a2->quant(x + (size_t)r * n, xq + xrs * r, n);
+        float g1[8], g2[8];
+        for (int k = 0; k < 4; k++)
+            for (int r = 0; r < 8; r++) {
+                float d1 = a2->dot(w + wrs * k, xq + xrs * r, n), d2 = vn->dot(w + wrs * k, xq + xrs * r, n);
+                same &= !memcmp(&d1, &d2, 4), trials++;
+            }
+        same &= !a2->dot4 == !vn->dot4 && !a2->dot8 == !vn->dot8 && !a2->dotr == !vn->dotr;
+        if (a2->dot4 && vn->dot4) { a2->dot4(w, xq, xrs, n, g1), vn->dot4(w, xq, xrs, n, g2); same &= !memcmp(g1, g2, 4 * sizeof(float)); }
+        if (a2->dot8 && vn->dot8) { a2->dot8(w, xq, xrs, n, g1), vn->dot8(w, xq, xrs, n, g2); same &= !memcmp(g1, g2, 8 * sizeof(float)); }
+        if (a2->dotr && vn->dotr) { a2->dotr(w, wrs, xq, n, g1), vn->dotr(w, wrs, xq, n, g2); same &= !memcmp(g1, g2, 4 * sizeof(float)); }
+    }
+    CHECK(same && trials, "%s n=%d: VNNI kernels differ from the AVX2 ones", tw->name, n);
+    free(x), free(row), free(w), free(xq);
+}
+
+static void check_kernel(int wt, int n, int rows, const vecdot_kernel *simd) {
+    const dtype_traits *tw = dtype_get(wt);
+    const vecdot_kernel *ref = vecdot_get_ref(wt);
     CHECK(ref != NULL, "%s has no reference kernel", tw->name);
     if (!ref) return;
     size_t wrs = dtype_row_size(wt, n);
@@ -156,6 +213,10 @@ int main(void) {
         for (int l = 0; l < 6; l++) check_type(floats[k], lens[l], 24);
     int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_MXFP4, DT_Q4_1, DT_Q5_1};
     for (int k = 0; k < 6; k++) { check_type(q32[k], 32, 24); check_type(q32[k], 32 * 9, 24); check_type(q32[k], 2048, 24); }
+    for (int t = 0; t < DT_COUNT; t++) {
+        int b = dtype_get(t) ? dtype_get(t)->blck : 0;
+        if (dtype_get(t) && dtype_get(t)->vnni) { check_vnni_bits(t, b); check_vnni_bits(t, b * 7); check_vnni_bits(t, b * 16); }
+    }
     int qk[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};
     for (int k = 0; k < 5; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
     // every SIMD kernel has a scalar oracle with the same activation type

@@ -1,16 +1,26 @@
 #include "base/cpu.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 
-static int g_avx2;
+static int g_avx2, g_vnni;
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 static void cpu_detect(void) {
     __builtin_cpu_init();
     g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // (libgcc's avx512 bits include the OS's saving of the AVX-512 state)
+    const char *off = getenv("INFER_NO_VNNI");
+    g_vnni = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni") && !(off && *off && *off != '0');
 }
 
 int cpu_has_avx2(void) {
     pthread_once(&g_cpu_once, cpu_detect);
     return g_avx2;
+}
+
+int cpu_has_vnni(void) {
+    pthread_once(&g_cpu_once, cpu_detect);
+    return g_vnni;
 }

@@ -4,5 +4,9 @@
 
 // 1 when the CPU has AVX2, FMA and F16C: every SIMD kernel checks this one test.
 int cpu_has_avx2(void);
+// 1 when it also has AVX-512 F, VL and VNNI (256-bit dpbusd), and the
+// environment variable INFER_NO_VNNI is unset or "0" (set: the AVX2 kernels,
+// for comparisons).
+int cpu_has_vnni(void);
 
 #endif

@@ -109,6 +109,7 @@ static const dtype_traits g_traits[DT_COUNT] = {
         .to_float = q8_0_to_float, .dot = q8_0_dot, .from_float = q8_0_from_float,
         .ref = {.act_type = DT_Q8_0, .dot = vecdot_q8_0_q8_0, .quant = act_quant_q8_0},
         .avx2 = &vecdot_avx2_q8_0,
+        .vnni = &vecdot_vnni_q8_0,
     },
     [DT_Q2_K] = {
         .name = "q2_K", .blck = QK_K, .size = sizeof(block_q2_K),
@@ -127,6 +128,7 @@ static const dtype_traits g_traits[DT_COUNT] = {
         .to_float = q4_K_to_float, .dot = q4_K_dot, .from_float = q4_K_from_float,
         .ref = {.act_type = DT_Q8_K, .dot = vecdot_q4_K_q8_K, .quant = act_quant_q8_K},
         .avx2 = &vecdot_avx2_q4_K,
+        .vnni = &vecdot_vnni_q4_K,
     },
     [DT_Q5_K] = {
         .name = "q5_K", .blck = QK_K, .size = sizeof(block_q5_K),
@@ -139,6 +141,7 @@ static const dtype_traits g_traits[DT_COUNT] = {
         .to_float = q6_K_to_float, .dot = q6_K_dot, .from_float = q6_K_from_float,
         .ref = {.act_type = DT_Q8_K, .dot = vecdot_q6_K_q8_K, .quant = act_quant_q8_K},
         .avx2 = &vecdot_avx2_q6_K,
+        .vnni = &vecdot_vnni_q6_K,
     },
     [DT_Q8_K] = {
         .name = "q8_K", .blck = QK_K, .size = sizeof(block_q8_K),

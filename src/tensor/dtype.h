@@ -45,6 +45,9 @@ typedef struct {
     vecdot_kernel ref;
     // ... and the AVX2 one vecdot_get hands out on a CPU that has it (or NULL).
     const vecdot_kernel *avx2;
+    // ... and the AVX-512 VNNI one, preferred to it where the CPU has VNNI
+    // (the same results; NULL for most types).
+    const vecdot_kernel *vnni;
 } dtype_traits;
 
 // NULL for a type number we do not know.

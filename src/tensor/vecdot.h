@@ -64,9 +64,12 @@ void act_quant_q8_K(const float *x, void *y, int n);
 const vecdot_kernel *vecdot_get(int wtype);
 // The scalar reference kernel of a weight type (NULL if none).
 const vecdot_kernel *vecdot_get_ref(int wtype);
-// The SIMD kernel of a weight type (NULL if none or the CPU lacks the ISA).
+// The best SIMD kernel of a weight type on this CPU: the VNNI one where the
+// type has one and the CPU has VNNI, else the AVX2 one (NULL if none or the
+// CPU lacks AVX2).
 const vecdot_kernel *vecdot_get_simd(int wtype);
-// "avx2", or "scalar": what vecdot_get hands out on this CPU.
+// "avx512vnni", "avx2", or "scalar": the best ISA vecdot_get hands out on
+// this CPU (types without a VNNI kernel get their AVX2 one).
 const char *vecdot_isa(void);
 // Forces the scalar kernels (for comparisons); returns the previous setting.
 int vecdot_force_scalar(int on);
@@ -94,5 +97,8 @@ VECDOT_REF(q6_K, q8_K)
 extern const vecdot_kernel vecdot_avx2_f32, vecdot_avx2_f16, vecdot_avx2_bf16, vecdot_avx2_q8_0,
     vecdot_avx2_q4_0, vecdot_avx2_q4_1, vecdot_avx2_q5_0, vecdot_avx2_q5_1, vecdot_avx2_mxfp4,
     vecdot_avx2_q2_K, vecdot_avx2_q3_K, vecdot_avx2_q4_K, vecdot_avx2_q5_K, vecdot_avx2_q6_K;
+// The AVX-512 VNNI (+VL) kernels of q8_0, q4_K and q6_K (vecdot_vnni.c):
+// the AVX2 ones with dpbusd / dpwssd, the same results bit for bit.
+extern const vecdot_kernel vecdot_vnni_q8_0, vecdot_vnni_q4_K, vecdot_vnni_q6_K;
 
 #endif

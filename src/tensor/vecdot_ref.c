@@ -292,7 +292,8 @@ const vecdot_kernel *vecdot_get_ref(int t) {
 
 const vecdot_kernel *vecdot_get_simd(int t) {
     const dtype_traits *tr = dtype_get(t);
-    return tr && cpu_has_avx2() ? tr->avx2 : NULL;
+    if (!tr || !cpu_has_avx2()) return NULL;
+    return tr->vnni && cpu_has_vnni() ? tr->vnni : tr->avx2;
 }
 
 const vecdot_kernel *vecdot_get(int t) {
@@ -300,6 +301,9 @@ const vecdot_kernel *vecdot_get(int t) {
     return k ? k : vecdot_get_ref(t);
 }
 
-const char *vecdot_isa(void) { return !atomic_load(&g_force_scalar) && cpu_has_avx2() ? "avx2" : "scalar"; }
+const char *vecdot_isa(void) {
+    if (atomic_load(&g_force_scalar) || !cpu_has_avx2()) return "scalar";
+    return cpu_has_vnni() ? "avx512vnni" : "avx2";
+}
 
 int vecdot_force_scalar(int on) { return atomic_exchange(&g_force_scalar, on); }
