@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     char *key;
@@ -221,8 +222,12 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     put(&h, zeros, pad_to(h.n, w->alignment));
     if (h.oom) { free(h.p); return fail(INFER_ERR_NOMEM, "%s: out of memory", path); }
 
-    FILE *f = fopen(path, "wb");
-    if (!f) { free(h.p); return fail(INFER_ERR_IO, "%s: cannot create: %s", path, strerror(errno)); }
+    // Written beside the destination and renamed into place when whole, so
+    // the file appears complete or not at all.
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) { free(h.p); return fail(INFER_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); }
     int ok = fwrite(h.p, 1, h.n, f) == h.n;
     free(h.p);
     float *row = NULL;
@@ -238,7 +243,7 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
             unsigned char *e2 = realloc(enc, rs ? rs : 1);
             if (r2) row = r2;
             if (e2) enc = e2;
-            if (!r2 || !e2) { fclose(f); free(row); free(enc); return fail(INFER_ERR_NOMEM, "%s: out of memory", path); }
+            if (!r2 || !e2) { fclose(f); unlink(tmp); free(row); free(enc); return fail(INFER_ERR_NOMEM, "%s: out of memory", path); }
             int64_t rows = e->ne[1] * e->ne[2] * e->ne[3];
             for (int64_t r = 0; r < rows && ok; r++) {
                 e->fn(e->user, r, row);
@@ -252,7 +257,16 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     free(row);
     free(enc);
     if (fclose(f) != 0) ok = 0;
-    if (!ok) return fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    if (!ok) {
+        int e = errno;
+        unlink(tmp);
+        return fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fail(INFER_ERR_IO, "%s: cannot replace: %s", path, strerror(e));
+    }
     return INFER_OK;
 }
 

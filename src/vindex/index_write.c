@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // One GGUF scalar or string as JSON (NULL for arrays: tokenizer vocabularies
 // and the like are far too big for an index and stay in weights.gguf).
@@ -137,11 +138,17 @@ infer_status vindex_write_index(const infer_model *m, const char *path, const vi
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return fail(INFER_ERR_NOMEM, "%s: out of memory", path);
-    FILE *f = fopen(path, "wb");
-    if (!f) { free(text); return fail(INFER_ERR_IO, "%s: cannot create: %s", path, strerror(errno)); }
+    // beside it, then renamed: the index (which makes the vindex) appears whole or not at all
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) { free(text); return fail(INFER_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); }
     size_t n = strlen(text);
     int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
     ok &= fclose(f) == 0;
     free(text);
-    return ok ? INFER_OK : fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    if (ok && rename(tmp, path) == 0) return INFER_OK;
+    int e = errno;
+    unlink(tmp);
+    return fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(e));
 }

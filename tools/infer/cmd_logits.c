@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *g_usage =
     "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME]\n"
@@ -53,6 +54,7 @@ int cmd_logits(int argc, char **argv) {
     infer_ctx *c = NULL;
     float *logits = NULL;
     FILE *f = NULL;
+    char tmp[4200] = "";
     if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || (backend && infer_ctx_set_backend(c, backend))) {
         cli_error("%s", infer_last_error());
         goto done;
@@ -61,14 +63,19 @@ int cmd_logits(int argc, char **argv) {
     logits = malloc(sizeof(float) * V * (size_t)n);
     if (!logits) { cli_error("out of memory for %d x %zu logits", n, V); goto done; }
     if (infer_eval(c, ids, n, logits, 0)) { cli_error("%s", infer_last_error()); goto done; }
-    f = fopen(out, "wb");
-    if (!f) { cli_error("%s: cannot open for writing", out); goto done; }
+    // beside the destination, renamed into place when whole
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
+    f = fopen(tmp, "wb");
+    if (!f) { cli_error("%s: cannot open for writing", tmp); goto done; }
     if (fwrite(logits, sizeof(float), V * (size_t)n, f) != V * (size_t)n) { cli_error("%s: write failed", out); goto done; }
     if (fclose(f)) { f = NULL; cli_error("%s: write failed", out); goto done; }
     f = NULL;
+    if (rename(tmp, out)) { cli_error("%s: cannot replace", out); goto done; }
+    tmp[0] = 0;
     rc = 0;
 done:
     if (f) fclose(f);
+    if (tmp[0]) unlink(tmp);
     free(logits);
     free(ids);
     infer_ctx_free(c);
