@@ -62,6 +62,9 @@ static const spec g_tensors[] = {
 };
 enum { N_TENSORS = sizeof g_tensors / sizeof g_tensors[0] };
 
+// A 1-D tensor of 8 written after the others when set.
+static const char *g_extra;
+
 // Writes model.safetensors for the tiny llama, leaving out tensor `skip`
 // (-1: none) and giving tensor `bad` (-1: none) one extra row.
 static void write_model(int skip, int bad) {
@@ -76,6 +79,11 @@ static void write_model(int skip, int bad) {
         if (rows) o += (size_t)snprintf(h + o, sizeof h - o, ", \"%s\": {\"dtype\": \"F32\", \"shape\": [%d, %d], \"data_offsets\": [%zu, %zu]}", s->name, rows, s->cols, off, off + n);
         else o += (size_t)snprintf(h + o, sizeof h - o, ", \"%s\": {\"dtype\": \"F32\", \"shape\": [%d], \"data_offsets\": [%zu, %zu]}", s->name, s->cols, off, off + n);
         off += n;
+    }
+    if (g_extra) {
+        o += (size_t)snprintf(h + o, sizeof h - o, ", \"%s\": {\"dtype\": \"F32\", \"shape\": [8], \"data_offsets\": [%zu, %zu]}",
+                              g_extra, off, off + 32);
+        off += 32;
     }
     snprintf(h + o, sizeof h - o, "}");
     write_st("model.safetensors", h, off, 0);
@@ -182,6 +190,12 @@ int main(void) {
     expect_fail("wrong vocab rows", INFER_ERR_FORMAT, "config implies", "embed_tokens");
 
     // --- config.json
+    // a tensor of a layer the config does not have: the layer count disagrees with the tensors
+    g_extra = "model.layers.1.input_layernorm.weight";
+    write_model(-1, -1);
+    expect_fail("a tensor past the layer count", INFER_ERR_FORMAT, "but the config has 1 layers (num_hidden_layers)",
+                "model.layers.1.input_layernorm.weight");
+    g_extra = NULL;
     write_model(-1, -1);
     remove_file("config.json");
     expect_fail("missing config.json", INFER_ERR_IO, "cannot open", "config.json");
