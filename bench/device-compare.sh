@@ -9,7 +9,8 @@
 #   device-carry/debs/          libcjson debs (the engine's one dependency)
 #   device-carry/llama-full.tgz llama.cpp from the llama-cpp-python sdist, without models/docs/GPU backends
 #   device-carry/before.tgz     `git archive <commit>` of the earlier tree (optional)
-# Output: $OUT/compare.txt (and logs).
+# BATCH=1,2,4,8,16: batched decode instead (llama-batched-bench), Gemma shape.
+# Output: $OUT/compare.txt or compare-batch.txt (and logs).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 T=${THREADS:-16}
@@ -30,8 +31,9 @@ log "build llama-bench"
 mkdir -p /tmp/lcp && tar xzf device-carry/llama-full.tgz -C /tmp/lcp
 cmake -S /tmp/lcp/llama.cpp -B /tmp/lcp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
-    cmake --build /tmp/lcp/build --target llama-bench -j16 >/dev/null 2>>"$OUT/log.txt" || { log "llama-bench build failed"; exit 1; }
-export LLAMA_BENCH=/tmp/lcp/build/bin/llama-bench
+    cmake --build /tmp/lcp/build --target llama-bench llama-batched-bench -j16 >/dev/null 2>>"$OUT/log.txt" ||
+    { log "llama-bench build failed"; exit 1; }
+export LLAMA_BENCH=/tmp/lcp/build/bin/llama-bench LLAMA_BATCHED_BENCH=/tmp/lcp/build/bin/llama-batched-bench
 
 log "make checkpoints"
 python3 - <<'EOF' 2>>"$OUT/log.txt"
@@ -56,6 +58,13 @@ EOF
 for n in gemma3-270m llama-1b; do
     ./build/infer convert /tmp/ckpt/$n /tmp/ckpt/$n-q4_k_m.gguf --type q4_k_m >>"$OUT/log.txt" 2>&1 || { log "convert $n failed"; exit 1; }
 done
+if [ -n "${BATCH:-}" ]; then # batched decode only (BATCH=1,2,4,8,16), on the Gemma 3 270M shape
+    log "compare --batch $BATCH"
+    python3 bench/compare-llamacpp --batch "$BATCH" -m /tmp/ckpt/gemma3-270m-q4_k_m.gguf -t "$T" -p 32 -n 32 \
+        -r "${REPS:-3}" 2>>"$OUT/log.txt" | tee "$OUT/compare-batch.txt"
+    log "done"
+    exit 0
+fi
 log "compare"
 python3 bench/compare-llamacpp -m /tmp/ckpt/gemma3-270m-q4_k_m.gguf -m /tmp/ckpt/llama-1b-q4_k_m.gguf -t "$T" \
     -r "${REPS:-3}" "${BEFORE[@]}" 2>>"$OUT/log.txt" | tee "$OUT/compare.txt"
