@@ -101,4 +101,18 @@ static inline int test_fixture_dirs(char ***dirs, const char *only) {
 }
 #endif
 
+#ifdef TEST_DATA_DIR
+// The default model's path (fetched by scripts/fetch-model.sh when the cache
+// lacks it) into buf; 0 if it could not be had.
+static inline int test_default_model(char *buf, size_t cap) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cd '%s/../..' && scripts/fetch-model.sh gemma3", TEST_DATA_DIR);
+    buf[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (p && fgets(buf, (int)cap, p)) buf[strcspn(buf, "\n")] = 0;
+    if (p) pclose(p);
+    return buf[0] != 0;
+}
+#endif
+
 #endif

@@ -144,13 +144,10 @@ int main(int argc, char **argv) {
     free(dirs);
     CHECK(argc > 1 || n >= 17, "only %d fixture families found", n);
     if (argc < 2 || !strcmp(argv[1], "default")) {
-        char cmd[1200], model[1024] = "";
-        snprintf(cmd, sizeof cmd, "cd '%s/../..' && scripts/fetch-model.sh gemma3", TEST_DATA_DIR);
-        FILE *p = popen(cmd, "r");
-        if (p && fgets(model, sizeof model, p)) model[strcspn(model, "\n")] = 0;
-        if (p) pclose(p);
-        CHECK(model[0], "could not fetch the default model");
-        if (model[0]) check_model("default (gemma3 270M)", model, 1);
+        char model[1024];
+        int have = test_default_model(model, sizeof model);
+        CHECK(have, "could not fetch the default model");
+        if (have) check_model("default (gemma3 270M)", model, 1);
     }
     return check_summary("test_concurrency");
 }

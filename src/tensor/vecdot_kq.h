@@ -105,14 +105,7 @@ Q32_TARGET static inline __attribute__((always_inline)) void Q32_NAME(q6K_tokens
             }
         }
         __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        float d = ld_f16(w[i].d);
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < R; r++) {
-            const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
-            __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)x->bsums));
-            __m256i t = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(corr, 5));
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x->d) * d), _mm256_cvtepi32_ps(t), acc[r]);
-        }
+        kq_offset_fma(acc, sumi, sc16, ld_f16(w[i].d), vx, stride, i, R, 5);
     }
     _Pragma("GCC unroll 8")
     for (int r = 0; r < R; r++) s[r] = hsum8(acc[r]);

@@ -154,6 +154,20 @@ AVX2 static inline __m128i q4K_scales_mins(const uint8_t *q) {
 }
 
 // shuffle picking 16-bit lane e of each 128-bit half into all 8 of its lanes
+// acc[r] += d_w d_x (sumi[r] - (sc16 . bsums) << shift) for R tokens: a
+// k-quant's constant offset (q3_K's 4, q6_K's 32) taken out through the
+// activations' 16-element group sums, once per super-block i.
+AVX2 static inline __attribute__((always_inline)) void kq_offset_fma(__m256 *acc, const __m256i *sumi, __m256i sc16, float d,
+                                                                    const void *vx, size_t stride, int i, int R, int shift) {
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < R; r++) {
+        const block_q8_K *x = (const block_q8_K *)((const char *)vx + stride * r) + i;
+        __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)x->bsums));
+        __m256i t = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(corr, shift));
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ld_f32(x->d) * d), _mm256_cvtepi32_ps(t), acc[r]);
+    }
+}
+
 AVX2 static inline __m256i pick16(int e) { return _mm256_set1_epi16((short)((2 * e + 1) << 8 | 2 * e)); }
 
 // The AVX2 q8_0 activation quantizer (grouped), which the VNNI kernels share.
