@@ -8,6 +8,8 @@
 #include "base/half.h"
 #include "tensor/dtype.h"
 #include "base/cpu.h"
+#include "tensor/pack.h"
+#include "tensor/quant.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -205,6 +207,66 @@ static void check_kernel(int wt, int n, int rows, const vecdot_kernel *simd) {
     free(x); free(row); free(dec); free(w);
 }
 
+// The packed kernels (pack.h) for weights of type wt, rows x n: against
+// their C oracle bit for bit, for every token count the same bits as one
+// token at a time, and against the type's scalar dot of the unpacked rows
+// (ggml's order of float operations) within the q8 rounding; their
+// activations hold the scalar quantizer's q8_0 blocks.
+static void check_packed(int wt, int n, int rows) {
+    int kind = pack_kind_for(wt, n);
+    CHECK(kind != PACK_NONE, "%s: no packed kernel on a VNNI CPU", dtype_get(wt)->name);
+    if (!kind) return;
+    const pack_kernel *pk = pack_kernel_get(kind);
+    const vecdot_kernel *ref = vecdot_get_ref(wt);
+    const dtype_traits *tw = dtype_get(wt);
+    enum { T = 13 };
+    size_t rs = dtype_row_size(wt, n), xr = act_packed_row_size(n), qr = act_row_size(ref, n), gb = pack_group_bytes(kind, n);
+    unsigned char *w = malloc(rs * rows), *p = malloc(pack_bytes(kind, rows, n)), *x = malloc(xr * T), *xq = malloc(qr * T);
+    float *f = malloc(sizeof(float) * n), *o = malloc(sizeof(float) * 8 * T), *o1 = malloc(sizeof(float) * 8 * T), *oref = malloc(sizeof(float) * 8 * T);
+    for (int r = 0; r < rows; r++) {
+        for (int i = 0; i < n; i++) f[i] = frand() * (r % 5 == 0 && i % 17 == 0 ? 9.0f : 1.0f);
+        tw->from_float(f, w + rs * r, n);
+    }
+    pack_rows(kind, w, rows, n, p);
+    int nb = n / 32;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < n; i++) f[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+        if (t == 3) for (int i = 0; i < n; i++) f[i] = 0.0f; // an all-zero token
+        pk->quant(f, x + xr * t, n);
+        ref->quant(f, xq + qr * t, n);
+        const block_q8_0 *b = (const block_q8_0 *)(xq + qr * t);
+        int same = 1;
+        for (int i = 0; i < nb; i++) {
+            int32_t s = 0;
+            for (int j = 0; j < 32; j++) s += b[i].qs[j];
+            same &= !memcmp(XP_QS(x + xr * t) + 32 * i, b[i].qs, 32) && XP_NEGSUM(x + xr * t, nb)[i] == -s &&
+                    XP_D(x + xr * t, nb)[i] == f16_to_f32((uint16_t)(b[i].d[0] | b[i].d[1] << 8));
+        }
+        CHECK(same, "%s n=%d: packed activations of token %d differ from the q8_0 blocks", tw->name, n, t);
+    }
+    double fe = 0, fs = 0;
+    for (int g = 0; g < (rows + 7) / 8; g++) {
+        const unsigned char *pg = p + gb * g;
+        pk->tile(pg, x, xr, T, n, o);
+        pack_tile_ref(kind, pg, x, xr, T, n, oref);
+        CHECK(!memcmp(o, oref, sizeof(float) * 8 * T), "%s n=%d group %d: packed kernel differs from its oracle", tw->name, n, g);
+        for (int t = 0; t < T; t++) {
+            pk->tile(pg, x + xr * t, xr, 1, n, o1);
+            CHECK(!memcmp(o1, o + 8 * t, 8 * sizeof(float)), "%s n=%d group %d: token %d alone differs from the batch", tw->name, n, g, t);
+            for (int r = 0; r < 8; r++) {
+                if (8 * g + r >= rows) { // padding rows are zero
+                    CHECK(o[8 * t + r] == 0.0f, "%s n=%d: padding row %d gives %g", tw->name, n, 8 * g + r, o[8 * t + r]);
+                    continue;
+                }
+                float want = ref->dot(w + rs * (8 * g + r), xq + qr * t, n);
+                fe += (double)(o[8 * t + r] - want) * (o[8 * t + r] - want), fs += (double)want * want;
+            }
+        }
+    }
+    CHECK(fe <= 1e-10 * (fs + 1e-30), "%s n=%d: packed kernel vs scalar dot: normalized error %.3g", tw->name, n, fe / (fs + 1e-30));
+    free(w), free(p), free(x), free(xq), free(f), free(o), free(o1), free(oref);
+}
+
 int main(void) {
     printf("kernels: SIMD ISA %s\n", vecdot_isa());
     int floats[] = {DT_F32, DT_F16, DT_BF16};
@@ -217,6 +279,11 @@ int main(void) {
         int b = dtype_get(t) ? dtype_get(t)->blck : 0;
         if (dtype_get(t) && dtype_get(t)->vnni) { check_vnni_bits(t, b); check_vnni_bits(t, b * 7); check_vnni_bits(t, b * 16); }
     }
+    if (cpu_has_vnni()) {
+        int pt[] = {DT_Q8_0, DT_Q5_0, DT_Q4_0};
+        for (int k = 0; k < 3; k++) { check_packed(pt[k], 32, 8); check_packed(pt[k], 32 * 9, 13); check_packed(pt[k], 2048, 24); }
+    } else
+        printf("kernels: this CPU has no AVX-512 VNNI: the packed kernels are not run\n");
     int qk[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};
     for (int k = 0; k < 5; k++) { check_type(qk[k], 256, 24); check_type(qk[k], 256 * 3, 24); check_type(qk[k], 2560, 24); }
     // every SIMD kernel has a scalar oracle with the same activation type

@@ -11,7 +11,7 @@ static void cpu_detect(void) {
     g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     // (libgcc's avx512 bits include the OS's saving of the AVX-512 state)
     const char *off = getenv("INFER_NO_VNNI");
-    g_vnni = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+    g_vnni = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni") && !(off && *off && *off != '0');
 }
 

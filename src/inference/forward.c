@@ -268,7 +268,7 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
 static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *out, int T) {
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, NE = cf->n_expert, K = cf->n_expert_used;
-    weight router = {l->router, 0};
+    weight router = {.w = l->router};
     int sel[INFER_MAX_EXPERTS_USED]; // the config loaders refuse more
     float w[INFER_MAX_EXPERTS_USED];
     for (int t = 0; t < T; t++) {

@@ -44,6 +44,7 @@ infer_status infer_model_load(const char *path, infer_model **out) {
     if (!st) {
         st = model_bind(m);
         if (!st && m->vx) st = vindex_bind_walk(m, m->vx);
+        if (!st) st = model_pack(m);
         if (st) fail_wrap(st, "%s", path);
     }
     if (st) {

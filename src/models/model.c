@@ -51,6 +51,8 @@ void model_release(infer_model *m) {
         }
     free(m->layers);
     free(m->views);
+    for (int i = 0; i < m->n_packs; i++) free(m->packs[i]);
+    free(m->packs);
     store_close(&m->store);
     gguf_close(m->gguf);
     config_free(&m->cfg);

@@ -60,6 +60,8 @@ struct infer_model {
     tensor *views;                           // storage of expert views
     int n_views, cap_views;
     int n_unused;                            // tensors no slot took
+    void **packs;                            // the weights' packed copies (weight.pack), owned
+    int n_packs;
     // Quantized models (activations quantized to q8 as ggml does) also follow
     // ggml's CPU numerics elsewhere: K/V and q.k in f16, f16 attention
     // probabilities, GELU from an f16 table. Float models run exact f32.
@@ -73,6 +75,8 @@ struct infer_model {
 
 // Fills the slots from the store and checks every shape against the config.
 infer_status model_bind(infer_model *m);
+// Packs the weights the CPU's packed kernels take (weight.pack; pack.h).
+infer_status model_pack(infer_model *m);
 
 // A GGUF file into m: metadata -> config (rope_freqs.weight folded into the
 // rope tables), tensors -> store; embd: the token embedding to use instead of

@@ -5,6 +5,7 @@
 // Other tensors (vision towers, buffers) are counted and left alone.
 #include "models/model.h"
 #include "tensor/dtype.h"
+#include "tensor/pack.h"
 #include "base/error.h"
 
 #include <stddef.h>
@@ -332,7 +333,7 @@ static infer_status check_model(const infer_model *m) {
     const infer_config *c = &m->cfg;
     int64_t E = c->n_embd;
     TRY(need(m->tok_embd, "embed_tokens (token embeddings)", -1));
-    weight te = {m->tok_embd, 0};
+    weight te = {.w = m->tok_embd};
     TRY(check_w(&te, E, c->n_vocab));
     TRY(check_w(&m->output, E, c->n_vocab));
     TRY(need(m->output_norm, "final norm (model.norm)", -1));
@@ -340,7 +341,7 @@ static infer_status check_model(const infer_model *m) {
     TRY(check_v(m->output_norm_b, E));
     if (c->fam->learned_pos) {
         TRY(need(m->pos_embd, "position embeddings (wpe)", -1));
-        weight pe = {m->pos_embd, 0};
+        weight pe = {.w = m->pos_embd};
         TRY(check_w(&pe, E, c->n_ctx_train));
     }
     if (c->ple_dim) {
@@ -348,7 +349,7 @@ static infer_status check_model(const infer_model *m) {
         TRY(need(m->ple_embd, "embed_tokens_per_layer", -1));
         TRY(need(m->ple_model_proj.w, "per_layer_model_projection", -1));
         TRY(need(m->ple_proj_norm, "per_layer_projection_norm", -1));
-        weight pe = {m->ple_embd, 0};
+        weight pe = {.w = m->ple_embd};
         TRY(check_w(&pe, P, c->ple_vocab));
         TRY(check_w(&m->ple_model_proj, E, P));
         TRY(check_v(m->ple_proj_norm, c->ple_dim));
@@ -495,4 +496,42 @@ infer_status model_bind(infer_model *m) {
         if (m->store.t[i].nd >= 2 && t >= 0 && t != DT_F32 && t != DT_F16 && t != DT_BF16) m->ggml_numerics = 1;
     }
     return decode_small(m);
+}
+
+// Repacks the 2-D weights whose type the CPU's packed kernels take (pack.h):
+// the products then read the copies; the mapped tensors stay for everything
+// else (embedding rows, the vindex). A tensor used by two slots is packed once.
+static infer_status pack_one(infer_model *m, weight *w) {
+    const tensor *t = w->w;
+    if (!t || w->trans || t->nd != 2 || t->type < 0) return INFER_OK;
+    int kind = pack_kind_for(t->type, t->ne[0]);
+    if (!kind) return INFER_OK;
+    for (int i = 0; i < m->n_packs; i++) // (packs are made in slot order: look for the same tensor's)
+        if (m->packs[i] && *(const tensor **)m->packs[i] == t) {
+            w->pack_kind = kind, w->pack = (const char *)m->packs[i] + 64;
+            return INFER_OK;
+        }
+    size_t bytes = pack_bytes(kind, t->ne[1], t->ne[0]);
+    void **np = realloc(m->packs, sizeof *np * (size_t)(m->n_packs + 1));
+    if (!np) return fail(INFER_ERR_NOMEM, "out of memory packing %s", t->name);
+    m->packs = np;
+    // 64 bytes of header (the tensor it packs, for sharing), then the records
+    char *p = aligned_alloc(64, (64 + bytes + 63) & ~(size_t)63);
+    if (!p) return fail(INFER_ERR_NOMEM, "out of memory packing %s (%zu bytes)", t->name, bytes);
+    memcpy(p, &t, sizeof t);
+    pack_rows(kind, t->data, t->ne[1], t->ne[0], p + 64);
+    m->packs[m->n_packs++] = p;
+    w->pack_kind = kind, w->pack = p + 64;
+    return INFER_OK;
+}
+
+infer_status model_pack(infer_model *m) {
+    for (int il = 0; il < m->cfg.n_layer; il++) {
+        layer_weights *l = &m->layers[il];
+        weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wqkv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->ffn_gate_up,
+                        &l->ple_gate, &l->ple_proj};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) TRY(pack_one(m, ws[i]));
+    }
+    TRY(pack_one(m, &m->output));
+    return pack_one(m, &m->ple_model_proj);
 }

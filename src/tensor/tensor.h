@@ -32,10 +32,13 @@ static inline int64_t tensor_nelem(const tensor *t) {
 
 
 // A weight used in a product. trans: stored [in, out] (GPT-2 Conv1D, gpt-oss
-// experts) rather than the usual [out, in].
+// experts) rather than the usual [out, in]. pack: w's rows repacked for the
+// CPU's kernels (enum pack_kind in pack.h), or NULL; the model owns it.
 typedef struct {
     const tensor *w;
     int trans;
+    int pack_kind;
+    const void *pack;
 } weight;
 
 // RoPE for one layer, resolved for its head_dim: pairs (i * pair_stride,

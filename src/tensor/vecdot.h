@@ -50,6 +50,15 @@ typedef struct {
 void act_q8_0_group(const void *blocks, void *grouped, int n);
 size_t act_row_size(const vecdot_kernel *k, int n);
 
+// The packed kernels' q8_0 activations (pack.h), a row of nb blocks: the
+// values (32 bytes a block), then per block minus the sum of its values
+// (int32), then the scales as f32, then 32 bytes of padding; rows are
+// act_packed_row_size bytes apart.
+#define XP_QS(x) ((const int8_t *)(x))
+#define XP_NEGSUM(x, nb) ((const int32_t *)((const char *)(x) + 32 * (size_t)(nb)))
+#define XP_D(x, nb) ((const float *)((const char *)(x) + 36 * (size_t)(nb)))
+static inline size_t act_packed_row_size(int n) { return (40 * (size_t)(n / 32) + 32 + 63) & ~(size_t)63; }
+
 // Activation quantizers, as ggml's CPU backend quantizes activations on x86
 // (quantize_row_q8_0: scale 127/amax, round half to even; quantize_row_q8_K:
 // the reference), so results track llama.cpp's for the same file.
@@ -73,6 +82,7 @@ const vecdot_kernel *vecdot_get_simd(int wtype);
 const char *vecdot_isa(void);
 // Forces the scalar kernels (for comparisons); returns the previous setting.
 int vecdot_force_scalar(int on);
+int vecdot_scalar_forced(void);
 
 // The scalar oracles (vecdot_ref.c), ggml's generic vec_dot_<w>_<act>:
 // float weights against f32 activations, the rest against q8_0 or q8_K.

@@ -307,3 +307,4 @@ const char *vecdot_isa(void) {
 }
 
 int vecdot_force_scalar(int on) { return atomic_exchange(&g_force_scalar, on); }
+int vecdot_scalar_forced(void) { return atomic_load(&g_force_scalar); }

@@ -170,6 +170,37 @@ AVX2 static inline __attribute__((always_inline)) void kq_offset_fma(__m256 *acc
 
 AVX2 static inline __m256i pick16(int e) { return _mm256_set1_epi16((short)((2 * e + 1) << 8 | 2 * e)); }
 
+// The activation quantizer: the same max, scales and round-half-to-even as
+// the scalar act_quant_q8_0 (and as ggml's x86 quantize_row_q8_0), so the
+// blocks are identical. One block: its f16 scale, and its 32 values (their
+// sum in *sum).
+AVX2 static inline __attribute__((unused)) __m256i quant_block(const float *x, uint16_t *dh, int32_t *sum) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4];
+    for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+    *dh = f32_to_f16(d);
+    __m256 mul = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++)
+        q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (sum) {
+        __m256i t = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+        *sum = _mm_cvtsi128_si32(h);
+    }
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 // The AVX2 q8_0 activation quantizer (grouped), which the VNNI kernels share.
 void act_quant_q8_0x4_avx2(const float *x, void *vy, int n);
 // The AVX2 1-token q4_K kernel, which the VNNI row keeps.

@@ -76,7 +76,7 @@ infer_status down_meta_topk(cpu_exec *ex, const tensor *W, const float *D, int F
         part.data = (const char *)W->data + rs * (size_t)v0;
         part.ne[1] = n;
         part.nbytes = rs * (size_t)n;
-        weight w = {&part, 0};
+        weight w = {.w = &part};
         for (int f0 = 0; f0 < F; f0 += TB) {
             int T = F - f0 < TB ? F - f0 : TB;
             matmul(ex, y + (size_t)f0 * n, D + (size_t)f0 * H, &w, NULL, T, H, n);

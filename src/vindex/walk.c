@@ -45,7 +45,7 @@ void walk_scratch_free(walk_scratch *w) {
 }
 
 void gate_scores(cpu_exec *ex, const tensor *g, const float *x, float *scores) {
-    weight w = {g, 0};
+    weight w = {.w = g};
     matmul(ex, scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
 }
 

@@ -4,10 +4,18 @@
 #include "compute/cpu/ops.h"
 #include "tensor/vecdot.h"
 #include "tensor/dtype.h"
+#include "tensor/pack.h"
 #include "base/pool.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
+
+#ifndef TOKEN_BLOCK_BYTES
+#define TOKEN_BLOCK_BYTES 24576
+#endif
+#ifndef ROW_PANEL_BYTES
+#define ROW_PANEL_BYTES 131072
+#endif
 
 typedef struct {
     float *y;
@@ -19,9 +27,38 @@ typedef struct {
     const float *bias;
     int T, n_in, n_out;
     int trans;
-    atomic_int next;         // next row to hand out
-    int chunk;               // rows per hand-out
+    atomic_int next;         // next row (group of 8 rows, packed) to hand out
+    int chunk;               // rows (groups) per hand-out
+    const pack_kernel *pk;   // W's packed copy and its kernel (pack.h), or NULL
+    const unsigned char *pack;
+    size_t gbytes;           // bytes of a group of 8 packed rows
 } mm_job;
+
+// The packed path: groups [g0, g1) of 8 rows for every token. Prefill walks
+// a panel of groups that stays in L2 against blocks of tokens in L1, as
+// rows_range does.
+static void pk_groups(const mm_job *a, int g0, int g1) {
+    enum { TB_MAX = 64 };
+    float out[TB_MAX * 8];
+    int tb = (int)(TOKEN_BLOCK_BYTES / a->xq_row) & ~7, panel = (int)(ROW_PANEL_BYTES / a->gbytes);
+    if (tb < 8) tb = 8;
+    if (tb > TB_MAX) tb = TB_MAX;
+    if (panel < 1) panel = 1;
+    for (int p0 = g0; p0 < g1; p0 += panel) {
+        int p1 = p0 + panel < g1 ? p0 + panel : g1;
+        for (int t0 = 0; t0 < a->T; t0 += tb) {
+            int tn = a->T - t0 < tb ? a->T - t0 : tb;
+            for (int g = p0; g < p1; g++) {
+                a->pk->tile(a->pack + a->gbytes * (size_t)g, a->xq + a->xq_row * (size_t)t0, a->xq_row, tn, a->n_in, out);
+                int r1 = a->n_out - 8 * g < 8 ? a->n_out - 8 * g : 8;
+                for (int t = 0; t < tn; t++) {
+                    float *yt = a->y + (size_t)(t0 + t) * a->n_out + 8 * g;
+                    for (int r = 0; r < r1; r++) yt[r] = out[8 * t + r] + (a->bias ? a->bias[8 * g + r] : 0.0f);
+                }
+            }
+        }
+    }
+}
 
 // Row j (at `row`) of the output for tokens [t0, t1): 8 or 4 tokens per
 // call where the kernel has it (the same results as one at a time).
@@ -57,12 +94,6 @@ static void row_tokens(const mm_job *a, const void *row, int j, int t0, int t1) 
     }
 }
 
-#ifndef TOKEN_BLOCK_BYTES
-#define TOKEN_BLOCK_BYTES 24576
-#endif
-#ifndef ROW_PANEL_BYTES
-#define ROW_PANEL_BYTES 131072
-#endif
 
 // Rows [j0, j1) of the output for every token. Prefill walks the tokens in
 // blocks whose activations stay in the L1/L2 cache while the rows pass.
@@ -148,11 +179,13 @@ static void mm_task(void *arg, int ith, int nth) {
         if (j0 < j1) trans_range(a, j0, j1);
         return;
     }
+    int units = a->pk ? (a->n_out + 7) / 8 : a->n_out;
     for (;;) {
         int j0 = atomic_fetch_add_explicit(&a->next, a->chunk, memory_order_relaxed);
-        if (j0 >= a->n_out) break;
-        int j1 = j0 + a->chunk > a->n_out ? a->n_out : j0 + a->chunk;
-        rows_range(a, j0, j1);
+        if (j0 >= units) break;
+        int j1 = j0 + a->chunk > units ? units : j0 + a->chunk;
+        if (a->pk) pk_groups(a, j0, j1);
+        else rows_range(a, j0, j1);
     }
 }
 
@@ -182,12 +215,24 @@ void cpu_exec_release(cpu_exec *ex) {
 
 static void quant_range(void *arg, int t0, int t1) {
     mm_job *a = arg;
-    for (int t = t0; t < t1; t++) a->k->quant(a->x + (size_t)t * a->n_in, a->xq + a->xq_row * t, a->n_in);
+    void (*q)(const float *, void *, int) = a->pk ? a->pk->quant : a->k->quant;
+    for (int t = t0; t < t1; t++) q(a->x + (size_t)t * a->n_in, a->xq + a->xq_row * t, a->n_in);
+}
+
+// W's packed copy, where it has one and the SIMD kernels are in use
+static const pack_kernel *packed(const weight *w) {
+    return w->pack && !w->trans && !vecdot_scalar_forced() ? pack_kernel_get(w->pack_kind) : NULL;
 }
 
 void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    mm_job a = {y, x, NULL, NULL, 0, w->w, bias, T, n_in, n_out, w->trans, 0, 0};
-    if (!w->trans) {
+    mm_job a = {.y = y, .x = x, .W = w->w, .bias = bias, .T = T, .n_in = n_in, .n_out = n_out, .trans = w->trans};
+    if ((a.pk = packed(w))) {
+        a.pack = w->pack;
+        a.gbytes = pack_group_bytes(w->pack_kind, n_in);
+        a.xq_row = act_packed_row_size(n_in);
+        if (!(a.xq = grow(ex, &ex->xq, &ex->xq_cap, a.xq_row * (size_t)T))) return;
+        pool_for(ex->pool, T, 8, quant_range, &a);
+    } else if (!w->trans) {
         a.k = vecdot_get(w->w->type);
         if (a.k && a.k->act_type != DT_F32) {
             a.xq_row = act_row_size(a.k, n_in);
@@ -198,15 +243,16 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
     // small products are not worth waking the pool
     if ((size_t)n_in * n_out * T < 32768 || pool_size(ex->pool) == 1) {
         if (w->trans) trans_range(&a, 0, n_out);
+        else if (a.pk) pk_groups(&a, 0, (n_out + 7) / 8);
         else rows_range(&a, 0, n_out);
         return;
     }
     // Decode streams the weights: one contiguous share per thread keeps each
     // thread's reads (and prefetches) sequential. Prefill is compute bound:
     // about 8 chunks per thread balance it.
-    int nth = pool_size(ex->pool);
-    a.chunk = T == 1 ? (n_out + nth - 1) / nth : n_out / (nth * 8);
-    if (a.chunk < 16) a.chunk = 16;
+    int nth = pool_size(ex->pool), units = a.pk ? (n_out + 7) / 8 : n_out;
+    a.chunk = T == 1 ? (units + nth - 1) / nth : units / (nth * 8);
+    if (a.chunk < (a.pk ? 2 : 16)) a.chunk = a.pk ? 2 : 16;
     atomic_init(&a.next, 0);
     pool_run(ex->pool, mm_task, &a);
 }
@@ -229,7 +275,11 @@ static void multi_task(void *arg, int ith, int nth) {
     for (int i = 0; i < m->n && r0 < r1; base += m->jobs[i].n_out, i++) {
         int a = r0 - base, b = r1 - base, n = m->jobs[i].n_out;
         if (b <= 0 || a >= n) continue;
-        rows_range(&m->jobs[i], a < 0 ? 0 : a, b > n ? n : b);
+        a = a < 0 ? 0 : a, b = b > n ? n : b;
+        if (m->jobs[i].pk) { // whole groups: a group goes to the thread whose range holds its first row
+            if ((a + 7) / 8 < (b + 7) / 8) pk_groups(&m->jobs[i], (a + 7) / 8, (b + 7) / 8);
+        } else
+            rows_range(&m->jobs[i], a, b);
     }
 }
 
@@ -244,16 +294,24 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
     multi_job m = {.n = n};
     for (int i = 0; i < n; i++) {
         mm_job *a = &m.jobs[i];
-        *a = (mm_job){y[i], x, vecdot_get(w[i]->w->type), NULL, 0, w[i]->w, bias[i], 1, n_in, n_out[i], 0, 0, 0};
+        *a = (mm_job){.y = y[i], .x = x, .k = vecdot_get(w[i]->w->type), .W = w[i]->w, .bias = bias[i], .T = 1,
+                      .n_in = n_in, .n_out = n_out[i]};
         m.total += n_out[i];
-        if (a->k->act_type == DT_F32) continue;
-        a->xq_row = act_row_size(a->k, n_in);
+        if ((a->pk = packed(w[i]))) {
+            a->pack = w[i]->pack;
+            a->gbytes = pack_group_bytes(w[i]->pack_kind, n_in);
+            a->xq_row = act_packed_row_size(n_in);
+        } else if (a->k->act_type == DT_F32)
+            continue;
+        else
+            a->xq_row = act_row_size(a->k, n_in);
         for (int j = 0; j < i && !a->xq; j++) // the same activation format as an earlier product: share it
-            if (m.jobs[j].xq && m.jobs[j].k->act_type == a->k->act_type && m.jobs[j].k->grouped == a->k->grouped)
+            if (m.jobs[j].xq && (a->pk ? m.jobs[j].pk != NULL
+                                       : !m.jobs[j].pk && m.jobs[j].k->act_type == a->k->act_type && m.jobs[j].k->grouped == a->k->grouped))
                 a->xq = m.jobs[j].xq;
         if (!a->xq) {
             if (!(a->xq = grow(ex, &ex->mq[i], &ex->mq_cap[i], a->xq_row))) return;
-            a->k->quant(x, a->xq, n_in);
+            (a->pk ? a->pk->quant : a->k->quant)(x, a->xq, n_in);
         }
     }
     pool_run(ex->pool, multi_task, &m);

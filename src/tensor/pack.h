@@ -1,0 +1,59 @@
+// Weights repacked for the CPU's VNNI kernels, and those kernels.
+//
+// A product with many tokens is limited by the arithmetic after the integer
+// sums: with rows stored one after another, every (block, token, row) ends in
+// eight int32 lanes that need a convert and a multiply-add of their own. Here
+// 8 rows are interleaved in 4-byte granules, so one dpbusd multiplies 4
+// values of each of the 8 rows by the same 4 activation values (broadcast):
+// lane r holds row r's sum, eight dpbusd finish a block for 8 rows, and one
+// convert and one multiply-add scale all 8 (1 per 256 products, not per 32).
+//
+// A packed matrix is groups of 8 rows (the last padded with zero rows), each
+// group its nb = cols / 32 blocks in order; a block of 8 rows is one record:
+//   q8_0: the 8 f16 scales, then granule vectors V_0..V_7 (32 bytes each:
+//         V_g holds elements 4g..4g+3 of rows 0..7), values stored as w + 128;
+//   q5_0: the 8 f16 scales, 8 32-bit masks (bit j of mask g: bit 4 of byte
+//         j of V_g), then 4 nibble vectors (byte j of vector h: V_2h[j] in
+//         the low nibble, V_2h+1[j] in the high), values w + 16;
+//   q4_0: the 8 f16 scales, then the 4 nibble vectors, values w + 8.
+// The records hold the same bytes as the 8 rows' blocks, so packing costs no
+// memory beyond the copy (the mapped originals are left untouched). The
+// activations are quantized to q8_0 in ACT_PACKED's layout (vecdot.h).
+#ifndef INFER_TENSOR_PACK_H
+#define INFER_TENSOR_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum pack_kind { PACK_NONE, PACK_Q8_0, PACK_Q5_0, PACK_Q4_0 };
+
+// The packing this CPU's kernels take for weights of a dtype with `cols`
+// columns: PACK_NONE where there is none (no VNNI, another type, or the
+// kernels switched off by vecdot_force_scalar or INFER_NO_PACK=1).
+int pack_kind_for(int dtype, int64_t cols);
+// bytes of one block record (8 rows), of one group of 8 rows, of a matrix
+size_t pack_record_bytes(int kind);
+size_t pack_group_bytes(int kind, int64_t cols);
+size_t pack_bytes(int kind, int64_t rows, int64_t cols);
+// Packs `rows` rows of `cols` (rows of the dtype's row size, one after
+// another) into dst (pack_bytes of it).
+void pack_rows(int kind, const void *src, int64_t rows, int64_t cols, void *dst);
+
+// out[t * 8 + r] = row r of the group . token t (x + t * xstride bytes), for
+// T <= 8 tokens of n columns. Every (row, token) sees the same operations
+// whatever T, so a batch equals one-token calls bit for bit.
+typedef void (*pack_tile_fn)(const void *group, const void *x, size_t xstride, int T, int n, float *out);
+// The scalar oracle of a kind: the same sums in plain C (test_kernels).
+void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, int T, int n, float *out);
+
+// The kernel of a kind: its activation quantizer (ACT_PACKED layout) and tile.
+typedef struct {
+    void (*quant)(const float *x, void *y, int n);
+    pack_tile_fn tile;
+} pack_kernel;
+const pack_kernel *pack_kernel_get(int kind);
+
+// the VNNI kernels (vecdot_pack.c)
+extern const pack_kernel pack_vnni_q8_0, pack_vnni_q5_0, pack_vnni_q4_0;
+
+#endif

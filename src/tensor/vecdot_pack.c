@@ -1,0 +1,101 @@
+// The packed kernels (pack.h) on AVX-512 VNNI + VL + BW, 256-bit vectors.
+//
+// Per block of a group of 8 rows, the 8 granule vectors are unpacked once and
+// kept in registers for all the tokens; per token, eight dpbusd against the
+// token's values 4 at a time (broadcast) give the 8 rows' sums, started from
+// -2^shift times the sum of the token's values (the weights carry +2^shift to
+// be unsigned), then one convert and one fma with the 8 rows' scales times
+// the token's scale. A token's dpbusd are split over 2 or 4 accumulators
+// (fewer tokens, more chains) and added as integers, so the results do not
+// depend on the split. On the 2-core Zen 4 here, one thread: q8_0 and q5_0
+// dot8-equivalents at ~2x the unpacked kernels (bench figures in RESULTS.md).
+#include "tensor/vecdot_x86.h"
+#include "tensor/pack.h"
+
+#define PK __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
+static inline int32_t ld_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
+
+// the 8 granule vectors of block record p, as unsigned bytes
+PK static inline __attribute__((always_inline)) void pk_unpack(int K, const uint8_t *p, __m256i *v) {
+    if (K == PACK_Q8_0) {
+        _Pragma("GCC unroll 8")
+        for (int g = 0; g < 8; g++) v[g] = _mm256_loadu_si256((const __m256i *)(p + 16 + 32 * g));
+        return;
+    }
+    const uint8_t *nib = p + 16 + (K == PACK_Q5_0 ? 32 : 0);
+    const __m256i m4 = _mm256_set1_epi8(15);
+    _Pragma("GCC unroll 4")
+    for (int h = 0; h < 4; h++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(nib + 32 * h));
+        v[2 * h] = _mm256_and_si256(q, m4);
+        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    if (K == PACK_Q5_0) {
+        const __m256i b4 = _mm256_set1_epi8(16);
+        _Pragma("GCC unroll 8")
+        for (int g = 0; g < 8; g++) v[g] = _mm256_mask_add_epi8(v[g], (__mmask32)(uint32_t)ld_i32(p + 16 + 4 * g), v[g], b4);
+    }
+}
+
+PK static inline __attribute__((always_inline)) void pk_tile(int K, const void *group, const void *vx, size_t xs, int T, int n,
+                                                             float *out) {
+    const int nb = n / QK, sh = K == PACK_Q8_0 ? 7 : K == PACK_Q5_0 ? 4 : 3;
+    const int NC = T >= 4 ? 2 : 4; // accumulators per token
+    const size_t rec = pack_record_bytes(K);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *p = (const uint8_t *)group + rec * (size_t)i;
+        if (T == 1) _mm_prefetch((const char *)p + 4 * rec, _MM_HINT_T0);
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+        __m256i v[8];
+        pk_unpack(K, p, v);
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < T; t++) {
+            const char *xt = (const char *)vx + xs * (size_t)t;
+            const int8_t *a = XP_QS(xt) + 32 * (size_t)i;
+            __m256i s[4];
+            s[0] = _mm256_slli_epi32(_mm256_set1_epi32(XP_NEGSUM(xt, nb)[i]), sh);
+            _Pragma("GCC unroll 4")
+            for (int c = 1; c < NC; c++) s[c] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8")
+            for (int g = 0; g < 8; g++) s[g % NC] = _mm256_dpbusd_epi32(s[g % NC], v[g], _mm256_set1_epi32(ld_i32(a + 4 * g)));
+            __m256i st = NC == 2 ? _mm256_add_epi32(s[0], s[1]) : _mm256_add_epi32(_mm256_add_epi32(s[0], s[1]), _mm256_add_epi32(s[2], s[3]));
+            __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(XP_D(xt, nb)[i]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), sc, acc[t]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + 8 * t, acc[t]);
+}
+
+// Activations in ACT_PACKED's layout: blocks quantized as ggml's
+// quantize_row_q8_0 (quant_block), minus their sums, their scales.
+PK static void pk_quant(const float *x, void *vy, int n) {
+    const int nb = n / QK;
+    int8_t *q = (int8_t *)vy;
+    int32_t *ns = (int32_t *)((char *)vy + 32 * (size_t)nb);
+    float *d = (float *)((char *)vy + 36 * (size_t)nb);
+    for (int i = 0; i < nb; i++) {
+        uint16_t h;
+        int32_t sum;
+        _mm256_storeu_si256((__m256i *)(q + 32 * (size_t)i), quant_block(x + QK * i, &h, &sum));
+        ns[i] = -sum;
+        d[i] = _cvtsh_ss(h);
+    }
+    memset(d + nb, 0, act_packed_row_size(n) - 40 * (size_t)nb);
+}
+
+#define PK_KERNEL(t, K)                                                                                                  \
+    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out) {                       \
+        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 64) pk_tile(K, g, x, xs, 8, n, out);                 \
+        if (T >= 4) pk_tile(K, g, x, xs, 4, n, out), T -= 4, x = (const char *)x + 4 * xs, out += 32;                    \
+        if (T >= 2) pk_tile(K, g, x, xs, 2, n, out), T -= 2, x = (const char *)x + 2 * xs, out += 16;                    \
+        if (T >= 1) pk_tile(K, g, x, xs, 1, n, out);                                                                     \
+    }                                                                                                                    \
+    const pack_kernel pack_vnni_##t = {.quant = pk_quant, .tile = pk_tile_##t};
+PK_KERNEL(q8_0, PACK_Q8_0)
+PK_KERNEL(q5_0, PACK_Q5_0)
+PK_KERNEL(q4_0, PACK_Q4_0)
