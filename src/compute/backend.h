@@ -48,9 +48,9 @@ typedef struct {
     // y (T, n_out) = x (T, n_in) @ W^T (+ bias), W in its stored type.
     void (*matmul)(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in,
                    int n_out);
-    // n <= 4 products of one token: y[i] = x W_i^T (+ bias[i]).
+    // n <= 4 products of the same T tokens: y[i] = x W_i^T (+ bias[i]).
     void (*matmul_multi)(backend *b, int n, float *const *y, const float *x, const weight *const *w,
-                         const float *const *bias, int n_in, const int *n_out);
+                         const float *const *bias, int T, int n_in, const int *n_out);
     // rows of n: out = norm(x) (enum norm_op; w, b may be NULL).
     void (*norm)(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n,
                  float eps, int kind);

@@ -114,12 +114,12 @@ static void attention(infer_ctx *c, int il, int T) {
             memcpy(c->k + (size_t)t * nkv, r + nq, sizeof(float) * nkv);
             memcpy(c->v + (size_t)t * nkv, r + nq + nkv, sizeof(float) * nkv);
         }
-    } else if (T == 1 && own_kv && l->wv.w) { // decode: the three products in one job
+    } else if (own_kv && l->wv.w) { // the three products in one job
         float *ys[] = {c->q, c->k, c->v};
         const weight *ws[] = {&l->wq, &l->wk, &l->wv};
         const float *bs[] = {f32_or_null(l->bq), f32_or_null(l->bk), f32_or_null(l->bv)};
         int ns[] = {nq, nkv, nkv};
-        OPS->matmul_multi(BE, 3, ys, c->xn, ws, bs, E, ns);
+        OPS->matmul_multi(BE, 3, ys, c->xn, ws, bs, T, E, ns);
     } else {
         mm(c, c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
         if (own_kv) {
@@ -197,16 +197,11 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
         });
     } else {
         TIMED(PH_GATE_UP, {
-            if (T == 1) {
-                float *ys[] = {c->ff, c->ff2};
-                const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
-                const float *bs[] = {NULL, NULL};
-                int ns[] = {F, F};
-                OPS->matmul_multi(BE, 2, ys, xn, ws, bs, E, ns);
-            } else {
-                mm(c, c->ff, xn, &l->ffn_gate, NULL, T, E, F);
-                mm(c, c->ff2, xn, &l->ffn_up, NULL, T, E, F);
-            }
+            float *ys[] = {c->ff, c->ff2};
+            const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
+            const float *bs[] = {NULL, NULL};
+            int ns[] = {F, F};
+            OPS->matmul_multi(BE, 2, ys, xn, ws, bs, T, E, ns);
         });
         TIMED(PH_ACT, OPS->glu(BE, c->ff, c->ff2, T, F, cf->act, c->m->ggml_numerics));
     }

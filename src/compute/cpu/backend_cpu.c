@@ -17,8 +17,8 @@ static void cpu_matmul(backend *b, float *y, const float *x, const weight *w, co
 }
 
 static void cpu_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w,
-                             const float *const *bias, int n_in, const int *n_out) {
-    matmul_multi(b->ex, n, y, x, w, bias, n_in, n_out);
+                             const float *const *bias, int T, int n_in, const int *n_out) {
+    matmul_multi(b->ex, n, y, x, w, bias, T, n_in, n_out);
 }
 
 typedef struct { float *out; const float *x, *w, *b; int n, kind; float eps; } norm_job;

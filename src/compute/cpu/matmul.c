@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifndef TOKEN_BLOCK_BYTES
 #define TOKEN_BLOCK_BYTES 24576
@@ -53,7 +54,12 @@ static void pk_groups(const mm_job *a, int g0, int g1) {
                 int r1 = a->n_out - 8 * g < 8 ? a->n_out - 8 * g : 8;
                 for (int t = 0; t < tn; t++) {
                     float *yt = a->y + (size_t)(t0 + t) * a->n_out + 8 * g;
-                    for (int r = 0; r < r1; r++) yt[r] = out[8 * t + r] + (a->bias ? a->bias[8 * g + r] : 0.0f);
+                    if (a->bias)
+                        for (int r = 0; r < r1; r++) yt[r] = out[8 * t + r] + a->bias[8 * g + r];
+                    else if (r1 == 8)
+                        memcpy(yt, out + 8 * t, 8 * sizeof(float));
+                    else
+                        memcpy(yt, out + 8 * t, (size_t)r1 * sizeof(float));
                 }
             }
         }
@@ -258,43 +264,67 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
 }
 
 // ---------------------------------------------------------------------------
-// Several products of one input (Q, K, V; gate and up) in one decode step:
-// the input is quantized once per activation format and the pool wakes once,
-// each thread taking its share of all the rows in turn.
+// Several products of one input (Q, K, V; gate and up): the input is
+// quantized once per activation format and the pool wakes once. Decode (one
+// token) gives each thread its share of all the rows in turn (contiguous
+// streams); with more tokens the threads take chunks of rows (whole groups of
+// 8 for packed weights) from a shared counter.
 
-enum { MULTI_MAX = CPU_MULTI_MAX };
+enum { MULTI_MAX = CPU_MULTI_MAX, MULTI_ITEMS = 512 };
 
 typedef struct {
     mm_job jobs[MULTI_MAX];
     int n, total;
+    int n_items;                 // T > 1: the chunks, as (job, first row, end row)
+    short item_job[MULTI_ITEMS];
+    int item_r0[MULTI_ITEMS], item_r1[MULTI_ITEMS];
+    atomic_int next;
 } multi_job;
+
+static void multi_rows(mm_job *j, int a, int b) {
+    if (j->pk) { // whole groups: a group goes to the range that holds its first row
+        if ((a + 7) / 8 < (b + 7) / 8) pk_groups(j, (a + 7) / 8, (b + 7) / 8);
+    } else
+        rows_range(j, a, b);
+}
 
 static void multi_task(void *arg, int ith, int nth) {
     multi_job *m = arg;
+    if (m->n_items) {
+        for (int it; (it = atomic_fetch_add_explicit(&m->next, 1, memory_order_relaxed)) < m->n_items;)
+            multi_rows(&m->jobs[m->item_job[it]], m->item_r0[it], m->item_r1[it]);
+        return;
+    }
     int r0 = (int)((long long)m->total * ith / nth), r1 = (int)((long long)m->total * (ith + 1) / nth), base = 0;
     for (int i = 0; i < m->n && r0 < r1; base += m->jobs[i].n_out, i++) {
         int a = r0 - base, b = r1 - base, n = m->jobs[i].n_out;
         if (b <= 0 || a >= n) continue;
-        a = a < 0 ? 0 : a, b = b > n ? n : b;
-        if (m->jobs[i].pk) { // whole groups: a group goes to the thread whose range holds its first row
-            if ((a + 7) / 8 < (b + 7) / 8) pk_groups(&m->jobs[i], (a + 7) / 8, (b + 7) / 8);
-        } else
-            rows_range(&m->jobs[i], a, b);
+        multi_rows(&m->jobs[i], a < 0 ? 0 : a, b > n ? n : b);
     }
 }
 
+typedef struct {
+    mm_job *a;
+    void (*q)(const float *, void *, int);
+} mq_job;
+
+static void mq_range(void *arg, int t0, int t1) {
+    mq_job *j = arg;
+    for (int t = t0; t < t1; t++) j->q(j->a->x + (size_t)t * j->a->n_in, j->a->xq + j->a->xq_row * t, j->a->n_in);
+}
+
 void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
-                  int n_in, const int *n_out) {
+                  int T, int n_in, const int *n_out) {
     int plain = n <= MULTI_MAX && pool_size(ex->pool) > 1;
     for (int i = 0; i < n && plain; i++) plain = !w[i]->trans && vecdot_get(w[i]->w->type);
     if (!plain) { // one by one
-        for (int i = 0; i < n; i++) matmul(ex, y[i], x, w[i], bias[i], 1, n_in, n_out[i]);
+        for (int i = 0; i < n; i++) matmul(ex, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;
     }
     multi_job m = {.n = n};
     for (int i = 0; i < n; i++) {
         mm_job *a = &m.jobs[i];
-        *a = (mm_job){.y = y[i], .x = x, .k = vecdot_get(w[i]->w->type), .W = w[i]->w, .bias = bias[i], .T = 1,
+        *a = (mm_job){.y = y[i], .x = x, .k = vecdot_get(w[i]->w->type), .W = w[i]->w, .bias = bias[i], .T = T,
                       .n_in = n_in, .n_out = n_out[i]};
         m.total += n_out[i];
         if ((a->pk = packed(w[i]))) {
@@ -310,9 +340,23 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
                                        : !m.jobs[j].pk && m.jobs[j].k->act_type == a->k->act_type && m.jobs[j].k->grouped == a->k->grouped))
                 a->xq = m.jobs[j].xq;
         if (!a->xq) {
-            if (!(a->xq = grow(ex, &ex->mq[i], &ex->mq_cap[i], a->xq_row))) return;
-            (a->pk ? a->pk->quant : a->k->quant)(x, a->xq, n_in);
+            if (!(a->xq = grow(ex, &ex->mq[i], &ex->mq_cap[i], a->xq_row * (size_t)T))) return;
+            mq_job q = {a, a->pk ? a->pk->quant : a->k->quant};
+            pool_for(ex->pool, T, 8, mq_range, &q);
         }
+    }
+    if (T > 1) { // chunks of about 1/8 of a thread's share, in whole groups of 8 rows
+        int nth = pool_size(ex->pool), chunk = (m.total / (nth * 8) + 7) & ~7;
+        if (chunk < 16) chunk = 16;
+        while (chunk < m.total && (m.total + chunk - 1) / chunk + n > MULTI_ITEMS) chunk *= 2;
+        for (int i = 0; i < n; i++)
+            for (int r = 0; r < n_out[i]; r += chunk) {
+                m.item_job[m.n_items] = (short)i;
+                m.item_r0[m.n_items] = r;
+                m.item_r1[m.n_items] = r + chunk < n_out[i] ? r + chunk : n_out[i];
+                m.n_items++;
+            }
+        atomic_init(&m.next, 0);
     }
     pool_run(ex->pool, multi_task, &m);
 }

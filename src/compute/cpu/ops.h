@@ -22,10 +22,10 @@ void cpu_exec_release(cpu_exec *ex); // frees the scratch (not the pool)
 // y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
 // [n_in, n_out] when w->trans). bias (n_out) may be NULL.
 void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out);
-// y[i] = x W_i^T (+ bias[i]) for n <= 4 weights of one token x: the same
-// results as n calls of matmul, with one wake of the pool (decode).
+// y[i] = x W_i^T (+ bias[i]) for n <= 4 weights of the same T tokens x: the
+// same results as n calls of matmul, with one wake of the pool.
 void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
-                  int n_in, const int *n_out);
+                  int T, int n_in, const int *n_out);
 
 // out = x / rms(x) * w (w may be NULL: no scale; plus_one: (1 + w)), per row.
 void rmsnorm(float *out, const float *x, const float *w, int T, int n, float eps, int plus_one);

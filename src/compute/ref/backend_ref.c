@@ -51,8 +51,8 @@ static void ref_matmul(backend *b, float *y, const float *x, const weight *w, co
 }
 
 static void ref_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w,
-                             const float *const *bias, int n_in, const int *n_out) {
-    for (int i = 0; i < n; i++) ref_matmul(b, y[i], x, w[i], bias[i], 1, n_in, n_out[i]);
+                             const float *const *bias, int T, int n_in, const int *n_out) {
+    for (int i = 0; i < n; i++) ref_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
 }
 
 static void ref_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps,
