@@ -220,7 +220,8 @@ static void check_packed(int wt, int n, int rows) {
     const vecdot_kernel *ref = vecdot_get_ref(wt);
     const dtype_traits *tw = dtype_get(wt);
     enum { T = 13 };
-    size_t rs = dtype_row_size(wt, n), xr = act_packed_row_size(n), qr = act_row_size(ref, n), gb = pack_group_bytes(kind, n);
+    size_t rs = dtype_row_size(wt, n), xr = pack_act_row_size(kind, n), qr = act_row_size(ref, n), gb = pack_group_bytes(kind, n);
+    int kq = wt == DT_Q4_K || wt == DT_Q6_K;
     unsigned char *w = malloc(rs * rows), *p = malloc(pack_bytes(kind, rows, n)), *x = malloc(xr * T), *xq = malloc(qr * T);
     float *f = malloc(sizeof(float) * n), *o = malloc(sizeof(float) * 8 * T), *o1 = malloc(sizeof(float) * 8 * T), *oref = malloc(sizeof(float) * 8 * T);
     for (int r = 0; r < rows; r++) {
@@ -234,8 +235,29 @@ static void check_packed(int wt, int n, int rows) {
         if (t == 3) for (int i = 0; i < n; i++) f[i] = 0.0f; // an all-zero token
         pk->quant(f, x + xr * t, n);
         ref->quant(f, xq + qr * t, n);
-        const block_q8_0 *b = (const block_q8_0 *)(xq + qr * t);
         int same = 1;
+        if (kq) { // q8_K blocks, with their sums of 16 and of 32
+            const block_q8_K *b = (const block_q8_K *)(xq + qr * t);
+            const unsigned char *xt = x + xr * t;
+            for (int i = 0; i < n / 256; i++) {
+                float d;
+                memcpy(&d, b[i].d, 4);
+                same &= !memcmp(XPK_QS(xt) + 256 * i, b[i].qs, 256) && XPK_D(xt, n)[i] == d;
+                for (int g = 0; g < 16; g++) {
+                    int16_t s16;
+                    memcpy(&s16, b[i].bsums + 2 * g, 2);
+                    same &= XPK_BS16(xt, n)[16 * i + g] == s16;
+                    if (g % 2) {
+                        int16_t prev;
+                        memcpy(&prev, b[i].bsums + 2 * g - 2, 2);
+                        same &= XPK_BS32(xt, n)[8 * i + g / 2] == prev + s16;
+                    }
+                }
+            }
+            CHECK(same, "%s n=%d: packed activations of token %d differ from the q8_K blocks", tw->name, n, t);
+            continue;
+        }
+        const block_q8_0 *b = (const block_q8_0 *)(xq + qr * t);
         for (int i = 0; i < nb; i++) {
             int32_t s = 0;
             for (int j = 0; j < 32; j++) s += b[i].qs[j];
@@ -282,6 +304,8 @@ int main(void) {
     if (cpu_has_vnni()) {
         int pt[] = {DT_Q8_0, DT_Q5_0, DT_Q4_0};
         for (int k = 0; k < 3; k++) { check_packed(pt[k], 32, 8); check_packed(pt[k], 32 * 9, 13); check_packed(pt[k], 2048, 24); }
+        int pk[] = {DT_Q4_K, DT_Q6_K};
+        for (int k = 0; k < 2; k++) { check_packed(pk[k], 256, 8); check_packed(pk[k], 256 * 3, 13); check_packed(pk[k], 2560, 17); }
     } else
         printf("kernels: this CPU has no AVX-512 VNNI: the packed kernels are not run\n");
     int qk[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};

@@ -16,23 +16,32 @@
 // the offset added to the weights (2^shift)
 static int pack_shift(int kind) { return kind == PACK_Q8_0 ? 7 : kind == PACK_Q5_0 ? 4 : 3; }
 
+static int is_k(int kind) { return kind == PACK_Q4_K || kind == PACK_Q6_K; }
+
 size_t pack_record_bytes(int kind) {
     switch (kind) {
     case PACK_Q8_0: return 16 + 256;
     case PACK_Q5_0: return 16 + 32 + 128;
     case PACK_Q4_0: return 16 + 128;
+    case PACK_Q4_K: return 32 + 64 + 64 + 1024;
+    case PACK_Q6_K: return 16 + 128 + 16 * 96;
     default: return 0;
     }
 }
 
-size_t pack_group_bytes(int kind, int64_t cols) { return pack_record_bytes(kind) * (size_t)(cols / QK); }
+size_t pack_group_bytes(int kind, int64_t cols) { return pack_record_bytes(kind) * (size_t)(cols / (is_k(kind) ? QK_K : QK)); }
+
+size_t pack_act_row_size(int kind, int n) { return is_k(kind) ? act_packed_k_row_size(n) : act_packed_row_size(n); }
 
 size_t pack_bytes(int kind, int64_t rows, int64_t cols) { return pack_group_bytes(kind, cols) * (size_t)((rows + 7) / 8); }
 
-static int dtype_of(int kind) { return kind == PACK_Q8_0 ? DT_Q8_0 : kind == PACK_Q5_0 ? DT_Q5_0 : DT_Q4_0; }
+static int dtype_of(int kind) {
+    return kind == PACK_Q8_0 ? DT_Q8_0 : kind == PACK_Q5_0 ? DT_Q5_0 : kind == PACK_Q4_0 ? DT_Q4_0 : kind == PACK_Q4_K ? DT_Q4_K : DT_Q6_K;
+}
 
 int pack_kind_for(int dtype, int64_t cols) {
     if (cols <= 0 || cols % QK || !cpu_has_vnni() || !cpu_has_avx2()) return PACK_NONE;
+    if ((dtype == DT_Q4_K || dtype == DT_Q6_K) && cols % QK_K) return PACK_NONE;
     if (vecdot_scalar_forced()) return PACK_NONE;
     const char *off = getenv("INFER_NO_PACK");
     if (off && *off && *off != '0') return PACK_NONE;
@@ -40,6 +49,8 @@ int pack_kind_for(int dtype, int64_t cols) {
     case DT_Q8_0: return PACK_Q8_0;
     case DT_Q5_0: return PACK_Q5_0;
     case DT_Q4_0: return PACK_Q4_0;
+    case DT_Q4_K: return PACK_Q4_K;
+    case DT_Q6_K: return PACK_Q6_K;
     default: return PACK_NONE;
     }
 }
@@ -78,12 +89,84 @@ typedef struct {
     void *dst;
 } pack_job;
 
+// A k-quant super-block of a row: its 256 values (q4_K 0..15, q6_K 0..63), f16
+// d (and dmin), sub-block scales (and q4_K's mins).
+typedef struct { uint8_t q[QK_K]; uint16_t d, dmin; int sc[16], m[8]; } kblock;
+
+static void kblock_get(int kind, const void *row, int i, kblock *k) {
+    if (kind == PACK_Q4_K) {
+        const block_q4_K *b = (const block_q4_K *)row + i;
+        memcpy(&k->d, b->d, 2), memcpy(&k->dmin, b->dmin, 2);
+        for (int g = 0; g < 8; g++) scale_min_k4(g, b->scales, &k->sc[g], &k->m[g]);
+        for (int s = 0; s < 4; s++)
+            for (int l = 0; l < 32; l++) k->q[64 * s + l] = b->qs[32 * s + l] & 15, k->q[64 * s + 32 + l] = b->qs[32 * s + l] >> 4;
+    } else {
+        const block_q6_K *b = (const block_q6_K *)row + i;
+        memcpy(&k->d, b->d, 2);
+        k->dmin = 0;
+        for (int g = 0; g < 16; g++) k->sc[g] = b->scales[g];
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+            uint8_t *q = k->q + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                q[l] = (uint8_t)((ql[l] & 15) | ((qh[l] >> 0) & 3) << 4);
+                q[l + 32] = (uint8_t)((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
+                q[l + 64] = (uint8_t)((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
+                q[l + 96] = (uint8_t)((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+            }
+        }
+    }
+}
+
+// One k-quant record: super-block i of the 8 rows k[0..7] (pack.h's layout).
+static void pack_k_record(int kind, const kblock *k, uint8_t *out) {
+    for (int r = 0; r < 8; r++) memcpy(out + 2 * r, &k[r].d, 2);
+    if (kind == PACK_Q4_K) {
+        for (int r = 0; r < 8; r++) memcpy(out + 16 + 2 * r, &k[r].dmin, 2);
+        for (int j = 0; j < 8; j++)
+            for (int r = 0; r < 8; r++) out[32 + 8 * j + r] = (uint8_t)k[r].sc[j];
+        for (int p = 0; p < 4; p++)
+            for (int r = 0; r < 8; r++) out[96 + 16 * p + 2 * r] = (uint8_t)k[r].m[2 * p], out[96 + 16 * p + 2 * r + 1] = (uint8_t)k[r].m[2 * p + 1];
+        for (int j = 0; j < 8; j++) { // 32-column sub-blocks: granule g holds columns 32j + 4g .. + 3
+            uint8_t *nib = out + 160 + 128 * j;
+            for (int h = 0; h < 4; h++)
+                for (int r = 0; r < 8; r++)
+                    for (int e = 0; e < 4; e++)
+                        nib[32 * h + 4 * r + e] = (uint8_t)(k[r].q[32 * j + 4 * (2 * h) + e] | k[r].q[32 * j + 4 * (2 * h + 1) + e] << 4);
+        }
+        return;
+    }
+    for (int p = 0; p < 8; p++)
+        for (int r = 0; r < 8; r++) out[16 + 16 * p + 2 * r] = (uint8_t)(int8_t)k[r].sc[2 * p], out[16 + 16 * p + 2 * r + 1] = (uint8_t)(int8_t)k[r].sc[2 * p + 1];
+    for (int j = 0; j < 16; j++) { // 16-column sub-blocks: granule g holds columns 16j + 4g .. + 3
+        uint8_t *s = out + 144 + 96 * j;
+        for (int r = 0; r < 8; r++)
+            for (int e = 0; e < 4; e++) {
+                const uint8_t *q = k[r].q + 16 * j + e;
+                s[4 * r + e] = (uint8_t)((q[0] & 15) | (q[4] & 15) << 4);
+                s[32 + 4 * r + e] = (uint8_t)((q[8] & 15) | (q[12] & 15) << 4);
+                s[64 + 4 * r + e] = (uint8_t)((q[0] >> 4) | (q[4] >> 4) << 2 | (q[8] >> 4) << 4 | (q[12] >> 4) << 6);
+            }
+    }
+}
+
 static void pack_range(const pack_job *j, int64_t gb, int64_t ge) {
-    const int kind = j->kind, nb = (int)(j->cols / QK);
+    const int kind = j->kind, nb = (int)(j->cols / (is_k(kind) ? QK_K : QK));
     const int64_t rows = j->rows;
     const void *src = j->src;
     const size_t rs = dtype_row_size(dtype_of(kind), j->cols), rec = pack_record_bytes(kind);
     uint8_t *out = (uint8_t *)j->dst + rec * (size_t)nb * (size_t)gb;
+    if (is_k(kind)) {
+        for (int64_t g0 = 8 * gb; g0 < 8 * ge; g0 += 8)
+            for (int i = 0; i < nb; i++, out += rec) {
+                kblock k[8];
+                for (int r = 0; r < 8; r++)
+                    if (g0 + r < rows) kblock_get(kind, (const char *)src + rs * (size_t)(g0 + r), i, &k[r]);
+                    else memset(&k[r], 0, sizeof k[r]);
+                pack_k_record(kind, k, out);
+            }
+        return;
+    }
     for (int64_t g0 = 8 * gb; g0 < 8 * ge; g0 += 8)
         for (int i = 0; i < nb; i++, out += rec) {
             uint8_t v[8][32]; // the granule vectors V_0..V_7
@@ -142,8 +225,66 @@ void pack_rows(int kind, const void *src, int64_t rows, int64_t cols, void *dst)
     for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
 }
 
+// The k-quant oracle: per super-block the mins (q4_K) or the -32 offset
+// (q6_K) through the activations' sums, the sub-blocks' integer sums times
+// their scales, then the kernels' float operations.
+static void pack_tile_ref_k(int kind, const void *group, const void *x, size_t xstride, int T, int n, float *out) {
+    const int nb = n / QK_K;
+    const size_t rec = pack_record_bytes(kind);
+    for (int t = 0; t < T; t++) {
+        const char *xt = (const char *)x + xstride * (size_t)t;
+        const int8_t *a = XPK_QS(xt);
+        for (int r = 0; r < 8; r++) {
+            float acc = 0.0f;
+            for (int i = 0; i < nb; i++) {
+                const uint8_t *p = (const uint8_t *)group + rec * (size_t)i;
+                float da = XPK_D(xt, n)[i];
+                uint16_t dh;
+                memcpy(&dh, p + 2 * r, 2);
+                int32_t isum = 0;
+                if (kind == PACK_Q4_K) {
+                    uint16_t mh;
+                    memcpy(&mh, p + 16 + 2 * r, 2);
+                    int32_t msum = 0;
+                    for (int j = 0; j < 8; j++) msum += p[96 + 16 * (j / 2) + 2 * r + j % 2] * XPK_BS32(xt, n)[8 * i + j];
+                    acc = fmaf(-(float)msum, f16_to_f32(mh) * da, acc);
+                    for (int j = 0; j < 8; j++) {
+                        int32_t s = 0;
+                        for (int c = 0; c < 32; c++) {
+                            int g = c / 4, e = c % 4;
+                            int u = p[160 + 128 * j + 32 * (g / 2) + 4 * r + e] >> (4 * (g % 2)) & 15;
+                            s += u * a[256 * i + 32 * j + c];
+                        }
+                        isum += s * p[32 + 8 * j + r];
+                    }
+                } else {
+                    int32_t o = 0;
+                    for (int j = 0; j < 16; j++) o += (int8_t)p[16 + 16 * (j / 2) + 2 * r + j % 2] * XPK_BS16(xt, n)[16 * i + j];
+                    isum = -32 * o;
+                    for (int j = 0; j < 16; j++) {
+                        int32_t s = 0;
+                        const uint8_t *sb = p + 144 + 96 * j;
+                        for (int c = 0; c < 16; c++) {
+                            int g = c / 4, e = c % 4;
+                            int lo = sb[32 * (g / 2) + 4 * r + e] >> (4 * (g % 2)) & 15, hi = sb[64 + 4 * r + e] >> (2 * g) & 3;
+                            s += (lo | hi << 4) * a[256 * i + 16 * j + c];
+                        }
+                        isum += s * (int8_t)p[16 + 16 * (j / 2) + 2 * r + j % 2];
+                    }
+                }
+                acc = fmaf((float)isum, f16_to_f32(dh) * da, acc);
+            }
+            out[t * 8 + r] = acc;
+        }
+    }
+}
+
 // The oracle: the same integers and the same float operations, in C.
 void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, int T, int n, float *out) {
+    if (is_k(kind)) {
+        pack_tile_ref_k(kind, group, x, xstride, T, n, out);
+        return;
+    }
     const int nb = n / QK, sh = pack_shift(kind);
     const size_t rec = pack_record_bytes(kind);
     for (int t = 0; t < T; t++) {
@@ -181,6 +322,33 @@ const pack_kernel *pack_kernel_get(int kind) {
     case PACK_Q8_0: return &pack_vnni_q8_0;
     case PACK_Q5_0: return &pack_vnni_q5_0;
     case PACK_Q4_0: return &pack_vnni_q4_0;
+    case PACK_Q4_K: return &pack_vnni_q4_K;
+    case PACK_Q6_K: return &pack_vnni_q6_K;
     default: return NULL;
+    }
+}
+
+// q8_K as quantize_row_q8_K makes it (q8_K_from_float), with the sums of
+// each 16 and 32 values, in XPK_*'s layout.
+void pack_quant_k_ref(const float *x, void *vy, int n) {
+    uint8_t *y = vy;
+    block_q8_K b;
+    memset(y, 0, act_packed_k_row_size(n));
+    for (int i = 0; i < n / QK_K; i++) {
+        q8_K_from_float(x + QK_K * i, &b, QK_K);
+        memcpy(y + QK_K * i, b.qs, QK_K);
+        float d;
+        memcpy(&d, b.d, 4);
+        memcpy((uint8_t *)XPK_D(y, n) + 4 * i, &d, 4);
+        for (int g = 0; g < 16; g++) {
+            int16_t s = 0;
+            for (int l = 0; l < 16; l++) s = (int16_t)(s + b.qs[16 * g + l]);
+            memcpy((uint8_t *)XPK_BS16(y, n) + 2 * (16 * i + g), &s, 2);
+        }
+        for (int g = 0; g < 8; g++) {
+            int16_t s = 0;
+            for (int l = 0; l < 32; l++) s = (int16_t)(s + b.qs[32 * g + l]);
+            memcpy((uint8_t *)XPK_BS32(y, n) + 2 * (8 * i + g), &s, 2);
+        }
     }
 }

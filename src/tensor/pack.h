@@ -16,16 +16,26 @@
 //         j of V_g), then 4 nibble vectors (byte j of vector h: V_2h[j] in
 //         the low nibble, V_2h+1[j] in the high), values w + 16;
 //   q4_0: the 8 f16 scales, then the 4 nibble vectors, values w + 8.
-// The records hold the same bytes as the 8 rows' blocks, so packing costs no
-// memory beyond the copy (the mapped originals are left untouched). The
-// activations are quantized to q8_0 in ACT_PACKED's layout (vecdot.h).
+//   q4_K (a record per 256 columns): the 8 f16 d, the 8 f16 dmin, the 8
+//         sub-blocks' scales (8 bytes each, one per row), the mins in pairs
+//         (pair p: per row m_2p, m_2p+1), then per 32-column sub-block its 4
+//         nibble vectors as q5_0's (values 0..15);
+//   q6_K: the 8 f16 d, the 16 sub-blocks' signed scales in pairs (pair p: per
+//         row sc_2p, sc_2p+1), then per 16-column sub-block its 4 granule
+//         vectors: two nibble vectors (V_0|V_1, V_2|V_3) and one vector of
+//         their 2-bit high parts (V_0 in bits 0-1 .. V_3 in bits 6-7).
+// The records hold the bytes of the 8 rows' blocks (q4_K's unpacked scales
+// and mins take 32 more), so packing costs little memory beyond the copy (the
+// mapped originals are left untouched). The activations are quantized to
+// q8_0 in the layout of XP_* (vecdot.h), or for the k-quants to q8_K in that
+// of XPK_*; pack_act_row_size gives the bytes of a row.
 #ifndef INFER_TENSOR_PACK_H
 #define INFER_TENSOR_PACK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum pack_kind { PACK_NONE, PACK_Q8_0, PACK_Q5_0, PACK_Q4_0 };
+enum pack_kind { PACK_NONE, PACK_Q8_0, PACK_Q5_0, PACK_Q4_0, PACK_Q4_K, PACK_Q6_K };
 
 // The packing this CPU's kernels take for weights of a dtype with `cols`
 // columns: PACK_NONE where there is none (no VNNI, another type, or the
@@ -35,6 +45,8 @@ int pack_kind_for(int dtype, int64_t cols);
 size_t pack_record_bytes(int kind);
 size_t pack_group_bytes(int kind, int64_t cols);
 size_t pack_bytes(int kind, int64_t rows, int64_t cols);
+// bytes of one token's activations for the kernels of a kind
+size_t pack_act_row_size(int kind, int n);
 // Packs `rows` rows of `cols` (rows of the dtype's row size, one after
 // another) into dst (pack_bytes of it).
 void pack_rows(int kind, const void *src, int64_t rows, int64_t cols, void *dst);
@@ -54,6 +66,8 @@ typedef struct {
 const pack_kernel *pack_kernel_get(int kind);
 
 // the VNNI kernels (vecdot_pack.c)
-extern const pack_kernel pack_vnni_q8_0, pack_vnni_q5_0, pack_vnni_q4_0;
+extern const pack_kernel pack_vnni_q8_0, pack_vnni_q5_0, pack_vnni_q4_0, pack_vnni_q4_K, pack_vnni_q6_K;
+// the scalar quantizer of the k-quant kernels' activations (the oracle of theirs)
+void pack_quant_k_ref(const float *x, void *y, int n);
 
 #endif

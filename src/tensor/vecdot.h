@@ -59,6 +59,15 @@ size_t act_row_size(const vecdot_kernel *k, int n);
 #define XP_D(x, nb) ((const float *)((const char *)(x) + 36 * (size_t)(nb)))
 static inline size_t act_packed_row_size(int n) { return (40 * (size_t)(n / 32) + 32 + 63) & ~(size_t)63; }
 
+// The packed k-quant kernels' q8_K activations, a row of n values: the values
+// (as quantize_row_q8_K makes them), the sums of each 16 (int16), the sums of
+// each 32 (int16), the f32 scale of each 256, then 32 bytes of padding.
+#define XPK_QS(x) ((const int8_t *)(x))
+#define XPK_BS16(x, n) ((const int16_t *)((const char *)(x) + (size_t)(n)))
+#define XPK_BS32(x, n) ((const int16_t *)((const char *)(x) + (size_t)(n) + (size_t)(n) / 8))
+#define XPK_D(x, n) ((const float *)((const char *)(x) + (size_t)(n) + (size_t)(n) / 8 + (size_t)(n) / 16))
+static inline size_t act_packed_k_row_size(int n) { return ((size_t)n + (size_t)n / 8 + (size_t)n / 16 + (size_t)n / 64 + 32 + 63) & ~(size_t)63; }
+
 // Activation quantizers, as ggml's CPU backend quantizes activations on x86
 // (quantize_row_q8_0: scale 127/amax, round half to even; quantize_row_q8_K:
 // the reference), so results track llama.cpp's for the same file.

@@ -88,6 +88,109 @@ PK static void pk_quant(const float *x, void *vy, int n) {
     memset(d + nb, 0, act_packed_row_size(n) - 40 * (size_t)nb);
 }
 
+// k-quants: a record is a 256-column super-block of the 8 rows. Its
+// sub-blocks' sums (8 dpbusd for q4_K's 32 columns, 4 for q6_K's 16) are
+// multiplied by the 8 rows' sub-block scales as int32 and added; the mins
+// (q4_K) or the -32 offset (q6_K) meet the activations' sums of 32 or 16 in
+// dpwssd; then one convert and fma per super-block and token.
+PK static inline __attribute__((always_inline)) void pk_tile_k(int K, const void *group, const void *vx, size_t xs, int T, int n,
+                                                               float *out) {
+    const int nb = n / QK_K, NC = T >= 4 ? 2 : 4;
+    const size_t rec = pack_record_bytes(K);
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc[8];
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *p = (const uint8_t *)group + rec * (size_t)i;
+        if (T == 1)
+            for (size_t o = 0; o < rec; o += 64) _mm_prefetch((const char *)p + 2 * rec + o, _MM_HINT_T0);
+        __m256i isum[8];
+        // the mins (q4_K: -sum m_j bs32_j, kept apart) or the offset (q6_K: -32 sum sc_j bs16_j, into isum)
+        __m256i mo[8];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < T; t++) mo[t] = _mm256_setzero_si256();
+        const int NP = K == PACK_Q4_K ? 4 : 8; // pairs of sub-blocks
+        _Pragma("GCC unroll 8")
+        for (int q = 0; q < NP; q++) {
+            __m256i pr = K == PACK_Q4_K ? _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 96 + 16 * q)))
+                                        : _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 + 16 * q)));
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < T; t++) {
+                const char *xt = (const char *)vx + xs * (size_t)t;
+                const int16_t *bs = K == PACK_Q4_K ? XPK_BS32(xt, n) + 8 * i : XPK_BS16(xt, n) + 16 * i;
+                mo[t] = _mm256_dpwssd_epi32(mo[t], pr, _mm256_set1_epi32(ld_i32(bs + 2 * q)));
+            }
+        }
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < T; t++) isum[t] = K == PACK_Q4_K ? _mm256_setzero_si256() : _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(mo[t], 5));
+        if (K == PACK_Q4_K) {
+            __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < T; t++) {
+                const char *xt = (const char *)vx + xs * (size_t)t;
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), mo[t])),
+                                         _mm256_mul_ps(dm, _mm256_set1_ps(XPK_D(xt, n)[i])), acc[t]);
+            }
+        }
+        const int NS = K == PACK_Q4_K ? 8 : 16, W = K == PACK_Q4_K ? 32 : 16; // sub-blocks, their columns
+        for (int j = 0; j < NS; j++) {
+            __m256i v[8], sc;
+            if (K == PACK_Q4_K) {
+                const uint8_t *nib = p + 160 + 128 * (size_t)j;
+                _Pragma("GCC unroll 4")
+                for (int h = 0; h < 4; h++) {
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(nib + 32 * h));
+                    v[2 * h] = _mm256_and_si256(q, m4);
+                    v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                }
+                sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 32 + 8 * j)));
+            } else {
+                const uint8_t *sb = p + 144 + 96 * (size_t)j;
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)sb), l1 = _mm256_loadu_si256((const __m256i *)(sb + 32));
+                __m256i h = _mm256_loadu_si256((const __m256i *)(sb + 64)), m30 = _mm256_set1_epi8(0x30);
+                v[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+                v[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+                v[2] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30));
+                v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+                __m256i pr = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 + 16 * (j / 2))));
+                sc = j % 2 ? _mm256_srai_epi32(pr, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pr, 16), 16);
+            }
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < T; t++) {
+                const int8_t *a = XPK_QS((const char *)vx + xs * (size_t)t) + 256 * (size_t)i + W * (size_t)j;
+                __m256i s[4];
+                _Pragma("GCC unroll 4")
+                for (int c = 0; c < NC; c++) s[c] = _mm256_setzero_si256();
+                _Pragma("GCC unroll 8")
+                for (int g = 0; g < W / 4; g++) s[g % NC] = _mm256_dpbusd_epi32(s[g % NC], v[g], _mm256_set1_epi32(ld_i32(a + 4 * g)));
+                __m256i st = _mm256_add_epi32(s[0], s[1]);
+                if (NC == 4) st = _mm256_add_epi32(st, _mm256_add_epi32(s[2], s[3]));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(st, sc));
+            }
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < T; t++) {
+            const char *xt = (const char *)vx + xs * (size_t)t;
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(XPK_D(xt, n)[i])), acc[t]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + 8 * t, acc[t]);
+}
+
+#define PK_KERNEL_K(t, K)                                                                                                \
+    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out) {                       \
+        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 64) pk_tile_k(K, g, x, xs, 8, n, out);               \
+        if (T >= 4) pk_tile_k(K, g, x, xs, 4, n, out), T -= 4, x = (const char *)x + 4 * xs, out += 32;                  \
+        if (T >= 2) pk_tile_k(K, g, x, xs, 2, n, out), T -= 2, x = (const char *)x + 2 * xs, out += 16;                  \
+        if (T >= 1) pk_tile_k(K, g, x, xs, 1, n, out);                                                                   \
+    }                                                                                                                    \
+    const pack_kernel pack_vnni_##t = {.quant = pack_quant_k_ref, .tile = pk_tile_##t};
+PK_KERNEL_K(q4_K, PACK_Q4_K)
+PK_KERNEL_K(q6_K, PACK_Q6_K)
+
 #define PK_KERNEL(t, K)                                                                                                  \
     PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out) {                       \
         for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 64) pk_tile(K, g, x, xs, 8, n, out);                 \

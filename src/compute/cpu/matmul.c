@@ -235,7 +235,7 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
     if ((a.pk = packed(w))) {
         a.pack = w->pack;
         a.gbytes = pack_group_bytes(w->pack_kind, n_in);
-        a.xq_row = act_packed_row_size(n_in);
+        a.xq_row = pack_act_row_size(w->pack_kind, n_in);
         if (!(a.xq = grow(ex, &ex->xq, &ex->xq_cap, a.xq_row * (size_t)T))) return;
         pool_for(ex->pool, T, 8, quant_range, &a);
     } else if (!w->trans) {
@@ -330,13 +330,13 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
         if ((a->pk = packed(w[i]))) {
             a->pack = w[i]->pack;
             a->gbytes = pack_group_bytes(w[i]->pack_kind, n_in);
-            a->xq_row = act_packed_row_size(n_in);
+            a->xq_row = pack_act_row_size(w[i]->pack_kind, n_in);
         } else if (a->k->act_type == DT_F32)
             continue;
         else
             a->xq_row = act_row_size(a->k, n_in);
         for (int j = 0; j < i && !a->xq; j++) // the same activation format as an earlier product: share it
-            if (m.jobs[j].xq && (a->pk ? m.jobs[j].pk != NULL
+            if (m.jobs[j].xq && (a->pk ? m.jobs[j].pk && m.jobs[j].pk->quant == a->pk->quant
                                        : !m.jobs[j].pk && m.jobs[j].k->act_type == a->k->act_type && m.jobs[j].k->grouped == a->k->grouped))
                 a->xq = m.jobs[j].xq;
         if (!a->xq) {
