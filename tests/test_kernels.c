@@ -233,6 +233,7 @@ static void check_packed(int wt, int n, int rows) {
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < n; i++) f[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
         if (t == 3) for (int i = 0; i < n; i++) f[i] = 0.0f; // an all-zero token
+        if (t == 5) f[7] = -40.0f, f[n / 2 + 3] = 40.0f; // a tie of the largest magnitudes (the first sets the sign)
         pk->quant(f, x + xr * t, n);
         ref->quant(f, xq + qr * t, n);
         int same = 1;

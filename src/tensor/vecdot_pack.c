@@ -180,6 +180,46 @@ PK static inline __attribute__((always_inline)) void pk_tile_k(int K, const void
     for (int t = 0; t < T; t++) _mm256_storeu_ps(out + 8 * t, acc[t]);
 }
 
+// q8_K activations (quantize_row_q8_K's values and scale, bit for bit: the
+// first of the largest magnitudes sets the scale -127 / max, products rounded
+// to nearest even and saturated) with their sums of 16 and 32.
+PK static void pk_quant_k(const float *x, void *vy, int n) {
+    uint8_t *y = vy;
+    int16_t *bs16 = (int16_t *)XPK_BS16(y, n), *bs32 = (int16_t *)XPK_BS32(y, n);
+    float *d = (float *)XPK_D(y, n);
+    for (int i = 0; i < n / QK_K; i++) {
+        const float *xb = x + QK_K * (size_t)i;
+        int8_t *q = (int8_t *)y + QK_K * (size_t)i;
+        __m512 m = _mm512_setzero_ps();
+        for (int k = 0; k < 16; k++) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * k)));
+        float amax = _mm512_reduce_max_ps(m);
+        if (amax == 0.0f) {
+            memset(q, 0, QK_K);
+            memset(bs16 + 16 * i, 0, 32), memset(bs32 + 8 * i, 0, 16);
+            d[i] = 0.0f;
+            continue;
+        }
+        int j = 0;
+        for (int k = 0; k < 16; k++) {
+            __mmask16 e = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * k)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+            if (e) { j = 16 * k + __builtin_ctz(e); break; }
+        }
+        float iscale = -127.f / xb[j];
+        __m512 is = _mm512_set1_ps(iscale);
+        for (int k = 0; k < 16; k++)
+            _mm_storeu_si128((__m128i *)(q + 16 * k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * k), is))));
+        d[i] = 1 / iscale;
+        for (int k = 0; k < 4; k++) { // sums of 8 by sad on the bytes + 128, then of 16 and 32
+            __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + 64 * k)), _mm512_set1_epi8((char)0x80));
+            int64_t s8[8];
+            _mm512_storeu_si512((void *)s8, _mm512_sad_epu8(v, _mm512_setzero_si512()));
+            for (int g = 0; g < 4; g++) bs16[16 * i + 4 * k + g] = (int16_t)(s8[2 * g] + s8[2 * g + 1] - 16 * 128);
+            for (int g = 0; g < 2; g++) bs32[8 * i + 2 * k + g] = (int16_t)(bs16[16 * i + 4 * k + 2 * g] + bs16[16 * i + 4 * k + 2 * g + 1]);
+        }
+    }
+    memset(d + n / QK_K, 0, act_packed_k_row_size(n) - ((const uint8_t *)(d + n / QK_K) - y));
+}
+
 #define PK_KERNEL_K(t, K)                                                                                                \
     PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out) {                       \
         for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 64) pk_tile_k(K, g, x, xs, 8, n, out);               \
@@ -187,7 +227,7 @@ PK static inline __attribute__((always_inline)) void pk_tile_k(int K, const void
         if (T >= 2) pk_tile_k(K, g, x, xs, 2, n, out), T -= 2, x = (const char *)x + 2 * xs, out += 16;                  \
         if (T >= 1) pk_tile_k(K, g, x, xs, 1, n, out);                                                                   \
     }                                                                                                                    \
-    const pack_kernel pack_vnni_##t = {.quant = pack_quant_k_ref, .tile = pk_tile_##t};
+    const pack_kernel pack_vnni_##t = {.quant = pk_quant_k, .tile = pk_tile_##t};
 PK_KERNEL_K(q4_K, PACK_Q4_K)
 PK_KERNEL_K(q6_K, PACK_Q6_K)
 
