@@ -270,11 +270,14 @@ static void check_packed(int wt, int n, int rows) {
     double fe = 0, fs = 0;
     for (int g = 0; g < (rows + 7) / 8; g++) {
         const unsigned char *pg = p + gb * g;
-        pk->tile(pg, x, xr, T, n, o);
+        pk->tile(pg, x, xr, T, n, o, 8);
         pack_tile_ref(kind, pg, x, xr, T, n, oref);
         CHECK(!memcmp(o, oref, sizeof(float) * 8 * T), "%s n=%d group %d: packed kernel differs from its oracle", tw->name, n, g);
+        float os[11 * T]; // rows of a wider output (ldo 11): the same values
+        pk->tile(pg, x, xr, T, n, os, 11);
+        for (int t = 0; t < T; t++) CHECK(!memcmp(os + 11 * t, o + 8 * t, 8 * sizeof(float)), "%s n=%d: output stride 11 differs", tw->name, n);
         for (int t = 0; t < T; t++) {
-            pk->tile(pg, x + xr * t, xr, 1, n, o1);
+            pk->tile(pg, x + xr * t, xr, 1, n, o1, 8);
             CHECK(!memcmp(o1, o + 8 * t, 8 * sizeof(float)), "%s n=%d group %d: token %d alone differs from the batch", tw->name, n, g, t);
             for (int r = 0; r < 8; r++) {
                 if (8 * g + r >= rows) { // padding rows are zero

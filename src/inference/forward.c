@@ -418,7 +418,9 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         return oom_check(c);
     }
     mm(c, logits, c->xn, &m->output, NULL, n, E, V);
-    for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= cf->logit_scale;
+    float ls = cf->logit_scale;
+    if (ls != 1.0f) // (a scale of 1 changes nothing)
+        for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= ls;
     if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
@@ -456,7 +458,9 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     for (int t = 0, k = 0; t < T; t++) {
         if (!dst[t]) continue;
         float *lg = c->logit_buf + (size_t)k++ * V;
-        for (int i = 0; i < V; i++) lg[i] *= cf->logit_scale;
+        float ls = cf->logit_scale;
+        if (ls != 1.0f)
+            for (int i = 0; i < V; i++) lg[i] *= ls;
         if (cf->final_softcap) softcap(lg, V, cf->final_softcap);
         memcpy(dst[t], lg, sizeof(float) * V);
     }

@@ -51,10 +51,10 @@ size_t pack_act_row_size(int kind, int n);
 // another) into dst (pack_bytes of it).
 void pack_rows(int kind, const void *src, int64_t rows, int64_t cols, void *dst);
 
-// out[t * 8 + r] = row r of the group . token t (x + t * xstride bytes), for
-// T <= 8 tokens of n columns. Every (row, token) sees the same operations
+// out[t * ldo + r] = row r of the group . token t (x + t * xstride bytes),
+// for T tokens of n columns. Every (row, token) sees the same operations
 // whatever T, so a batch equals one-token calls bit for bit.
-typedef void (*pack_tile_fn)(const void *group, const void *x, size_t xstride, int T, int n, float *out);
+typedef void (*pack_tile_fn)(const void *group, const void *x, size_t xstride, int T, int n, float *out, size_t ldo);
 // The scalar oracle of a kind: the same sums in plain C (test_kernels).
 void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, int T, int n, float *out);
 

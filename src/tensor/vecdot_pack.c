@@ -14,6 +14,10 @@
 
 #define PK __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
+#ifndef PK_AHEAD
+#define PK_AHEAD 8 // records prefetched ahead
+#endif
+
 static inline int32_t ld_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
 
 // the 8 granule vectors of block record p, as unsigned bytes
@@ -39,7 +43,7 @@ PK static inline __attribute__((always_inline)) void pk_unpack(int K, const uint
 }
 
 PK static inline __attribute__((always_inline)) void pk_tile(int K, const void *group, const void *vx, size_t xs, int T, int n,
-                                                             float *out) {
+                                                             float *out, size_t ldo) {
     const int nb = n / QK, sh = K == PACK_Q8_0 ? 7 : K == PACK_Q5_0 ? 4 : 3;
     const int NC = T >= 4 ? 2 : 4; // accumulators per token
     const size_t rec = pack_record_bytes(K);
@@ -48,7 +52,7 @@ PK static inline __attribute__((always_inline)) void pk_tile(int K, const void *
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const uint8_t *p = (const uint8_t *)group + rec * (size_t)i;
-        if (T == 1) _mm_prefetch((const char *)p + 4 * rec, _MM_HINT_T0);
+        for (size_t o = 0; o < rec; o += 64) _mm_prefetch((const char *)p + PK_AHEAD * rec + o, _MM_HINT_T0);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
         __m256i v[8];
         pk_unpack(K, p, v);
@@ -68,7 +72,7 @@ PK static inline __attribute__((always_inline)) void pk_tile(int K, const void *
         }
     }
     _Pragma("GCC unroll 8")
-    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + 8 * t, acc[t]);
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + ldo * t, acc[t]);
 }
 
 // Activations in ACT_PACKED's layout: blocks quantized as ggml's
@@ -94,7 +98,7 @@ PK static void pk_quant(const float *x, void *vy, int n) {
 // (q4_K) or the -32 offset (q6_K) meet the activations' sums of 32 or 16 in
 // dpwssd; then one convert and fma per super-block and token.
 PK static inline __attribute__((always_inline)) void pk_tile_k(int K, const void *group, const void *vx, size_t xs, int T, int n,
-                                                               float *out) {
+                                                               float *out, size_t ldo) {
     const int nb = n / QK_K, NC = T >= 4 ? 2 : 4;
     const size_t rec = pack_record_bytes(K);
     const __m256i m4 = _mm256_set1_epi8(15);
@@ -177,7 +181,7 @@ PK static inline __attribute__((always_inline)) void pk_tile_k(int K, const void
         }
     }
     _Pragma("GCC unroll 8")
-    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + 8 * t, acc[t]);
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + ldo * t, acc[t]);
 }
 
 // q8_K activations (quantize_row_q8_K's values and scale, bit for bit: the
@@ -221,22 +225,22 @@ PK static void pk_quant_k(const float *x, void *vy, int n) {
 }
 
 #define PK_KERNEL_K(t, K)                                                                                                \
-    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out) {                       \
-        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 64) pk_tile_k(K, g, x, xs, 8, n, out);               \
-        if (T >= 4) pk_tile_k(K, g, x, xs, 4, n, out), T -= 4, x = (const char *)x + 4 * xs, out += 32;                  \
-        if (T >= 2) pk_tile_k(K, g, x, xs, 2, n, out), T -= 2, x = (const char *)x + 2 * xs, out += 16;                  \
-        if (T >= 1) pk_tile_k(K, g, x, xs, 1, n, out);                                                                   \
+    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {                       \
+        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 8 * ldo) pk_tile_k(K, g, x, xs, 8, n, out, ldo);               \
+        if (T >= 4) pk_tile_k(K, g, x, xs, 4, n, out, ldo), T -= 4, x = (const char *)x + 4 * xs, out += 4 * ldo;                  \
+        if (T >= 2) pk_tile_k(K, g, x, xs, 2, n, out, ldo), T -= 2, x = (const char *)x + 2 * xs, out += 2 * ldo;                  \
+        if (T >= 1) pk_tile_k(K, g, x, xs, 1, n, out, ldo);                                                                   \
     }                                                                                                                    \
     const pack_kernel pack_vnni_##t = {.quant = pk_quant_k, .tile = pk_tile_##t};
 PK_KERNEL_K(q4_K, PACK_Q4_K)
 PK_KERNEL_K(q6_K, PACK_Q6_K)
 
 #define PK_KERNEL(t, K)                                                                                                  \
-    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out) {                       \
-        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 64) pk_tile(K, g, x, xs, 8, n, out);                 \
-        if (T >= 4) pk_tile(K, g, x, xs, 4, n, out), T -= 4, x = (const char *)x + 4 * xs, out += 32;                    \
-        if (T >= 2) pk_tile(K, g, x, xs, 2, n, out), T -= 2, x = (const char *)x + 2 * xs, out += 16;                    \
-        if (T >= 1) pk_tile(K, g, x, xs, 1, n, out);                                                                     \
+    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {                       \
+        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 8 * ldo) pk_tile(K, g, x, xs, 8, n, out, ldo);                 \
+        if (T >= 4) pk_tile(K, g, x, xs, 4, n, out, ldo), T -= 4, x = (const char *)x + 4 * xs, out += 4 * ldo;                    \
+        if (T >= 2) pk_tile(K, g, x, xs, 2, n, out, ldo), T -= 2, x = (const char *)x + 2 * xs, out += 2 * ldo;                    \
+        if (T >= 1) pk_tile(K, g, x, xs, 1, n, out, ldo);                                                                     \
     }                                                                                                                    \
     const pack_kernel pack_vnni_##t = {.quant = pk_quant, .tile = pk_tile_##t};
 PK_KERNEL(q8_0, PACK_Q8_0)

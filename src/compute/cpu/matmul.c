@@ -50,16 +50,16 @@ static void pk_groups(const mm_job *a, int g0, int g1) {
         for (int t0 = 0; t0 < a->T; t0 += tb) {
             int tn = a->T - t0 < tb ? a->T - t0 : tb;
             for (int g = p0; g < p1; g++) {
-                a->pk->tile(a->pack + a->gbytes * (size_t)g, a->xq + a->xq_row * (size_t)t0, a->xq_row, tn, a->n_in, out);
+                const unsigned char *pg = a->pack + a->gbytes * (size_t)g, *xt = a->xq + a->xq_row * (size_t)t0;
                 int r1 = a->n_out - 8 * g < 8 ? a->n_out - 8 * g : 8;
+                if (!a->bias && r1 == 8) { // straight into y
+                    a->pk->tile(pg, xt, a->xq_row, tn, a->n_in, a->y + (size_t)t0 * a->n_out + 8 * g, (size_t)a->n_out);
+                    continue;
+                }
+                a->pk->tile(pg, xt, a->xq_row, tn, a->n_in, out, 8);
                 for (int t = 0; t < tn; t++) {
                     float *yt = a->y + (size_t)(t0 + t) * a->n_out + 8 * g;
-                    if (a->bias)
-                        for (int r = 0; r < r1; r++) yt[r] = out[8 * t + r] + a->bias[8 * g + r];
-                    else if (r1 == 8)
-                        memcpy(yt, out + 8 * t, 8 * sizeof(float));
-                    else
-                        memcpy(yt, out + 8 * t, (size_t)r1 * sizeof(float));
+                    for (int r = 0; r < r1; r++) yt[r] = out[8 * t + r] + (a->bias ? a->bias[8 * g + r] : 0.0f);
                 }
             }
         }
