@@ -2,6 +2,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,4 +62,16 @@ infer_status read_text_file(const char *path, size_t max_bytes, char **out, size
     *out = buf;
     if (len) *len = (size_t)n;
     return INFER_OK;
+}
+
+size_t map_drop_pages(const void *p, size_t n) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1), b = ((uintptr_t)p + n) & ~(uintptr_t)(pg - 1);
+    if (b <= a) return 0;
+    return madvise((void *)a, b - a, MADV_DONTNEED) == 0 ? b - a : 0;
+}
+
+int mapfile_holds(const mapfile *m, const void *p, size_t n) {
+    uintptr_t a = (uintptr_t)m->data, x = (uintptr_t)p;
+    return m->data && x >= a && x - a <= m->size && n <= m->size - (x - a);
 }

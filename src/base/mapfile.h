@@ -13,6 +13,12 @@ typedef struct {
 
 infer_status mapfile_open(mapfile *m, const char *path);
 void mapfile_close(mapfile *m);
+// The whole pages inside [p, p + n) of a read-only file mapping handed back to
+// the kernel (nothing is lost: a later read maps them in again); the bytes
+// dropped. p must lie in such a mapping.
+size_t map_drop_pages(const void *p, size_t n);
+// p and its n bytes lie inside m's mapping
+int mapfile_holds(const mapfile *m, const void *p, size_t n);
 
 // Reads a whole small text file (config.json, index.json) into a NUL-terminated
 // heap buffer; refuses files larger than max_bytes.

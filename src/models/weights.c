@@ -6,6 +6,7 @@
 #include "models/model.h"
 #include "tensor/dtype.h"
 #include "tensor/pack.h"
+#include "models/gguf.h"
 #include "base/error.h"
 
 #include <stddef.h>
@@ -519,8 +520,20 @@ static infer_status pack_one(infer_model *m, weight *w) {
     char *p = aligned_alloc(64, (64 + bytes + 63) & ~(size_t)63);
     if (!p) return fail(INFER_ERR_NOMEM, "out of memory packing %s (%zu bytes)", t->name, bytes);
     memcpy(p, &t, sizeof t);
-    pack_rows(kind, t->data, t->ne[1], t->ne[0], p + 64);
     m->packs[m->n_packs++] = p;
+    // The products read the copy: the mapped pages go back to the kernel as
+    // each slice of rows is packed (a later use of the tensor, an embedding
+    // row, maps its pages in again), so the load holds little more than the copy.
+    int mapped = m->gguf && mapfile_holds(&m->gguf->map, t->data, t->nbytes);
+    for (int f = 0; f < m->store.n_files && !mapped; f++) mapped = mapfile_holds(&m->store.files[f], t->data, t->nbytes);
+    const int64_t rows = t->ne[1], slice = 8192; // (a multiple of 8: slices are whole groups)
+    const size_t rs = dtype_row_size(t->type, t->ne[0]);
+    for (int64_t r = 0; r < rows; r += slice) {
+        int64_t nr = rows - r < slice ? rows - r : slice;
+        const char *src = (const char *)t->data + rs * (size_t)r;
+        pack_rows(kind, src, nr, t->ne[0], p + 64 + pack_bytes(kind, r, t->ne[0]));
+        if (mapped) map_drop_pages(src, rs * (size_t)nr);
+    }
     w->pack_kind = kind, w->pack = p + 64;
     return INFER_OK;
 }

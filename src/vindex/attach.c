@@ -62,15 +62,6 @@ infer_status infer_model_attach_vindex(infer_model *m, const char *dir) {
 const vindex *infer_model_vindex(const infer_model *m) { return m->vx; }
 int infer_model_walk_features(const infer_model *m) { return m->walk ? m->walk_max_features : 0; }
 
-// The whole pages inside [p, p + n): handed back to the kernel (the mapping
-// is read-only and file-backed, so nothing is lost; they are not read again).
-static size_t drop_pages(const void *p, size_t n) {
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1), b = ((uintptr_t)p + n) & ~(uintptr_t)(pg - 1);
-    if (b <= a) return 0;
-    return madvise((void *)a, b - a, MADV_DONTNEED) == 0 ? b - a : 0;
-}
-
 infer_status infer_model_walk_only(infer_model *m, size_t *dropped) {
     *dropped = 0;
     if (!m->walk) return fail(INFER_ERR_ARG, "walk-only needs a vindex (attach one first)");
@@ -79,7 +70,7 @@ infer_status infer_model_walk_only(infer_model *m, size_t *dropped) {
         weight *ws[] = {&l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->ffn_gate_up};
         for (int k = 0; k < 4; k++) {
             if (!ws[k]->w) continue;
-            *dropped += drop_pages(ws[k]->w->data, ws[k]->w->nbytes);
+            *dropped += map_drop_pages(ws[k]->w->data, ws[k]->w->nbytes);
             ws[k]->w = NULL;
         }
     }
