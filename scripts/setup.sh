@@ -32,8 +32,9 @@ fi
 build=${BUILD:-build}
 sanitize=${SANITIZE:-0}
 opts=(-DCMAKE_BUILD_TYPE=Release)
-[ "$sanitize" = 1 ] && opts=(-DCMAKE_BUILD_TYPE=Debug -DINFER_SANITIZE=ON)
-[ "$sanitize" = thread ] && opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON)
+# (the sanitizer builds leave the CUDA runtime out: it is not built for them)
+[ "$sanitize" = 1 ] && opts=(-DCMAKE_BUILD_TYPE=Debug -DINFER_SANITIZE=ON -DINFER_CUDA=OFF)
+[ "$sanitize" = thread ] && opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_CUDA=OFF)
 cmake -S . -B "$build" "${opts[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 echo "setup: built $build/infer"

@@ -1,0 +1,439 @@
+// The CUDA device layer (cuda.h): device memory, the activation quantizers
+// and the matrix products of every stored type.
+//
+// A product runs one warp per output row; each lane takes blocks lane,
+// lane + 32, ... of the row, computes each block's contribution exactly as
+// the CPU oracle does (integer sums of the stored values against the q8
+// activations, then the oracle's float scaling), and the warp adds the
+// lanes' sums in a tree. The block layouts are ggml's (tensor/quant.h); they
+// are restated here as byte offsets because that header is C.
+#include "compute/cuda/cuda.h"
+#include "tensor/dtype.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+struct cuda_dev {
+    int ordinal;
+    cudaStream_t stream;
+    char name[256];
+};
+
+static char g_status[256] = "not probed";
+
+static int set_status(const char *what, cudaError_t e) {
+    snprintf(g_status, sizeof g_status, "%s: %s", what, cudaGetErrorString(e));
+    return -1;
+}
+
+extern "C" HIDDEN int cuda_device_count(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        set_status("no CUDA device", e);
+        return 0;
+    }
+    if (n == 0) snprintf(g_status, sizeof g_status, "no CUDA device");
+    else snprintf(g_status, sizeof g_status, "ok");
+    return n;
+}
+
+extern "C" HIDDEN const char *cuda_status(void) { return g_status; }
+
+extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
+    if (ordinal < 0 || ordinal >= cuda_device_count()) {
+        if (!strcmp(g_status, "ok")) snprintf(g_status, sizeof g_status, "no CUDA device %d", ordinal);
+        return NULL;
+    }
+    cudaError_t e = cudaSetDevice(ordinal);
+    if (e != cudaSuccess) { set_status("cudaSetDevice", e); return NULL; }
+    cuda_dev *d = (cuda_dev *)calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->ordinal = ordinal;
+    if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        set_status("cudaStreamCreate", e);
+        free(d);
+        return NULL;
+    }
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, ordinal) == cudaSuccess) snprintf(d->name, sizeof d->name, "%s", p.name);
+    return d;
+}
+
+extern "C" HIDDEN void cuda_close(cuda_dev *d) {
+    if (!d) return;
+    cudaSetDevice(d->ordinal);
+    cudaStreamSynchronize(d->stream);
+    cudaStreamDestroy(d->stream);
+    free(d);
+}
+
+extern "C" HIDDEN const char *cuda_name(const cuda_dev *d) { return d->name; }
+
+extern "C" HIDDEN void *cuda_alloc(cuda_dev *d, size_t bytes) {
+    void *p = NULL;
+    cudaSetDevice(d->ordinal);
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) { set_status("cudaMalloc", e); return NULL; }
+    return p;
+}
+
+extern "C" HIDDEN void cuda_free(cuda_dev *d, void *p) {
+    if (!p) return;
+    cudaSetDevice(d->ordinal);
+    cudaFree(p);
+}
+
+extern "C" HIDDEN int cuda_upload(cuda_dev *d, void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream); // (src may be freed after)
+    return e == cudaSuccess ? 0 : set_status("upload", e);
+}
+
+extern "C" HIDDEN int cuda_download(cuda_dev *d, void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+    return e == cudaSuccess ? 0 : set_status("download", e);
+}
+
+extern "C" HIDDEN int cuda_sync(cuda_dev *d) {
+    cudaError_t e = cudaStreamSynchronize(d->stream);
+    return e == cudaSuccess ? 0 : set_status("kernel", e);
+}
+
+// ---------------------------------------------------------------------------
+// block layouts (bytes), as tensor/quant.h
+
+enum { QK = 32, QK_K = 256 };
+enum { Q8_0_B = 34, Q4_0_B = 18, Q4_1_B = 20, Q5_0_B = 22, Q5_1_B = 24, MXFP4_B = 17 };
+enum { Q2_K_B = 84, Q3_K_B = 110, Q4_K_B = 144, Q5_K_B = 176, Q6_K_B = 210, Q8_K_B = 292 };
+
+static __device__ __forceinline__ float ld_h(const uint8_t *p) { return __half2float(__ushort_as_half((unsigned short)(p[0] | p[1] << 8))); }
+static __device__ __forceinline__ float ld_f(const uint8_t *p) { return __uint_as_float((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24); }
+static __device__ __forceinline__ int ld_i16(const uint8_t *p) { return (int16_t)(uint16_t)(p[0] | p[1] << 8); }
+static __device__ __forceinline__ uint32_t ld_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static __device__ __forceinline__ float e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return __uint_as_float(bits);
+}
+
+__constant__ int8_t c_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+static __device__ __forceinline__ void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4;
+        *m = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// one block's contribution, as the CPU oracle computes it (vecdot_ref.c)
+
+template <int T> struct blk;
+
+template <> struct blk<DT_Q8_0> {
+    enum { B = Q8_0_B, XB = Q8_0_B, N = QK };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        int s = 0;
+        for (int j = 0; j < QK; j++) s += (int8_t)w[2 + j] * (int8_t)x[2 + j];
+        return s * (ld_h(w) * ld_h(x));
+    }
+};
+template <> struct blk<DT_Q4_0> {
+    enum { B = Q4_0_B, XB = Q8_0_B, N = QK };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        int s = 0;
+        for (int j = 0; j < 16; j++) s += ((w[2 + j] & 15) - 8) * (int8_t)x[2 + j] + ((w[2 + j] >> 4) - 8) * (int8_t)x[2 + j + 16];
+        return s * (ld_h(w) * ld_h(x));
+    }
+};
+template <> struct blk<DT_Q4_1> {
+    enum { B = Q4_1_B, XB = Q8_0_B, N = QK };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        int s = 0, sy = 0;
+        for (int j = 0; j < 16; j++) {
+            s += (w[4 + j] & 15) * (int8_t)x[2 + j] + (w[4 + j] >> 4) * (int8_t)x[2 + j + 16];
+            sy += (int8_t)x[2 + j] + (int8_t)x[2 + j + 16];
+        }
+        float dx = ld_h(x);
+        return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
+    }
+};
+template <> struct blk<DT_Q5_0> {
+    enum { B = Q5_0_B, XB = Q8_0_B, N = QK };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        uint32_t qh = ld_u32(w + 2);
+        int s = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = (w[6 + j] & 15) | ((qh >> j) & 1) << 4, hi = (w[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
+            s += (lo - 16) * (int8_t)x[2 + j] + (hi - 16) * (int8_t)x[2 + j + 16];
+        }
+        return s * (ld_h(w) * ld_h(x));
+    }
+};
+template <> struct blk<DT_Q5_1> {
+    enum { B = Q5_1_B, XB = Q8_0_B, N = QK };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        uint32_t qh = ld_u32(w + 4);
+        int s = 0, sy = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = (w[8 + j] & 15) | ((qh >> j) & 1) << 4, hi = (w[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
+            s += lo * (int8_t)x[2 + j] + hi * (int8_t)x[2 + j + 16];
+            sy += (int8_t)x[2 + j] + (int8_t)x[2 + j + 16];
+        }
+        float dx = ld_h(x);
+        return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
+    }
+};
+template <> struct blk<DT_MXFP4> {
+    enum { B = MXFP4_B, XB = Q8_0_B, N = QK };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        int s = 0;
+        for (int j = 0; j < 16; j++) s += c_mxfp4[w[1 + j] & 15] * (int8_t)x[2 + j] + c_mxfp4[w[1 + j] >> 4] * (int8_t)x[2 + j + 16];
+        return s * (e8m0_half(w[0]) * ld_h(x));
+    }
+};
+
+// q8_K activation block: d (f32) at 0, qs at 4, bsums (int16 x 16) at 260
+template <> struct blk<DT_Q2_K> {
+    enum { B = Q2_K_B, XB = Q8_K_B, N = QK_K };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        const uint8_t *sc = w, *qs = w + 16;
+        float dy = ld_f(x);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 16; g++) summ += (sc[g] >> 4) * ld_i16(x + 260 + 2 * g);
+        for (int h = 0; h < 2; h++)
+            for (int sh = 0; sh < 4; sh++)
+                for (int k = 0; k < 2; k++) {
+                    const uint8_t *q = qs + 32 * h + 16 * k;
+                    const int8_t *y = (const int8_t *)x + 4 + 128 * h + 32 * sh + 16 * k;
+                    int si = 0;
+                    for (int l = 0; l < 16; l++) si += ((q[l] >> 2 * sh) & 3) * y[l];
+                    sumi += (sc[8 * h + 2 * sh + k] & 15) * si;
+                }
+        return dy * ld_h(w + 80) * sumi - dy * ld_h(w + 82) * summ;
+    }
+};
+template <> struct blk<DT_Q3_K> {
+    enum { B = Q3_K_B, XB = Q8_K_B, N = QK_K };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        const uint8_t *hmask = w, *qs = w + 32, *p = w + 96;
+        int sc[16], sumi = 0;
+        for (int g = 0; g < 16; g++) {
+            int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4;
+            int hi = (p[8 + g % 4] >> (2 * (g / 4))) & 3;
+            sc[g] = (lo | hi << 4) - 32;
+        }
+        for (int h = 0; h < 2; h++)
+            for (int sh = 0; sh < 4; sh++)
+                for (int k = 0; k < 2; k++) {
+                    const uint8_t *q = qs + 32 * h + 16 * k, *hm = hmask + 16 * k;
+                    const int8_t *y = (const int8_t *)x + 4 + 128 * h + 32 * sh + 16 * k;
+                    int m = 1 << (4 * h + sh), si = 0;
+                    for (int l = 0; l < 16; l++) si += (((q[l] >> 2 * sh) & 3) - (hm[l] & m ? 0 : 4)) * y[l];
+                    sumi += sc[8 * h + 2 * sh + k] * si;
+                }
+        return ld_f(x) * ld_h(w + 108) * sumi;
+    }
+};
+template <> struct blk<DT_Q4_K> {
+    enum { B = Q4_K_B, XB = Q8_K_B, N = QK_K };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        const uint8_t *scales = w + 4, *qs = w + 16;
+        float dy = ld_f(x);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 8; g++) {
+            int sc, m;
+            scale_min_k4(g, scales, &sc, &m);
+            summ += m * (ld_i16(x + 260 + 4 * g) + ld_i16(x + 260 + 4 * g + 2));
+            const uint8_t *q = qs + 32 * (g / 2);
+            const int8_t *y = (const int8_t *)x + 4 + 32 * g;
+            int si = 0;
+            for (int l = 0; l < 32; l++) si += ((g & 1) ? q[l] >> 4 : q[l] & 15) * y[l];
+            sumi += sc * si;
+        }
+        return dy * ld_h(w) * sumi - dy * ld_h(w + 2) * summ;
+    }
+};
+template <> struct blk<DT_Q5_K> {
+    enum { B = Q5_K_B, XB = Q8_K_B, N = QK_K };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + 48;
+        float dy = ld_f(x);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 8; g++) {
+            int sc, m;
+            scale_min_k4(g, scales, &sc, &m);
+            summ += m * (ld_i16(x + 260 + 4 * g) + ld_i16(x + 260 + 4 * g + 2));
+            const uint8_t *q = qs + 32 * (g / 2);
+            const int8_t *y = (const int8_t *)x + 4 + 32 * g;
+            int si = 0;
+            for (int l = 0; l < 32; l++) si += (((g & 1) ? q[l] >> 4 : q[l] & 15) | ((qh[l] >> g) & 1) << 4) * y[l];
+            sumi += sc * si;
+        }
+        return dy * ld_h(w) * sumi - dy * ld_h(w + 2) * summ;
+    }
+};
+template <> struct blk<DT_Q6_K> {
+    enum { B = Q6_K_B, XB = Q8_K_B, N = QK_K };
+    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
+        const uint8_t *qlb = w, *qhb = w + 128;
+        const int8_t *scales = (const int8_t *)(w + 192);
+        int sumi = 0;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = qlb + 64 * h, *qh = qhb + 32 * h;
+            const int8_t *y = (const int8_t *)x + 4 + 128 * h;
+            int gs[8] = {0};
+            for (int l = 0; l < 32; l++) {
+                int q1 = ((ql[l] & 15) | ((qh[l] >> 0) & 3) << 4) - 32;
+                int q2 = ((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4) - 32;
+                int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+                int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+                gs[0 + l / 16] += q1 * y[l];
+                gs[2 + l / 16] += q2 * y[l + 32];
+                gs[4 + l / 16] += q3 * y[l + 64];
+                gs[6 + l / 16] += q4 * y[l + 96];
+            }
+            for (int g = 0; g < 8; g++) sumi += scales[8 * h + g] * gs[g];
+        }
+        return ld_f(x) * ld_h(w + 208) * sumi;
+    }
+};
+
+// float weights against f32 activations: one element
+template <int T> struct elt;
+template <> struct elt<DT_F32> { enum { B = 4 }; static __device__ float get(const uint8_t *w) { return ld_f(w); } };
+template <> struct elt<DT_F16> { enum { B = 2 }; static __device__ float get(const uint8_t *w) { return ld_h(w); } };
+template <> struct elt<DT_BF16> { enum { B = 2 }; static __device__ float get(const uint8_t *w) { return __uint_as_float((uint32_t)(w[0] | w[1] << 8) << 16); } };
+
+static __device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// y[t * rows + r] for 4 rows per block of 128 threads (a warp per row)
+template <int T>
+static __global__ void k_matmul_q(const uint8_t *w, int rows, int cols, const uint8_t *xq, int ntok, float *y) {
+    int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    const int nb = cols / blk<T>::N;
+    const uint8_t *wr = w + (size_t)r * nb * blk<T>::B;
+    for (int t = 0; t < ntok; t++) {
+        const uint8_t *xt = xq + (size_t)t * nb * blk<T>::XB;
+        float acc = 0.0f;
+        for (int b = lane; b < nb; b += 32) acc += blk<T>::dot(wr + (size_t)b * blk<T>::B, xt + (size_t)b * blk<T>::XB);
+        acc = warp_sum(acc);
+        if (lane == 0) y[(size_t)t * rows + r] = acc;
+    }
+}
+
+template <int T>
+static __global__ void k_matmul_f(const uint8_t *w, int rows, int cols, const float *x, int ntok, float *y) {
+    int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    const uint8_t *wr = w + (size_t)r * cols * elt<T>::B;
+    for (int t = 0; t < ntok; t++) {
+        const float *xt = x + (size_t)t * cols;
+        float acc = 0.0f;
+        for (int i = lane; i < cols; i += 32) acc = fmaf(elt<T>::get(wr + (size_t)i * elt<T>::B), xt[i], acc);
+        acc = warp_sum(acc);
+        if (lane == 0) y[(size_t)t * rows + r] = acc;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// activation quantizers: the CPU's bytes (act_quant_q8_0, q8_K_from_float)
+
+static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x; // one block of 32 per thread
+    if (i >= nblk) return;
+    int t = i / (n / QK), b = i % (n / QK);
+    const float *xb = x + (size_t)t * n + (size_t)b * QK;
+    uint8_t *yb = y + (size_t)i * Q8_0_B;
+    float amax = 0.0f;
+    for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+    float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+    unsigned short h = __half_as_ushort(__float2half_rn(d));
+    yb[0] = (uint8_t)(h & 255), yb[1] = (uint8_t)(h >> 8);
+    for (int j = 0; j < QK; j++) yb[2 + j] = (uint8_t)(int8_t)rintf(__fmul_rn(xb[j], id));
+}
+
+static __global__ void k_quant_q8_K(const float *x, int n, int nblk, uint8_t *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x; // one super-block of 256 per thread
+    if (i >= nblk) return;
+    int t = i / (n / QK_K), b = i % (n / QK_K);
+    const float *xb = x + (size_t)t * n + (size_t)b * QK_K;
+    uint8_t *yb = y + (size_t)i * Q8_K_B;
+    float max = 0.0f, amax = 0.0f;
+    for (int j = 0; j < QK_K; j++)
+        if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]), max = xb[j];
+    if (amax == 0.0f) {
+        for (int j = 0; j < Q8_K_B; j++) yb[j] = 0;
+        return;
+    }
+    float iscale = -127.f / max;
+    int8_t *q = (int8_t *)yb + 4;
+    for (int j = 0; j < QK_K; j++) {
+        int v = (int)rintf(__fmul_rn(iscale, xb[j]));
+        q[j] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+    }
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int l = 0; l < 16; l++) s += q[16 * g + l];
+        yb[260 + 2 * g] = (uint8_t)(s & 255), yb[261 + 2 * g] = (uint8_t)((uint16_t)(int16_t)s >> 8);
+    }
+    uint32_t db = __float_as_uint(1.0f / iscale);
+    for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
+}
+
+static int is_k(int t) { return t == DT_Q2_K || t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
+static int is_q32(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q5_0 || t == DT_Q5_1 || t == DT_MXFP4; }
+static int is_float(int t) { return t == DT_F32 || t == DT_F16 || t == DT_BF16; }
+
+extern "C" HIDDEN size_t cuda_act_row_size(int wtype, int n) {
+    if (is_float(wtype)) return sizeof(float) * (size_t)n;
+    if (is_q32(wtype) && n % QK == 0) return (size_t)(n / QK) * Q8_0_B;
+    if (is_k(wtype) && n % QK_K == 0) return (size_t)(n / QK_K) * Q8_K_B;
+    return 0;
+}
+
+extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int T, int n, void *xq) {
+    if (!cuda_act_row_size(wtype, n) || T <= 0) return -1;
+    if (is_float(wtype)) {
+        cudaError_t e = cudaMemcpyAsync(xq, x, sizeof(float) * (size_t)T * n, cudaMemcpyDeviceToDevice, d->stream);
+        return e == cudaSuccess ? 0 : set_status("copy", e);
+    }
+    int nblk = T * (n / (is_k(wtype) ? QK_K : QK));
+    if (is_k(wtype)) k_quant_q8_K<<<(nblk + 63) / 64, 64, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
+    else k_quant_q8_0<<<(nblk + 127) / 128, 128, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : set_status("quantize", e);
+}
+
+extern "C" HIDDEN int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const void *xq, int T, float *y) {
+    if (!cuda_act_row_size(wtype, cols) || rows <= 0 || T <= 0) return -1;
+    dim3 grid((rows + 3) / 4), block(128);
+    const uint8_t *wb = (const uint8_t *)w, *xb = (const uint8_t *)xq;
+    switch (wtype) {
+#define Q(t) case t: k_matmul_q<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, xb, T, y); break;
+    Q(DT_Q8_0) Q(DT_Q4_0) Q(DT_Q4_1) Q(DT_Q5_0) Q(DT_Q5_1) Q(DT_MXFP4)
+    Q(DT_Q2_K) Q(DT_Q3_K) Q(DT_Q4_K) Q(DT_Q5_K) Q(DT_Q6_K)
+#undef Q
+#define F(t) case t: k_matmul_f<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, (const float *)xq, T, y); break;
+    F(DT_F32) F(DT_F16) F(DT_BF16)
+#undef F
+    default: return -1;
+    }
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : set_status("matmul", e);
+}
