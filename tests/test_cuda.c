@@ -47,6 +47,11 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
         CHECK(ok, "%s: GPU calls failed: %s", tr->name, cuda_status());
         if (ok) {
             CHECK(xr == cr && !memcmp(xg, xc, cr * T), "%s %d cols: GPU activations differ from the CPU quantizer's", tr->name, cols);
+            for (size_t i = 0; i < cr * T; i++)
+                if (xg[i] != xc[i]) { // the first difference, to say where
+                    printf("  first difference at byte %zu (row %zu, byte %zu of it): GPU %02x, CPU %02x\n", i, i / cr, i % cr, xg[i], xc[i]);
+                    break;
+                }
             double e = 0, s = 0;
             for (int t = 0; t < T; t++)
                 for (int r = 0; r < rows; r++) {

@@ -354,6 +354,23 @@ static __global__ void k_matmul_f(const uint8_t *w, int rows, int cols, const fl
 // ---------------------------------------------------------------------------
 // activation quantizers: the CPU's bytes (act_quant_q8_0, q8_K_from_float)
 
+// f32 -> f16 bits, round to nearest even: base/half.h's f32_to_f16, step for step
+static __device__ uint32_t f32_to_f16(float f) {
+    uint32_t u = __float_as_uint(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
+    if (a > 0x7f800000) return sign | 0x7e00;
+    if (a >= 0x477ff000) return sign | 0x7c00;
+    if (a < 0x38800000) {
+        float v = __fmul_rn(__uint_as_float(a), 16777216.0f);
+        uint32_t m = (uint32_t)v;
+        float r = __fsub_rn(v, (float)m);
+        if (r > 0.5f || (r == 0.5f && (m & 1))) m++;
+        return sign | m;
+    }
+    uint32_t h = (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ff), rest = a & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+    return sign | h;
+}
+
 static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y) {
     int i = blockIdx.x * blockDim.x + threadIdx.x; // one block of 32 per thread
     if (i >= nblk) return;
@@ -363,8 +380,9 @@ static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y)
     float amax = 0.0f;
     for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(xb[j]));
     float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
-    unsigned short h = __half_as_ushort(__float2half_rn(d));
-    yb[0] = (uint8_t)(h & 255), yb[1] = (uint8_t)(h >> 8);
+    uint32_t h = f32_to_f16(d);
+    yb[0] = (uint8_t)(h & 255);
+    yb[1] = (uint8_t)(h >> 8);
     for (int j = 0; j < QK; j++) yb[2 + j] = (uint8_t)(int8_t)rintf(__fmul_rn(xb[j], id));
 }
 
