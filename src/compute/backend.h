@@ -67,6 +67,22 @@ typedef struct {
     void (*round_f16)(backend *b, float *x, size_t n);
     // In place over n values.
     void (*softmax)(backend *b, float *x, int n);
+    // The data movement and elementwise steps between the products, so that
+    // the forward pass never touches activations itself (a device backend's
+    // live in its memory):
+    // out (T, n) = rows ids[t] of table (a 2-D tensor of any stored type, rows of n) * scale
+    void (*embed)(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale);
+    // dst row r = src row r, n floats each, rows dst_stride / src_stride floats apart
+    void (*copy)(backend *b, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n);
+    // x *= s over n floats (s == 0 writes zeros)
+    void (*scale)(backend *b, float *x, size_t n, float s);
+    // x row r *= y row r elementwise (strides as copy)
+    void (*mul)(backend *b, float *x, size_t x_stride, const float *y, size_t y_stride, int rows, int n);
+    // x = cap * tanh(x / cap) over n floats
+    void (*softcap)(backend *b, float *x, size_t n, float cap);
+    // n floats from the backend's memory to the host's, and back
+    void (*download)(backend *b, float *host, const float *src, size_t n);
+    void (*upload)(backend *b, float *dst, const float *host, size_t n);
     // A context's memory: its KV cache and scratch, one zeroed block of the
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);
@@ -78,6 +94,19 @@ struct backend {
     const backend_ops *ops;
     cpu_exec *ex;            // threads and scratch of the CPU backends
 };
+
+// The data-movement ops of the host backends (memory the CPU reads): plain
+// loops, shared by the CPU and reference backends (compute/host_ops.c).
+void host_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale);
+void host_copy(backend *b, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n);
+void host_scale(backend *b, float *x, size_t n, float s);
+void host_mul(backend *b, float *x, size_t x_stride, const float *y, size_t y_stride, int rows, int n);
+void host_softcap(backend *b, float *x, size_t n, float cap);
+void host_download(backend *b, float *host, const float *src, size_t n);
+void host_upload(backend *b, float *dst, const float *host, size_t n);
+#define HOST_DATA_OPS                                                                               \
+    .embed = host_embed, .copy = host_copy, .scale = host_scale, .mul = host_mul, .softcap = host_softcap, \
+    .download = host_download, .upload = host_upload
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;
 

@@ -129,6 +129,7 @@ void infer_ctx_free(infer_ctx *c) {
     free(c->k_cache);
     free(c->v_cache);
     if (c->arena) c->arena_ops->release(&c->be, c->arena);
+    if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
     free(c->scores);
     free_template(c);
     free(c->plan);

@@ -41,6 +41,8 @@ struct infer_ctx {
     int n_ctx;          // positions the cache holds
     int n_past;         // positions filled
     float *arena;       // the KV cache and the scratch below: one allocation (context.c's layout)
+    float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
+    size_t dev_logit_cap;
     const backend_ops *arena_ops; // the backend whose memory the arena is
     // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
     // NULL for layers that read another layer's K/V.

@@ -60,15 +60,10 @@ static void norm(infer_ctx *c, float *out, const float *x, const tensor *w, cons
 static void embed(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
-    int E = cf->n_embd;
-    for (int t = 0; t < T; t++) {
-        float *x = c->x + (size_t)t * E;
-        tensor_row(m->tok_embd, ids[t], x);
-        for (int i = 0; i < E; i++) x[i] *= cf->embed_scale;
-        if (m->pos_embd) {
-            tensor_row(m->pos_embd, c->rows.pos[t], c->row);
-            for (int i = 0; i < E; i++) x[i] += c->row[i];
-        }
+    OPS->embed(BE, c->x, m->tok_embd, ids, T, cf->embed_scale);
+    if (m->pos_embd) { // GPT-2: x += the learned position rows
+        OPS->embed(BE, c->xn, m->pos_embd, c->rows.pos, T, 1.0f);
+        OPS->residual(BE, c->x, c->xn, 1.0f, T, cf->n_embd);
     }
 }
 
@@ -79,15 +74,12 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
     const infer_config *cf = &m->cfg;
     int P = cf->ple_dim, LP = cf->n_layer * P;
     mm(c, c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
-    float s = 1.0f / sqrtf((float)cf->n_embd);
-    for (size_t i = 0; i < (size_t)T * LP; i++) c->ple[i] *= s;
+    OPS->scale(BE, c->ple, (size_t)T * LP, 1.0f / sqrtf((float)cf->n_embd));
     OPS->norm(BE, c->ple, c->ple, m->ple_proj_norm->f32, NULL, T * cf->n_layer, P, (float)cf->norm_eps, NORM_OP_RMS);
-    float es = sqrtf((float)P), r2 = 1.0f / sqrtf(2.0f);
-    for (int t = 0; t < T; t++) {
-        tensor_row(m->ple_embd, ids[t], c->ple_tmp);
-        float *p = c->ple + (size_t)t * LP;
-        for (int i = 0; i < LP; i++) p[i] = (p[i] + c->ple_tmp[i] * es) * r2;
-    }
+    // (p + row * sqrt(P)) / sqrt(2), one operation at a time
+    OPS->embed(BE, c->ple_tmp, m->ple_embd, ids, T, sqrtf((float)P));
+    OPS->residual(BE, c->ple, c->ple_tmp, 1.0f, T, LP);
+    OPS->scale(BE, c->ple, (size_t)T * LP, 1.0f / sqrtf(2.0f));
 }
 
 // ---------------------------------------------------------------------------
@@ -108,12 +100,9 @@ static void attention(infer_ctx *c, int il, int T) {
     if (l->wqkv.w) {
         int n = nq + 2 * nkv;
         mm(c, c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
-        for (int t = 0; t < T; t++) {
-            const float *r = c->qkv + (size_t)t * n;
-            memcpy(c->q + (size_t)t * nq, r, sizeof(float) * nq);
-            memcpy(c->k + (size_t)t * nkv, r + nq, sizeof(float) * nkv);
-            memcpy(c->v + (size_t)t * nkv, r + nq + nkv, sizeof(float) * nkv);
-        }
+        OPS->copy(BE, c->q, nq, c->qkv, n, T, nq);
+        OPS->copy(BE, c->k, nkv, c->qkv + nq, n, T, nkv);
+        OPS->copy(BE, c->v, nkv, c->qkv + nq + nkv, n, T, nkv);
     } else if (own_kv && l->wv.w) { // the three products in one job
         float *ys[] = {c->q, c->k, c->v};
         const weight *ws[] = {&l->wq, &l->wk, &l->wv};
@@ -125,7 +114,7 @@ static void attention(infer_ctx *c, int il, int T) {
         if (own_kv) {
             mm(c, c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
             if (l->wv.w) mm(c, c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
-            else memcpy(c->v, c->k, sizeof(float) * (size_t)T * nkv); // Gemma 4 attention_k_eq_v
+            else OPS->copy(BE, c->v, 0, c->k, 0, 1, T * nkv); // Gemma 4 attention_k_eq_v
         }
     }
     if (c->profiling) c->prof[PH_QKV] += now_s() - t0;
@@ -156,8 +145,8 @@ static void attention(infer_ctx *c, int il, int T) {
         for (int t = 0; t < T; t++) {
             infer_ctx *sq = c->rows.seq[t];
             size_t at = (size_t)c->rows.pos[t] * nkv;
-            memcpy(sq->k_cache[il] + at, c->k + (size_t)t * nkv, sizeof(float) * nkv);
-            memcpy(sq->v_cache[il] + at, c->v + (size_t)t * nkv, sizeof(float) * nkv);
+            OPS->copy(BE, sq->k_cache[il] + at, 0, c->k + (size_t)t * nkv, 0, 1, nkv);
+            OPS->copy(BE, sq->v_cache[il] + at, 0, c->v + (size_t)t * nkv, 0, 1, nkv);
         }
 
     // softmax(q k^T * scale [softcapped] [+ sink]) v over the window of each
@@ -190,10 +179,11 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
         TIMED(PH_GATE_UP, mm(c, c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
-        TIMED(PH_ACT, for (int t = 0; t < T; t++) {
-            float *g = c->ff2 + (size_t)t * 2 * F, *u = g + F, *o = c->ff + (size_t)t * F;
-            act(c, g, 1, F);
-            for (int i = 0; i < F; i++) o[i] = g[i] * u[i];
+        TIMED(PH_ACT, {
+            float *u = c->ff + (size_t)T * F; // (ff holds 2F per token: gate rows, then up rows)
+            OPS->copy(BE, c->ff, F, c->ff2, 2 * F, T, F);
+            OPS->copy(BE, u, F, c->ff2 + F, 2 * F, T, F);
+            OPS->glu(BE, c->ff, u, T, F, cf->act, c->m->ggml_numerics);
         });
     } else {
         TIMED(PH_GATE_UP, {
@@ -310,7 +300,7 @@ static void layer(infer_ctx *c, int il, int T) {
     // x = x + post_norm(attn(norm(x))) * residual_scale; blocks without a
     // norm in front (OLMo 2) read x itself
     int block = cf->fam->block;
-    if (block == BLOCK_POST) memcpy(c->xn, c->x, sizeof(float) * TE);
+    if (block == BLOCK_POST) OPS->copy(BE, c->xn, 0, c->x, 0, 1, (int)TE);
     else TIMED(PH_NORM, norm(c, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T);
     if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->o, c->o, l->post_attn_norm, NULL, T));
@@ -318,9 +308,9 @@ static void layer(infer_ctx *c, int il, int T) {
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale; a parallel block
     // (Cohere) feeds the FFN the attention's input: (x + attn) + ffn
-    if (block == BLOCK_POST) memcpy(c->xn, c->x, sizeof(float) * TE);
+    if (block == BLOCK_POST) OPS->copy(BE, c->xn, 0, c->x, 0, 1, (int)TE);
     else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
-    if (c->ffn_in) memcpy(c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, sizeof(float) * E);
+    if (c->ffn_in) OPS->download(BE, c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, E);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
@@ -334,16 +324,12 @@ static void layer(infer_ctx *c, int il, int T) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
         mm(c, c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
         act(c, c->ple_tmp, T, P);
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < P; i++) c->ple_tmp[(size_t)t * P + i] *= c->ple[(size_t)t * LP + (size_t)il * P + i];
+        OPS->mul(BE, c->ple_tmp, P, c->ple + (size_t)il * P, LP, T, P);
         mm(c, c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
         norm(c, c->o, c->o, l->ple_norm, NULL, T);
-        for (size_t i = 0; i < TE; i++) c->x[i] += c->o[i];
+        OPS->residual(BE, c->x, c->o, 1.0f, T, E);
     }
-    if (l->layer_scalar) {
-        float s = l->layer_scalar->f32[0];
-        for (size_t i = 0; i < TE; i++) c->x[i] *= s;
-    }
+    if (l->layer_scalar) OPS->scale(BE, c->x, TE, l->layer_scalar->f32[0]);
     if (c->profiling) c->prof[PH_PLE] += now_s() - t0;
 }
 
@@ -369,6 +355,16 @@ void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
         if (sq->attn_tokens > R->B) R->B = sq->attn_tokens;
         if (sq->n_ctx + 1 > R->stride) R->stride = sq->n_ctx + 1;
     }
+}
+
+// Logit rows in the backend's memory (a device backend's; grown, kept).
+static float *device_logits(infer_ctx *c, size_t floats) {
+    if (floats > c->dev_logit_cap) {
+        if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
+        c->dev_logits = c->arena_ops->alloc(&c->be, sizeof(float) * floats);
+        c->dev_logit_cap = c->dev_logits ? floats : 0;
+    }
+    return c->dev_logits;
 }
 
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
@@ -400,11 +396,11 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
     if (hidden)
-        for (int il = 0; il <= first_layer; il++) memcpy(hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
+        for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, E);
     for (int il = first_layer; il < cf->n_layer; il++) {
         layer(c, il, T);
-        if (c->capture && il == c->tmpl_layers - 1) memcpy(c->capture + (size_t)pos0 * E, c->x, sizeof(float) * (size_t)T * E);
-        if (hidden && il < cf->n_layer - 1) memcpy(hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, sizeof(float) * E);
+        if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->x, (size_t)T * E);
+        if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, E);
     }
     c->n_past += T;
 
@@ -412,16 +408,18 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     int first = last_only ? T - 1 : 0, n = T - first;
     double t0 = c->profiling ? now_s() : 0;
     norm(c, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
-    if (hidden) memcpy(hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, sizeof(float) * E);
+    if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, E);
     if (!logits) {
         if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
         return oom_check(c);
     }
-    mm(c, logits, c->xn, &m->output, NULL, n, E, V);
-    float ls = cf->logit_scale;
-    if (ls != 1.0f) // (a scale of 1 changes nothing)
-        for (size_t i = 0; i < (size_t)n * V; i++) logits[i] *= ls;
-    if (cf->final_softcap) softcap(logits, n * V, cf->final_softcap);
+    // (a host backend writes the caller's buffer; a device one its own, then copies)
+    float *lg = OPS->host ? logits : device_logits(c, (size_t)n * V);
+    if (!lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
+    mm(c, lg, c->xn, &m->output, NULL, n, E, V);
+    if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
+    if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
+    if (lg != logits) OPS->download(BE, logits, lg, (size_t)n * V);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
 }
@@ -439,11 +437,14 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     }
     int n_out = 0;
     for (int t = 0; t < T; t++) n_out += dst[t] != NULL;
-    if ((size_t)n_out * V > c->logit_cap) {
+    float *lbuf = NULL;
+    if (!OPS->host) lbuf = device_logits(c, (size_t)n_out * V);
+    else if ((size_t)n_out * V > c->logit_cap) {
         float *lb = realloc(c->logit_buf, sizeof(float) * (size_t)n_out * V);
-        if (!lb) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n_out);
-        c->logit_buf = lb, c->logit_cap = (size_t)n_out * V;
+        if (lb) c->logit_buf = lb, c->logit_cap = (size_t)n_out * V;
     }
+    if (OPS->host) lbuf = (size_t)n_out * V <= c->logit_cap ? c->logit_buf : NULL;
+    if (n_out && !lbuf) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n_out);
     TIMED(PH_EMBED, embed(c, ids, T));
     if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
@@ -452,18 +453,13 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     // logits of the rows that want them: gathered, one product for all
     double t0 = c->profiling ? now_s() : 0;
     for (int t = 0, k = 0; t < T; t++)
-        if (dst[t]) memcpy(c->o + (size_t)k++ * E, c->x + (size_t)t * E, sizeof(float) * E);
+        if (dst[t]) OPS->copy(BE, c->o + (size_t)k++ * E, 0, c->x + (size_t)t * E, 0, 1, E);
     norm(c, c->xn, c->o, m->output_norm, m->output_norm_b, n_out);
-    mm(c, c->logit_buf, c->xn, &m->output, NULL, n_out, E, V);
-    for (int t = 0, k = 0; t < T; t++) {
-        if (!dst[t]) continue;
-        float *lg = c->logit_buf + (size_t)k++ * V;
-        float ls = cf->logit_scale;
-        if (ls != 1.0f)
-            for (int i = 0; i < V; i++) lg[i] *= ls;
-        if (cf->final_softcap) softcap(lg, V, cf->final_softcap);
-        memcpy(dst[t], lg, sizeof(float) * V);
-    }
+    mm(c, lbuf, c->xn, &m->output, NULL, n_out, E, V);
+    if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
+    if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
+    for (int t = 0, k = 0; t < T; t++)
+        if (dst[t]) OPS->download(BE, dst[t], lbuf + (size_t)k++ * V, V);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
 }

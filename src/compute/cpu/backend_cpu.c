@@ -168,6 +168,7 @@ const backend_ops backend_cpu_ops = {
     .softmax = cpu_softmax,
     .alloc = backend_host_alloc,
     .release = backend_host_release,
+    HOST_DATA_OPS,
     .host = 1,
 };
 

@@ -138,5 +138,6 @@ const backend_ops backend_ref_ops = {
     .softmax = ref_softmax,
     .alloc = backend_host_alloc,
     .release = backend_host_release,
+    HOST_DATA_OPS,
     .host = 1,
 };

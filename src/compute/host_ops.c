@@ -1,0 +1,48 @@
+// The data-movement and elementwise ops of the host backends (backend.h).
+#include "compute/backend.h"
+#include "compute/cpu/ops.h"
+
+#include <string.h>
+
+void host_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale) {
+    (void)b;
+    int n = (int)table->ne[0];
+    for (int t = 0; t < T; t++) {
+        float *x = out + (size_t)t * n;
+        tensor_row(table, ids[t], x);
+        for (int i = 0; i < n; i++) x[i] *= scale;
+    }
+}
+
+void host_copy(backend *b, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n) {
+    (void)b;
+    for (int r = 0; r < rows; r++) memmove(dst + dst_stride * r, src + src_stride * r, sizeof(float) * (size_t)n);
+}
+
+void host_scale(backend *b, float *x, size_t n, float s) {
+    (void)b;
+    if (s == 0.0f) memset(x, 0, sizeof(float) * n);
+    else
+        for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void host_mul(backend *b, float *x, size_t x_stride, const float *y, size_t y_stride, int rows, int n) {
+    (void)b;
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) x[x_stride * r + i] *= y[y_stride * r + i];
+}
+
+void host_softcap(backend *b, float *x, size_t n, float cap) {
+    (void)b;
+    softcap(x, (int)n, cap);
+}
+
+void host_download(backend *b, float *host, const float *src, size_t n) {
+    (void)b;
+    if (host != src) memmove(host, src, sizeof(float) * n);
+}
+
+void host_upload(backend *b, float *dst, const float *host, size_t n) {
+    (void)b;
+    if (dst != host) memmove(dst, host, sizeof(float) * n);
+}
