@@ -118,6 +118,33 @@ int main(int argc, char **argv) {
     printf("%-12s reference backend: %.2e of RMS from transformers; CPU backend %.2e from it\n", argv[1], e, ec);
     CHECK(infer_ctx_set_backend(c, "cpu") == INFER_OK, "%s", infer_last_error());
 
+    // 6. the CUDA backend, where there is a GPU, against transformers and the
+    // reference backend (a fresh context: its cache lives on the GPU), whole
+    // and through the cache a token at a time
+    infer_ctx *g = NULL;
+    if (infer_ctx_new(m, 0, &g) == INFER_OK) {
+        infer_status st = infer_ctx_set_backend(g, "cuda");
+        float *gl = malloc(sizeof(float) * (size_t)T * V);
+        if (st == INFER_OK && gl) {
+            float *last = gl;
+            CHECK(infer_eval(g, ids, T, last, 0) == INFER_OK, "cuda: %s", infer_last_error());
+            double eg = test_rel_err(last, ref_logits, (size_t)T * V), er = test_rel_err(last, piece, (size_t)T * V);
+            CHECK(eg <= 1e-3, "cuda backend: logits max error %.3g of the RMS from transformers", eg);
+            CHECK(er <= 1e-4, "cuda backend against the reference backend: max error %.3g of the RMS", er);
+            infer_ctx_reset(g);
+            for (int t = 0; t < T; t++) CHECK(infer_eval(g, ids + t, 1, last + (size_t)t * V, 0) == INFER_OK, "cuda: %s", infer_last_error());
+            double ep = test_rel_err(last, piece, (size_t)T * V);
+            CHECK(ep <= 1e-4, "cuda backend, a token at a time: max error %.3g of the RMS from the reference backend", ep);
+            printf("%-12s cuda backend: %.2e of RMS from transformers, %.2e from the reference backend (%.2e a token at a time)\n",
+                   argv[1], eg, er, ep);
+        } else {
+            CHECK(st == INFER_ERR_UNSUPPORTED, "cuda backend refused with %d: %s", st, infer_last_error());
+            printf("%-12s cuda backend not run: %s\n", argv[1], infer_last_error());
+        }
+        free(gl);
+        infer_ctx_free(g);
+    }
+
     free(last);
     free(piece);
     free(hidden);

@@ -87,13 +87,19 @@ typedef struct {
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);
     void (*release)(backend *b, void *p);
+    void (*done)(backend *b); // frees the backend's own state (b->dev), or NULL
     int host;                // that memory is the CPU's: contexts may switch between such backends
 } backend_ops;
 
 struct backend {
     const backend_ops *ops;
-    cpu_exec *ex;            // threads and scratch of the CPU backends
+    cpu_exec *ex;            // threads and scratch of the CPU backends (ex->oom: a failed pass)
+    void *dev;               // a device backend's state (made on first use), or NULL
 };
+
+// The CUDA backend (compute/cuda/backend_cuda.c): NULL in a build without
+// CUDA or on a machine without a usable GPU (cuda_status() says why).
+const backend_ops *backend_cuda(void);
 
 // The data-movement ops of the host backends (memory the CPU reads): plain
 // loops, shared by the CPU and reference backends (compute/host_ops.c).

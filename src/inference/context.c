@@ -1,4 +1,5 @@
 // Contexts: the KV cache and scratch of one sequence, and infer_eval.
+#include "compute/cuda/cuda.h"
 #include "inference/context.h"
 #include "vindex/walk.h"
 #include "base/error.h"
@@ -100,7 +101,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     int ok = 1;
     if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
     c->ex.pool = c->pool;
-    c->be = (backend){&backend_cpu_ops, &c->ex};
+    c->be = (backend){&backend_cpu_ops, &c->ex, NULL};
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
     c->arena_ops = c->be.ops; // the KV cache and scratch are the backend's memory
@@ -130,6 +131,7 @@ void infer_ctx_free(infer_ctx *c) {
     free(c->v_cache);
     if (c->arena) c->arena_ops->release(&c->be, c->arena);
     if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
+    if (c->be.ops->done) c->be.ops->done(&c->be);
     free(c->scores);
     free_template(c);
     free(c->plan);
@@ -162,11 +164,41 @@ int infer_ctx_threads(const infer_ctx *c) { return pool_size(c->pool); }
 
 infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     const backend_ops *ops = backend_find(name);
-    if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference)", name ? name : "(null)");
-    if (!ops->host || !c->arena_ops->host)
-        return fail(INFER_ERR_ARG, "backend \"%s\": the context's KV cache lives in another backend's memory; make a new context",
-                    ops->name);
-    c->be.ops = ops;
+    if (!ops && name && !strcmp(name, "cuda")) return fail(INFER_ERR_UNSUPPORTED, "backend \"cuda\": %s", cuda_status());
+    if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference, cuda)", name ? name : "(null)");
+    if (ops == c->be.ops) return INFER_OK;
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    if (!ops->host) { // what the device backends do not run yet
+        if (cf->n_expert) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run mixture-of-experts layers yet", ops->name);
+        if (m->walk) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run the vindex walk yet", ops->name);
+        if (c->plan) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run layer graphs yet", ops->name);
+    }
+    if (ops->host && c->arena_ops->host) { // the same memory: switch
+        c->be.ops = ops;
+        return INFER_OK;
+    }
+    // The KV cache and scratch move to the new backend's memory: only on a
+    // fresh context.
+    if (c->n_past)
+        return fail(INFER_ERR_ARG, "backend \"%s\": the context holds %d positions in another backend's memory; switch before the first evaluation",
+                    ops->name, c->n_past);
+    size_t kv, floats = ctx_layout(cf, c->n_ctx, NULL, NULL, &kv);
+    backend nb = {ops, &c->ex, NULL};
+    float *arena = ops->alloc(&nb, sizeof(float) * floats);
+    if (!arena) {
+        if (ops->done) ops->done(&nb);
+        return fail(INFER_ERR_NOMEM, "backend \"%s\": no memory for a context of %d positions (%zu MiB)%s%s", ops->name, c->n_ctx,
+                    sizeof(float) * floats >> 20, ops->host ? "" : ": ", ops->host ? "" : cuda_status());
+    }
+    c->arena_ops->release(&c->be, c->arena);
+    if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
+    if (c->be.ops->done) c->be.ops->done(&c->be);
+    c->dev_logits = NULL, c->dev_logit_cap = 0;
+    c->be = nb;
+    c->arena_ops = ops;
+    c->arena = arena;
+    ctx_layout(cf, c->n_ctx, c, arena, NULL);
     return INFER_OK;
 }
 

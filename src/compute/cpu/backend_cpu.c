@@ -176,5 +176,6 @@ const backend_ops *backend_find(const char *name) {
     if (!name) return NULL;
     if (!strcmp(name, backend_cpu_ops.name)) return &backend_cpu_ops;
     if (!strcmp(name, backend_ref_ops.name)) return &backend_ref_ops;
+    if (!strcmp(name, "cuda")) return backend_cuda();
     return NULL;
 }

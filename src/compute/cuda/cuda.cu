@@ -455,3 +455,285 @@ extern "C" HIDDEN int cuda_matmul(cuda_dev *d, int wtype, const void *w, int row
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("matmul", e);
 }
+
+// ---------------------------------------------------------------------------
+// the layer operations
+
+static int launched(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : set_status(what, e);
+}
+
+static unsigned grid_for(size_t n, int block) { return (unsigned)((n + block - 1) / block); }
+
+static __global__ void k_bias(float *y, const float *b, int T, int n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (size_t)T * n) y[i] += b[i % n];
+}
+extern "C" HIDDEN int cuda_bias(cuda_dev *d, float *y, const float *b, int T, int n) {
+    k_bias<<<grid_for((size_t)T * n, 256), 256, 0, d->stream>>>(y, b, T, n);
+    return launched("bias");
+}
+
+// W stored [n_in, n_out] (GPT-2's Conv1D), float types: y[t][j] = sum_i x[t][i] W[i][j]
+template <int T>
+static __global__ void k_matmul_trans(const uint8_t *w, int n_in, int n_out, const float *x, int ntok, float *y) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (j >= n_out || t >= ntok) return;
+    float acc = 0.0f;
+    for (int i = 0; i < n_in; i++) acc = fmaf(x[(size_t)t * n_in + i], elt<T>::get(w + ((size_t)i * n_out + j) * elt<T>::B), acc);
+    y[(size_t)t * n_out + j] = acc;
+}
+extern "C" HIDDEN int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, int n_in, int n_out, const float *x, int T, float *y) {
+    dim3 g(grid_for((size_t)n_out, 128), T);
+    const uint8_t *wb = (const uint8_t *)w;
+    switch (wtype) {
+    case DT_F32: k_matmul_trans<DT_F32><<<g, 128, 0, d->stream>>>(wb, n_in, n_out, x, T, y); break;
+    case DT_F16: k_matmul_trans<DT_F16><<<g, 128, 0, d->stream>>>(wb, n_in, n_out, x, T, y); break;
+    case DT_BF16: k_matmul_trans<DT_BF16><<<g, 128, 0, d->stream>>>(wb, n_in, n_out, x, T, y); break;
+    default: return -1;
+    }
+    return launched("matmul (transposed)");
+}
+
+static __device__ float block_sum(float v, float *sh) {
+    v = warp_sum(v);
+    int lane = threadIdx.x % 32, w = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = threadIdx.x < nw ? sh[threadIdx.x] : 0.0f;
+    if (w == 0) v = warp_sum(v);
+    if (threadIdx.x == 0) sh[0] = v;
+    __syncthreads();
+    return sh[0];
+}
+
+static __device__ float block_max(float v, float *sh) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    int lane = threadIdx.x % 32, w = threadIdx.x / 32, nw = blockDim.x / 32;
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    v = threadIdx.x < nw ? sh[threadIdx.x] : -INFINITY;
+    if (w == 0)
+        for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (threadIdx.x == 0) sh[0] = v;
+    __syncthreads();
+    return sh[0];
+}
+
+// kind: 0 rms, 1 rms with (1 + w), 2 layer norm (backend.h's enum norm_op)
+static __global__ void k_norm(float *out, const float *x, const float *w, const float *b, int n, float eps, int kind) {
+    __shared__ float sh[32];
+    const float *xr = x + (size_t)blockIdx.x * n;
+    float *orow = out + (size_t)blockIdx.x * n;
+    if (kind == 2) {
+        float s = 0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) s += xr[i];
+        float mean = block_sum(s, sh) / (float)n, v = 0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) v += (xr[i] - mean) * (xr[i] - mean);
+        float r = 1.0f / sqrtf(block_sum(v, sh) / (float)n + eps);
+        for (int i = threadIdx.x; i < n; i += blockDim.x) orow[i] = (xr[i] - mean) * r * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
+        return;
+    }
+    float s = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += xr[i] * xr[i];
+    float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float sc = w ? (kind == 1 ? 1.0f + w[i] : w[i]) : 1.0f;
+        orow[i] = xr[i] * r * sc;
+    }
+}
+extern "C" HIDDEN int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind) {
+    if (rows <= 0) return 0;
+    k_norm<<<rows, 256, 0, d->stream>>>(out, x, w, b, n, eps, kind);
+    return launched("norm");
+}
+
+static __global__ void k_rope(float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs, int off,
+                              int stride, float mscale) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)rows * heads * n_pairs) return;
+    int p = (int)(i % n_pairs), h = (int)(i / n_pairs % heads), t = (int)(i / n_pairs / heads);
+    float ang = (float)pos[t] * inv_freq[p];
+    float c = cosf(ang) * mscale, s = sinf(ang) * mscale;
+    float *v = x + ((size_t)t * heads + h) * hd;
+    int a = p * stride, b = a + off;
+    float x0 = v[a], x1 = v[b];
+    v[a] = x0 * c - x1 * s;
+    v[b] = x1 * c + x0 * s;
+}
+extern "C" HIDDEN int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs,
+                                int off, int stride, float mscale) {
+    size_t n = (size_t)rows * heads * n_pairs;
+    if (!n) return 0;
+    k_rope<<<grid_for(n, 256), 256, 0, d->stream>>>(x, rows, heads, hd, pos, inv_freq, n_pairs, off, stride, mscale);
+    return launched("rope");
+}
+
+static __device__ float f16_round(float v) { return __half2float(__ushort_as_half((unsigned short)f32_to_f16(v))); }
+
+// One block per (row, query head): scores over the row's window of its
+// cache, softmax (with a sink, softcap), then the values. scores: stride
+// floats per (row, head).
+static __global__ void k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
+                                   const float *const *kc, const float *const *vc, float scale, float softcap, const float *sinks,
+                                   int ggml, float *scores, int stride) {
+    __shared__ float sh[32];
+    int t = blockIdx.x, h = blockIdx.y, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
+    int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
+    const float *qh = q + (size_t)t * nq + (size_t)h * hd;
+    const float *k = kc[t] + (size_t)kh * hd, *v = vc[t] + (size_t)kh * hd;
+    float *s = scores + ((size_t)t * H + h) * stride;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const float *kr = k + (size_t)(lo + j) * nkv;
+        float acc = 0.0f;
+        for (int i = 0; i < hd; i++) acc = fmaf(qh[i], kr[i], acc);
+        acc *= scale;
+        if (softcap) acc = softcap * tanhf(acc / softcap);
+        s[j] = acc;
+    }
+    __syncthreads();
+    float m = -INFINITY;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, s[j]);
+    float sink = sinks ? sinks[h] : -INFINITY;
+    m = fmaxf(block_max(m, sh), sink);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        float e = expf(s[j] - m);
+        s[j] = e;
+        sum += e;
+    }
+    sum = block_sum(sum, sh);
+    if (sinks) sum += expf(sink - m);
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        float p = s[j] / sum;
+        s[j] = ggml ? f16_round(p) : p;
+    }
+    __syncthreads();
+    float *o = out + (size_t)t * nq + (size_t)h * hd;
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; j++) acc = fmaf(s[j], v[(size_t)(lo + j) * nkv + i], acc);
+        o[i] = acc;
+    }
+}
+extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                     const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
+                                     int ggml, float *scores, int stride) {
+    if (T <= 0) return 0;
+    k_attention<<<dim3(T, H), 128, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride);
+    return launched("attention");
+}
+
+// act (tensor.h's enum act_kind: 0 silu, 1 gelu tanh, 2 gelu, 3 relu); ggml:
+// GELU tanh on the f16-rounded input, rounded to f16, the limits beyond +-10
+static __device__ float act1(float v, int act, int ggml) {
+    switch (act) {
+    case 0: return v / (1.0f + expf(-v));
+    case 1:
+        if (ggml) {
+            if (v <= -10.0f) return 0.0f;
+            if (v >= 10.0f) return v;
+            float x = f16_round(v);
+            return f16_round(0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))));
+        }
+        return v / (1.0f + expf(-2.0f * 0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case 2: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    default: return v > 0 ? v : 0;
+    }
+}
+static __global__ void k_act(float *g, const float *u, size_t n, int act, int ggml) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float a = act1(g[i], act, ggml);
+    g[i] = u ? a * u[i] : a;
+}
+extern "C" HIDDEN int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) {
+    if (!n) return 0;
+    k_act<<<grid_for(n, 256), 256, 0, d->stream>>>(g, u, n, act, ggml);
+    return launched("activation");
+}
+
+static __global__ void k_axpy(float *x, const float *o, float s, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += o[i] * s;
+}
+extern "C" HIDDEN int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n) {
+    if (!n) return 0;
+    k_axpy<<<grid_for(n, 256), 256, 0, d->stream>>>(x, o, s, n);
+    return launched("residual");
+}
+
+static __global__ void k_round_f16(float *x, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = f16_round(x[i]);
+}
+extern "C" HIDDEN int cuda_round_f16(cuda_dev *d, float *x, size_t n) {
+    if (!n) return 0;
+    k_round_f16<<<grid_for(n, 256), 256, 0, d->stream>>>(x, n);
+    return launched("round_f16");
+}
+
+static __global__ void k_softmax(float *x, int n) {
+    __shared__ float sh[32];
+    float m = -INFINITY;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, x[j]);
+    m = block_max(m, sh);
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) s += (x[j] = expf(x[j] - m));
+    s = block_sum(s, sh);
+    for (int j = threadIdx.x; j < n; j += blockDim.x) x[j] /= s;
+}
+extern "C" HIDDEN int cuda_softmax(cuda_dev *d, float *x, int n) {
+    if (n <= 0) return 0;
+    k_softmax<<<1, 256, 0, d->stream>>>(x, n);
+    return launched("softmax");
+}
+
+static __global__ void k_scale(float *x, size_t n, float s) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = s == 0.0f ? 0.0f : x[i] * s;
+}
+extern "C" HIDDEN int cuda_scale(cuda_dev *d, float *x, size_t n, float s) {
+    if (!n) return 0;
+    k_scale<<<grid_for(n, 256), 256, 0, d->stream>>>(x, n, s);
+    return launched("scale");
+}
+
+static __global__ void k_mul(float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)rows * n) return;
+    size_t r = i / n, c = i % n;
+    x[r * xs + c] *= y[r * ys + c];
+}
+extern "C" HIDDEN int cuda_mul(cuda_dev *d, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
+    if (rows <= 0 || n <= 0) return 0;
+    k_mul<<<grid_for((size_t)rows * n, 256), 256, 0, d->stream>>>(x, xs, y, ys, rows, n);
+    return launched("mul");
+}
+
+static __global__ void k_softcap(float *x, size_t n, float cap) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = cap * tanhf(x[i] / cap);
+}
+extern "C" HIDDEN int cuda_softcap(cuda_dev *d, float *x, size_t n, float cap) {
+    if (!n) return 0;
+    k_softcap<<<grid_for(n, 256), 256, 0, d->stream>>>(x, n, cap);
+    return launched("softcap");
+}
+
+extern "C" HIDDEN int cuda_copy2d(cuda_dev *d, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {
+    if (rows <= 0 || n <= 0) return 0;
+    size_t w = sizeof(float) * (size_t)n;
+    cudaError_t e = rows == 1 ? cudaMemcpyAsync(dst, src, w, cudaMemcpyDeviceToDevice, d->stream)
+                              : cudaMemcpy2DAsync(dst, sizeof(float) * ds, src, sizeof(float) * ss, w, rows, cudaMemcpyDeviceToDevice, d->stream);
+    return e == cudaSuccess ? 0 : set_status("copy", e);
+}
+
+extern "C" HIDDEN int cuda_zero(cuda_dev *d, void *p, size_t bytes) {
+    cudaError_t e = cudaMemsetAsync(p, 0, bytes, d->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+    return e == cudaSuccess ? 0 : set_status("memset", e);
+}

@@ -51,6 +51,28 @@ int cuda_quantize(cuda_dev *d, int wtype, const float *d_x, int T, int n, void *
 // cuda_quantize made them.
 int cuda_matmul(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, const void *d_xq, int T, float *d_y);
 
+// The layer operations' kernels (the CUDA backend, backend_cuda.c, calls
+// them; every pointer is device memory except where named host_). Each
+// enqueues on the device's stream; 0 on success.
+int cuda_bias(cuda_dev *d, float *y, const float *bias, int T, int n);          // y row += bias
+int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, int n_in, int n_out, const float *x, int T, float *y);
+int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind);
+int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs,
+              int pair_offset, int pair_stride, float mscale);
+// attention of T rows (backend.h's attn_desc with device k/v row pointers and positions)
+int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                   const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
+                   float *scores, int stride);
+int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
+int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n);          // x += o * s
+int cuda_round_f16(cuda_dev *d, float *x, size_t n);
+int cuda_softmax(cuda_dev *d, float *x, int n);
+int cuda_scale(cuda_dev *d, float *x, size_t n, float s);                         // s == 0: zeros
+int cuda_mul(cuda_dev *d, float *x, size_t xs, const float *y, size_t ys, int rows, int n);
+int cuda_softcap(cuda_dev *d, float *x, size_t n, float cap);
+int cuda_copy2d(cuda_dev *d, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n);
+int cuda_zero(cuda_dev *d, void *p, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

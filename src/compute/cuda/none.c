@@ -19,6 +19,9 @@ int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const
     (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)xq, (void)T, (void)y;
     return -1;
 }
+
+#include "compute/backend.h"
+const backend_ops *backend_cuda(void) { return NULL; }
 #else
 typedef int cuda_none_unused; // (ISO C wants a declaration in every file)
 #endif

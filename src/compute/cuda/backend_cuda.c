@@ -1,0 +1,297 @@
+// The CUDA backend (backend.h's seam on an NVIDIA GPU): the context's KV
+// cache and scratch in device memory, every layer operation a kernel of
+// cuda.cu on the device's stream.
+//
+// Weights come as the model's host tensors; each is uploaded the first time
+// an operation meets it and then found by its host address (a hash map of
+// this backend's), so the forward pass is the CPU's. This first version is
+// written for correctness: a warp per output row, a block per attention
+// (row, head), every launch on its own; the speed work (fused kernels, a
+// captured graph, tensor cores) comes next.
+#ifdef INFER_HAVE_CUDA
+#include "compute/backend.h"
+#include "compute/cpu/ops.h"
+#include "compute/cuda/cuda.h"
+#include "tensor/dtype.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const void *host;
+    void *dev;
+} dev_entry;
+
+typedef struct {
+    cuda_dev *d;
+    dev_entry *map;              // open addressing on the host address
+    size_t cap, n;
+    void *xq;                    // quantized activations
+    size_t xq_cap;
+    float *scores;               // attention scores: T x H x stride
+    size_t scores_cap;
+    int *pos;                    // per row: position (attention, RoPE)
+    const float **kv;            // per row: its k and v caches (2T pointers)
+    size_t rows_cap;
+    float *host;                 // host staging (embedding rows)
+    size_t host_cap;
+} cuda_state;
+
+static cuda_state *state(backend *b) {
+    if (b->dev) return b->dev;
+    cuda_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (!(s->d = cuda_open(0))) {
+        free(s);
+        return NULL;
+    }
+    b->dev = s;
+    return s;
+}
+
+static void fail_op(backend *b) { b->ex->oom = 1; } // (the pass's results are not to be used)
+
+static size_t hash_ptr(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+
+static int map_grow(cuda_state *s) {
+    size_t cap = s->cap ? 2 * s->cap : 1024;
+    dev_entry *m = calloc(cap, sizeof *m);
+    if (!m) return -1;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->map[i].host) {
+            size_t h = hash_ptr(s->map[i].host, cap);
+            while (m[h].host) h = (h + 1) & (cap - 1);
+            m[h] = s->map[i];
+        }
+    free(s->map);
+    s->map = m, s->cap = cap;
+    return 0;
+}
+
+// The device copy of `bytes` at host address p (uploaded on first use).
+static void *dev_of(backend *b, const void *p, size_t bytes) {
+    cuda_state *s = state(b);
+    if (!s || !p) return NULL;
+    if (2 * (s->n + 1) > s->cap && map_grow(s)) return NULL;
+    size_t h = hash_ptr(p, s->cap);
+    while (s->map[h].host) {
+        if (s->map[h].host == p) return s->map[h].dev;
+        h = (h + 1) & (s->cap - 1);
+    }
+    void *dv = cuda_alloc(s->d, bytes);
+    if (!dv) return NULL;
+    if (cuda_upload(s->d, dv, p, bytes)) {
+        cuda_free(s->d, dv);
+        return NULL;
+    }
+    s->map[h] = (dev_entry){p, dv};
+    s->n++;
+    return dv;
+}
+
+// a device buffer of at least `bytes`, grown as needed
+static void *scratch(cuda_state *s, void **p, size_t *cap, size_t bytes) {
+    if (bytes > *cap) {
+        cuda_free(s->d, *p);
+        *p = cuda_alloc(s->d, bytes);
+        *cap = *p ? bytes : 0;
+    }
+    return *p;
+}
+
+static void cu_matmul(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
+    cuda_state *s = state(b);
+    const tensor *W = w->w;
+    if (!s) { fail_op(b); return; }
+    if (w->trans) {
+        size_t bytes = dtype_row_size(W->type, n_out) * (size_t)n_in;
+        const void *dw = dev_of(b, W->data, bytes);
+        if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
+    } else {
+        size_t xr = cuda_act_row_size(W->type, n_in), bytes = dtype_row_size(W->type, n_in) * (size_t)n_out;
+        const void *dw = dev_of(b, W->data, bytes);
+        void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
+        if (!xr || !dw || !xq || cuda_quantize(s->d, W->type, x, T, n_in, xq) || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) {
+            fail_op(b);
+            return;
+        }
+    }
+    if (bias) {
+        const float *db = dev_of(b, bias, sizeof(float) * (size_t)n_out);
+        if (!db || cuda_bias(s->d, y, db, T, n_out)) fail_op(b);
+    }
+}
+
+static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
+                            int n_in, const int *n_out) {
+    for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
+}
+
+static void cu_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps, int kind) {
+    cuda_state *s = state(b);
+    const float *dw = w ? dev_of(b, w, sizeof(float) * (size_t)n) : NULL, *db = bias ? dev_of(b, bias, sizeof(float) * (size_t)n) : NULL;
+    int k = kind == NORM_OP_LAYER ? 2 : kind == NORM_OP_RMS_PLUS_ONE ? 1 : 0;
+    if (!s || (w && !dw) || (bias && !db) || cuda_norm(s->d, out, x, dw, db, rows, n, eps, k)) fail_op(b);
+}
+
+// the rows' positions (and cache pointers) on the device
+static int rows_in(backend *b, cuda_state *s, const int *pos, int T, const float *const *k, const float *const *v) {
+    if ((size_t)T > s->rows_cap) {
+        cuda_free(s->d, s->pos), cuda_free(s->d, (void *)s->kv);
+        s->pos = cuda_alloc(s->d, sizeof(int) * (size_t)T);
+        s->kv = cuda_alloc(s->d, sizeof(float *) * 2 * (size_t)T);
+        s->rows_cap = s->pos && s->kv ? (size_t)T : 0;
+        if (!s->rows_cap) return -1;
+    }
+    if (cuda_upload(s->d, s->pos, pos, sizeof(int) * (size_t)T)) return -1;
+    if (k && (cuda_upload(s->d, (void *)s->kv, k, sizeof(float *) * (size_t)T) ||
+              cuda_upload(s->d, (void *)(s->kv + T), v, sizeof(float *) * (size_t)T)))
+        return -1;
+    (void)b;
+    return 0;
+}
+
+static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r) {
+    cuda_state *s = state(b);
+    const float *f = s ? dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs) : NULL;
+    if (!f || rows_in(b, s, pos, rows, NULL, NULL) ||
+        cuda_rope(s->d, x, rows, heads, hd, s->pos, f, r->n_pairs, r->pair_offset, r->pair_stride, r->mscale))
+        fail_op(b);
+}
+
+static void cu_attention(backend *b, const attn_desc *a) {
+    cuda_state *s = state(b);
+    if (!s) { fail_op(b); return; }
+    const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
+    float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)a->T * a->H * a->stride);
+    if (!sc || (a->sinks && !sinks) || rows_in(b, s, a->pos, a->T, a->k, a->v) ||
+        cuda_attention(s->d, a->q, a->out, a->T, a->H, a->KV, a->hd, a->window, s->pos, s->kv, s->kv + a->T, a->scale, a->softcap,
+                       sinks, a->ggml_numerics, sc, a->stride))
+        fail_op(b);
+}
+
+static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {
+    cuda_state *s = state(b);
+    if (!s || cuda_act(s->d, g, u, (size_t)rows * n, act, ggml)) fail_op(b);
+}
+static void cu_act(backend *b, float *x, int rows, int n, int act, int ggml) { cu_glu(b, x, NULL, rows, n, act, ggml); }
+
+static void cu_residual(backend *b, float *x, const float *o, float sc, int rows, int n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_axpy(s->d, x, o, sc, (size_t)rows * n)) fail_op(b);
+}
+
+static void cu_round_f16(backend *b, float *x, size_t n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_round_f16(s->d, x, n)) fail_op(b);
+}
+
+static void cu_softmax(backend *b, float *x, int n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_softmax(s->d, x, n)) fail_op(b);
+}
+
+// embedding rows: decoded on the host from the mapped table, then uploaded
+static void cu_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale) {
+    cuda_state *s = state(b);
+    size_t n = (size_t)table->ne[0] * (size_t)T;
+    if (s && n > s->host_cap) {
+        float *h = realloc(s->host, sizeof(float) * n);
+        if (h) s->host = h, s->host_cap = n;
+    }
+    if (!s || n > s->host_cap) { fail_op(b); return; }
+    backend hb = {0};
+    host_embed(&hb, s->host, table, ids, T, scale);
+    if (cuda_upload(s->d, out, s->host, sizeof(float) * n)) fail_op(b);
+}
+
+static void cu_copy(backend *b, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_copy2d(s->d, dst, ds, src, ss, rows, n)) fail_op(b);
+}
+
+static void cu_scale(backend *b, float *x, size_t n, float sc) {
+    cuda_state *s = state(b);
+    if (!s || cuda_scale(s->d, x, n, sc)) fail_op(b);
+}
+
+static void cu_mul(backend *b, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_mul(s->d, x, xs, y, ys, rows, n)) fail_op(b);
+}
+
+static void cu_softcap(backend *b, float *x, size_t n, float cap) {
+    cuda_state *s = state(b);
+    if (!s || cuda_softcap(s->d, x, n, cap)) fail_op(b);
+}
+
+static void cu_download(backend *b, float *host, const float *src, size_t n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_download(s->d, host, src, sizeof(float) * n)) fail_op(b);
+}
+
+static void cu_upload(backend *b, float *dst, const float *host, size_t n) {
+    cuda_state *s = state(b);
+    if (!s || cuda_upload(s->d, dst, host, sizeof(float) * n)) fail_op(b);
+}
+
+static void *cu_alloc(backend *b, size_t bytes) {
+    cuda_state *s = state(b);
+    void *p = s ? cuda_alloc(s->d, bytes) : NULL;
+    if (p && cuda_zero(s->d, p, bytes)) {
+        cuda_free(s->d, p);
+        p = NULL;
+    }
+    return p;
+}
+
+static void cu_release(backend *b, void *p) {
+    cuda_state *s = b->dev;
+    if (s) cuda_free(s->d, p);
+}
+
+static void cu_done(backend *b) {
+    cuda_state *s = b->dev;
+    if (!s) return;
+    cuda_sync(s->d);
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->map[i].host) cuda_free(s->d, s->map[i].dev);
+    free(s->map);
+    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos), cuda_free(s->d, (void *)s->kv);
+    free(s->host);
+    cuda_close(s->d);
+    free(s);
+    b->dev = NULL;
+}
+
+static const backend_ops cuda_ops = {
+    .name = "cuda",
+    .matmul = cu_matmul,
+    .matmul_multi = cu_matmul_multi,
+    .norm = cu_norm,
+    .rope = cu_rope,
+    .attention = cu_attention,
+    .act = cu_act,
+    .glu = cu_glu,
+    .residual = cu_residual,
+    .round_f16 = cu_round_f16,
+    .softmax = cu_softmax,
+    .embed = cu_embed,
+    .copy = cu_copy,
+    .scale = cu_scale,
+    .mul = cu_mul,
+    .softcap = cu_softcap,
+    .download = cu_download,
+    .upload = cu_upload,
+    .alloc = cu_alloc,
+    .release = cu_release,
+    .done = cu_done,
+    .host = 0,
+};
+
+const backend_ops *backend_cuda(void) { return cuda_device_count() > 0 ? &cuda_ops : NULL; }
+
+#else
+typedef int backend_cuda_unused; // (ISO C wants a declaration in every file)
+#endif
