@@ -33,7 +33,7 @@ int cmd_tokenize(int argc, char **argv);
 // own from OPT_LOCAL.
 enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
-    OPT_FREQUENCY_PENALTY,
+    OPT_FREQUENCY_PENALTY, OPT_DEVICE,
     OPT_LOCAL = 300,
 };
 
@@ -41,6 +41,8 @@ enum {
 #define CLI_OPT_MODEL {"model", required_argument, NULL, 'm'}
 #define CLI_OPT_THREADS {"threads", required_argument, NULL, 't'}
 #define CLI_OPT_CTX {"ctx-size", required_argument, NULL, 'c'}
+// --device cpu|cuda: the backend a context runs on (cuda: the first GPU)
+#define CLI_OPT_DEVICE {"device", required_argument, NULL, OPT_DEVICE}
 // llama.cpp's sampling flags (short: -s)
 #define CLI_OPTS_SAMPLING                                                                                            \
     {"seed", required_argument, NULL, 's'}, {"temp", required_argument, NULL, OPT_TEMP},                              \

@@ -116,12 +116,13 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
 }
 
 static const char *g_usage =
-    "usage: infer bench [-m MODEL] [-t N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]\n"
+    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]\n"
     "  a llama-bench-shaped table: prompt processing (pp, all tokens in one call) and text generation (tg,\n"
     "  one token at a time), mean +- stddev of r runs. With --batch: for each count B, B sequences each take a\n"
     "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "  -t, --threads N        threads (default 1)\n"
+    "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU; --batch: cpu only for now)\n"
     "  -p, --n-prompt N       prompt tokens (default 512)\n"
     "  -n, --n-gen N          generated tokens (default 128)\n"
     "  -r, --repetitions N    runs of each test (default 5)\n"
@@ -130,7 +131,7 @@ static const char *g_usage =
 
 enum { OPT_BATCH = OPT_LOCAL };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE,
     {"n-prompt", required_argument, NULL, 'p'},
     {"n-gen", required_argument, NULL, 'n'},
     {"repetitions", required_argument, NULL, 'r'},
@@ -140,7 +141,7 @@ static const struct option g_opts[] = {
 };
 
 int cmd_bench(int argc, char **argv) {
-    const char *fmt = "md", *batch_list = NULL;
+    const char *fmt = "md", *batch_list = NULL, *device = NULL;
     long n_pp = 512, n_tg = 128, reps = 5;
     cli_opts o;
     cli_opts_init(&o, "bench", g_usage);
@@ -161,6 +162,7 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench: -o takes md or json, not \"%s\"", fmt);
             break;
         case OPT_BATCH: batch_list = optarg; break;
+        case OPT_DEVICE: device = optarg; break;
         }
     }
     if (opt == CLI_STOP) return o.status;
@@ -187,10 +189,17 @@ int cmd_bench(int argc, char **argv) {
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (n_batch && device && strcmp(device, "cpu")) { infer_model_free(m); return cli_error("bench: --batch runs on the CPU for now"); }
     if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
     if (infer_ctx_new(m, n_max > 0 ? n_max : 1, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
+    if (device && infer_ctx_set_backend(c, device)) {
+        cli_error("%s", infer_last_error());
+        infer_ctx_free(c), infer_model_free(m);
+        return 1;
+    }
+    const char *be = !strcmp(infer_ctx_backend(c), "cuda") ? "CUDA" : "CPU";
     int32_t *ids = malloc(sizeof *ids * (size_t)(n_max > 0 ? n_max : 1));
     int V = infer_model_n_vocab(m);
     uint64_t r = 12345;
@@ -217,15 +226,15 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(fmt, "json")) {
             printf("[\n");
             for (int i = 0; i < nres; i++)
-                printf("  {\"model\": \"%s\", \"size\": %lld, \"params\": %lld, \"backend\": \"CPU\", \"threads\": %ld, "
+                printf("  {\"model\": \"%s\", \"size\": %lld, \"params\": %lld, \"backend\": \"%s\", \"threads\": %ld, "
                        "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}%s\n",
-                       name, bytes, params, threads ? threads : 1, res[i].test, res[i].mean, res[i].sd, i + 1 < nres ? "," : "");
+                       name, bytes, params, be, threads ? threads : 1, res[i].test, res[i].mean, res[i].sd, i + 1 < nres ? "," : "");
             printf("]\n");
         } else {
             printf("| model | size | params | backend | threads | test | t/s |\n");
             printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
             for (int i = 0; i < nres; i++)
-                printf("| %s | %.2f MiB | %.2f M | CPU | %ld | %s | %.2f ± %.2f |\n", name, bytes / 1048576.0, params / 1e6,
+                printf("| %s | %.2f MiB | %.2f M | %s | %ld | %s | %.2f ± %.2f |\n", name, bytes / 1048576.0, params / 1e6, be,
                        threads ? threads : 1, res[i].test, res[i].mean, res[i].sd);
         }
     }

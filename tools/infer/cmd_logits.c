@@ -16,7 +16,7 @@ static const char *g_usage =
     "      --ids 1,2,3        the token ids\n"
     "  -o, --out FILE         where the logits go\n"
     "  -t, --threads N        threads (default 1)\n"
-    "      --backend NAME     cpu (default) or reference (the scalar oracles, one thread: slow, for checking)\n";
+    "      --backend NAME     cpu (default), reference (the scalar oracles, one thread: slow, for checking) or cuda\n";
 
 enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND };
 static const struct option g_opts[] = {

@@ -20,7 +20,7 @@ static size_t utf8_complete(const char *s, size_t n) {
 }
 
 static const char *g_usage =
-    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--ignore-eos] [sampling]\n"
+    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [--ignore-eos] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -29,6 +29,7 @@ static const char *g_usage =
     "  -n, --n-predict N      tokens to generate (default 128)\n"
     "  -c, --ctx-size N       context positions (default: prompt + N)\n"
     "  -t, --threads N        threads (default 1)\n"
+    "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU)\n"
     "      --ignore-eos       do not stop at end-of-generation tokens\n"
     "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
     "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
@@ -36,7 +37,7 @@ static const char *g_usage =
 
 enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPTS_SAMPLING,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPTS_SAMPLING,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
     {"n-predict", required_argument, NULL, 'n'},
@@ -45,7 +46,7 @@ static const struct option g_opts[] = {
 };
 
 int cmd_run(int argc, char **argv) {
-    const char *ids_s = NULL, *prompt = NULL;
+    const char *ids_s = NULL, *prompt = NULL, *device = NULL;
     long n_new = 128;
     int ignore_eos = 0, opt;
     cli_opts o;
@@ -58,6 +59,7 @@ int cmd_run(int argc, char **argv) {
             if ((n_new = cli_parse_count("-n", optarg, 1 << 24)) < 0) return 1;
             break;
         case OPT_IGNORE_EOS: ignore_eos = 1; break;
+        case OPT_DEVICE: device = optarg; break;
         }
     }
     if (opt == CLI_STOP) return o.status;
@@ -84,7 +86,8 @@ int cmd_run(int argc, char **argv) {
     } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (n_ctx == 0) n_ctx = n + n_new;
     if (n + n_new > n_ctx) { cli_error("run: prompt (%d tokens) + %ld new tokens exceed the context (%ld)", n, n_new, n_ctx); goto done; }
-    if (infer_ctx_new(m, (int)n_ctx, &c) || infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
+    if (infer_ctx_new(m, (int)n_ctx, &c) || (device && infer_ctx_set_backend(c, device)) ||
+        infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
         cli_error("%s", infer_last_error());
         goto done;
     }
