@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The GPU run on the H200 machine (through `device`; no network there):
+# builds infer with CUDA, runs the GPU parity tests (test_cuda, every fixture
+# family on the cuda backend), makes a random-weight checkpoint of Gemma 3
+# 270M's shape with transformers and converts it (q4_k_m), checks that greedy
+# decoding on the GPU gives the CPU's tokens, and times `infer bench` on the
+# GPU and the CPU. LLAMA=1 also builds llama.cpp's llama-bench with CUDA from
+# the carried source and runs it on the same file (-ngl 99 -fa 1).
+#
+# Carry (gitignored): device-carry/debs (libcjson), device-carry/fixtures
+# (a copy of ../shared/fixtures), device-carry/llama-cuda.tgz (LLAMA=1:
+# llama.cpp from the llama-cpp-python sdist, without models/ and docs/, with
+# ggml-cuda). PARITY=0 skips the parity tests; BENCH="-p 512 -n 128" sets
+# infer bench's and llama-bench's tests.
+# Output: $OUT/gpu.txt and logs.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+log() { echo "[$(date +%T)] $*" | tee -a "$OUT/gpu.txt"; }
+dpkg -i device-carry/debs/*.deb >/dev/null 2>&1
+
+log "build infer (CUDA)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
+cmake --build build -j16 --target infer_cli test_cuda test_fixtures >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/gpu.txt"
+
+if [ "${PARITY:-1}" = 1 ]; then
+    log "parity: kernels"
+    ./build/tests/test_cuda 2>&1 | tail -3 | tee -a "$OUT/gpu.txt"
+    log "parity: fixture families on the cuda backend"
+    for f in device-carry/fixtures/hf/*/ tests/data/fixtures/*/; do
+        [ -f "$f/reference.json" ] || continue
+        ./build/tests/test_fixtures "$(basename "$f")" "$(dirname "$f")" 2>&1 | grep -E "cuda|FAILED|checks" | tee -a "$OUT/gpu.txt"
+    done
+fi
+
+log "checkpoint"
+python3 - <<'EOF' 2>>"$OUT/log.txt"
+import torch, transformers as tf
+torch.manual_seed(0)
+kw = dict(vocab_size=262144, hidden_size=640, intermediate_size=2048, num_hidden_layers=18, num_attention_heads=4,
+          num_key_value_heads=1, head_dim=256, sliding_window=512, query_pre_attn_scalar=256, tie_word_embeddings=True)
+with torch.device("cpu"):
+    m = tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(**kw)).to(torch.bfloat16)
+m.save_pretrained("/tmp/ckpt/gemma3-270m")
+EOF
+./build/infer convert /tmp/ckpt/gemma3-270m /tmp/ckpt/gemma3-270m-q4_k_m.gguf --type q4_k_m >>"$OUT/log.txt" 2>&1 || { log "convert failed"; exit 1; }
+M=/tmp/ckpt/gemma3-270m-q4_k_m.gguf
+
+log "greedy parity: 32 tokens, CPU and GPU"
+for dev in cpu cuda; do
+    ./build/infer run -m $M --ids 2,1000,2000,3000 -n 32 --temp 0 --ignore-eos --device $dev -t 16 >"$OUT/greedy-$dev.txt" 2>>"$OUT/log.txt"
+done
+if cmp -s "$OUT/greedy-cpu.txt" "$OUT/greedy-cuda.txt"; then log "greedy: the GPU's 32 tokens equal the CPU's"; else log "greedy: the GPU's tokens DIFFER from the CPU's"; fi
+
+log "infer bench"
+B=${BENCH:--p 512 -n 128}
+./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+./build/infer bench -m $M -t 16 -r 2 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
+
+if [ "${LLAMA:-0}" = 1 ]; then
+    log "build llama-bench (CUDA)"
+    mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
+    cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
+        cmake --build /tmp/lcp/build-cuda --target llama-bench -j16 >/dev/null 2>>"$OUT/log.txt" || { log "llama-bench build failed"; exit 1; }
+    /tmp/lcp/build-cuda/bin/llama-bench -m $M -ngl 99 -fa 1 -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+fi
+log "done"
