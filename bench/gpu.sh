@@ -52,6 +52,19 @@ for dev in cpu cuda; do
     ./build/infer run -m $M --ids 2,1000,2000,3000 -n 32 --temp 0 --ignore-eos --device $dev -t 16 >"$OUT/greedy-$dev.txt" 2>>"$OUT/log.txt"
 done
 if cmp -s "$OUT/greedy-cpu.txt" "$OUT/greedy-cuda.txt"; then log "greedy: the GPU's 32 tokens equal the CPU's"; else log "greedy: the GPU's tokens DIFFER from the CPU's"; fi
+# the logits of a 64-token prompt on both, compared (random weights: near-ties make greedy runs part early)
+IDS=$(python3 -c "import random; random.seed(1); print(','.join(str(random.randrange(262144)) for _ in range(64)))")
+for dev in cpu cuda; do ./build/infer logits -m $M --ids $IDS --out /tmp/logits-$dev.bin --backend $dev -t 16 2>>"$OUT/log.txt"; done
+python3 - <<EOF 2>&1 | tee -a "$OUT/gpu.txt"
+import numpy as np
+a = np.fromfile("/tmp/logits-cpu.bin", dtype=np.float32).reshape(64, -1).astype(np.float64)
+b = np.fromfile("/tmp/logits-cuda.bin", dtype=np.float32).reshape(64, -1).astype(np.float64)
+def sm(x): x = x - x.max(1, keepdims=True); e = np.exp(x); return e / e.sum(1, keepdims=True)
+p, q = sm(a), sm(b)
+kl = (p * (np.log(p + 1e-30) - np.log(q + 1e-30))).sum(1)
+rel = np.abs(a - b).max() / np.sqrt((a * a).mean())
+print(f"logits, 64 positions, GPU vs CPU: max error {rel:.2e} of the RMS, KL(cpu||gpu) mean {kl.mean():.2e} max {kl.max():.2e}, top-1 same at {(a.argmax(1) == b.argmax(1)).sum()}/64")
+EOF
 
 log "infer bench"
 B=${BENCH:--p 512 -n 128}

@@ -144,9 +144,9 @@ static int rows_in(backend *b, cuda_state *s, const int *pos, int T, const float
         s->rows_cap = s->pos && s->kv ? (size_t)T : 0;
         if (!s->rows_cap) return -1;
     }
-    if (cuda_upload(s->d, s->pos, pos, sizeof(int) * (size_t)T)) return -1;
-    if (k && (cuda_upload(s->d, (void *)s->kv, k, sizeof(float *) * (size_t)T) ||
-              cuda_upload(s->d, (void *)(s->kv + T), v, sizeof(float *) * (size_t)T)))
+    if (cuda_upload_async(s->d, s->pos, pos, sizeof(int) * (size_t)T)) return -1;
+    if (k && (cuda_upload_async(s->d, (void *)s->kv, k, sizeof(float *) * (size_t)T) ||
+              cuda_upload_async(s->d, (void *)(s->kv + T), v, sizeof(float *) * (size_t)T)))
         return -1;
     (void)b;
     return 0;
@@ -203,7 +203,7 @@ static void cu_embed(backend *b, float *out, const tensor *table, const int32_t 
     if (!s || n > s->host_cap) { fail_op(b); return; }
     backend hb = {0};
     host_embed(&hb, s->host, table, ids, T, scale);
-    if (cuda_upload(s->d, out, s->host, sizeof(float) * n)) fail_op(b);
+    if (cuda_upload_async(s->d, out, s->host, sizeof(float) * n)) fail_op(b);
 }
 
 static void cu_copy(backend *b, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {

@@ -23,7 +23,11 @@ struct cuda_dev {
     int ordinal;
     cudaStream_t stream;
     char name[256];
+    unsigned char *ring; // pinned staging for cuda_upload_async
+    size_t ring_at;
 };
+
+enum { RING_BYTES = 4 << 20, RING_MAX_COPY = 64 << 10 };
 
 static char g_status[256] = "not probed";
 
@@ -63,6 +67,12 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     }
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, ordinal) == cudaSuccess) snprintf(d->name, sizeof d->name, "%s", p.name);
+    if ((e = cudaMallocHost((void **)&d->ring, RING_BYTES)) != cudaSuccess) {
+        set_status("cudaMallocHost", e);
+        cudaStreamDestroy(d->stream);
+        free(d);
+        return NULL;
+    }
     return d;
 }
 
@@ -71,6 +81,7 @@ extern "C" HIDDEN void cuda_close(cuda_dev *d) {
     cudaSetDevice(d->ordinal);
     cudaStreamSynchronize(d->stream);
     cudaStreamDestroy(d->stream);
+    cudaFreeHost(d->ring);
     free(d);
 }
 
@@ -93,6 +104,16 @@ extern "C" HIDDEN void cuda_free(cuda_dev *d, void *p) {
 extern "C" HIDDEN int cuda_upload(cuda_dev *d, void *dst, const void *src, size_t bytes) {
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream); // (src may be freed after)
+    return e == cudaSuccess ? 0 : set_status("upload", e);
+}
+
+extern "C" HIDDEN int cuda_upload_async(cuda_dev *d, void *dst, const void *src, size_t bytes) {
+    if (bytes > RING_MAX_COPY) return cuda_upload(d, dst, src, bytes);
+    size_t at = (d->ring_at + 255) & ~(size_t)255;
+    if (at + bytes > RING_BYTES) at = 0;
+    memcpy(d->ring + at, src, bytes);
+    d->ring_at = at + bytes;
+    cudaError_t e = cudaMemcpyAsync(dst, d->ring + at, bytes, cudaMemcpyHostToDevice, d->stream);
     return e == cudaSuccess ? 0 : set_status("upload", e);
 }
 

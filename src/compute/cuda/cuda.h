@@ -38,6 +38,10 @@ void cuda_free(cuda_dev *d, void *p);
 int cuda_upload(cuda_dev *d, void *d_dst, const void *src, size_t bytes);   // 0 on success
 int cuda_download(cuda_dev *d, void *dst, const void *d_src, size_t bytes); // waits for the stream
 int cuda_sync(cuda_dev *d);
+// Copies `bytes` (at most 64 KiB) from the host to d_dst in the stream's
+// order without waiting: src is staged in a pinned ring that is reused only
+// after 4 MiB of later staging (a pass synchronizes long before that).
+int cuda_upload_async(cuda_dev *d, void *d_dst, const void *src, size_t bytes);
 
 // Bytes of one token's activations for weights of type wtype (n columns):
 // q8_0 blocks for the 32-element types, q8_K for the k-quants, f32 for float
