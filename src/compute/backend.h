@@ -16,6 +16,8 @@
 #include "compute/cpu/ops.h"
 #include "tensor/tensor.h"
 
+enum { GRAPH_BEGIN, GRAPH_END, GRAPH_LAUNCH };
+
 enum norm_op {
     NORM_OP_RMS,          // x / rms(x) * w
     NORM_OP_RMS_PLUS_ONE, // x / rms(x) * (1 + w) (Gemma 2/3)
@@ -83,6 +85,16 @@ typedef struct {
     // n floats from the backend's memory to the host's, and back
     void (*download)(backend *b, float *host, const float *src, size_t n);
     void (*upload)(backend *b, float *dst, const float *host, size_t n);
+    // K or V rows into the caches: row t (n floats of src) to cache[t] + pos[t] * n
+    void (*kv_store)(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
+    // A pass over T rows at positions pos begins (a device backend takes the
+    // positions up once for all the layers); NULL where nothing is needed.
+    void (*begin_pass)(backend *b, const int *pos, int T);
+    // Replaying a pass (a device backend's captured graph); NULL where there
+    // is none. GRAPH_BEGIN: 1 = a graph of this key is ready (launch it and
+    // skip the operations), 0 = capturing the operations that follow (end
+    // with GRAPH_END, which launches), -1 = run them plainly.
+    int (*graph)(backend *b, int phase, uint64_t key);
     // A context's memory: its KV cache and scratch, one zeroed block of the
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);
@@ -110,9 +122,10 @@ void host_mul(backend *b, float *x, size_t x_stride, const float *y, size_t y_st
 void host_softcap(backend *b, float *x, size_t n, float cap);
 void host_download(backend *b, float *host, const float *src, size_t n);
 void host_upload(backend *b, float *dst, const float *host, size_t n);
+void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
 #define HOST_DATA_OPS                                                                               \
     .embed = host_embed, .copy = host_copy, .scale = host_scale, .mul = host_mul, .softcap = host_softcap, \
-    .download = host_download, .upload = host_upload
+    .download = host_download, .upload = host_upload, .kv_store = host_kv_store
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;
 

@@ -141,13 +141,12 @@ static void attention(infer_ctx *c, int il, int T) {
         OPS->round_f16(BE, c->q, (size_t)T * nq);
         if (own_kv) OPS->round_f16(BE, c->k, (size_t)T * nkv), OPS->round_f16(BE, c->v, (size_t)T * nkv);
     }
-    if (own_kv) // each row into its sequence's cache
-        for (int t = 0; t < T; t++) {
-            infer_ctx *sq = c->rows.seq[t];
-            size_t at = (size_t)c->rows.pos[t] * nkv;
-            OPS->copy(BE, sq->k_cache[il] + at, 0, c->k + (size_t)t * nkv, 0, 1, nkv);
-            OPS->copy(BE, sq->v_cache[il] + at, 0, c->v + (size_t)t * nkv, 0, 1, nkv);
-        }
+    if (own_kv) { // each row into its sequence's cache
+        float *kd[N_BATCH], *vd[N_BATCH];
+        for (int t = 0; t < T; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
+        OPS->kv_store(BE, kd, c->rows.pos, c->k, T, nkv);
+        OPS->kv_store(BE, vd, c->rows.pos, c->v, T, nkv);
+    }
 
     // softmax(q k^T * scale [softcapped] [+ sink]) v over the window of each
     // position, in blocks of rows of one sequence (each its own cache)
@@ -395,31 +394,40 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         TIMED(PH_EMBED, embed(c, ids, T));
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
-    if (hidden)
-        for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, E);
-    for (int il = first_layer; il < cf->n_layer; il++) {
-        layer(c, il, T);
-        if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->x, (size_t)T * E);
-        if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, E);
-    }
-    c->n_past += T;
-
-    // logits = final_norm(x) W_out^T * logit_scale, softcapped
+    if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, T);
     int first = last_only ? T - 1 : 0, n = T - first;
-    double t0 = c->profiling ? now_s() : 0;
-    norm(c, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
-    if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, E);
-    if (!logits) {
-        if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
-        return oom_check(c);
-    }
     // (a host backend writes the caller's buffer; a device one its own, then copies)
-    float *lg = OPS->host ? logits : device_logits(c, (size_t)n * V);
-    if (!lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
-    mm(c, lg, c->xn, &m->output, NULL, n, E, V);
-    if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
-    if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
-    if (lg != logits) OPS->download(BE, logits, lg, (size_t)n * V);
+    float *lg = !logits || OPS->host ? logits : device_logits(c, (size_t)n * V);
+    if (logits && !lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
+    // A decode step of a device backend with a graph: the steps are the same
+    // kernels each time (positions and the token's row come up before), so
+    // they are captured once and replayed.
+    int g = -1;
+    if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer)
+        g = OPS->graph(BE, GRAPH_BEGIN, (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48));
+    double t0 = 0;
+    if (g != 1) {
+        if (hidden)
+            for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, E);
+        for (int il = first_layer; il < cf->n_layer; il++) {
+            layer(c, il, T);
+            if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->x, (size_t)T * E);
+            if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, E);
+        }
+        // logits = final_norm(x) W_out^T * logit_scale, softcapped
+        t0 = c->profiling ? now_s() : 0;
+        norm(c, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
+        if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, E);
+        if (lg) {
+            mm(c, lg, c->xn, &m->output, NULL, n, E, V);
+            if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
+            if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
+        }
+        if (g == 0) OPS->graph(BE, GRAPH_END, 0);
+    } else
+        OPS->graph(BE, GRAPH_LAUNCH, 0);
+    c->n_past += T;
+    if (lg && lg != logits) OPS->download(BE, logits, lg, (size_t)n * V);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
 }
@@ -447,6 +455,7 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     if (n_out && !lbuf) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n_out);
     TIMED(PH_EMBED, embed(c, ids, T));
     if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
+    if (OPS->begin_pass) OPS->begin_pass(BE, R->pos, T);
     for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
     for (int t = 0; t < T; t++) R->seq[t]->n_past++;
     if (!n_out) return oom_check(c);

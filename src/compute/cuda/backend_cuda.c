@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { N_ROWS_MAX = 256 }; // rows of a pass (context.h's N_BATCH is 64)
+
 typedef struct {
     const void *host;
     void *dev;
@@ -31,12 +33,26 @@ typedef struct {
     size_t xq_cap;
     float *scores;               // attention scores: T x H x stride
     size_t scores_cap;
-    int *pos;                    // per row: position (attention, RoPE)
-    const float **kv;            // per row: its k and v caches (2T pointers)
+    int *pos;                    // per row: position (attention, RoPE, the caches), set by begin_pass
     size_t rows_cap;
     float *host;                 // host staging (embedding rows)
     size_t host_cap;
+    // device arrays of row pointers (caches), found by their contents: made
+    // once, never moved, so a captured graph may keep reading them
+    struct ptab { int n; const void **host; void *dev; } *ptab;
+    int n_ptab;
+    // the decode graph: its key, the key seen last (captured when seen twice)
+    void *exec;
+    uint64_t gkey, seen, pending;
+    int capturing, no_graph;
 } cuda_state;
+
+// what a captured graph points at moved: it is dropped (made again later)
+static void graph_drop(cuda_state *s) {
+    if (s->exec) cuda_graph_free(s->exec);
+    s->exec = NULL;
+    s->gkey = s->seen = 0;
+}
 
 static cuda_state *state(backend *b) {
     if (b->dev) return b->dev;
@@ -79,6 +95,7 @@ static void *dev_of(backend *b, const void *p, size_t bytes) {
         if (s->map[h].host == p) return s->map[h].dev;
         h = (h + 1) & (s->cap - 1);
     }
+    if (s->capturing) return NULL; // (no uploads inside a capture: the pass fails, plainly)
     void *dv = cuda_alloc(s->d, bytes);
     if (!dv) return NULL;
     if (cuda_upload(s->d, dv, p, bytes)) {
@@ -93,6 +110,8 @@ static void *dev_of(backend *b, const void *p, size_t bytes) {
 // a device buffer of at least `bytes`, grown as needed
 static void *scratch(cuda_state *s, void **p, size_t *cap, size_t bytes) {
     if (bytes > *cap) {
+        if (s->capturing) return NULL;
+        graph_drop(s);
         cuda_free(s->d, *p);
         *p = cuda_alloc(s->d, bytes);
         *cap = *p ? bytes : 0;
@@ -135,29 +154,80 @@ static void cu_norm(backend *b, float *out, const float *x, const float *w, cons
     if (!s || (w && !dw) || (bias && !db) || cuda_norm(s->d, out, x, dw, db, rows, n, eps, k)) fail_op(b);
 }
 
-// the rows' positions (and cache pointers) on the device
-static int rows_in(backend *b, cuda_state *s, const int *pos, int T, const float *const *k, const float *const *v) {
-    if ((size_t)T > s->rows_cap) {
-        cuda_free(s->d, s->pos), cuda_free(s->d, (void *)s->kv);
-        s->pos = cuda_alloc(s->d, sizeof(int) * (size_t)T);
-        s->kv = cuda_alloc(s->d, sizeof(float *) * 2 * (size_t)T);
-        s->rows_cap = s->pos && s->kv ? (size_t)T : 0;
-        if (!s->rows_cap) return -1;
+// The device array holding the n host pointers p (made on first use).
+static void *ptr_table(cuda_state *s, const void *const *p, int n) {
+    for (int i = 0; i < s->n_ptab; i++)
+        if (s->ptab[i].n == n && !memcmp(s->ptab[i].host, p, sizeof(void *) * (size_t)n)) return s->ptab[i].dev;
+    if (s->capturing) return NULL;
+    struct ptab *t = realloc(s->ptab, sizeof *t * (size_t)(s->n_ptab + 1));
+    if (!t) return NULL;
+    s->ptab = t;
+    const void **h = malloc(sizeof(void *) * (size_t)n);
+    void *dv = cuda_alloc(s->d, sizeof(void *) * (size_t)n);
+    if (!h || !dv || cuda_upload(s->d, dv, p, sizeof(void *) * (size_t)n)) {
+        free(h), cuda_free(s->d, dv);
+        return NULL;
     }
-    if (cuda_upload_async(s->d, s->pos, pos, sizeof(int) * (size_t)T)) return -1;
-    if (k && (cuda_upload_async(s->d, (void *)s->kv, k, sizeof(float *) * (size_t)T) ||
-              cuda_upload_async(s->d, (void *)(s->kv + T), v, sizeof(float *) * (size_t)T)))
+    memcpy(h, p, sizeof(void *) * (size_t)n);
+    s->ptab[s->n_ptab++] = (struct ptab){n, h, dv};
+    return dv;
+}
+
+// A pass's positions go up once, before its operations (and outside a graph).
+static void cu_begin_pass(backend *b, const int *pos, int T) {
+    cuda_state *s = state(b);
+    if (!s) { fail_op(b); return; }
+    if ((size_t)T > s->rows_cap) {
+        graph_drop(s);
+        cuda_free(s->d, s->pos);
+        s->pos = cuda_alloc(s->d, sizeof(int) * (size_t)T);
+        s->rows_cap = s->pos ? (size_t)T : 0;
+    }
+    if (!s->pos || cuda_upload_async(s->d, s->pos, pos, sizeof(int) * (size_t)T)) fail_op(b);
+}
+
+static void cu_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n) {
+    cuda_state *s = state(b);
+    void *tab = s ? ptr_table(s, (const void *const *)cache, T) : NULL;
+    (void)pos; // (the pass's positions are on the device: begin_pass)
+    if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n)) fail_op(b);
+}
+
+static int cu_graph(backend *b, int phase, uint64_t key) {
+    cuda_state *s = state(b);
+    if (!s) return -1;
+    if (phase == GRAPH_BEGIN) {
+        if (s->no_graph) return -1;
+        if (s->exec && s->gkey == key) return 1;
+        if (s->seen == key && !cuda_graph_begin(s->d)) { // the second pass of this shape: capture it
+            if (s->exec) cuda_graph_free(s->exec), s->exec = NULL;
+            s->capturing = 1, s->pending = key;
+            return 0;
+        }
+        s->seen = key;
         return -1;
-    (void)b;
+    }
+    if (phase == GRAPH_END) {
+        s->capturing = 0;
+        void *x = NULL;
+        if (cuda_graph_end(s->d, &x) || cuda_graph_launch(s->d, x)) { // (the captured work did not run)
+            cuda_graph_free(x);
+            s->no_graph = 1;
+            fail_op(b);
+            return -1;
+        }
+        s->exec = x, s->gkey = s->pending;
+        return 0;
+    }
+    if (cuda_graph_launch(s->d, s->exec)) fail_op(b);
     return 0;
 }
 
 static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r) {
     cuda_state *s = state(b);
     const float *f = s ? dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs) : NULL;
-    if (!f || rows_in(b, s, pos, rows, NULL, NULL) ||
-        cuda_rope(s->d, x, rows, heads, hd, s->pos, f, r->n_pairs, r->pair_offset, r->pair_stride, r->mscale))
-        fail_op(b);
+    (void)pos; // (the pass's positions are on the device: begin_pass)
+    if (!f || cuda_rope(s->d, x, rows, heads, hd, s->pos, f, r->n_pairs, r->pair_offset, r->pair_stride, r->mscale)) fail_op(b);
 }
 
 static void cu_attention(backend *b, const attn_desc *a) {
@@ -165,8 +235,13 @@ static void cu_attention(backend *b, const attn_desc *a) {
     if (!s) { fail_op(b); return; }
     const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
     float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)a->T * a->H * a->stride);
-    if (!sc || (a->sinks && !sinks) || rows_in(b, s, a->pos, a->T, a->k, a->v) ||
-        cuda_attention(s->d, a->q, a->out, a->T, a->H, a->KV, a->hd, a->window, s->pos, s->kv, s->kv + a->T, a->scale, a->softcap,
+    const void *kv[2 * N_ROWS_MAX];
+    if (a->T > N_ROWS_MAX) { fail_op(b); return; }
+    memcpy(kv, a->k, sizeof(void *) * (size_t)a->T);
+    memcpy(kv + a->T, a->v, sizeof(void *) * (size_t)a->T);
+    const float *const *tab = ptr_table(s, kv, 2 * a->T);
+    if (!sc || !tab || (a->sinks && !sinks) ||
+        cuda_attention(s->d, a->q, a->out, a->T, a->H, a->KV, a->hd, a->window, s->pos, tab, tab + a->T, a->scale, a->softcap,
                        sinks, a->ggml_numerics, sc, a->stride))
         fail_op(b);
 }
@@ -238,6 +313,7 @@ static void cu_upload(backend *b, float *dst, const float *host, size_t n) {
 
 static void *cu_alloc(backend *b, size_t bytes) {
     cuda_state *s = state(b);
+    if (s) graph_drop(s);
     void *p = s ? cuda_alloc(s->d, bytes) : NULL;
     if (p && cuda_zero(s->d, p, bytes)) {
         cuda_free(s->d, p);
@@ -248,7 +324,7 @@ static void *cu_alloc(backend *b, size_t bytes) {
 
 static void cu_release(backend *b, void *p) {
     cuda_state *s = b->dev;
-    if (s) cuda_free(s->d, p);
+    if (s) graph_drop(s), cuda_free(s->d, p);
 }
 
 static void cu_done(backend *b) {
@@ -258,7 +334,10 @@ static void cu_done(backend *b) {
     for (size_t i = 0; i < s->cap; i++)
         if (s->map[i].host) cuda_free(s->d, s->map[i].dev);
     free(s->map);
-    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos), cuda_free(s->d, (void *)s->kv);
+    graph_drop(s);
+    for (int i = 0; i < s->n_ptab; i++) free(s->ptab[i].host), cuda_free(s->d, s->ptab[i].dev);
+    free(s->ptab);
+    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos);
     free(s->host);
     cuda_close(s->d);
     free(s);
@@ -284,6 +363,9 @@ static const backend_ops cuda_ops = {
     .softcap = cu_softcap,
     .download = cu_download,
     .upload = cu_upload,
+    .kv_store = cu_kv_store,
+    .begin_pass = cu_begin_pass,
+    .graph = cu_graph,
     .alloc = cu_alloc,
     .release = cu_release,
     .done = cu_done,

@@ -758,3 +758,41 @@ extern "C" HIDDEN int cuda_zero(cuda_dev *d, void *p, size_t bytes) {
     if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
     return e == cudaSuccess ? 0 : set_status("memset", e);
 }
+
+static __global__ void k_kv_store(float *const *cache, const int *pos, const float *src, int T, int n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)T * n) return;
+    int t = (int)(i / n), c = (int)(i % n);
+    cache[t][(size_t)pos[t] * n + c] = src[i];
+}
+extern "C" HIDDEN int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n) {
+    if (T <= 0 || n <= 0) return 0;
+    k_kv_store<<<grid_for((size_t)T * n, 256), 256, 0, d->stream>>>(cache, pos, src, T, n);
+    return launched("kv store");
+}
+
+extern "C" HIDDEN int cuda_graph_begin(cuda_dev *d) {
+    cudaError_t e = cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeThreadLocal);
+    return e == cudaSuccess ? 0 : set_status("graph capture", e);
+}
+
+extern "C" HIDDEN int cuda_graph_end(cuda_dev *d, void **exec) {
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    *exec = NULL;
+    cudaError_t e = cudaStreamEndCapture(d->stream, &g);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
+    if (g) cudaGraphDestroy(g);
+    if (e != cudaSuccess) return set_status("graph", e);
+    *exec = (void *)x;
+    return 0;
+}
+
+extern "C" HIDDEN int cuda_graph_launch(cuda_dev *d, void *exec) {
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, d->stream);
+    return e == cudaSuccess ? 0 : set_status("graph launch", e);
+}
+
+extern "C" HIDDEN void cuda_graph_free(void *exec) {
+    if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}

@@ -76,6 +76,13 @@ int cuda_mul(cuda_dev *d, float *x, size_t xs, const float *y, size_t ys, int ro
 int cuda_softcap(cuda_dev *d, float *x, size_t n, float cap);
 int cuda_copy2d(cuda_dev *d, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n);
 int cuda_zero(cuda_dev *d, void *p, size_t bytes);
+// row t of src (n floats) to cache[t] + pos[t] * n (cache and pos device arrays)
+int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n);
+// CUDA graphs of the stream's work: capture, instantiate, launch, free
+int cuda_graph_begin(cuda_dev *d);
+int cuda_graph_end(cuda_dev *d, void **exec);
+int cuda_graph_launch(cuda_dev *d, void *exec);
+void cuda_graph_free(void *exec);
 
 #ifdef __cplusplus
 }
