@@ -142,9 +142,29 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
     }
 }
 
+// Products of one input: quantized once when they take the same activation
+// format (the formats' row sizes differ, so equal sizes mean the same one).
 static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
                             int n_in, const int *n_out) {
-    for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
+    cuda_state *s = state(b);
+    size_t xr = cuda_act_row_size(w[0]->w->type, n_in);
+    int same = s && xr && !w[0]->trans;
+    for (int i = 1; i < n && same; i++) same = !w[i]->trans && cuda_act_row_size(w[i]->w->type, n_in) == xr;
+    if (!same) {
+        for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
+        return;
+    }
+    void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
+    if (!xq || cuda_quantize(s->d, w[0]->w->type, x, T, n_in, xq)) { fail_op(b); return; }
+    for (int i = 0; i < n; i++) {
+        const tensor *W = w[i]->w;
+        const void *dw = dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out[i]);
+        if (!dw || cuda_matmul(s->d, W->type, dw, n_out[i], n_in, xq, T, y[i])) { fail_op(b); return; }
+        if (bias[i]) {
+            const float *db = dev_of(b, bias[i], sizeof(float) * (size_t)n_out[i]);
+            if (!db || cuda_bias(s->d, y[i], db, T, n_out[i])) { fail_op(b); return; }
+        }
+    }
 }
 
 static void cu_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps, int kind) {

@@ -393,46 +393,58 @@ static __device__ uint32_t f32_to_f16(float f) {
 }
 
 static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x; // one block of 32 per thread
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per block of 32
     if (i >= nblk) return;
     int t = i / (n / QK), b = i % (n / QK);
-    const float *xb = x + (size_t)t * n + (size_t)b * QK;
+    float v = x[(size_t)t * n + (size_t)b * QK + lane], amax = fabsf(v);
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     uint8_t *yb = y + (size_t)i * Q8_0_B;
-    float amax = 0.0f;
-    for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(xb[j]));
     float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
-    uint32_t h = f32_to_f16(d);
-    yb[0] = (uint8_t)(h & 255);
-    yb[1] = (uint8_t)(h >> 8);
-    for (int j = 0; j < QK; j++) yb[2 + j] = (uint8_t)(int8_t)rintf(__fmul_rn(xb[j], id));
+    if (lane == 0) {
+        uint32_t h = f32_to_f16(d);
+        yb[0] = (uint8_t)(h & 255);
+        yb[1] = (uint8_t)(h >> 8);
+    }
+    yb[2 + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(v, id));
 }
 
 static __global__ void k_quant_q8_K(const float *x, int n, int nblk, uint8_t *y) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x; // one super-block of 256 per thread
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per super-block of 256
     if (i >= nblk) return;
     int t = i / (n / QK_K), b = i % (n / QK_K);
     const float *xb = x + (size_t)t * n + (size_t)b * QK_K;
     uint8_t *yb = y + (size_t)i * Q8_K_B;
-    float max = 0.0f, amax = 0.0f;
-    for (int j = 0; j < QK_K; j++)
-        if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]), max = xb[j];
-    if (amax == 0.0f) {
-        for (int j = 0; j < Q8_K_B; j++) yb[j] = 0;
+    // the first of the largest magnitudes: lane l holds elements 8l..8l+7
+    float v[8], am = 0.0f;
+    int at = 0;
+    for (int k = 0; k < 8; k++) {
+        v[k] = xb[8 * lane + k];
+        if (fabsf(v[k]) > am) am = fabsf(v[k]), at = 8 * lane + k;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float a2 = __shfl_xor_sync(0xffffffffu, am, o);
+        int t2 = __shfl_xor_sync(0xffffffffu, at, o);
+        if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2;
+    }
+    if (am == 0.0f) {
+        for (int j = lane; j < Q8_K_B; j += 32) yb[j] = 0;
         return;
     }
-    float iscale = -127.f / max;
+    float iscale = -127.f / xb[at];
     int8_t *q = (int8_t *)yb + 4;
-    for (int j = 0; j < QK_K; j++) {
-        int v = (int)rintf(__fmul_rn(iscale, xb[j]));
-        q[j] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+    int s = 0;
+    for (int k = 0; k < 8; k++) {
+        int r = (int)rintf(__fmul_rn(iscale, v[k]));
+        r = r < -128 ? -128 : r > 127 ? 127 : r;
+        q[8 * lane + k] = (int8_t)r;
+        s += r;
     }
-    for (int g = 0; g < 16; g++) {
-        int s = 0;
-        for (int l = 0; l < 16; l++) s += q[16 * g + l];
-        yb[260 + 2 * g] = (uint8_t)(s & 255), yb[261 + 2 * g] = (uint8_t)((uint16_t)(int16_t)s >> 8);
+    s += __shfl_xor_sync(0xffffffffu, s, 1); // lanes 2g and 2g+1 hold group g of 16
+    if (lane % 2 == 0) yb[260 + lane] = (uint8_t)(s & 255), yb[261 + lane] = (uint8_t)((uint16_t)(int16_t)s >> 8);
+    if (lane == 0) {
+        uint32_t db = __float_as_uint(1.0f / iscale);
+        for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
     }
-    uint32_t db = __float_as_uint(1.0f / iscale);
-    for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
 }
 
 static int is_k(int t) { return t == DT_Q2_K || t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
@@ -453,8 +465,8 @@ extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int 
         return e == cudaSuccess ? 0 : set_status("copy", e);
     }
     int nblk = T * (n / (is_k(wtype) ? QK_K : QK));
-    if (is_k(wtype)) k_quant_q8_K<<<(nblk + 63) / 64, 64, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
-    else k_quant_q8_0<<<(nblk + 127) / 128, 128, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
+    if (is_k(wtype)) k_quant_q8_K<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
+    else k_quant_q8_0<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("quantize", e);
 }
@@ -607,13 +619,14 @@ static __global__ void k_attention(const float *q, float *out, int H, int KV, in
     const float *qh = q + (size_t)t * nq + (size_t)h * hd;
     const float *k = kc[t] + (size_t)kh * hd, *v = vc[t] + (size_t)kh * hd;
     float *s = scores + ((size_t)t * H + h) * stride;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const int lane = threadIdx.x % 32, nw = blockDim.x / 32;
+    for (int j = threadIdx.x / 32; j < n; j += nw) { // a warp per position, the lanes along the head
         const float *kr = k + (size_t)(lo + j) * nkv;
         float acc = 0.0f;
-        for (int i = 0; i < hd; i++) acc = fmaf(qh[i], kr[i], acc);
-        acc *= scale;
+        for (int i = lane; i < hd; i += 32) acc = fmaf(qh[i], kr[i], acc);
+        acc = warp_sum(acc) * scale;
         if (softcap) acc = softcap * tanhf(acc / softcap);
-        s[j] = acc;
+        if (lane == 0) s[j] = acc;
     }
     __syncthreads();
     float m = -INFINITY;
@@ -644,7 +657,7 @@ extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, in
                                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
                                      int ggml, float *scores, int stride) {
     if (T <= 0) return 0;
-    k_attention<<<dim3(T, H), 128, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride);
+    k_attention<<<dim3(T, H), 256, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride);
     return launched("attention");
 }
 
