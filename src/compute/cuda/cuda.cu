@@ -358,6 +358,105 @@ static __global__ void k_matmul_q(const uint8_t *w, int rows, int cols, const ui
     }
 }
 
+// k-quants: the 32 lanes share each super-block (lane l: elements 8l..8l+7),
+// each its part of the sub-block sums times their scales (and the mins); the
+// integer sums are added across the warp and lane 0 scales them and adds the
+// super-blocks in order, with the oracle's float operations, uncontracted.
+template <int T> struct kq;
+template <> struct kq<DT_Q2_K> {
+    enum { B = Q2_K_B };
+    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
+        int s = 0, e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32;
+        for (int k = 0; k < 8; k++) s += ((w[16 + 32 * h + (r % 32) + k] >> (2 * sh)) & 3) * (int8_t)x[4 + e0 + k];
+        *si = (w[g] & 15) * s;
+        *sm = l % 2 == 0 ? (w[g] >> 4) * ld_i16(x + 260 + 2 * g) : 0;
+    }
+    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) {
+        float dy = ld_f(x);
+        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w + 80)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 82)), (float)sm));
+    }
+};
+template <> struct kq<DT_Q3_K> {
+    enum { B = Q3_K_B };
+    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
+        const uint8_t *p = w + 96;
+        int e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32, rr = r % 32, s = 0, m = 1 << (4 * h + sh);
+        for (int k = 0; k < 8; k++) s += (((w[32 + 32 * h + rr + k] >> (2 * sh)) & 3) - (w[rr + k] & m ? 0 : 4)) * (int8_t)x[4 + e0 + k];
+        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4, hi = (p[8 + g % 4] >> (2 * (g / 4))) & 3;
+        *si = ((lo | hi << 4) - 32) * s;
+        *sm = 0;
+    }
+    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) { return __fmul_rn(__fmul_rn(ld_f(x), ld_h(w + 108)), (float)si); }
+};
+template <> struct kq<DT_Q4_K> {
+    enum { B = Q4_K_B };
+    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
+        int j = l / 4, o = 8 * (l % 4), sc, m, s = 0;
+        scale_min_k4(j, w + 4, &sc, &m);
+        const uint8_t *q = w + 16 + 32 * (j / 2) + o;
+        for (int k = 0; k < 8; k++) s += ((j & 1) ? q[k] >> 4 : q[k] & 15) * (int8_t)x[4 + 32 * j + o + k];
+        *si = sc * s;
+        *sm = l % 4 == 0 ? m * (ld_i16(x + 260 + 4 * j) + ld_i16(x + 262 + 4 * j)) : 0;
+    }
+    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) {
+        float dy = ld_f(x);
+        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 2)), (float)sm));
+    }
+};
+template <> struct kq<DT_Q5_K> {
+    enum { B = Q5_K_B };
+    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
+        int j = l / 4, o = 8 * (l % 4), sc, m, s = 0;
+        scale_min_k4(j, w + 4, &sc, &m);
+        const uint8_t *q = w + 48 + 32 * (j / 2) + o, *qh = w + 16 + o;
+        for (int k = 0; k < 8; k++) s += (((j & 1) ? q[k] >> 4 : q[k] & 15) | ((qh[k] >> j) & 1) << 4) * (int8_t)x[4 + 32 * j + o + k];
+        *si = sc * s;
+        *sm = l % 4 == 0 ? m * (ld_i16(x + 260 + 4 * j) + ld_i16(x + 262 + 4 * j)) : 0;
+    }
+    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) {
+        float dy = ld_f(x);
+        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 2)), (float)sm));
+    }
+};
+template <> struct kq<DT_Q6_K> {
+    enum { B = Q6_K_B };
+    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
+        int e0 = 8 * l, h = e0 / 128, r = e0 % 128, qq = r / 32, li = r % 32, s = 0;
+        const uint8_t *ql = w + 64 * h + li + 32 * (qq & 1), *qh = w + 128 + 32 * h + li;
+        for (int k = 0; k < 8; k++) {
+            int v = ((qq >= 2 ? ql[k] >> 4 : ql[k] & 15) | ((qh[k] >> (2 * qq)) & 3) << 4) - 32;
+            s += v * (int8_t)x[4 + e0 + k];
+        }
+        *si = (int8_t)w[192 + e0 / 16] * s;
+        *sm = 0;
+    }
+    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) { return __fmul_rn(__fmul_rn(ld_f(x), ld_h(w + 208)), (float)si); }
+};
+
+static __device__ __forceinline__ int warp_isum(int v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <int T>
+static __global__ void k_matmul_k(const uint8_t *w, int rows, int cols, const uint8_t *xq, int ntok, float *y) {
+    int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    const int nb = cols / QK_K;
+    const uint8_t *wr = w + (size_t)r * nb * kq<T>::B;
+    for (int t = 0; t < ntok; t++) {
+        const uint8_t *xt = xq + (size_t)t * nb * Q8_K_B;
+        float acc = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int si, sm;
+            kq<T>::part(wr + (size_t)b * kq<T>::B, xt + (size_t)b * Q8_K_B, lane, &si, &sm);
+            si = warp_isum(si), sm = warp_isum(sm);
+            acc = __fadd_rn(acc, kq<T>::scale(wr + (size_t)b * kq<T>::B, xt + (size_t)b * Q8_K_B, si, sm));
+        }
+        if (lane == 0) y[(size_t)t * rows + r] = acc;
+    }
+}
+
 template <int T>
 static __global__ void k_matmul_f(const uint8_t *w, int rows, int cols, const float *x, int ntok, float *y) {
     int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -478,8 +577,10 @@ extern "C" HIDDEN int cuda_matmul(cuda_dev *d, int wtype, const void *w, int row
     switch (wtype) {
 #define Q(t) case t: k_matmul_q<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, xb, T, y); break;
     Q(DT_Q8_0) Q(DT_Q4_0) Q(DT_Q4_1) Q(DT_Q5_0) Q(DT_Q5_1) Q(DT_MXFP4)
-    Q(DT_Q2_K) Q(DT_Q3_K) Q(DT_Q4_K) Q(DT_Q5_K) Q(DT_Q6_K)
 #undef Q
+#define K(t) case t: k_matmul_k<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, xb, T, y); break;
+    K(DT_Q2_K) K(DT_Q3_K) K(DT_Q4_K) K(DT_Q5_K) K(DT_Q6_K)
+#undef K
 #define F(t) case t: k_matmul_f<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, (const float *)xq, T, y); break;
     F(DT_F32) F(DT_F16) F(DT_BF16)
 #undef F
