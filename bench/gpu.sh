@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU run on the H200 machine (through `device`; no network there):
 # builds infer with CUDA, runs the GPU parity tests (test_cuda, every fixture
-# family on the cuda backend), makes a random-weight checkpoint of Gemma 3
-# 270M's shape with transformers and converts it (q4_k_m), checks that greedy
+# family on the cuda backend), makes a random-weight GGUF of Gemma 3 270M's
+# shape with `infer synth` (q4_k_m), checks that greedy
 # decoding on the GPU gives the CPU's tokens, and times `infer bench` on the
-# GPU and the CPU. LLAMA=1 also builds llama.cpp's llama-bench with CUDA from
+# GPU and the CPU. SHAPES="1b 4b" also benchmarks those shapes (infer synth). LLAMA=1 also builds llama.cpp's llama-bench with CUDA from
 # the carried source and runs it on the same file (-ngl 99 -fa 1).
 #
 # Carry (gitignored): device-carry/debs (libcjson), device-carry/fixtures
@@ -34,17 +34,9 @@ if [ "${PARITY:-1}" = 1 ]; then
     done
 fi
 
-log "checkpoint"
-python3 - <<'EOF' 2>>"$OUT/log.txt"
-import torch, transformers as tf
-torch.manual_seed(0)
-kw = dict(vocab_size=262144, hidden_size=640, intermediate_size=2048, num_hidden_layers=18, num_attention_heads=4,
-          num_key_value_heads=1, head_dim=256, sliding_window=512, query_pre_attn_scalar=256, tie_word_embeddings=True)
-with torch.device("cpu"):
-    m = tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(**kw)).to(torch.bfloat16)
-m.save_pretrained("/tmp/ckpt/gemma3-270m")
-EOF
-./build/infer convert /tmp/ckpt/gemma3-270m /tmp/ckpt/gemma3-270m-q4_k_m.gguf --type q4_k_m >>"$OUT/log.txt" 2>&1 || { log "convert failed"; exit 1; }
+log "checkpoint: infer synth (random weights, Gemma 3 270M's shape, q4_k_m)"
+mkdir -p /tmp/ckpt
+./build/infer synth --shape 270m --type q4_k_m -o /tmp/ckpt/gemma3-270m-q4_k_m.gguf >>"$OUT/log.txt" 2>&1 || { log "synth failed"; exit 1; }
 M=/tmp/ckpt/gemma3-270m-q4_k_m.gguf
 
 log "greedy parity: 32 tokens, CPU and GPU"
@@ -71,12 +63,20 @@ B=${BENCH:--p 512 -n 128}
 ./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
 ./build/infer bench -m $M -t 16 -r 2 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
 
+for shape in ${SHAPES:-}; do
+    log "infer bench: Gemma 3 $shape shape (infer synth, q4_k_m)"
+    ./build/infer synth --shape $shape --type q4_k_m -o /tmp/ckpt/gemma3-$shape-q4_k_m.gguf >>"$OUT/log.txt" 2>&1 || { log "synth $shape failed"; continue; }
+    ./build/infer bench -m /tmp/ckpt/gemma3-$shape-q4_k_m.gguf --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
+done
+
 if [ "${LLAMA:-0}" = 1 ]; then
     log "build llama-bench (CUDA)"
     mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
     cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
         cmake --build /tmp/lcp/build-cuda --target llama-bench -j16 >/dev/null 2>>"$OUT/log.txt" || { log "llama-bench build failed"; exit 1; }
-    /tmp/lcp/build-cuda/bin/llama-bench -m $M -ngl 99 -fa 1 -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+    for f in $M $(for shape in ${SHAPES:-}; do echo /tmp/ckpt/gemma3-$shape-q4_k_m.gguf; done); do
+        [ -f "$f" ] && /tmp/lcp/build-cuda/bin/llama-bench -m "$f" -ngl 99 -fa 1 -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+    done
 fi
 log "done"

@@ -16,6 +16,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench_components(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 int cmd_bench_knn(int argc, char **argv);
 int cmd_extract(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

@@ -4,6 +4,7 @@
 // real model and on a synthetic Gemma-3-4B-shaped layer (hidden 2560, 8 heads
 // of 256, 4 KV heads, FFN 10240) with random weights of the chosen type.
 #include "cli.h"
+#include "synth.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,86 +46,6 @@ static int profile(const char *label, infer_model *m, int T, int reps) {
     free(ids);
     infer_ctx_free(c);
     return 0;
-}
-
-// bf16 of f, rounded to nearest even (the weights are random: no NaN).
-static uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) {
-    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
-}
-
-// One tensor of random bf16 values (scale s, or 1 + s * noise for norms).
-static int put_tensor(FILE *f, long long rows, long long cols, float s, int norm) {
-    long long n = rows * cols;
-    for (long long i = 0; i < n; i++) {
-        uint16_t h = to_bf16(norm ? 1.0f + s * frand() : s * frand());
-        if (fwrite(&h, 2, 1, f) != 1) return 0;
-    }
-    return 1;
-}
-
-// Writes a one-layer Gemma-3-4B-shaped checkpoint (bf16 safetensors) in dir.
-static int write_synthetic(const char *dir) {
-    enum { H = 2560, NH = 8, NKV = 4, HD = 256, FF = 10240, V = 256 };
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return 0;
-    fprintf(f, "{\"model_type\": \"gemma3_text\", \"architectures\": [\"Gemma3ForCausalLM\"], \"hidden_size\": %d,"
-               " \"num_hidden_layers\": 1, \"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d,"
-               " \"intermediate_size\": %d, \"vocab_size\": %d, \"rms_norm_eps\": 1e-6, \"query_pre_attn_scalar\": 256,"
-               " \"sliding_window\": 1024, \"layer_types\": [\"full_attention\"], \"max_position_embeddings\": 8192,"
-               " \"hidden_activation\": \"gelu_pytorch_tanh\", \"rope_parameters\": {\"full_attention\": {\"rope_type\":"
-               " \"default\", \"rope_theta\": 1000000.0}, \"sliding_attention\": {\"rope_type\": \"default\","
-               " \"rope_theta\": 10000.0}}}\n", H, NH, NKV, HD, FF, V);
-    fclose(f);
-    struct { const char *name; long long r, c; int norm; } t[] = {
-        {"model.embed_tokens.weight", V, H, 0},
-        {"model.norm.weight", 1, H, 1},
-        {"model.layers.0.input_layernorm.weight", 1, H, 1},
-        {"model.layers.0.post_attention_layernorm.weight", 1, H, 1},
-        {"model.layers.0.pre_feedforward_layernorm.weight", 1, H, 1},
-        {"model.layers.0.post_feedforward_layernorm.weight", 1, H, 1},
-        {"model.layers.0.self_attn.q_norm.weight", 1, HD, 1},
-        {"model.layers.0.self_attn.k_norm.weight", 1, HD, 1},
-        {"model.layers.0.self_attn.q_proj.weight", NH * HD, H, 0},
-        {"model.layers.0.self_attn.k_proj.weight", NKV * HD, H, 0},
-        {"model.layers.0.self_attn.v_proj.weight", NKV * HD, H, 0},
-        {"model.layers.0.self_attn.o_proj.weight", H, NH * HD, 0},
-        {"model.layers.0.mlp.gate_proj.weight", FF, H, 0},
-        {"model.layers.0.mlp.up_proj.weight", FF, H, 0},
-        {"model.layers.0.mlp.down_proj.weight", H, FF, 0},
-    };
-    int n = sizeof t / sizeof t[0];
-    char hdr[8192];
-    size_t o = 0, off = 0;
-    o += (size_t)snprintf(hdr + o, sizeof hdr - o, "{");
-    for (int i = 0; i < n; i++) {
-        size_t bytes = (size_t)(t[i].r * t[i].c * 2);
-        if (t[i].r == 1)
-            o += (size_t)snprintf(hdr + o, sizeof hdr - o, "%s\"%s\": {\"dtype\": \"BF16\", \"shape\": [%lld], \"data_offsets\": [%zu, %zu]}",
-                                  i ? ", " : "", t[i].name, t[i].c, off, off + bytes);
-        else
-            o += (size_t)snprintf(hdr + o, sizeof hdr - o, "%s\"%s\": {\"dtype\": \"BF16\", \"shape\": [%lld, %lld], \"data_offsets\": [%zu, %zu]}",
-                                  i ? ", " : "", t[i].name, t[i].r, t[i].c, off, off + bytes);
-        off += bytes;
-    }
-    o += (size_t)snprintf(hdr + o, sizeof hdr - o, "}");
-    while (o % 8) hdr[o++] = ' ';
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (!(f = fopen(path, "wb"))) return 0;
-    uint64_t hl = o;
-    int ok = fwrite(&hl, 8, 1, f) == 1 && fwrite(hdr, 1, o, f) == o;
-    for (int i = 0; ok && i < n; i++) ok = put_tensor(f, t[i].r, t[i].c, t[i].norm ? 0.1f : 1.0f / 50.0f, t[i].norm);
-    return fclose(f) == 0 && ok;
 }
 
 static const char *g_usage =
@@ -174,11 +95,11 @@ int cmd_bench_components(int argc, char **argv) {
     if (rc) return rc;
 
     // the synthetic Gemma-3-4B-shaped layer, in a temporary directory
-    char dir[] = "/tmp/infer-components-XXXXXX", gg[4200], path[4200];
+    char dir[] = "/tmp/infer-components-XXXXXX", gg[4200];
     if (!mkdtemp(dir)) return cli_error("bench-components: cannot make a temporary directory");
     snprintf(gg, sizeof gg, "%s/layer.gguf", dir);
     rc = 1;
-    if (!write_synthetic(dir)) cli_error("bench-components: cannot write the synthetic layer in %s", dir);
+    if (!synth_write(dir, synth_find("4b"), 1, 256)) cli_error("bench-components: cannot write the synthetic layer in %s", dir);
     else if (infer_model_load(dir, &m)) cli_error("%s", infer_last_error());
     else {
         infer_model *q = NULL;
@@ -192,11 +113,7 @@ int cmd_bench_components(int argc, char **argv) {
         infer_model_free(q);
         infer_model_free(m);
     }
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    unlink(path);
     unlink(gg);
-    rmdir(dir);
+    synth_remove(dir);
     return rc;
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# infer synth: a GGUF of random weights with Gemma 3's shapes loads with the
+# asked layers, vocabulary and file type, runs, and bad flags are refused by name.
+# usage: cli_synth.sh INFER_BIN FIXTURES_DIR
+infer=$1
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$infer" synth --shape 1b --layers 2 --vocab 512 --type q8_0 -o "$tmp/s.gguf" 2>"$tmp/err" || { echo "FAILED: synth: $(cat "$tmp/err")"; fail=1; }
+info=$("$infer" info -m "$tmp/s.gguf" 2>&1)
+for want in "n_layer              = 2" "n_vocab              = 512" "n_embd               = 1152" "n_ff                 = 6912" "q8_0"; do
+    grep -qF "$want" <<<"$info" || { echo "FAILED: synth's file: no \"$want\" in infer info"; fail=1; }
+done
+"$infer" run -m "$tmp/s.gguf" --ids 1,2,3 -n 4 --temp 0 >/dev/null 2>"$tmp/err" || { echo "FAILED: run on synth's file: $(cat "$tmp/err")"; fail=1; }
+ls -a "$tmp" | grep -q infer-synth && { echo "FAILED: synth left its temporary directory"; fail=1; }
+
+expect_err() { # message fragment, args...
+    local want=$1; shift
+    if "$infer" synth "$@" >/dev/null 2>"$tmp/err"; then echo "FAILED: synth $* succeeded"; fail=1;
+    elif ! grep -qF -e "$want" "$tmp/err"; then echo "FAILED: synth $*: \"$(cat "$tmp/err")\" does not say \"$want\""; fail=1; fi
+}
+expect_err 'unknown --shape "5b"' --shape 5b -o "$tmp/x.gguf"
+expect_err 'unknown --arch "llama"' --arch llama --shape 1b -o "$tmp/x.gguf"
+expect_err '-o OUT.gguf is required' --shape 1b
+expect_err 'exceeds the 270m shape' --shape 270m --layers 99 -o "$tmp/x.gguf"
+expect_err '--vocab must be at least 256' --shape 1b --vocab 10 -o "$tmp/x.gguf"
+[ $fail = 0 ] && echo "cli_synth: ok"
+exit $fail
