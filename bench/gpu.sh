@@ -2,10 +2,11 @@
 # The GPU run on the H200 machine (through `device`; no network there):
 # builds infer with CUDA, runs the GPU parity tests (test_cuda, every fixture
 # family on the cuda backend), makes a random-weight GGUF of Gemma 3 270M's
-# shape with `infer synth` (q4_k_m), checks that greedy
-# decoding on the GPU gives the CPU's tokens, and times `infer bench` on the
-# GPU and the CPU. SHAPES="1b 4b" also benchmarks those shapes (infer synth). LLAMA=1 also builds llama.cpp's llama-bench with CUDA from
-# the carried source and runs it on the same file (-ngl 99 -fa 1).
+# shape with `infer synth` (q4_k_m), checks that greedy decoding on the GPU
+# gives the CPU's tokens and compares the two's logits, and times `infer
+# bench` on the GPU and the CPU. SHAPES="1b 4b" also benchmarks those shapes.
+# LLAMA=1 also builds llama.cpp's llama-bench with CUDA from the carried
+# source and runs it on the same files (-ngl 99 -fa 1).
 #
 # Carry (gitignored): device-carry/debs (libcjson), device-carry/fixtures
 # (a copy of ../shared/fixtures), device-carry/llama-cuda.tgz (LLAMA=1:
