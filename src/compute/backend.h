@@ -85,6 +85,9 @@ typedef struct {
     // n floats from the backend's memory to the host's, and back
     void (*download)(backend *b, float *host, const float *src, size_t n);
     void (*upload)(backend *b, float *dst, const float *host, size_t n);
+    // gpt-oss's expert activation over n: out[i] = (clamp(up, -7, 7) + 1) *
+    // min(gate, 7) * sigmoid(1.702 min(gate, 7)), gate[i * gs], up[i * us]
+    void (*glu_oss)(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
     // K or V rows into the caches: row t (n floats of src) to cache[t] + pos[t] * n
     void (*kv_store)(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
     // A pass over T rows at positions pos begins (a device backend takes the
@@ -123,9 +126,10 @@ void host_softcap(backend *b, float *x, size_t n, float cap);
 void host_download(backend *b, float *host, const float *src, size_t n);
 void host_upload(backend *b, float *dst, const float *host, size_t n);
 void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
+void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
 #define HOST_DATA_OPS                                                                               \
     .embed = host_embed, .copy = host_copy, .scale = host_scale, .mul = host_mul, .softcap = host_softcap, \
-    .download = host_download, .upload = host_upload, .kv_store = host_kv_store
+    .download = host_download, .upload = host_upload, .kv_store = host_kv_store, .glu_oss = host_glu_oss
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;
 

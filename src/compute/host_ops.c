@@ -2,6 +2,7 @@
 #include "compute/backend.h"
 #include "compute/cpu/ops.h"
 
+#include <math.h>
 #include <string.h>
 
 void host_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale) {
@@ -50,4 +51,14 @@ void host_upload(backend *b, float *dst, const float *host, size_t n) {
 void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n) {
     (void)b;
     for (int t = 0; t < T; t++) memcpy(cache[t] + (size_t)pos[t] * n, src + (size_t)t * n, sizeof(float) * (size_t)n);
+}
+
+void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
+    (void)b;
+    for (int i = 0; i < n; i++) {
+        float gv = gate[(size_t)i * gs], uv = up[(size_t)i * us];
+        gv = gv > 7.0f ? 7.0f : gv;
+        uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
+        out[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
+    }
 }

@@ -113,6 +113,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
     c->scores_cap = (size_t)pool_size(c->pool) * c->attn_tokens * H * ((size_t)n_ctx + 1);
     c->scores = alloc_f(c->scores_cap, &ok);
+    c->hrow = alloc_f((size_t)(cf->n_embd > cf->n_expert ? cf->n_embd : cf->n_expert), &ok);
     if (m->walk && !(c->ws = walk_scratch_new(m->walk_max_features, cf->n_embd, &c->ex))) ok = 0;
     if (!ok) {
         infer_ctx_free(c);
@@ -133,6 +134,7 @@ void infer_ctx_free(infer_ctx *c) {
     if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
     if (c->be.ops->done) c->be.ops->done(&c->be);
     free(c->scores);
+    free(c->hrow);
     free_template(c);
     free(c->plan);
     free(c->logit_buf);

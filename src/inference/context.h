@@ -62,6 +62,7 @@ struct infer_ctx {
     float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
     float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
     float *row;         // (max(n_embd, n_expert)) one decoded row / router logits
+    float *hrow;        // the same size in host memory (the router's logits, read there)
     float *eo;          // (n_embd) one expert's output
     // layer graph (infer_ctx_set_graph): NULL is dense everywhere
     layer_plan *plan;

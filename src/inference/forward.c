@@ -225,25 +225,20 @@ static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, 
             mm(c, c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
             mm(c, c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
         }
-        for (int i = 0; i < F; i++) {
-            float gv = fused ? c->ff2[2 * i] : c->ff2[i], uv = fused ? c->ff2[2 * i + 1] : c->ff2[F + i];
-            gv = gv > 7.0f ? 7.0f : gv;
-            uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
-            g[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
-        }
+        if (fused) OPS->glu_oss(BE, g, c->ff2, 2, c->ff2 + 1, 2, F); // (interleaved gate, up)
+        else OPS->glu_oss(BE, g, c->ff2, 1, c->ff2 + F, 1, F);
         mm(c, out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
         return;
     }
     if (l->exp_gate_up[e].w) {
         mm(c, c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
-        memcpy(g, c->ff2, sizeof(float) * F);
-        memcpy(u, c->ff2 + F, sizeof(float) * F);
+        OPS->copy(BE, g, 0, c->ff2, 0, 1, F);
+        OPS->copy(BE, u, 0, c->ff2 + F, 0, 1, F);
     } else {
         mm(c, g, x, &l->exp_gate[e], NULL, 1, E, F);
         mm(c, u, x, &l->exp_up[e], NULL, 1, E, F);
     }
-    act(c, g, 1, F);
-    for (int i = 0; i < F; i++) g[i] *= u[i];
+    OPS->glu(BE, g, u, 1, F, cf->act, c->m->ggml_numerics);
     mm(c, out, g, &l->exp_down[e], NULL, 1, F, E);
 }
 
@@ -258,9 +253,10 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     for (int t = 0; t < T; t++) {
         const float *x = xn + (size_t)t * E;
         float *o = out + (size_t)t * E;
-        float *logit = c->row;
-        mm(c, logit, x, &router, f32_or_null(l->router_b), 1, E, NE);
-        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, logit, NE);
+        mm(c, c->row, x, &router, f32_or_null(l->router_b), 1, E, NE);
+        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, c->row, NE);
+        float *logit = c->hrow; // (the routing is decided on the host)
+        OPS->download(BE, logit, c->row, NE);
         // top-k, ties to the lower index (as torch.topk on distinct values)
         for (int k = 0; k < K; k++) {
             int best = -1;
@@ -272,16 +268,19 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
             sel[k] = best;
             w[k] = logit[best];
         }
-        if (cf->fam->moe == MOE_TOPK_SOFTMAX) OPS->softmax(BE, w, K);
+        if (cf->fam->moe == MOE_TOPK_SOFTMAX) {
+            if (OPS->host) OPS->softmax(BE, w, K);
+            else softmax(w, K); // (w is the host's)
+        }
         else if (cf->moe_norm_topk) {
             float s = 0;
             for (int k = 0; k < K; k++) s += w[k];
             for (int k = 0; k < K; k++) w[k] /= s;
         }
-        memset(o, 0, sizeof(float) * E);
+        OPS->scale(BE, o, (size_t)E, 0.0f);
         for (int k = 0; k < K; k++) {
             expert(c, l, sel[k], x, c->eo);
-            for (int i = 0; i < E; i++) o[i] += w[k] * c->eo[i];
+            OPS->residual(BE, o, c->eo, w[k], 1, E);
         }
     }
 }
