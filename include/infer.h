@@ -70,10 +70,17 @@ INFER_API int infer_get_threads(void);
 INFER_API infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
 INFER_API int infer_ctx_threads(const infer_ctx *ctx);
 // The backend that runs the context's forward pass: "cpu" (the default:
-// SIMD kernels, threaded) or "reference" (the scalar oracles, one thread;
-// slow, for checking the others). INFER_ERR_ARG for another name.
+// SIMD kernels, threaded), "reference" (the scalar oracles, one thread;
+// slow, for checking the others) or "cuda" (the first GPU; the context's KV
+// cache moves there, so switch before its first evaluation). INFER_ERR_ARG
+// for another name, INFER_ERR_UNSUPPORTED where the backend cannot run here
+// or cannot run this model (the message says which).
 INFER_API infer_status infer_ctx_set_backend(infer_ctx *ctx, const char *name);
 INFER_API const char *infer_ctx_backend(const infer_ctx *ctx);
+// The GPUs this build and machine can use (0: none), and a line saying which
+// or why none ("NVIDIA H200", "built without CUDA ...", "no CUDA device: ...").
+INFER_API int infer_gpu_count(void);
+INFER_API const char *infer_gpu_status(void);
 
 // ---------------------------------------------------------------------------
 // Text: the model's tokenizer (GGUF tokenizer.ggml.* metadata, or

@@ -142,8 +142,19 @@ static void vindex(const char *tmp) {
     infer_model_free(m);
 }
 
+// The GPU status: a line either way, naming CUDA where there is no GPU; a
+// context on "cuda" is refused then, with INFER_ERR_UNSUPPORTED.
+static void gpu(void) {
+    const char *st = infer_gpu_status();
+    CHECK(st && *st, "infer_gpu_status is empty");
+    if (infer_gpu_count() > 0) return;
+    CHECK(strstr(st, "CUDA") != NULL, "no GPU, and the status does not say why: \"%s\"", st);
+    printf("api: no GPU here: %s\n", st);
+}
+
 int main(void) {
     char tmp[] = "/tmp/infer-test-api-XXXXXX";
+    gpu();
     CHECK(mkdtemp(tmp) != NULL, "mkdtemp");
     types_and_ftypes();
     knn();

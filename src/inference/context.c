@@ -6,6 +6,7 @@
 #include "base/pool.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,3 +313,15 @@ int infer_ctx_n_cached(const infer_ctx *c) { return c->plan ? c->n_cached : 0; }
 static atomic_int g_default_threads = 1;
 void infer_set_threads(int n) { atomic_store(&g_default_threads, n < 1 ? 1 : n); }
 int infer_get_threads(void) { return atomic_load(&g_default_threads); }
+
+int infer_gpu_count(void) { return cuda_device_count(); }
+
+const char *infer_gpu_status(void) {
+    static char name[256];
+    if (cuda_device_count() <= 0) return cuda_status();
+    cuda_dev *d = cuda_open(0); // (its name; the handle is closed again)
+    if (!d) return cuda_status();
+    snprintf(name, sizeof name, "%s", cuda_name(d));
+    cuda_close(d);
+    return name;
+}

@@ -3,6 +3,7 @@
 // attention and feed-forward blocks, then the final norm and the logits.
 #include "inference/context.h"
 #include "compute/backend.h"
+#include "compute/cuda/cuda.h"
 #include "vindex/walk.h"
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
@@ -333,10 +334,12 @@ static void layer(infer_ctx *c, int il, int T) {
 
 // ---------------------------------------------------------------------------
 
-// The kernels' scratch could not grow during the pass: its results are not to be used.
+// The kernels' scratch could not grow during the pass, or a device backend's
+// operation failed: its results are not to be used.
 static infer_status oom_check(infer_ctx *c) {
     if (!c->ex.oom) return INFER_OK;
     c->ex.oom = 0;
+    if (!OPS->host) return fail(INFER_ERR_NOMEM, "backend \"%s\": an operation failed (%s)", OPS->name, cuda_status());
     return fail(INFER_ERR_NOMEM, "out of memory for the kernels' scratch");
 }
 

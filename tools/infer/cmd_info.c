@@ -36,6 +36,7 @@ int cmd_info(int argc, char **argv) {
     if (!infer_ctx_memory(m, 1, &kv1, NULL) && !infer_ctx_memory(m, (int)n_ctx, &kv, &total)) {
         int nc = (int)(kv / (kv1 ? kv1 : 1));
         printf("KV cache             = %zu bytes per position (f32), %.2f MiB for %d positions\n", kv1, kv / 1048576.0, nc);
+        printf("gpu                  = %s\n", infer_gpu_status());
         printf("context              = %.2f MiB in all (KV cache, scratch, attention scores for %d threads)\n",
                total / 1048576.0, infer_get_threads());
     }
