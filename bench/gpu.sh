@@ -20,6 +20,16 @@ mkdir -p "$OUT"
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/gpu.txt"; }
 dpkg -i device-carry/debs/*.deb >/dev/null 2>&1
 
+# Decode's share of the copy bandwidth: the file's weight bytes read once a
+# token, times tg t/s, over BW (reads the bench table on stdin).
+bw_fraction() {
+    local bytes
+    bytes=$(stat -c %s "$1")
+    awk -v bytes="$bytes" -v bw="${BW:-0}" -F'|' '$7 ~ /tg/ && bw > 0 {
+        split($8, v, " "); printf "  %s: %.1f GB/s of weights, %.1f%% of the copy bandwidth\n", $7, bytes * v[1] / 1e9, 100 * bytes * v[1] / 1e9 / bw
+    }' | tee -a "$OUT/gpu.txt"
+}
+
 log "build infer (CUDA)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
 cmake --build build -j16 --target infer_cli test_cuda test_fixtures >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
@@ -59,15 +69,31 @@ rel = np.abs(a - b).max() / np.sqrt((a * a).mean())
 print(f"logits, 64 positions, GPU vs CPU: max error {rel:.2e} of the RMS, KL(cpu||gpu) mean {kl.mean():.2e} max {kl.max():.2e}, top-1 same at {(a.argmax(1) == b.argmax(1)).sum()}/64")
 EOF
 
+log "device-to-device copy bandwidth (torch, 4 GiB read + written, mean of 10 after 3)"
+BW=$(python3 - <<'EOF' 2>>"$OUT/log.txt"
+import torch
+a = torch.empty(1 << 30, dtype=torch.float32, device="cuda"); b = torch.empty_like(a)
+for _ in range(3): b.copy_(a)
+torch.cuda.synchronize()
+s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+s.record()
+for _ in range(10): b.copy_(a)
+e.record(); torch.cuda.synchronize()
+print(f"{2 * a.numel() * 4 * 10 / (s.elapsed_time(e) / 1e3) / 1e9:.0f}")
+EOF
+)
+log "copy bandwidth: ${BW:-?} GB/s"
+
 log "infer bench"
 B=${BENCH:--p 512 -n 128}
-./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt" | bw_fraction "$M"
 ./build/infer bench -m $M -t 16 -r 2 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
 
 for shape in ${SHAPES:-}; do
     log "infer bench: Gemma 3 $shape shape (infer synth, q4_k_m)"
     ./build/infer synth --shape $shape --type q4_k_m -o /tmp/ckpt/gemma3-$shape-q4_k_m.gguf >>"$OUT/log.txt" 2>&1 || { log "synth $shape failed"; continue; }
-    ./build/infer bench -m /tmp/ckpt/gemma3-$shape-q4_k_m.gguf --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
+    ./build/infer bench -m /tmp/ckpt/gemma3-$shape-q4_k_m.gguf --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt" |
+        bw_fraction /tmp/ckpt/gemma3-$shape-q4_k_m.gguf
 done
 
 if [ "${LLAMA:-0}" = 1 ]; then
