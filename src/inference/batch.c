@@ -61,6 +61,9 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
                             ids[i][k], k, m->cfg.n_vocab);
         for (int j = 0; j < i; j++)
             if (ctx[j] == c) return fail(INFER_ERR_ARG, "batch: sequences %d and %d are the same context", j, i);
+        if (!c->arena_ops->host)
+            return fail(INFER_ERR_UNSUPPORTED, "batch: sequence %d runs on the \"%s\" backend; batched decode runs on the CPU for now", i,
+                        c->arena_ops->name);
     }
     return INFER_OK;
 }
