@@ -7,6 +7,7 @@
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
 #include "tensor/vecdot.h"
+#include "compute/cpu/ops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,6 +66,111 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
     free(w), free(xc), free(xg), free(x), free(f), free(y);
 }
 
+// device buffer of n floats holding x
+static float *dev_copy(cuda_dev *d, const float *x, size_t n) {
+    float *p = cuda_alloc(d, sizeof(float) * n);
+    if (p && cuda_upload(d, p, x, sizeof(float) * n)) { cuda_free(d, p); p = NULL; }
+    return p;
+}
+
+static double max_rel(const float *a, const float *b, size_t n) { // max |a - b| over the RMS of b
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)a[i] - b[i])), s += (double)b[i] * b[i];
+    return e / (sqrt(s / n) + 1e-30);
+}
+
+// The layer operations' kernels against the CPU's (compute/cpu/ops.h): norms,
+// RoPE, activations, attention (the CPU's formula written out here).
+static void check_ops(cuda_dev *d) {
+    enum { R = 5, N = 640, A = R * N };
+    float x[A], w[N], b[N], want[A], got[A];
+    for (int i = 0; i < A; i++) x[i] = frand() * (i % 37 == 0 ? 8.0f : 1.0f);
+    for (int i = 0; i < N; i++) w[i] = frand(), b[i] = frand();
+    float *dx = dev_copy(d, x, A), *dw = dev_copy(d, w, N), *db = dev_copy(d, b, N), *dy = cuda_alloc(d, sizeof(float) * A);
+    CHECK(dx && dw && db && dy, "ops: %s", cuda_status());
+    if (!dx || !dw || !db || !dy) return;
+    for (int kind = 0; kind < 3; kind++) { // rms, rms (1 + w), layer
+        if (kind < 2) rmsnorm(want, x, w, R, N, 1e-6f, kind == 1);
+        else layernorm(want, x, w, b, R, N, 1e-5f);
+        int ok = !cuda_norm(d, dy, dx, dw, kind == 2 ? db : NULL, R, N, kind == 2 ? 1e-5f : 1e-6f, kind) && !cuda_download(d, got, dy, sizeof got);
+        CHECK(ok && max_rel(got, want, A) <= 1e-5, "norm kind %d: %s, error %.3g", kind, cuda_status(), ok ? max_rel(got, want, A) : -1.0);
+    }
+    // RoPE: 4 heads of 64 at three positions, both pair layouts
+    for (int layout = 0; layout < 2; layout++) {
+        float inv[32];
+        for (int i = 0; i < 32; i++) inv[i] = powf(10000.0f, -2.0f * i / 64);
+        rope_table rt = {32, layout ? 1 : 32, layout ? 2 : 1, 1.0f, inv};
+        int pos[3] = {0, 7, 1000};
+        memcpy(want, x, sizeof(float) * 3 * 256);
+        for (int t = 0; t < 3; t++) rope(want + 256 * t, 4, 64, pos[t], &rt);
+        float *dinv = dev_copy(d, inv, 32), *dq = dev_copy(d, x, 3 * 256);
+        int *dpos = cuda_alloc(d, sizeof pos);
+        int ok = dinv && dq && dpos && !cuda_upload(d, dpos, pos, sizeof pos) &&
+                 !cuda_rope(d, dq, 3, 4, 64, dpos, dinv, 32, rt.pair_offset, rt.pair_stride, 1.0f) && !cuda_download(d, got, dq, sizeof(float) * 3 * 256);
+        CHECK(ok && max_rel(got, want, 3 * 256) <= 1e-5, "rope layout %d: %s, error %.3g", layout, cuda_status(), ok ? max_rel(got, want, 3 * 256) : -1.0);
+        cuda_free(d, dinv), cuda_free(d, dq), cuda_free(d, dpos);
+    }
+    // activations, alone and gated, in both numerics
+    for (int act = 0; act < 4; act++)
+        for (int ggml = 0; ggml < 2; ggml++) {
+            for (int i = 0; i < A; i++) want[i] = x[i] * 3.0f;
+            float *dg = dev_copy(d, want, A);
+            if (ggml) activate_ggml(want, A, act);
+            else activate(want, A, act);
+            int ok = dg && !cuda_act(d, dg, NULL, A, act, ggml) && !cuda_download(d, got, dg, sizeof got);
+            if (ok && ggml && act == 1) { // ggml's GELU ends in f16: each value within one f16 step of the CPU's
+                int far = 0;
+                for (int i = 0; i < A; i++) far += fabsf(got[i] - want[i]) > fabsf(want[i]) * (1.0f / 1024) + 1e-7f;
+                CHECK(!far, "activation %d (ggml): %d values more than an f16 step from the CPU's", act, far);
+            } else
+                CHECK(ok && max_rel(got, want, A) <= 1e-5, "activation %d (ggml %d): error %.3g", act, ggml, ok ? max_rel(got, want, A) : -1.0);
+            cuda_free(d, dg);
+        }
+    // attention: 2 rows at positions 9 and 10 of an 11-position cache, 4 query heads on 2 KV heads of 64
+    enum { H = 4, KV = 2, HD = 64, P = 11, NQ = H * HD, NKV = KV * HD };
+    static float kc[P * NKV], vc[P * NKV], q[2 * NQ], out[2 * NQ], s[P + 1];
+    for (int i = 0; i < P * NKV; i++) kc[i] = frand(), vc[i] = frand();
+    for (int i = 0; i < 2 * NQ; i++) q[i] = frand();
+    float sinks[H] = {0.5f, -1.0f, 2.0f, 0.0f};
+    for (int variant = 0; variant < 4; variant++) {
+        int window = variant & 1 ? 5 : 0;
+        float cap = variant & 2 ? 3.0f : 0.0f, scale = 0.125f;
+        const float *sk = variant == 3 ? sinks : NULL;
+        int pos[2] = {9, 10};
+        for (int t = 0; t < 2; t++)
+            for (int h = 0; h < H; h++) {
+                int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1, kh = h / (H / KV);
+                for (int j = 0; j < n; j++) {
+                    float a = 0;
+                    for (int i = 0; i < HD; i++) a += q[t * NQ + h * HD + i] * kc[(lo + j) * NKV + kh * HD + i];
+                    a *= scale;
+                    s[j] = cap ? cap * tanhf(a / cap) : a;
+                }
+                if (sk) s[n] = sk[h];
+                softmax(s, sk ? n + 1 : n);
+                for (int i = 0; i < HD; i++) {
+                    float o = 0;
+                    for (int j = 0; j < n; j++) o += s[j] * vc[(lo + j) * NKV + kh * HD + i];
+                    out[t * NQ + h * HD + i] = o;
+                }
+            }
+        float *dk = dev_copy(d, kc, P * NKV), *dv = dev_copy(d, vc, P * NKV), *dq = dev_copy(d, q, 2 * NQ), *dout = cuda_alloc(d, sizeof out);
+        float *dsc = cuda_alloc(d, sizeof(float) * 2 * H * (P + 1)), *dsk = dev_copy(d, sinks, H);
+        int *dpos = cuda_alloc(d, sizeof pos);
+        const float *kp[4] = {dk, dk, dv, dv};
+        const float **dkp = cuda_alloc(d, sizeof kp);
+        int ok = dk && dv && dq && dout && dsc && dsk && dpos && dkp && !cuda_upload(d, dpos, pos, sizeof pos) &&
+                 !cuda_upload(d, (void *)dkp, kp, sizeof kp) &&
+                 !cuda_attention(d, dq, dout, 2, H, KV, HD, window, dpos, dkp, dkp + 2, scale, cap, sk ? dsk : NULL, 0, dsc, P + 1) &&
+                 !cuda_download(d, got, dout, sizeof out);
+        CHECK(ok && max_rel(got, out, 2 * NQ) <= 1e-5, "attention variant %d: %s, error %.3g", variant, cuda_status(),
+              ok ? max_rel(got, out, 2 * NQ) : -1.0);
+        cuda_free(d, dk), cuda_free(d, dv), cuda_free(d, dq), cuda_free(d, dout), cuda_free(d, dsc), cuda_free(d, dsk);
+        cuda_free(d, dpos), cuda_free(d, (void *)dkp);
+    }
+    cuda_free(d, dx), cuda_free(d, dw), cuda_free(d, db), cuda_free(d, dy);
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -81,6 +187,7 @@ int main(void) {
     for (int k = 0; k < 6; k++) check_type(d, q32[k], 37, 96, 3), check_type(d, q32[k], 100, 2048, 8);
     for (int k = 0; k < 5; k++) check_type(d, kq[k], 37, 256, 3), check_type(d, kq[k], 100, 2560, 8);
     for (int k = 0; k < 3; k++) check_type(d, fl[k], 37, 100, 3), check_type(d, fl[k], 100, 2048, 8);
+    check_ops(d);
     cuda_close(d);
     return check_summary("cuda");
 }
