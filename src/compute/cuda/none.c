@@ -20,6 +20,54 @@ int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const
     return -1;
 }
 
+// (the layer operations' launchers: never reached without a device)
+int cuda_bias(cuda_dev *d, float *y, const float *b, int T, int n) { (void)d, (void)y, (void)b, (void)T, (void)n; return -1; }
+int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, int n_in, int n_out, const float *x, int T, float *y) {
+    (void)d, (void)wtype, (void)w, (void)n_in, (void)n_out, (void)x, (void)T, (void)y;
+    return -1;
+}
+int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind) {
+    (void)d, (void)out, (void)x, (void)w, (void)b, (void)rows, (void)n, (void)eps, (void)kind;
+    return -1;
+}
+int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs, int pair_offset,
+              int pair_stride, float mscale) {
+    (void)d, (void)x, (void)rows, (void)heads, (void)hd, (void)pos, (void)inv_freq, (void)n_pairs, (void)pair_offset, (void)pair_stride,
+        (void)mscale;
+    return -1;
+}
+int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                   const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml, float *scores,
+                   int stride) {
+    (void)d, (void)q, (void)out, (void)T, (void)H, (void)KV, (void)hd, (void)window, (void)pos, (void)k, (void)v, (void)scale,
+        (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride;
+    return -1;
+}
+int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
+int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n) { (void)d, (void)x, (void)o, (void)s, (void)n; return -1; }
+int cuda_round_f16(cuda_dev *d, float *x, size_t n) { (void)d, (void)x, (void)n; return -1; }
+int cuda_softmax(cuda_dev *d, float *x, int n) { (void)d, (void)x, (void)n; return -1; }
+int cuda_scale(cuda_dev *d, float *x, size_t n, float s) { (void)d, (void)x, (void)n, (void)s; return -1; }
+int cuda_mul(cuda_dev *d, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
+    (void)d, (void)x, (void)xs, (void)y, (void)ys, (void)rows, (void)n;
+    return -1;
+}
+int cuda_softcap(cuda_dev *d, float *x, size_t n, float cap) { (void)d, (void)x, (void)n, (void)cap; return -1; }
+int cuda_copy2d(cuda_dev *d, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {
+    (void)d, (void)dst, (void)ds, (void)src, (void)ss, (void)rows, (void)n;
+    return -1;
+}
+int cuda_zero(cuda_dev *d, void *p, size_t bytes) { (void)d, (void)p, (void)bytes; return -1; }
+int cuda_upload_async(cuda_dev *d, void *dst, const void *src, size_t bytes) { (void)d, (void)dst, (void)src, (void)bytes; return -1; }
+int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n) {
+    (void)d, (void)cache, (void)pos, (void)src, (void)T, (void)n;
+    return -1;
+}
+int cuda_graph_begin(cuda_dev *d) { (void)d; return -1; }
+int cuda_graph_end(cuda_dev *d, void **exec) { (void)d; *exec = NULL; return -1; }
+int cuda_graph_launch(cuda_dev *d, void *exec) { (void)d, (void)exec; return -1; }
+void cuda_graph_free(void *exec) { (void)exec; }
+
 #include "compute/backend.h"
 const backend_ops *backend_cuda(void) { return NULL; }
 #else
