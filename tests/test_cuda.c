@@ -95,6 +95,22 @@ static void check_ops(cuda_dev *d) {
         int ok = !cuda_norm(d, dy, dx, dw, kind == 2 ? db : NULL, R, N, kind == 2 ? 1e-5f : 1e-6f, kind) && !cuda_download(d, got, dy, sizeof got);
         CHECK(ok && max_rel(got, want, A) <= 1e-5, "norm kind %d: %s, error %.3g", kind, cuda_status(), ok ? max_rel(got, want, A) : -1.0);
     }
+    // the norm with the quantization of its output, in one kernel: the bytes of the two apart
+    for (int kind = 0; kind < 2; kind++)
+        for (int wt = 0; wt < 2; wt++) {
+            int wtype = wt ? DT_Q4_K : DT_Q8_0, n = wt ? 512 : N; // (q8_K rows: multiples of 256)
+            size_t xr = cuda_act_row_size(wtype, n);
+            unsigned char *q1 = malloc(xr * R), *q2 = malloc(xr * R);
+            void *dq1 = cuda_alloc(d, xr * R), *dq2 = cuda_alloc(d, xr * R);
+            float *dy2 = cuda_alloc(d, sizeof(float) * A);
+            int ok = q1 && q2 && dq1 && dq2 && dy2 && !cuda_norm(d, dy, dx, dw, NULL, R, n, 1e-6f, kind) &&
+                     !cuda_quantize(d, wtype, dy, R, n, dq1) && !cuda_norm_quant(d, dy2, dx, dw, R, n, 1e-6f, kind, wtype, dq2) &&
+                     !cuda_download(d, want, dy, sizeof(float) * R * n) && !cuda_download(d, got, dy2, sizeof(float) * R * n) &&
+                     !cuda_download(d, q1, dq1, xr * R) && !cuda_download(d, q2, dq2, xr * R);
+            CHECK(ok && !memcmp(want, got, sizeof(float) * R * n) && !memcmp(q1, q2, xr * R), "norm + quantize (kind %d, %s): %s",
+                  kind, wt ? "q8_K" : "q8_0", ok ? "differs from norm, then quantize" : cuda_status());
+            free(q1), free(q2), cuda_free(d, dq1), cuda_free(d, dq2), cuda_free(d, dy2);
+        }
     // RoPE: 4 heads of 64 at three positions, both pair layouts
     for (int layout = 0; layout < 2; layout++) {
         float inv[32];

@@ -137,6 +137,19 @@ int main(int argc, char **argv) {
             CHECK(ep <= 1e-4, "cuda backend, a token at a time: max error %.3g of the RMS from the reference backend", ep);
             printf("%-12s cuda backend: %.2e of RMS from transformers, %.2e from the reference backend (%.2e a token at a time)\n",
                    argv[1], eg, er, ep);
+            // fused kernels (INFER_CUDA_FUSE=1: the norm and the quantization of its product's input in one)
+            // give the same bits
+            float *gf = malloc(sizeof(float) * (size_t)T * V);
+            infer_ctx *g2 = NULL;
+            setenv("INFER_CUDA_FUSE", "1", 1);
+            if (gf && infer_ctx_new(m, 0, &g2) == INFER_OK && infer_ctx_set_backend(g2, "cuda") == INFER_OK) {
+                infer_ctx_reset(g);
+                CHECK(infer_eval(g, ids, T, last, 0) == INFER_OK && infer_eval(g2, ids, T, gf, 0) == INFER_OK, "cuda: %s", infer_last_error());
+                CHECK(!memcmp(gf, last, sizeof(float) * (size_t)T * V), "cuda backend: fused kernels change the logits");
+            }
+            unsetenv("INFER_CUDA_FUSE");
+            infer_ctx_free(g2);
+            free(gf);
         } else {
             CHECK(st == INFER_ERR_UNSUPPORTED, "cuda backend refused with %d: %s", st, infer_last_error());
             printf("%-12s cuda backend not run: %s\n", argv[1], infer_last_error());

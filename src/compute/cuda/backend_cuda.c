@@ -45,7 +45,20 @@ typedef struct {
     void *exec;
     uint64_t gkey, seen, pending;
     int capturing, no_graph;
+    // fusion (INFER_CUDA_FUSE=1, off by default until checked on a GPU): an
+    // RMS norm waits for the next operation, and when that is a product of
+    // its output the two run as one kernel (norm + quantize)
+    int fuse;
+    struct { int on, rows, n, kind; float *out; const float *x, *w; float eps; } pend;
 } cuda_state;
+
+// The waiting norm, launched (every operation but a product of its output
+// calls this first, so the order of the work is the forward pass's).
+static int flush(cuda_state *s) {
+    if (!s || !s->pend.on) return 0;
+    s->pend.on = 0;
+    return cuda_norm(s->d, s->pend.out, s->pend.x, s->pend.w, NULL, s->pend.rows, s->pend.n, s->pend.eps, s->pend.kind);
+}
 
 // what a captured graph points at moved: it is dropped (made again later)
 static void graph_drop(cuda_state *s) {
@@ -62,11 +75,20 @@ static cuda_state *state(backend *b) {
         free(s);
         return NULL;
     }
+    const char *fz = getenv("INFER_CUDA_FUSE");
+    s->fuse = fz && *fz && *fz != '0';
     b->dev = s;
     return s;
 }
 
 static void fail_op(backend *b) { b->ex->oom = 1; } // (the pass's results are not to be used)
+
+// the state, with any waiting norm launched
+static cuda_state *state_flushed(backend *b) {
+    cuda_state *s = state(b);
+    if (s && flush(s)) fail_op(b), s = NULL;
+    return s;
+}
 
 static size_t hash_ptr(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
 
@@ -119,11 +141,14 @@ static void *scratch(cuda_state *s, void **p, size_t *cap, size_t bytes) {
     return *p;
 }
 
+static int quantize_in(cuda_state *s, int wtype, const float *x, int T, int n, void *xq);
+
 static void cu_matmul(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     cuda_state *s = state(b);
     const tensor *W = w->w;
     if (!s) { fail_op(b); return; }
     if (w->trans) {
+        if (flush(s)) { fail_op(b); return; }
         size_t bytes = dtype_row_size(W->type, n_out) * (size_t)n_in;
         const void *dw = dev_of(b, W->data, bytes);
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
@@ -131,7 +156,7 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         size_t xr = cuda_act_row_size(W->type, n_in), bytes = dtype_row_size(W->type, n_in) * (size_t)n_out;
         const void *dw = dev_of(b, W->data, bytes);
         void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
-        if (!xr || !dw || !xq || cuda_quantize(s->d, W->type, x, T, n_in, xq) || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) {
+        if (!xr || !dw || !xq || quantize_in(s, W->type, x, T, n_in, xq) || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) {
             fail_op(b);
             return;
         }
@@ -155,7 +180,7 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
         return;
     }
     void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
-    if (!xq || cuda_quantize(s->d, w[0]->w->type, x, T, n_in, xq)) { fail_op(b); return; }
+    if (!xq || quantize_in(s, w[0]->w->type, x, T, n_in, xq)) { fail_op(b); return; }
     for (int i = 0; i < n; i++) {
         const tensor *W = w[i]->w;
         const void *dw = dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out[i]);
@@ -168,10 +193,28 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
 }
 
 static void cu_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps, int kind) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     const float *dw = w ? dev_of(b, w, sizeof(float) * (size_t)n) : NULL, *db = bias ? dev_of(b, bias, sizeof(float) * (size_t)n) : NULL;
     int k = kind == NORM_OP_LAYER ? 2 : kind == NORM_OP_RMS_PLUS_ONE ? 1 : 0;
-    if (!s || (w && !dw) || (bias && !db) || cuda_norm(s->d, out, x, dw, db, rows, n, eps, k)) fail_op(b);
+    if (!s || (w && !dw) || (bias && !db)) { fail_op(b); return; }
+    if (s->fuse && k < 2 && out != x) { // (waits: a product of out may take it in)
+        s->pend.on = 1, s->pend.rows = rows, s->pend.n = n, s->pend.kind = k;
+        s->pend.out = out, s->pend.x = x, s->pend.w = dw, s->pend.eps = eps;
+        return;
+    }
+    if (cuda_norm(s->d, out, x, dw, db, rows, n, eps, k)) fail_op(b);
+}
+
+// x quantized for weights of type wtype into xq: by the waiting norm's kernel
+// when x is its output (the norm and the quantization in one), else plainly.
+static int quantize_in(cuda_state *s, int wtype, const float *x, int T, int n, void *xq) {
+    if (s->pend.on && s->pend.out == x && s->pend.rows == T && s->pend.n == n &&
+        !cuda_norm_quant(s->d, s->pend.out, s->pend.x, s->pend.w, T, n, s->pend.eps, s->pend.kind, wtype, xq)) {
+        s->pend.on = 0;
+        return 0;
+    }
+    if (flush(s)) return -1;
+    return cuda_quantize(s->d, wtype, x, T, n, xq);
 }
 
 // The device array holding the n host pointers p (made on first use).
@@ -195,7 +238,7 @@ static void *ptr_table(cuda_state *s, const void *const *p, int n) {
 
 // A pass's positions go up once, before its operations (and outside a graph).
 static void cu_begin_pass(backend *b, const int *pos, int T) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s) { fail_op(b); return; }
     if ((size_t)T > s->rows_cap) {
         graph_drop(s);
@@ -207,14 +250,14 @@ static void cu_begin_pass(backend *b, const int *pos, int T) {
 }
 
 static void cu_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     void *tab = s ? ptr_table(s, (const void *const *)cache, T) : NULL;
     (void)pos; // (the pass's positions are on the device: begin_pass)
     if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n)) fail_op(b);
 }
 
 static int cu_graph(backend *b, int phase, uint64_t key) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s) return -1;
     if (phase == GRAPH_BEGIN) {
         if (s->no_graph) return -1;
@@ -244,14 +287,14 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
 }
 
 static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     const float *f = s ? dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs) : NULL;
     (void)pos; // (the pass's positions are on the device: begin_pass)
     if (!f || cuda_rope(s->d, x, rows, heads, hd, s->pos, f, r->n_pairs, r->pair_offset, r->pair_stride, r->mscale)) fail_op(b);
 }
 
 static void cu_attention(backend *b, const attn_desc *a) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s) { fail_op(b); return; }
     const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
     float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)a->T * a->H * a->stride);
@@ -267,29 +310,29 @@ static void cu_attention(backend *b, const attn_desc *a) {
 }
 
 static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_act(s->d, g, u, (size_t)rows * n, act, ggml)) fail_op(b);
 }
 static void cu_act(backend *b, float *x, int rows, int n, int act, int ggml) { cu_glu(b, x, NULL, rows, n, act, ggml); }
 
 static void cu_residual(backend *b, float *x, const float *o, float sc, int rows, int n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_axpy(s->d, x, o, sc, (size_t)rows * n)) fail_op(b);
 }
 
 static void cu_round_f16(backend *b, float *x, size_t n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_round_f16(s->d, x, n)) fail_op(b);
 }
 
 static void cu_softmax(backend *b, float *x, int n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_softmax(s->d, x, n)) fail_op(b);
 }
 
 // embedding rows: decoded on the host from the mapped table, then uploaded
 static void cu_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     size_t n = (size_t)table->ne[0] * (size_t)T;
     if (s && n > s->host_cap) {
         float *h = realloc(s->host, sizeof(float) * n);
@@ -302,37 +345,37 @@ static void cu_embed(backend *b, float *out, const tensor *table, const int32_t 
 }
 
 static void cu_copy(backend *b, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_copy2d(s->d, dst, ds, src, ss, rows, n)) fail_op(b);
 }
 
 static void cu_scale(backend *b, float *x, size_t n, float sc) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_scale(s->d, x, n, sc)) fail_op(b);
 }
 
 static void cu_mul(backend *b, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_mul(s->d, x, xs, y, ys, rows, n)) fail_op(b);
 }
 
 static void cu_softcap(backend *b, float *x, size_t n, float cap) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_softcap(s->d, x, n, cap)) fail_op(b);
 }
 
 static void cu_download(backend *b, float *host, const float *src, size_t n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_download(s->d, host, src, sizeof(float) * n)) fail_op(b);
 }
 
 static void cu_upload(backend *b, float *dst, const float *host, size_t n) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (!s || cuda_upload(s->d, dst, host, sizeof(float) * n)) fail_op(b);
 }
 
 static void *cu_alloc(backend *b, size_t bytes) {
-    cuda_state *s = state(b);
+    cuda_state *s = state_flushed(b);
     if (s) graph_drop(s);
     void *p = s ? cuda_alloc(s->d, bytes) : NULL;
     if (p && cuda_zero(s->d, p, bytes)) {
@@ -344,6 +387,7 @@ static void *cu_alloc(backend *b, size_t bytes) {
 
 static void cu_release(backend *b, void *p) {
     cuda_state *s = b->dev;
+    if (s) flush(s);
     if (s) graph_drop(s), cuda_free(s->d, p);
 }
 

@@ -910,3 +910,85 @@ extern "C" HIDDEN int cuda_graph_launch(cuda_dev *d, void *exec) {
 extern "C" HIDDEN void cuda_graph_free(void *exec) {
     if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
 }
+
+// the normalized value of element i of a row (k_norm's expression)
+static __device__ __forceinline__ float normed(const float *xr, const float *w, float r, int i, int kind) {
+    float sc = w ? (kind == 1 ? 1.0f + w[i] : w[i]) : 1.0f;
+    return xr[i] * r * sc;
+}
+
+// One block of 256 per row: k_norm's sum (the same threads and order, so the
+// same r), then a warp per 32-block (q8_0) or per 256-block (q8_K) writes the
+// normalized floats and quantizes them as k_quant_q8_0 / k_quant_q8_K do.
+static __global__ void k_norm_quant(float *out, const float *x, const float *w, int n, float eps, int kind, int kq, uint8_t *xq) {
+    __shared__ float sh[32];
+    const float *xr = x + (size_t)blockIdx.x * n;
+    float *orow = out + (size_t)blockIdx.x * n;
+    float s = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += xr[i] * xr[i];
+    float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + eps);
+    int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    if (!kq) {
+        uint8_t *yr = xq + (size_t)blockIdx.x * (n / QK) * Q8_0_B;
+        for (int b = wp; b < n / QK; b += nw) {
+            float v = normed(xr, w, r, QK * b + lane, kind), amax = fabsf(v);
+            orow[QK * b + lane] = v;
+            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+            uint8_t *yb = yr + (size_t)b * Q8_0_B;
+            if (lane == 0) {
+                uint32_t h = f32_to_f16(d);
+                yb[0] = (uint8_t)(h & 255);
+                yb[1] = (uint8_t)(h >> 8);
+            }
+            yb[2 + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(v, id));
+        }
+        return;
+    }
+    uint8_t *yr = xq + (size_t)blockIdx.x * (n / QK_K) * Q8_K_B;
+    for (int b = wp; b < n / QK_K; b += nw) {
+        float v[8], am = 0.0f;
+        int at = 0;
+        for (int k = 0; k < 8; k++) {
+            int i = QK_K * b + 8 * lane + k;
+            v[k] = normed(xr, w, r, i, kind);
+            orow[i] = v[k];
+            if (fabsf(v[k]) > am) am = fabsf(v[k]), at = 8 * lane + k;
+        }
+        float mx = v[0];
+        for (int k = 0; k < 8; k++)
+            if (8 * lane + k == at) mx = v[k];
+        for (int o = 16; o > 0; o >>= 1) {
+            float a2 = __shfl_xor_sync(0xffffffffu, am, o), m2 = __shfl_xor_sync(0xffffffffu, mx, o);
+            int t2 = __shfl_xor_sync(0xffffffffu, at, o);
+            if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2, mx = m2;
+        }
+        uint8_t *yb = yr + (size_t)b * Q8_K_B;
+        if (am == 0.0f) {
+            for (int j = lane; j < Q8_K_B; j += 32) yb[j] = 0;
+            continue;
+        }
+        float iscale = -127.f / mx;
+        int8_t *q = (int8_t *)yb + 4;
+        int sum = 0;
+        for (int k = 0; k < 8; k++) {
+            int rr = (int)rintf(__fmul_rn(iscale, v[k]));
+            rr = rr < -128 ? -128 : rr > 127 ? 127 : rr;
+            q[8 * lane + k] = (int8_t)rr;
+            sum += rr;
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        if (lane % 2 == 0) yb[260 + lane] = (uint8_t)(sum & 255), yb[261 + lane] = (uint8_t)((uint16_t)(int16_t)sum >> 8);
+        if (lane == 0) {
+            uint32_t db = __float_as_uint(1.0f / iscale);
+            for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
+        }
+    }
+}
+
+extern "C" HIDDEN int cuda_norm_quant(cuda_dev *d, float *out, const float *x, const float *w, int rows, int n, float eps, int kind, int wtype,
+                                      void *xq) {
+    if (rows <= 0 || kind > 1 || is_float(wtype) || !cuda_act_row_size(wtype, n)) return -1;
+    k_norm_quant<<<rows, 256, 0, d->stream>>>(out, x, w, n, eps, kind, is_k(wtype), (uint8_t *)xq);
+    return launched("norm + quantize");
+}

@@ -61,6 +61,10 @@ int cuda_matmul(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, con
 int cuda_bias(cuda_dev *d, float *y, const float *bias, int T, int n);          // y row += bias
 int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, int n_in, int n_out, const float *x, int T, float *y);
 int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind);
+// An RMS norm (kind 0, or 1: (1 + w)) of `rows` rows of n, written to out and
+// quantized for weights of type wtype into xq in the same pass: the bytes
+// and floats cuda_norm then cuda_quantize give.
+int cuda_norm_quant(cuda_dev *d, float *out, const float *x, const float *w, int rows, int n, float eps, int kind, int wtype, void *xq);
 int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs,
               int pair_offset, int pair_stride, float mscale);
 // attention of T rows (backend.h's attn_desc with device k/v row pointers and positions)

@@ -30,6 +30,10 @@ int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const flo
     (void)d, (void)out, (void)x, (void)w, (void)b, (void)rows, (void)n, (void)eps, (void)kind;
     return -1;
 }
+int cuda_norm_quant(cuda_dev *d, float *out, const float *x, const float *w, int rows, int n, float eps, int kind, int wtype, void *xq) {
+    (void)d, (void)out, (void)x, (void)w, (void)rows, (void)n, (void)eps, (void)kind, (void)wtype, (void)xq;
+    return -1;
+}
 int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs, int pair_offset,
               int pair_stride, float mscale) {
     (void)d, (void)x, (void)rows, (void)heads, (void)hd, (void)pos, (void)inv_freq, (void)n_pairs, (void)pair_offset, (void)pair_stride,
