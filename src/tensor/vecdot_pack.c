@@ -7,8 +7,9 @@
 // be unsigned), then one convert and one fma with the 8 rows' scales times
 // the token's scale. A token's dpbusd are split over 2 or 4 accumulators
 // (fewer tokens, more chains) and added as integers, so the results do not
-// depend on the split. On the 2-core Zen 4 here, one thread: q8_0 and q5_0
-// dot8-equivalents at ~2x the unpacked kernels (bench figures in RESULTS.md).
+// depend on the split. On the 2-core Zen 4 here, one thread, 8 tokens
+// against the unpacked dot8 (a throwaway timing harness, this session):
+// q8_0 47 -> 143 GMAC/s, q5_0 44 -> 128, q4_K 70 -> 150, q6_K 77 -> 121.
 #include "tensor/vecdot_x86.h"
 #include "tensor/pack.h"
 
@@ -224,25 +225,18 @@ PK static void pk_quant_k(const float *x, void *vy, int n) {
     memset(d + n / QK_K, 0, act_packed_k_row_size(n) - ((const uint8_t *)(d + n / QK_K) - y));
 }
 
-#define PK_KERNEL_K(t, K)                                                                                                \
-    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {                       \
-        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 8 * ldo) pk_tile_k(K, g, x, xs, 8, n, out, ldo);               \
-        if (T >= 4) pk_tile_k(K, g, x, xs, 4, n, out, ldo), T -= 4, x = (const char *)x + 4 * xs, out += 4 * ldo;                  \
-        if (T >= 2) pk_tile_k(K, g, x, xs, 2, n, out, ldo), T -= 2, x = (const char *)x + 2 * xs, out += 2 * ldo;                  \
-        if (T >= 1) pk_tile_k(K, g, x, xs, 1, n, out, ldo);                                                                   \
+// A kind's kernel: tilefn (pk_tile or pk_tile_k) on 8, 4, 2 and 1 tokens at
+// a time (constant counts, so each is unrolled), its activation quantizer.
+#define PK_KERNEL(t, K, tilefn, quantfn)                                                                                     \
+    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {          \
+        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 8 * ldo) tilefn(K, g, x, xs, 8, n, out, ldo);          \
+        if (T >= 4) tilefn(K, g, x, xs, 4, n, out, ldo), T -= 4, x = (const char *)x + 4 * xs, out += 4 * ldo;             \
+        if (T >= 2) tilefn(K, g, x, xs, 2, n, out, ldo), T -= 2, x = (const char *)x + 2 * xs, out += 2 * ldo;             \
+        if (T >= 1) tilefn(K, g, x, xs, 1, n, out, ldo);                                                                   \
     }                                                                                                                    \
-    const pack_kernel pack_vnni_##t = {.quant = pk_quant_k, .tile = pk_tile_##t};
-PK_KERNEL_K(q4_K, PACK_Q4_K)
-PK_KERNEL_K(q6_K, PACK_Q6_K)
-
-#define PK_KERNEL(t, K)                                                                                                  \
-    PK static void pk_tile_##t(const void *g, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {                       \
-        for (; T >= 8; T -= 8, x = (const char *)x + 8 * xs, out += 8 * ldo) pk_tile(K, g, x, xs, 8, n, out, ldo);                 \
-        if (T >= 4) pk_tile(K, g, x, xs, 4, n, out, ldo), T -= 4, x = (const char *)x + 4 * xs, out += 4 * ldo;                    \
-        if (T >= 2) pk_tile(K, g, x, xs, 2, n, out, ldo), T -= 2, x = (const char *)x + 2 * xs, out += 2 * ldo;                    \
-        if (T >= 1) pk_tile(K, g, x, xs, 1, n, out, ldo);                                                                     \
-    }                                                                                                                    \
-    const pack_kernel pack_vnni_##t = {.quant = pk_quant, .tile = pk_tile_##t};
-PK_KERNEL(q8_0, PACK_Q8_0)
-PK_KERNEL(q5_0, PACK_Q5_0)
-PK_KERNEL(q4_0, PACK_Q4_0)
+    const pack_kernel pack_vnni_##t = {.quant = quantfn, .tile = pk_tile_##t};
+PK_KERNEL(q8_0, PACK_Q8_0, pk_tile, pk_quant)
+PK_KERNEL(q5_0, PACK_Q5_0, pk_tile, pk_quant)
+PK_KERNEL(q4_0, PACK_Q4_0, pk_tile, pk_quant)
+PK_KERNEL(q4_K, PACK_Q4_K, pk_tile_k, pk_quant_k)
+PK_KERNEL(q6_K, PACK_Q6_K, pk_tile_k, pk_quant_k)

@@ -491,13 +491,10 @@ static __device__ uint32_t f32_to_f16(float f) {
     return sign | h;
 }
 
-static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y) {
-    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per block of 32
-    if (i >= nblk) return;
-    int t = i / (n / QK), b = i % (n / QK);
-    float v = x[(size_t)t * n + (size_t)b * QK + lane], amax = fabsf(v);
+// A warp quantizes one q8_0 block: lane l holds element l (v).
+static __device__ void warp_q8_0(float v, int lane, uint8_t *yb) {
+    float amax = fabsf(v);
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    uint8_t *yb = y + (size_t)i * Q8_0_B;
     float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
     if (lane == 0) {
         uint32_t h = f32_to_f16(d);
@@ -507,29 +504,23 @@ static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y)
     yb[2 + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(v, id));
 }
 
-static __global__ void k_quant_q8_K(const float *x, int n, int nblk, uint8_t *y) {
-    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per super-block of 256
-    if (i >= nblk) return;
-    int t = i / (n / QK_K), b = i % (n / QK_K);
-    const float *xb = x + (size_t)t * n + (size_t)b * QK_K;
-    uint8_t *yb = y + (size_t)i * Q8_K_B;
-    // the first of the largest magnitudes: lane l holds elements 8l..8l+7
-    float v[8], am = 0.0f;
+// A warp quantizes one q8_K super-block: lane l holds elements 8l..8l+7 (v).
+// The first of the largest magnitudes sets the scale, as q8_K_from_float.
+static __device__ void warp_q8_K(const float *v, int lane, uint8_t *yb) {
+    float am = 0.0f, mx = 0.0f;
     int at = 0;
-    for (int k = 0; k < 8; k++) {
-        v[k] = xb[8 * lane + k];
-        if (fabsf(v[k]) > am) am = fabsf(v[k]), at = 8 * lane + k;
-    }
+    for (int k = 0; k < 8; k++)
+        if (fabsf(v[k]) > am) am = fabsf(v[k]), mx = v[k], at = 8 * lane + k;
     for (int o = 16; o > 0; o >>= 1) {
-        float a2 = __shfl_xor_sync(0xffffffffu, am, o);
+        float a2 = __shfl_xor_sync(0xffffffffu, am, o), m2 = __shfl_xor_sync(0xffffffffu, mx, o);
         int t2 = __shfl_xor_sync(0xffffffffu, at, o);
-        if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2;
+        if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2, mx = m2;
     }
     if (am == 0.0f) {
         for (int j = lane; j < Q8_K_B; j += 32) yb[j] = 0;
         return;
     }
-    float iscale = -127.f / xb[at];
+    float iscale = -127.f / mx;
     int8_t *q = (int8_t *)yb + 4;
     int s = 0;
     for (int k = 0; k < 8; k++) {
@@ -544,6 +535,23 @@ static __global__ void k_quant_q8_K(const float *x, int n, int nblk, uint8_t *y)
         uint32_t db = __float_as_uint(1.0f / iscale);
         for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
     }
+}
+
+static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y) {
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per block of 32
+    if (i >= nblk) return;
+    int t = i / (n / QK), b = i % (n / QK);
+    warp_q8_0(x[(size_t)t * n + (size_t)b * QK + lane], lane, y + (size_t)i * Q8_0_B);
+}
+
+static __global__ void k_quant_q8_K(const float *x, int n, int nblk, uint8_t *y) {
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per super-block of 256
+    if (i >= nblk) return;
+    int t = i / (n / QK_K), b = i % (n / QK_K);
+    const float *xb = x + (size_t)t * n + (size_t)b * QK_K;
+    float v[8];
+    for (int k = 0; k < 8; k++) v[k] = xb[8 * lane + k];
+    warp_q8_K(v, lane, y + (size_t)i * Q8_K_B);
 }
 
 static int is_k(int t) { return t == DT_Q2_K || t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
@@ -931,58 +939,20 @@ static __global__ void k_norm_quant(float *out, const float *x, const float *w, 
     if (!kq) {
         uint8_t *yr = xq + (size_t)blockIdx.x * (n / QK) * Q8_0_B;
         for (int b = wp; b < n / QK; b += nw) {
-            float v = normed(xr, w, r, QK * b + lane, kind), amax = fabsf(v);
+            float v = normed(xr, w, r, QK * b + lane, kind);
             orow[QK * b + lane] = v;
-            for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
-            uint8_t *yb = yr + (size_t)b * Q8_0_B;
-            if (lane == 0) {
-                uint32_t h = f32_to_f16(d);
-                yb[0] = (uint8_t)(h & 255);
-                yb[1] = (uint8_t)(h >> 8);
-            }
-            yb[2 + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(v, id));
+            warp_q8_0(v, lane, yr + (size_t)b * Q8_0_B);
         }
         return;
     }
     uint8_t *yr = xq + (size_t)blockIdx.x * (n / QK_K) * Q8_K_B;
     for (int b = wp; b < n / QK_K; b += nw) {
-        float v[8], am = 0.0f;
-        int at = 0;
+        float v[8];
         for (int k = 0; k < 8; k++) {
             int i = QK_K * b + 8 * lane + k;
-            v[k] = normed(xr, w, r, i, kind);
-            orow[i] = v[k];
-            if (fabsf(v[k]) > am) am = fabsf(v[k]), at = 8 * lane + k;
+            orow[i] = v[k] = normed(xr, w, r, i, kind);
         }
-        float mx = v[0];
-        for (int k = 0; k < 8; k++)
-            if (8 * lane + k == at) mx = v[k];
-        for (int o = 16; o > 0; o >>= 1) {
-            float a2 = __shfl_xor_sync(0xffffffffu, am, o), m2 = __shfl_xor_sync(0xffffffffu, mx, o);
-            int t2 = __shfl_xor_sync(0xffffffffu, at, o);
-            if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2, mx = m2;
-        }
-        uint8_t *yb = yr + (size_t)b * Q8_K_B;
-        if (am == 0.0f) {
-            for (int j = lane; j < Q8_K_B; j += 32) yb[j] = 0;
-            continue;
-        }
-        float iscale = -127.f / mx;
-        int8_t *q = (int8_t *)yb + 4;
-        int sum = 0;
-        for (int k = 0; k < 8; k++) {
-            int rr = (int)rintf(__fmul_rn(iscale, v[k]));
-            rr = rr < -128 ? -128 : rr > 127 ? 127 : rr;
-            q[8 * lane + k] = (int8_t)rr;
-            sum += rr;
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        if (lane % 2 == 0) yb[260 + lane] = (uint8_t)(sum & 255), yb[261 + lane] = (uint8_t)((uint16_t)(int16_t)sum >> 8);
-        if (lane == 0) {
-            uint32_t db = __float_as_uint(1.0f / iscale);
-            for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
-        }
+        warp_q8_K(v, lane, yr + (size_t)b * Q8_K_B);
     }
 }
 
