@@ -187,6 +187,125 @@ static void check_ops(cuda_dev *d) {
     cuda_free(d, dx), cuda_free(d, dw), cuda_free(d, db), cuda_free(d, dy);
 }
 
+// n floats at device p, downloaded into a fresh host array (NULL on failure)
+static float *host_of(cuda_dev *d, const float *p, size_t n) {
+    float *h = malloc(sizeof(float) * n);
+    if (h && cuda_download(d, h, p, sizeof(float) * n)) { free(h); h = NULL; }
+    return h;
+}
+
+static int same_floats(cuda_dev *d, const float *a, const float *b, size_t n) {
+    float *x = host_of(d, a, n), *y = host_of(d, b, n);
+    int same = x && y && !memcmp(x, y, sizeof(float) * n);
+    free(x), free(y);
+    return same;
+}
+
+// The fused kernels against the kernels they join, bit for bit: products
+// of one input in one launch, gate and up with their activation, the chain
+// of row operations, and q/k/v's norms, RoPE, rounding and cache rows.
+static void check_fused(cuda_dev *d) {
+    enum { T = 3, E = 512, F = 768 };
+    static float x[T * E], o[T * E], w[E], w2[E];
+    for (int i = 0; i < T * E; i++) x[i] = frand() * (i % 41 == 0 ? 6.0f : 1.0f), o[i] = frand();
+    for (int i = 0; i < E; i++) w[i] = frand(), w2[i] = frand();
+    // products: a q8_0-format trio of types, and a k-quant pair with its activation
+    int trio[3] = {DT_Q5_0, DT_Q8_0, DT_Q4_0}, pair[2] = {DT_Q4_K, DT_Q6_K};
+    for (int set = 0; set < 2; set++) {
+        int n = set ? 2 : 3, *ty = set ? pair : trio, rows[3] = {F, F, 256};
+        void *dw[3] = {0};
+        float *dy[3] = {0}, *dz[3] = {0}, *dx = dev_copy(d, x, T * E), *f = malloc(sizeof(float) * E);
+        size_t xr = cuda_act_row_size(ty[0], E);
+        void *dq = cuda_alloc(d, xr * T);
+        int ok = dx && dq && f && !cuda_quantize(d, ty[0], dx, T, E, dq);
+        cuda_mat m[3];
+        for (int i = 0; i < n && ok; i++) {
+            size_t rs = dtype_row_size(ty[i], E);
+            unsigned char *hw = malloc(rs * rows[i]);
+            for (int r = 0; r < rows[i] && hw; r++) {
+                for (int k = 0; k < E; k++) f[k] = frand();
+                dtype_get(ty[i])->from_float(f, hw + rs * r, E);
+            }
+            dw[i] = cuda_alloc(d, rs * rows[i]), dy[i] = cuda_alloc(d, sizeof(float) * T * rows[i]), dz[i] = cuda_alloc(d, sizeof(float) * T * rows[i]);
+            ok = hw && dw[i] && dy[i] && dz[i] && !cuda_upload(d, dw[i], hw, rs * rows[i]) &&
+                 !cuda_matmul(d, ty[i], dw[i], rows[i], E, dq, T, dy[i]);
+            m[i] = (cuda_mat){ty[i], dw[i], rows[i], dz[i]};
+            free(hw);
+        }
+        ok = ok && !cuda_matmul_multi(d, n, m, E, dq, T, -1, 0);
+        for (int i = 0; i < n && ok; i++) ok = same_floats(d, dy[i], dz[i], (size_t)T * rows[i]);
+        CHECK(ok, "%d products in one launch: %s", n, ok ? "" : "differ from one at a time (or failed)");
+        if (set == 1)
+            for (int ggml = 0; ggml < 2; ggml++) { // gate and up with GELU: the products, then cuda_act
+                int gok = ok && !cuda_matmul(d, ty[0], dw[0], F, E, dq, T, dy[0]) && !cuda_matmul(d, ty[1], dw[1], F, E, dq, T, dy[1]) &&
+                          !cuda_act(d, dy[0], dy[1], (size_t)T * F, 1, ggml) && !cuda_matmul_multi(d, 2, m, E, dq, T, 1, ggml) &&
+                          same_floats(d, dy[0], dz[0], (size_t)T * F);
+                CHECK(gok, "gate and up with the activation in one launch (ggml %d): differs from the three apart", ggml);
+            }
+        for (int i = 0; i < 3; i++) cuda_free(d, dw[i]), cuda_free(d, dy[i]), cuda_free(d, dz[i]);
+        cuda_free(d, dx), cuda_free(d, dq), free(f);
+    }
+    // the chain: o = norm(o); x += o * s; xn = norm(x) [quantized], against the kernels one by one
+    for (int variant = 0; variant < 4; variant++) {
+        int wtype = variant == 2 ? DT_Q8_0 : DT_Q4_K, quant = variant >= 2, kind = variant & 1;
+        size_t xr = cuda_act_row_size(wtype, E);
+        float *o1 = dev_copy(d, o, T * E), *x1 = dev_copy(d, x, T * E), *o2 = dev_copy(d, o, T * E), *x2 = dev_copy(d, x, T * E);
+        float *n1 = cuda_alloc(d, sizeof(float) * T * E), *n2 = cuda_alloc(d, sizeof(float) * T * E), *dw = dev_copy(d, w, E), *dw2 = dev_copy(d, w2, E);
+        void *q1 = cuda_alloc(d, xr * T), *q2 = cuda_alloc(d, xr * T);
+        unsigned char *h1 = malloc(xr * T), *h2 = malloc(xr * T);
+        int ok = o1 && x1 && o2 && x2 && n1 && n2 && dw && dw2 && q1 && q2 && h1 && h2 && !cuda_norm(d, o1, o1, dw, NULL, T, E, 1e-6f, kind) &&
+                 !cuda_axpy(d, x1, o1, 0.75f, (size_t)T * E) &&
+                 !(quant ? cuda_norm_quant(d, n1, x1, dw2, T, E, 1e-6f, kind, wtype, q1) : cuda_norm(d, n1, x1, dw2, NULL, T, E, 1e-6f, kind));
+        cuda_chain c = {.o = o2, .x = x2, .xn = n2, .wa = dw, .wb = dw2, .norm_a = 1, .residual = 1, .norm_b = 1, .kind_a = kind,
+                        .kind_b = kind, .n = E, .eps_a = 1e-6f, .eps_b = 1e-6f, .s = 0.75f, .xq = quant ? q2 : NULL};
+        ok = ok && !cuda_chain_run(d, &c, T, wtype) && same_floats(d, o1, o2, T * E) && same_floats(d, x1, x2, T * E) &&
+             same_floats(d, n1, n2, T * E);
+        if (ok && quant) ok = !cuda_download(d, h1, q1, xr * T) && !cuda_download(d, h2, q2, xr * T) && !memcmp(h1, h2, xr * T);
+        CHECK(ok, "norm, residual, norm%s (kind %d) in one kernel: differs from the kernels one by one", quant ? ", quantize" : "", kind);
+        cuda_free(d, o1), cuda_free(d, x1), cuda_free(d, o2), cuda_free(d, x2), cuda_free(d, n1), cuda_free(d, n2);
+        cuda_free(d, dw), cuda_free(d, dw2), cuda_free(d, q1), cuda_free(d, q2), free(h1), free(h2);
+    }
+    // q, k, v: 2 rows, 4 query heads and 2 KV heads of 128, caches of 8 positions
+    {
+        enum { R = 2, H = 4, KV = 2, HD = 128, P = 8, NQ = H * HD, NKV = KV * HD };
+        static float q[R * NQ], kv[R * NKV], nw[HD], inv[HD / 2];
+        for (int i = 0; i < R * NQ; i++) q[i] = frand() * 3;
+        for (int i = 0; i < R * NKV; i++) kv[i] = frand() * 3;
+        for (int i = 0; i < HD; i++) nw[i] = frand();
+        for (int i = 0; i < HD / 2; i++) inv[i] = powf(10000.0f, -2.0f * i / HD);
+        int pos[R] = {3, 6};
+        for (int layout = 0; layout < 2; layout++) {
+            int off = layout ? 1 : HD / 2, stride = layout ? 2 : 1;
+            float *q1 = dev_copy(d, q, R * NQ), *k1 = dev_copy(d, kv, R * NKV), *v1 = dev_copy(d, kv, R * NKV);
+            float *q2 = dev_copy(d, q, R * NQ), *k2 = dev_copy(d, kv, R * NKV), *v2 = dev_copy(d, kv, R * NKV);
+            float *dn = dev_copy(d, nw, HD), *di = dev_copy(d, inv, HD / 2);
+            float *kc1 = cuda_alloc(d, sizeof(float) * P * NKV), *vc1 = cuda_alloc(d, sizeof(float) * P * NKV);
+            float *kc2 = cuda_alloc(d, sizeof(float) * P * NKV), *vc2 = cuda_alloc(d, sizeof(float) * P * NKV);
+            int *dp = cuda_alloc(d, sizeof pos);
+            float *tabs[8] = {kc1, kc1, vc1, vc1, kc2, kc2, vc2, vc2};
+            float **dt = cuda_alloc(d, sizeof tabs);
+            int ok = q1 && k1 && v1 && q2 && k2 && v2 && dn && di && kc1 && vc1 && kc2 && vc2 && dp && dt &&
+                     !cuda_zero(d, kc1, sizeof(float) * P * NKV) && !cuda_zero(d, vc1, sizeof(float) * P * NKV) &&
+                     !cuda_zero(d, kc2, sizeof(float) * P * NKV) && !cuda_zero(d, vc2, sizeof(float) * P * NKV) &&
+                     !cuda_upload(d, dp, pos, sizeof pos) && !cuda_upload(d, dt, tabs, sizeof tabs) &&
+                     !cuda_norm(d, q1, q1, dn, NULL, R * H, HD, 1e-6f, 1) && !cuda_norm(d, k1, k1, dn, NULL, R * KV, HD, 1e-6f, 1) &&
+                     !cuda_norm(d, v1, v1, NULL, NULL, R * KV, HD, 1e-6f, 0) &&
+                     !cuda_rope(d, q1, R, H, HD, dp, di, HD / 2, off, stride, 1.0f) && !cuda_rope(d, k1, R, KV, HD, dp, di, HD / 2, off, stride, 1.0f) &&
+                     !cuda_round_f16(d, q1, R * NQ) && !cuda_round_f16(d, k1, R * NKV) && !cuda_round_f16(d, v1, R * NKV) &&
+                     !cuda_kv_store(d, dt, dp, k1, R, NKV) && !cuda_kv_store(d, dt + 2, dp, v1, R, NKV);
+            cuda_qkv c = {.q = q2, .k = k2, .v = v2, .H = H, .KV = KV, .hd = HD, .kind = 1, .v_norm = 1, .round = 1,
+                          .n_pairs = HD / 2, .pair_offset = off, .pair_stride = stride, .q_norm = dn, .k_norm = dn, .inv_freq = di,
+                          .eps = 1e-6f, .mscale = 1.0f, .k_cache = dt + 4, .v_cache = dt + 6};
+            ok = ok && !cuda_qkv_prep(d, &c, R, dp) && same_floats(d, q1, q2, R * NQ) && same_floats(d, k1, k2, R * NKV) &&
+                 same_floats(d, v1, v2, R * NKV) && same_floats(d, kc1, kc2, P * NKV) && same_floats(d, vc1, vc2, P * NKV);
+            CHECK(ok, "q, k, v norms, RoPE (layout %d), rounding and cache rows in one kernel: differ from the kernels one by one", layout);
+            float *all[] = {q1, k1, v1, q2, k2, v2, dn, di, kc1, vc1, kc2, vc2};
+            for (int i = 0; i < 12; i++) cuda_free(d, all[i]);
+            cuda_free(d, dp), cuda_free(d, dt);
+        }
+    }
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -200,10 +319,11 @@ int main(void) {
     int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_MXFP4};
     int kq[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};
     int fl[] = {DT_F32, DT_F16, DT_BF16};
-    for (int k = 0; k < 6; k++) check_type(d, q32[k], 37, 96, 3), check_type(d, q32[k], 100, 2048, 8);
-    for (int k = 0; k < 5; k++) check_type(d, kq[k], 37, 256, 3), check_type(d, kq[k], 100, 2560, 8);
-    for (int k = 0; k < 3; k++) check_type(d, fl[k], 37, 100, 3), check_type(d, fl[k], 100, 2048, 8);
+    for (int k = 0; k < 6; k++) check_type(d, q32[k], 37, 96, 3), check_type(d, q32[k], 100, 2048, 8), check_type(d, q32[k], 9, 640, 1);
+    for (int k = 0; k < 5; k++) check_type(d, kq[k], 37, 256, 3), check_type(d, kq[k], 100, 2560, 8), check_type(d, kq[k], 9, 2304, 1);
+    for (int k = 0; k < 3; k++) check_type(d, fl[k], 37, 100, 3), check_type(d, fl[k], 100, 2048, 8), check_type(d, fl[k], 9, 2304, 1);
     check_ops(d);
+    check_fused(d);
     cuda_close(d);
     return check_summary("cuda");
 }

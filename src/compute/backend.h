@@ -43,6 +43,20 @@ typedef struct {
     int B, stride;
 } attn_desc;
 
+// q, k and v of T rows after their products, prepared for attention: each
+// head's norm (q_norm / k_norm over qn / kn values: hd, or the whole row for
+// OLMo 2; v_norm: RMS without weight), RoPE (rope NULL: none), the f16
+// rounding (round), and k and v into the caches at pos (k NULL: q only).
+typedef struct {
+    float *q, *k, *v;
+    int T, H, KV, hd, qn, kn, v_norm, norm_kind, round;
+    const float *q_norm, *k_norm;
+    float eps;
+    const rope_table *rope;
+    const int *pos;
+    float *const *k_cache, *const *v_cache;
+} qkv_desc;
+
 typedef struct backend backend;
 
 typedef struct {
@@ -59,6 +73,7 @@ typedef struct {
     // Rotates the heads of each of `rows` rows (heads * hd) at pos[row].
     void (*rope)(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r);
     void (*attention)(backend *b, const attn_desc *d);
+    void (*qkv_prep)(backend *b, const qkv_desc *d);
     // In place: x = act(x) over rows of n (ggml: as ggml's CPU backend computes it).
     void (*act)(backend *b, float *x, int rows, int n, int act, int ggml);
     // g = act(g) * u over rows of n (u NULL: act only).
@@ -127,8 +142,10 @@ void host_download(backend *b, float *host, const float *src, size_t n);
 void host_upload(backend *b, float *dst, const float *host, size_t n);
 void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
 void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
+// qkv_prep as the backend's norm, rope, round_f16 and kv_store in turn
+void qkv_prep_ops(backend *b, const qkv_desc *d);
 #define HOST_DATA_OPS                                                                               \
-    .embed = host_embed, .copy = host_copy, .scale = host_scale, .mul = host_mul, .softcap = host_softcap, \
+    .qkv_prep = qkv_prep_ops, .embed = host_embed, .copy = host_copy, .scale = host_scale, .mul = host_mul, .softcap = host_softcap, \
     .download = host_download, .upload = host_upload, .kv_store = host_kv_store, .glu_oss = host_glu_oss
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;

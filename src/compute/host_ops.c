@@ -62,3 +62,25 @@ void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const fl
         out[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
     }
 }
+
+void qkv_prep_ops(backend *b, const qkv_desc *d) {
+    const backend_ops *o = b->ops;
+    int T = d->T, nq = d->H * d->hd, nkv = d->KV * d->hd;
+    if (d->q_norm) o->norm(b, d->q, d->q, d->q_norm, NULL, T * nq / d->qn, d->qn, d->eps, d->norm_kind);
+    if (d->k) {
+        if (d->k_norm) o->norm(b, d->k, d->k, d->k_norm, NULL, T * nkv / d->kn, d->kn, d->eps, d->norm_kind);
+        if (d->v_norm) o->norm(b, d->v, d->v, NULL, NULL, T * d->KV, d->hd, d->eps, NORM_OP_RMS);
+    }
+    if (d->rope) {
+        o->rope(b, d->q, T, d->H, d->hd, d->pos, d->rope);
+        if (d->k) o->rope(b, d->k, T, d->KV, d->hd, d->pos, d->rope);
+    }
+    if (d->round) {
+        o->round_f16(b, d->q, (size_t)T * nq);
+        if (d->k) o->round_f16(b, d->k, (size_t)T * nkv), o->round_f16(b, d->v, (size_t)T * nkv);
+    }
+    if (d->k) {
+        o->kv_store(b, d->k_cache, d->pos, d->k, T, nkv);
+        o->kv_store(b, d->v_cache, d->pos, d->v, T, nkv);
+    }
+}

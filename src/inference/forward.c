@@ -119,35 +119,22 @@ static void attention(infer_ctx *c, int il, int T) {
         }
     }
     if (c->profiling) c->prof[PH_QKV] += now_s() - t0;
-    // per-head norms, then RoPE at each token's position
-    float eps = (float)cf->norm_eps;
+    // per-head norms, RoPE at each token's position, ggml's f16 rounding (it
+    // keeps K and V in f16 and rounds q for the q.k products), each K/V row
+    // into its sequence's cache
     t0 = c->profiling ? now_s() : 0;
-    // (OLMo 2 norms each token's whole q and k rather than each head)
-    int qn = f->qk_norm_full ? nq : hd, kn = f->qk_norm_full ? nkv : hd;
-    int rms = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS;
-    if (l->q_norm) OPS->norm(BE, c->q, c->q, l->q_norm->f32, NULL, T * nq / qn, qn, eps, rms);
-    if (own_kv) {
-        if (l->k_norm) OPS->norm(BE, c->k, c->k, l->k_norm->f32, NULL, T * nkv / kn, kn, eps, rms);
-        if (f->v_norm) OPS->norm(BE, c->v, c->v, NULL, NULL, T * KV, hd, eps, NORM_OP_RMS);
-    }
-    if (c->profiling) c->prof[PH_NORM] += now_s() - t0;
-    if (!f->learned_pos)
-        TIMED(PH_ROPE, {
-            OPS->rope(BE, c->q, T, H, hd, c->rows.pos, &lc->rope);
-            if (own_kv) OPS->rope(BE, c->k, T, KV, hd, c->rows.pos, &lc->rope);
-        });
-    t0 = c->profiling ? now_s() : 0;
-    if (m->ggml_numerics) {
-        // ggml keeps K and V in f16 and rounds q to f16 for the q.k products
-        OPS->round_f16(BE, c->q, (size_t)T * nq);
-        if (own_kv) OPS->round_f16(BE, c->k, (size_t)T * nkv), OPS->round_f16(BE, c->v, (size_t)T * nkv);
-    }
-    if (own_kv) { // each row into its sequence's cache
-        float *kd[N_BATCH], *vd[N_BATCH];
-        for (int t = 0; t < T; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
-        OPS->kv_store(BE, kd, c->rows.pos, c->k, T, nkv);
-        OPS->kv_store(BE, vd, c->rows.pos, c->v, T, nkv);
-    }
+    float *kd[N_BATCH], *vd[N_BATCH];
+    for (int t = 0; t < T && own_kv; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
+    qkv_desc qd = {
+        .q = c->q, .k = own_kv ? c->k : NULL, .v = c->v, .T = T, .H = H, .KV = KV, .hd = hd,
+        // (OLMo 2 norms each token's whole q and k rather than each head)
+        .qn = f->qk_norm_full ? nq : hd, .kn = f->qk_norm_full ? nkv : hd, .v_norm = f->v_norm,
+        .norm_kind = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS, .round = m->ggml_numerics,
+        .q_norm = f32_or_null(l->q_norm), .k_norm = f32_or_null(l->k_norm), .eps = (float)cf->norm_eps,
+        .rope = f->learned_pos ? NULL : &lc->rope, .pos = c->rows.pos, .k_cache = kd, .v_cache = vd,
+    };
+    OPS->qkv_prep(BE, &qd);
+    if (c->profiling) c->prof[PH_ROPE] += now_s() - t0;
 
     // softmax(q k^T * scale [softcapped] [+ sink]) v over the window of each
     // position, in blocks of rows of one sequence (each its own cache)

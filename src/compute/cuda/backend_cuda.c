@@ -45,19 +45,31 @@ typedef struct {
     void *exec;
     uint64_t gkey, seen, pending;
     int capturing, no_graph;
-    // fusion (INFER_CUDA_FUSE=1, off by default until checked on a GPU): an
-    // RMS norm waits for the next operation, and when that is a product of
-    // its output the two run as one kernel (norm + quantize)
+    // fusion (INFER_CUDA_FUSE=0 turns it off): row operations wait and chain
+    // (a norm in place, the residual that adds its output, the norm of the
+    // sum, the quantization for the product that takes it: cuda_chain_run),
+    // and a gate and up product waits for the activation that joins them
     int fuse;
-    struct { int on, rows, n, kind; float *out; const float *x, *w; float eps; } pend;
+    int ch_on, ch_rows;
+    cuda_chain ch;
+    struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
 } cuda_state;
 
-// The waiting norm, launched (every operation but a product of its output
+// The waiting operations, launched (every operation but one that joins them
 // calls this first, so the order of the work is the forward pass's).
 static int flush(cuda_state *s) {
-    if (!s || !s->pend.on) return 0;
-    s->pend.on = 0;
-    return cuda_norm(s->d, s->pend.out, s->pend.x, s->pend.w, NULL, s->pend.rows, s->pend.n, s->pend.eps, s->pend.kind);
+    if (!s) return 0;
+    int rc = 0;
+    if (s->mm.on) {
+        s->mm.on = 0;
+        rc |= cuda_matmul_multi(s->d, 2, s->mm.m, s->mm.n_in, s->mm.xq, s->mm.T, -1, 0);
+    }
+    if (s->ch_on) {
+        s->ch_on = 0;
+        s->ch.xq = NULL;
+        rc |= cuda_chain_run(s->d, &s->ch, s->ch_rows, 0);
+    }
+    return rc;
 }
 
 // what a captured graph points at moved: it is dropped (made again later)
@@ -76,7 +88,7 @@ static cuda_state *state(backend *b) {
         return NULL;
     }
     const char *fz = getenv("INFER_CUDA_FUSE");
-    s->fuse = fz && *fz && *fz != '0';
+    s->fuse = !fz || !*fz || *fz != '0';
     b->dev = s;
     return s;
 }
@@ -141,7 +153,26 @@ static void *scratch(cuda_state *s, void **p, size_t *cap, size_t bytes) {
     return *p;
 }
 
-static int quantize_in(cuda_state *s, int wtype, const float *x, int T, int n, void *xq);
+static int is_float_type(int t) { return t == DT_F32 || t == DT_F16 || t == DT_BF16; }
+
+// The activations of x for weights of type wtype (T rows of n): quantized
+// into the scratch (by the waiting chain's kernel when x is its output), or
+// x itself for float weights. NULL on failure.
+static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n) {
+    size_t xr = cuda_act_row_size(wtype, n);
+    if (!xr) return NULL;
+    if (s->ch_on && s->ch.norm_b && s->ch.xn == x && s->ch_rows == T && s->ch.n == n && !is_float_type(wtype)) {
+        void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
+        if (!xq) return NULL;
+        s->ch.xq = xq;
+        s->ch_on = 0;
+        return cuda_chain_run(s->d, &s->ch, s->ch_rows, wtype) ? NULL : xq;
+    }
+    if (flush(s)) return NULL;
+    if (is_float_type(wtype)) return x;
+    void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
+    return xq && !cuda_quantize(s->d, wtype, x, T, n, xq) ? xq : NULL;
+}
 
 static void cu_matmul(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     cuda_state *s = state(b);
@@ -153,13 +184,9 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         const void *dw = dev_of(b, W->data, bytes);
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
     } else {
-        size_t xr = cuda_act_row_size(W->type, n_in), bytes = dtype_row_size(W->type, n_in) * (size_t)n_out;
-        const void *dw = dev_of(b, W->data, bytes);
-        void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
-        if (!xr || !dw || !xq || quantize_in(s, W->type, x, T, n_in, xq) || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) {
-            fail_op(b);
-            return;
-        }
+        const void *dw = dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out);
+        const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;
+        if (!xq || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) { fail_op(b); return; }
     }
     if (bias) {
         const float *db = dev_of(b, bias, sizeof(float) * (size_t)n_out);
@@ -167,54 +194,61 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
     }
 }
 
-// Products of one input: quantized once when they take the same activation
-// format (the formats' row sizes differ, so equal sizes mean the same one).
+// Products of one input in one launch when they take the same activation
+// format (the formats' row sizes differ, so equal sizes mean the same one);
+// a pair without biases waits for a gated activation to join it.
 static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
                             int n_in, const int *n_out) {
     cuda_state *s = state(b);
     size_t xr = cuda_act_row_size(w[0]->w->type, n_in);
-    int same = s && xr && !w[0]->trans;
+    int same = s && xr && !w[0]->trans, biased = 0;
     for (int i = 1; i < n && same; i++) same = !w[i]->trans && cuda_act_row_size(w[i]->w->type, n_in) == xr;
+    for (int i = 0; i < n; i++) biased |= bias[i] != NULL;
     if (!same) {
         for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;
     }
-    void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
-    if (!xq || quantize_in(s, w[0]->w->type, x, T, n_in, xq)) { fail_op(b); return; }
+    cuda_mat m[4];
     for (int i = 0; i < n; i++) {
         const tensor *W = w[i]->w;
-        const void *dw = dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out[i]);
-        if (!dw || cuda_matmul(s->d, W->type, dw, n_out[i], n_in, xq, T, y[i])) { fail_op(b); return; }
+        m[i] = (cuda_mat){W->type, dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out[i]), n_out[i], y[i]};
+        if (!m[i].w) { fail_op(b); return; }
+    }
+    const void *xq = act_in(s, w[0]->w->type, x, T, n_in);
+    if (!xq) { fail_op(b); return; }
+    if (s->fuse && n == 2 && !biased && n_out[0] == n_out[1]) { // (waits for a glu)
+        s->mm.on = 1, s->mm.T = T, s->mm.n_in = n_in, s->mm.m[0] = m[0], s->mm.m[1] = m[1], s->mm.xq = xq;
+        return;
+    }
+    if (cuda_matmul_multi(s->d, n, m, n_in, xq, T, -1, 0)) { fail_op(b); return; }
+    for (int i = 0; i < n; i++)
         if (bias[i]) {
             const float *db = dev_of(b, bias[i], sizeof(float) * (size_t)n_out[i]);
             if (!db || cuda_bias(s->d, y[i], db, T, n_out[i])) { fail_op(b); return; }
         }
-    }
 }
 
+// A norm waits to chain (cuda_chain_run): in place, for the residual that
+// adds it; of the residual's sum, for the product that takes it.
 static void cu_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps, int kind) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = state(b);
     const float *dw = w ? dev_of(b, w, sizeof(float) * (size_t)n) : NULL, *db = bias ? dev_of(b, bias, sizeof(float) * (size_t)n) : NULL;
     int k = kind == NORM_OP_LAYER ? 2 : kind == NORM_OP_RMS_PLUS_ONE ? 1 : 0;
     if (!s || (w && !dw) || (bias && !db)) { fail_op(b); return; }
-    if (s->fuse && k < 2 && out != x) { // (waits: a product of out may take it in)
-        s->pend.on = 1, s->pend.rows = rows, s->pend.n = n, s->pend.kind = k;
-        s->pend.out = out, s->pend.x = x, s->pend.w = dw, s->pend.eps = eps;
+    cuda_chain *c = &s->ch;
+    if (s->fuse && k < 2 && !bias && s->ch_on && c->residual && !c->norm_b && c->x == x && out != x && s->ch_rows == rows && c->n == n) {
+        c->norm_b = 1, c->xn = out, c->wb = dw, c->kind_b = k, c->eps_b = eps;
+        return;
+    }
+    if (flush(s)) { fail_op(b); return; }
+    if (s->fuse && k < 2 && !bias) {
+        memset(c, 0, sizeof *c);
+        s->ch_on = 1, s->ch_rows = rows, c->n = n;
+        if (out == x) c->norm_a = 1, c->o = out, c->wa = dw, c->kind_a = k, c->eps_a = eps;
+        else c->norm_b = 1, c->x = (float *)x, c->xn = out, c->wb = dw, c->kind_b = k, c->eps_b = eps; // (x only read)
         return;
     }
     if (cuda_norm(s->d, out, x, dw, db, rows, n, eps, k)) fail_op(b);
-}
-
-// x quantized for weights of type wtype into xq: by the waiting norm's kernel
-// when x is its output (the norm and the quantization in one), else plainly.
-static int quantize_in(cuda_state *s, int wtype, const float *x, int T, int n, void *xq) {
-    if (s->pend.on && s->pend.out == x && s->pend.rows == T && s->pend.n == n &&
-        !cuda_norm_quant(s->d, s->pend.out, s->pend.x, s->pend.w, T, n, s->pend.eps, s->pend.kind, wtype, xq)) {
-        s->pend.on = 0;
-        return 0;
-    }
-    if (flush(s)) return -1;
-    return cuda_quantize(s->d, wtype, x, T, n, xq);
 }
 
 // The device array holding the n host pointers p (made on first use).
@@ -254,6 +288,36 @@ static void cu_kv_store(backend *b, float *const *cache, const int *pos, const f
     void *tab = s ? ptr_table(s, (const void *const *)cache, T) : NULL;
     (void)pos; // (the pass's positions are on the device: begin_pass)
     if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n)) fail_op(b);
+}
+
+// Each head's norm, RoPE, rounding and the cache rows in one kernel where it
+// covers the layer (per-head norms, heads of up to 512), else op by op.
+static void cu_qkv_prep(backend *b, const qkv_desc *q) {
+    cuda_state *s = state_flushed(b);
+    if (!s) { fail_op(b); return; }
+    const rope_table *r = q->rope;
+    if (!s->fuse || q->qn != q->hd || q->kn != q->hd || q->hd > 512 || q->norm_kind == NORM_OP_LAYER ||
+        (r && (r->n_pairs < 1 || (r->n_pairs - 1) * r->pair_stride + r->pair_offset >= q->hd))) {
+        qkv_prep_ops(b, q);
+        return;
+    }
+    cuda_qkv c = {
+        .q = q->q, .k = q->k, .v = q->v, .H = q->H, .KV = q->KV, .hd = q->hd, .kind = q->norm_kind == NORM_OP_RMS_PLUS_ONE,
+        .v_norm = q->v_norm, .round = q->round, .eps = q->eps,
+        .q_norm = q->q_norm ? dev_of(b, q->q_norm, sizeof(float) * (size_t)q->hd) : NULL,
+        .k_norm = q->k_norm ? dev_of(b, q->k_norm, sizeof(float) * (size_t)q->hd) : NULL,
+    };
+    if (r) {
+        c.inv_freq = dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs);
+        c.n_pairs = r->n_pairs, c.pair_offset = r->pair_offset, c.pair_stride = r->pair_stride, c.mscale = r->mscale;
+    }
+    if (q->k) {
+        c.k_cache = (float *const *)ptr_table(s, (const void *const *)q->k_cache, q->T);
+        c.v_cache = (float *const *)ptr_table(s, (const void *const *)q->v_cache, q->T);
+    }
+    if ((q->q_norm && !c.q_norm) || (q->k_norm && !c.k_norm) || (r && !c.inv_freq) || (q->k && (!c.k_cache || !c.v_cache)) ||
+        cuda_qkv_prep(s->d, &c, q->T, s->pos))
+        fail_op(b);
 }
 
 static int cu_graph(backend *b, int phase, uint64_t key) {
@@ -310,14 +374,32 @@ static void cu_attention(backend *b, const attn_desc *a) {
 }
 
 static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = state(b);
+    if (s && s->mm.on && u && s->mm.m[0].y == g && s->mm.m[1].y == u && s->mm.T == rows && s->mm.m[0].rows == n) {
+        s->mm.on = 0; // the waiting gate and up products, with this activation
+        if (cuda_matmul_multi(s->d, 2, s->mm.m, s->mm.n_in, s->mm.xq, rows, act, ggml)) fail_op(b);
+        return;
+    }
+    s = state_flushed(b);
     if (!s || cuda_act(s->d, g, u, (size_t)rows * n, act, ggml)) fail_op(b);
 }
 static void cu_act(backend *b, float *x, int rows, int n, int act, int ggml) { cu_glu(b, x, NULL, rows, n, act, ggml); }
 
 static void cu_residual(backend *b, float *x, const float *o, float sc, int rows, int n) {
-    cuda_state *s = state_flushed(b);
-    if (!s || cuda_axpy(s->d, x, o, sc, (size_t)rows * n)) fail_op(b);
+    cuda_state *s = state(b);
+    if (!s) { fail_op(b); return; }
+    cuda_chain *c = &s->ch;
+    if (s->ch_on && c->norm_a && !c->residual && !c->norm_b && c->o == o && s->ch_rows == rows && c->n == n) {
+        c->residual = 1, c->x = x, c->s = sc;
+        return;
+    }
+    if (flush(s)) { fail_op(b); return; }
+    if (s->fuse) { // (waits for the norm of the sum)
+        memset(c, 0, sizeof *c);
+        s->ch_on = 1, s->ch_rows = rows, c->n = n, c->residual = 1, c->o = (float *)o, c->x = x, c->s = sc; // (o only read)
+        return;
+    }
+    if (cuda_axpy(s->d, x, o, sc, (size_t)rows * n)) fail_op(b);
 }
 
 static void cu_round_f16(backend *b, float *x, size_t n) {
@@ -415,6 +497,7 @@ static const backend_ops cuda_ops = {
     .norm = cu_norm,
     .rope = cu_rope,
     .attention = cu_attention,
+    .qkv_prep = cu_qkv_prep,
     .act = cu_act,
     .glu = cu_glu,
     .residual = cu_residual,

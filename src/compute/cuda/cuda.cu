@@ -342,22 +342,6 @@ static __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-// y[t * rows + r] for 4 rows per block of 128 threads (a warp per row)
-template <int T>
-static __global__ void k_matmul_q(const uint8_t *w, int rows, int cols, const uint8_t *xq, int ntok, float *y) {
-    int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (r >= rows) return;
-    const int nb = cols / blk<T>::N;
-    const uint8_t *wr = w + (size_t)r * nb * blk<T>::B;
-    for (int t = 0; t < ntok; t++) {
-        const uint8_t *xt = xq + (size_t)t * nb * blk<T>::XB;
-        float acc = 0.0f;
-        for (int b = lane; b < nb; b += 32) acc += blk<T>::dot(wr + (size_t)b * blk<T>::B, xt + (size_t)b * blk<T>::XB);
-        acc = warp_sum(acc);
-        if (lane == 0) y[(size_t)t * rows + r] = acc;
-    }
-}
-
 // k-quants: the 32 lanes share each super-block (lane l: elements 8l..8l+7),
 // each its part of the sub-block sums times their scales (and the mins); the
 // integer sums are added across the warp and lane 0 scales them and adds the
@@ -438,38 +422,268 @@ static __device__ __forceinline__ int warp_isum(int v) {
     return v;
 }
 
-template <int T>
-static __global__ void k_matmul_k(const uint8_t *w, int rows, int cols, const uint8_t *xq, int ntok, float *y) {
-    int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (r >= rows) return;
-    const int nb = cols / QK_K;
-    const uint8_t *wr = w + (size_t)r * nb * kq<T>::B;
-    for (int t = 0; t < ntok; t++) {
-        const uint8_t *xt = xq + (size_t)t * nb * Q8_K_B;
-        float acc = 0.0f;
-        for (int b = 0; b < nb; b++) {
-            int si, sm;
-            kq<T>::part(wr + (size_t)b * kq<T>::B, xt + (size_t)b * Q8_K_B, lane, &si, &sm);
-            si = warp_isum(si), sm = warp_isum(sm);
-            acc = __fadd_rn(acc, kq<T>::scale(wr + (size_t)b * kq<T>::B, xt + (size_t)b * Q8_K_B, si, sm));
+// ---------------------------------------------------------------------------
+// The matrix-vector products of decode: a warp per output row, the row cut
+// into units of 8 to 32 weights that the lanes take in turn (wide loads,
+// __dp4a on the packed integers), each lane keeping its float sum, one warp
+// sum at the end. The integer sums and per-block scalings are the oracle's;
+// the order of the float additions is the lanes'. Types without a unit here
+// take the per-block paths above.
+
+static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }                // 4-aligned
+static __device__ __forceinline__ int ld_i32_2(const uint8_t *p) {                                       // 2-aligned
+    const uint16_t *h = (const uint16_t *)p;
+    return (int)((uint32_t)h[0] | (uint32_t)h[1] << 16);
+}
+static __device__ __forceinline__ float ld_h2(const uint8_t *p) { return __half2float(*(const __half *)p); } // 2-aligned
+
+template <int T> struct mv;
+
+// q4_K: unit (super-block b, part i of 8): 16 bytes of quants, the low
+// nibbles elements 16h..16h+15 of sub-block 2p, the high ones of 2p + 1
+// (p = i / 2, h = i % 2); q8_K activations
+template <> struct mv<DT_Q4_K> {
+    enum { U = 8 };
+    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
+        int p = i >> 1, h = i & 1;
+        int4 q = *(const int4 *)(w + 16 + 32 * p + 16 * h);
+        const uint8_t *x0 = x + 4 + 64 * p + 16 * h, *x1 = x0 + 32;
+        int qv[4] = {q.x, q.y, q.z, q.w}, s0 = 0, s1 = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            s0 = __dp4a(qv[k] & 0x0f0f0f0f, ld_i32(x0 + 4 * k), s0);
+            s1 = __dp4a((qv[k] >> 4) & 0x0f0f0f0f, ld_i32(x1 + 4 * k), s1);
         }
-        if (lane == 0) y[(size_t)t * rows + r] = acc;
+        int sc0, m0, sc1, m1;
+        scale_min_k4(2 * p, w + 4, &sc0, &m0);
+        scale_min_k4(2 * p + 1, w + 4, &sc1, &m1);
+        const int16_t *bs = (const int16_t *)(x + 260);
+        int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
+        float dy = *(const float *)x;
+        return dy * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
+    }
+};
+
+// q5_K: as q4_K, the fifth bits from qh (bit 2p and 2p + 1 of bytes 16h..)
+template <> struct mv<DT_Q5_K> {
+    enum { U = 8 };
+    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
+        int p = i >> 1, h = i & 1;
+        int4 q = *(const int4 *)(w + 48 + 32 * p + 16 * h), qh = *(const int4 *)(w + 16 + 16 * h);
+        const uint8_t *x0 = x + 4 + 64 * p + 16 * h, *x1 = x0 + 32;
+        int qv[4] = {q.x, q.y, q.z, q.w}, hv[4] = {qh.x, qh.y, qh.z, qh.w}, s0 = 0, s1 = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            int lo = (qv[k] & 0x0f0f0f0f) | (((hv[k] >> (2 * p)) & 0x01010101) << 4);
+            int hi = ((qv[k] >> 4) & 0x0f0f0f0f) | (((hv[k] >> (2 * p + 1)) & 0x01010101) << 4);
+            s0 = __dp4a(lo, ld_i32(x0 + 4 * k), s0);
+            s1 = __dp4a(hi, ld_i32(x1 + 4 * k), s1);
+        }
+        int sc0, m0, sc1, m1;
+        scale_min_k4(2 * p, w + 4, &sc0, &m0);
+        scale_min_k4(2 * p + 1, w + 4, &sc1, &m1);
+        const int16_t *bs = (const int16_t *)(x + 260);
+        int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
+        float dy = *(const float *)x;
+        return dy * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
+    }
+};
+
+// q6_K: unit (b, i of 8): half h = i / 4 of the super-block, its bytes
+// l0..l0+7 (l0 = 8 (i % 4)) of ql (both 32-byte rows) and qh: 32 weights,
+// four groups of 8 with their scales; blocks are 210 bytes (2-aligned)
+template <> struct mv<DT_Q6_K> {
+    enum { U = 8 };
+    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
+        int h = i >> 2, l0 = 8 * (i & 3);
+        const uint8_t *ql = w + 64 * h + l0, *qh = w + 128 + 32 * h + l0;
+        const int8_t *sc = (const int8_t *)(w + 192) + 8 * h + l0 / 16;
+        const uint8_t *xs = x + 4 + 128 * h + l0;
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            int a = ld_i32_2(ql + 4 * k), b = ld_i32_2(ql + 32 + 4 * k), c = ld_i32_2(qh + 4 * k);
+            int q1 = __vsubss4((a & 0x0f0f0f0f) | ((c & 0x03030303) << 4), 0x20202020);
+            int q2 = __vsubss4((b & 0x0f0f0f0f) | (((c >> 2) & 0x03030303) << 4), 0x20202020);
+            int q3 = __vsubss4(((a >> 4) & 0x0f0f0f0f) | (((c >> 4) & 0x03030303) << 4), 0x20202020);
+            int q4 = __vsubss4(((b >> 4) & 0x0f0f0f0f) | (((c >> 6) & 0x03030303) << 4), 0x20202020);
+            sumi += sc[0] * __dp4a(q1, ld_i32(xs + 4 * k), 0) + sc[2] * __dp4a(q2, ld_i32(xs + 32 + 4 * k), 0) +
+                    sc[4] * __dp4a(q3, ld_i32(xs + 64 + 4 * k), 0) + sc[6] * __dp4a(q4, ld_i32(xs + 96 + 4 * k), 0);
+        }
+        return *(const float *)x * ld_h2(w + 208) * (float)sumi;
+    }
+};
+
+// q8_0: unit (block b, quarter i): 8 weights; q8_0 activations (34-byte
+// blocks, 2-aligned)
+template <> struct mv<DT_Q8_0> {
+    enum { U = 4 };
+    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
+        const uint8_t *q = w + 2 + 8 * i, *y = x + 2 + 8 * i;
+        int s = __dp4a(ld_i32_2(q), ld_i32_2(y), 0);
+        s = __dp4a(ld_i32_2(q + 4), ld_i32_2(y + 4), s);
+        return (float)s * (ld_h2(w) * ld_h2(x));
+    }
+};
+
+// q4_0: unit (b, i of 4): quant bytes 4i..4i+3, elements 4i.. (low nibbles)
+// and 16 + 4i.. (high)
+template <> struct mv<DT_Q4_0> {
+    enum { U = 4 };
+    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
+        int q = ld_i32_2(w + 2 + 4 * i);
+        int lo = __vsubss4(q & 0x0f0f0f0f, 0x08080808), hi = __vsubss4((q >> 4) & 0x0f0f0f0f, 0x08080808);
+        int s = __dp4a(lo, ld_i32_2(x + 2 + 4 * i), 0);
+        s = __dp4a(hi, ld_i32_2(x + 18 + 4 * i), s);
+        return (float)s * (ld_h2(w) * ld_h2(x));
+    }
+};
+
+// q5_0: as q4_0 with the fifth bits (qh bits 4i.. and 4i + 16..)
+template <> struct mv<DT_Q5_0> {
+    enum { U = 4 };
+    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
+        uint32_t qh = (uint32_t)ld_i32_2(w + 2);
+        int q = ld_i32_2(w + 6 + 4 * i);
+        uint32_t bl = qh >> (4 * i), bh = qh >> (4 * i + 16);
+        int hl = (int)(((bl & 1) | (bl & 2) << 7 | (bl & 4) << 14 | (bl & 8) << 21) << 4);
+        int hh = (int)(((bh & 1) | (bh & 2) << 7 | (bh & 4) << 14 | (bh & 8) << 21) << 4);
+        int lo = __vsubss4((q & 0x0f0f0f0f) | hl, 0x10101010), hi = __vsubss4(((q >> 4) & 0x0f0f0f0f) | hh, 0x10101010);
+        int s = __dp4a(lo, ld_i32_2(x + 2 + 4 * i), 0);
+        s = __dp4a(hi, ld_i32_2(x + 18 + 4 * i), s);
+        return (float)s * (ld_h2(w) * ld_h2(x));
+    }
+};
+
+// the block's bytes and its units, for the row loop
+template <int T> struct mvb;
+template <> struct mvb<DT_Q4_K> { enum { B = Q4_K_B, XB = Q8_K_B, N = QK_K }; };
+template <> struct mvb<DT_Q5_K> { enum { B = Q5_K_B, XB = Q8_K_B, N = QK_K }; };
+template <> struct mvb<DT_Q6_K> { enum { B = Q6_K_B, XB = Q8_K_B, N = QK_K }; };
+template <> struct mvb<DT_Q8_0> { enum { B = Q8_0_B, XB = Q8_0_B, N = QK }; };
+template <> struct mvb<DT_Q4_0> { enum { B = Q4_0_B, XB = Q8_0_B, N = QK }; };
+template <> struct mvb<DT_Q5_0> { enum { B = Q5_0_B, XB = Q8_0_B, N = QK }; };
+
+// lane's part of one row against one token's activations
+template <int T>
+static __device__ __forceinline__ float mv_row(const uint8_t *wr, const uint8_t *xt, int cols, int lane) {
+    const int nu = cols / mvb<T>::N * mv<T>::U;
+    float acc = 0.0f;
+#pragma unroll 2
+    for (int u = lane; u < nu; u += 32) {
+        int b = u / mv<T>::U, i = u % mv<T>::U;
+        acc += mv<T>::unit(wr + (size_t)b * mvb<T>::B, xt + (size_t)b * mvb<T>::XB, i);
+    }
+    return acc;
+}
+
+// float weights against f32 activations, 8 (4 for f32) elements a unit
+static __device__ __forceinline__ float mv_row_f32(const uint8_t *wr, const float *xt, int cols, int lane) {
+    float acc = 0.0f;
+    for (int u = lane; u < cols / 4; u += 32) {
+        float4 a = ((const float4 *)wr)[u], b = ((const float4 *)xt)[u];
+        acc = fmaf(a.x, b.x, acc), acc = fmaf(a.y, b.y, acc), acc = fmaf(a.z, b.z, acc), acc = fmaf(a.w, b.w, acc);
+    }
+    return acc;
+}
+template <int T>
+static __device__ __forceinline__ float mv_row_f(const uint8_t *wr, const float *xt, int cols, int lane) {
+    float acc = 0.0f;
+#pragma unroll 2
+    for (int u = lane; u < cols / 8; u += 32) {
+        int4 q = ((const int4 *)wr)[u];
+        float4 b0 = ((const float4 *)xt)[2 * u], b1 = ((const float4 *)xt)[2 * u + 1];
+        uint32_t qv[4] = {(uint32_t)q.x, (uint32_t)q.y, (uint32_t)q.z, (uint32_t)q.w};
+        float f[8];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (T == DT_F16) {
+                float2 p = __half22float2(*(const __half2 *)&qv[k]);
+                f[2 * k] = p.x, f[2 * k + 1] = p.y;
+            } else {
+                f[2 * k] = __uint_as_float(qv[k] << 16), f[2 * k + 1] = __uint_as_float(qv[k] & 0xffff0000u);
+            }
+        }
+        acc = fmaf(f[0], b0.x, acc), acc = fmaf(f[1], b0.y, acc), acc = fmaf(f[2], b0.z, acc), acc = fmaf(f[3], b0.w, acc);
+        acc = fmaf(f[4], b1.x, acc), acc = fmaf(f[5], b1.y, acc), acc = fmaf(f[6], b1.z, acc), acc = fmaf(f[7], b1.w, acc);
+    }
+    return acc;
+}
+
+// float rows of any length: an element a lane
+template <int T>
+static __device__ float mv_row_e(const uint8_t *wr, const float *xt, int cols, int lane) {
+    float acc = 0.0f;
+    for (int i = lane; i < cols; i += 32) acc = fmaf(elt<T>::get(wr + (size_t)i * elt<T>::B), xt[i], acc);
+    return acc;
+}
+
+// The lane's part of row wr (of type `type`) against token activations xt,
+// to be added across the warp; the per-block paths for the other types
+// (their k-quant path sums across the warp itself: lane 0 carries it).
+static __device__ float row_part(int type, const uint8_t *wr, const uint8_t *xt, int cols, int lane) {
+    switch (type) {
+    case DT_Q4_K: return mv_row<DT_Q4_K>(wr, xt, cols, lane);
+    case DT_Q5_K: return mv_row<DT_Q5_K>(wr, xt, cols, lane);
+    case DT_Q6_K: return mv_row<DT_Q6_K>(wr, xt, cols, lane);
+    case DT_Q8_0: return mv_row<DT_Q8_0>(wr, xt, cols, lane);
+    case DT_Q4_0: return mv_row<DT_Q4_0>(wr, xt, cols, lane);
+    case DT_Q5_0: return mv_row<DT_Q5_0>(wr, xt, cols, lane);
+    case DT_F16: return cols % 8 ? mv_row_e<DT_F16>(wr, (const float *)xt, cols, lane) : mv_row_f<DT_F16>(wr, (const float *)xt, cols, lane);
+    case DT_BF16: return cols % 8 ? mv_row_e<DT_BF16>(wr, (const float *)xt, cols, lane) : mv_row_f<DT_BF16>(wr, (const float *)xt, cols, lane);
+    case DT_F32: return cols % 8 ? mv_row_e<DT_F32>(wr, (const float *)xt, cols, lane) : mv_row_f32(wr, (const float *)xt, cols, lane);
+    }
+    float acc = 0.0f;
+#define BLK(t)                                                                                                   \
+    case t:                                                                                                      \
+        for (int b = lane; b < cols / blk<t>::N; b += 32) acc += blk<t>::dot(wr + (size_t)b * blk<t>::B, xt + (size_t)b * blk<t>::XB); \
+        return acc;
+#define KQ(t)                                                                                                    \
+    case t:                                                                                                      \
+        for (int b = 0; b < cols / QK_K; b++) {                                                                  \
+            int si, sm;                                                                                          \
+            kq<t>::part(wr + (size_t)b * kq<t>::B, xt + (size_t)b * Q8_K_B, lane, &si, &sm);                     \
+            si = warp_isum(si), sm = warp_isum(sm);                                                              \
+            acc = __fadd_rn(acc, kq<t>::scale(wr + (size_t)b * kq<t>::B, xt + (size_t)b * Q8_K_B, si, sm));      \
+        }                                                                                                        \
+        return lane == 0 ? acc : 0.0f;
+    switch (type) {
+        BLK(DT_Q4_1) BLK(DT_Q5_1) BLK(DT_MXFP4) KQ(DT_Q2_K) KQ(DT_Q3_K)
+    }
+#undef BLK
+#undef KQ
+    return 0.0f;
+}
+
+// Up to 4 products of the same activations in one launch: a warp per row,
+// MV_WARPS rows a block, the blocks of matrix i from m[i].blk0 on. glu: the
+// warps of matrix 0 (gate) also take the same row of matrix 1 (up) and write
+// act(gate) * up (k_act's expression) to matrix 0's output.
+enum { MV_WARPS = 4, MV_MAX = 4 };
+struct mv_mat { const uint8_t *w; float *y; size_t rs; int rows, type, blk0; };
+struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml; size_t xrow; };
+
+static __device__ float act1(float v, int act, int ggml);
+
+static __global__ void __launch_bounds__(32 * MV_WARPS) k_mv(const mv_desc d, const uint8_t *xq) {
+    int mi = 0;
+    while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
+    const mv_mat &m = d.m[mi];
+    int r = ((int)blockIdx.x - m.blk0) * MV_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= m.rows) return;
+    const uint8_t *wr = m.w + m.rs * r;
+    for (int t = 0; t < d.T; t++) {
+        const uint8_t *xt = xq + d.xrow * t;
+        float acc = warp_sum(row_part(m.type, wr, xt, d.cols, lane));
+        if (d.glu) {
+            const mv_mat &u = d.m[1];
+            float up = warp_sum(row_part(u.type, u.w + u.rs * r, xt, d.cols, lane));
+            acc = act1(acc, d.act, d.ggml) * up;
+        }
+        if (lane == 0) m.y[(size_t)t * m.rows + r] = acc;
     }
 }
 
-template <int T>
-static __global__ void k_matmul_f(const uint8_t *w, int rows, int cols, const float *x, int ntok, float *y) {
-    int r = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (r >= rows) return;
-    const uint8_t *wr = w + (size_t)r * cols * elt<T>::B;
-    for (int t = 0; t < ntok; t++) {
-        const float *xt = x + (size_t)t * cols;
-        float acc = 0.0f;
-        for (int i = lane; i < cols; i += 32) acc = fmaf(elt<T>::get(wr + (size_t)i * elt<T>::B), xt[i], acc);
-        acc = warp_sum(acc);
-        if (lane == 0) y[(size_t)t * rows + r] = acc;
-    }
-}
 
 // ---------------------------------------------------------------------------
 // activation quantizers: the CPU's bytes (act_quant_q8_0, q8_K_from_float)
@@ -578,24 +792,47 @@ extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int 
     return e == cudaSuccess ? 0 : set_status("quantize", e);
 }
 
-extern "C" HIDDEN int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const void *xq, int T, float *y) {
-    if (!cuda_act_row_size(wtype, cols) || rows <= 0 || T <= 0) return -1;
-    dim3 grid((rows + 3) / 4), block(128);
-    const uint8_t *wb = (const uint8_t *)w, *xb = (const uint8_t *)xq;
-    switch (wtype) {
-#define Q(t) case t: k_matmul_q<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, xb, T, y); break;
-    Q(DT_Q8_0) Q(DT_Q4_0) Q(DT_Q4_1) Q(DT_Q5_0) Q(DT_Q5_1) Q(DT_MXFP4)
-#undef Q
-#define K(t) case t: k_matmul_k<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, xb, T, y); break;
-    K(DT_Q2_K) K(DT_Q3_K) K(DT_Q4_K) K(DT_Q5_K) K(DT_Q6_K)
-#undef K
-#define F(t) case t: k_matmul_f<t><<<grid, block, 0, d->stream>>>(wb, rows, cols, (const float *)xq, T, y); break;
-    F(DT_F32) F(DT_F16) F(DT_BF16)
-#undef F
-    default: return -1;
+// bytes of a row of n weights of a type (tensor/dtype.c's table, restated)
+static size_t row_bytes(int t, int n) {
+    switch (t) {
+    case DT_F32: return 4 * (size_t)n;
+    case DT_F16: case DT_BF16: return 2 * (size_t)n;
+    case DT_Q8_0: return (size_t)n / QK * Q8_0_B;
+    case DT_Q4_0: return (size_t)n / QK * Q4_0_B;
+    case DT_Q4_1: return (size_t)n / QK * Q4_1_B;
+    case DT_Q5_0: return (size_t)n / QK * Q5_0_B;
+    case DT_Q5_1: return (size_t)n / QK * Q5_1_B;
+    case DT_MXFP4: return (size_t)n / QK * MXFP4_B;
+    case DT_Q2_K: return (size_t)n / QK_K * Q2_K_B;
+    case DT_Q3_K: return (size_t)n / QK_K * Q3_K_B;
+    case DT_Q4_K: return (size_t)n / QK_K * Q4_K_B;
+    case DT_Q5_K: return (size_t)n / QK_K * Q5_K_B;
+    case DT_Q6_K: return (size_t)n / QK_K * Q6_K_B;
     }
+    return 0;
+}
+
+extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *xq, int T, int glu_act, int ggml) {
+    if (n < 1 || n > MV_MAX || T <= 0 || (glu_act >= 0 && (n != 2 || m[0].rows != m[1].rows))) return -1;
+    size_t xr = cuda_act_row_size(m[0].type, cols);
+    mv_desc k;
+    memset(&k, 0, sizeof k);
+    int blocks = 0;
+    for (int i = 0; i < n; i++) {
+        if (!xr || cuda_act_row_size(m[i].type, cols) != xr || m[i].rows <= 0) return -1;
+        k.m[i] = (mv_mat){(const uint8_t *)m[i].w, m[i].y, row_bytes(m[i].type, cols), m[i].rows, m[i].type, blocks};
+        if (glu_act < 0 || i == 0) blocks += (m[i].rows + MV_WARPS - 1) / MV_WARPS;
+    }
+    if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's warps take the up rows)
+    k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
+    k_mv<<<blocks, 32 * MV_WARPS, 0, d->stream>>>(k, (const uint8_t *)xq);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("matmul", e);
+}
+
+extern "C" HIDDEN int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const void *xq, int T, float *y) {
+    cuda_mat m = {wtype, w, rows, y};
+    return cuda_matmul_multi(d, 1, &m, cols, xq, T, -1, 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -693,6 +930,13 @@ extern "C" HIDDEN int cuda_norm(cuda_dev *d, float *out, const float *x, const f
     return launched("norm");
 }
 
+// one pair rotated, uncontracted (the same floats in k_rope and k_qkv)
+static __device__ __forceinline__ void rot(float *a, float *b, float c, float s) {
+    float x0 = *a, x1 = *b;
+    *a = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+    *b = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
+}
+
 static __global__ void k_rope(float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs, int off,
                               int stride, float mscale) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -702,9 +946,7 @@ static __global__ void k_rope(float *x, int rows, int heads, int hd, const int *
     float c = cosf(ang) * mscale, s = sinf(ang) * mscale;
     float *v = x + ((size_t)t * heads + h) * hd;
     int a = p * stride, b = a + off;
-    float x0 = v[a], x1 = v[b];
-    v[a] = x0 * c - x1 * s;
-    v[b] = x1 * c + x0 * s;
+    rot(v + a, v + b, c, s);
 }
 extern "C" HIDDEN int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs,
                                 int off, int stride, float mscale) {
@@ -801,7 +1043,7 @@ extern "C" HIDDEN int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, 
 
 static __global__ void k_axpy(float *x, const float *o, float s, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += o[i] * s;
+    if (i < n) x[i] = __fmaf_rn(o[i], s, x[i]); // (k_chain's expression)
 }
 extern "C" HIDDEN int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n) {
     if (!n) return 0;
@@ -961,4 +1203,108 @@ extern "C" HIDDEN int cuda_norm_quant(cuda_dev *d, float *out, const float *x, c
     if (rows <= 0 || kind > 1 || is_float(wtype) || !cuda_act_row_size(wtype, n)) return -1;
     k_norm_quant<<<rows, 256, 0, d->stream>>>(out, x, w, n, eps, kind, is_k(wtype), (uint8_t *)xq);
     return launched("norm + quantize");
+}
+
+// ---------------------------------------------------------------------------
+// fused steps of a layer (the CUDA backend chains the forward pass's
+// operations into these; each gives the floats and bytes of the kernels above
+// run one after the other: the same threads, sums and expressions)
+
+// One block of 256 per row: [o = norm_a(o)] [x += o * s] [xn = norm_b(x)
+// [quantized into xq]], the stages present as flagged.
+static __global__ void k_chain(cuda_chain c) {
+    __shared__ float sh[32];
+    const int n = c.n;
+    float *o = c.o ? c.o + (size_t)blockIdx.x * n : NULL, *x = c.x ? c.x + (size_t)blockIdx.x * n : NULL;
+    if (c.norm_a) { // k_norm in place
+        float s = 0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) s += o[i] * o[i];
+        float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_a);
+        for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = normed(o, c.wa, r, i, c.kind_a);
+    }
+    if (c.residual) // k_axpy
+        for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] = __fmaf_rn(o[i], c.s, x[i]);
+    if (!c.norm_b) return;
+    float s = 0; // k_norm / k_norm_quant on x (block_sum's barriers make the writes above visible)
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
+    float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_b);
+    float *xn = c.xn + (size_t)blockIdx.x * n;
+    int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    if (c.quant < 0) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) xn[i] = normed(x, c.wb, r, i, c.kind_b);
+    } else if (c.quant == 0) {
+        uint8_t *yr = c.xq + (size_t)blockIdx.x * (n / QK) * Q8_0_B;
+        for (int b = wp; b < n / QK; b += nw) {
+            float v = normed(x, c.wb, r, QK * b + lane, c.kind_b);
+            xn[QK * b + lane] = v;
+            warp_q8_0(v, lane, yr + (size_t)b * Q8_0_B);
+        }
+    } else {
+        uint8_t *yr = c.xq + (size_t)blockIdx.x * (n / QK_K) * Q8_K_B;
+        for (int b = wp; b < n / QK_K; b += nw) {
+            float v[8];
+            for (int k = 0; k < 8; k++) {
+                int i = QK_K * b + 8 * lane + k;
+                xn[i] = v[k] = normed(x, c.wb, r, i, c.kind_b);
+            }
+            warp_q8_K(v, lane, yr + (size_t)b * Q8_K_B);
+        }
+    }
+}
+
+extern "C" HIDDEN int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows, int wtype) {
+    cuda_chain k = *c;
+    k.quant = -1;
+    if (rows <= 0 || ((c->norm_a || c->residual) && !c->o) || ((c->residual || c->norm_b) && !c->x) || (c->norm_b && !c->xn)) return -1;
+    if (c->kind_a > 1 || c->kind_b > 1) return -1;
+    if (c->xq) {
+        if (!c->norm_b || is_float(wtype) || !cuda_act_row_size(wtype, c->n)) return -1;
+        k.quant = is_k(wtype);
+    }
+    k_chain<<<rows, 256, 0, d->stream>>>(k);
+    return launched("norm chain");
+}
+
+// One block of 256 per (row, head) of q, k and v: the head's norm, its RoPE,
+// the f16 rounding, written back and (k, v) into the row's cache.
+static __global__ void k_qkv(cuda_qkv c, const int *pos) {
+    __shared__ float sh[32], buf[512];
+    const int t = blockIdx.x, j = blockIdx.y, hd = c.hd;
+    const int kind = j < c.H ? 0 : j < c.H + c.KV ? 1 : 2, h = kind == 0 ? j : kind == 1 ? j - c.H : j - c.H - c.KV;
+    float *base = kind == 0 ? c.q : kind == 1 ? c.k : c.v;
+    int heads = kind == 0 ? c.H : c.KV;
+    float *p = base + ((size_t)t * heads + h) * hd;
+    const float *w = kind == 0 ? c.q_norm : kind == 1 ? c.k_norm : NULL;
+    if (kind == 0 ? c.q_norm != NULL : kind == 1 ? c.k_norm != NULL : c.v_norm) { // k_norm over the head
+        float s = 0;
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) s += p[i] * p[i];
+        float r = 1.0f / sqrtf(block_sum(s, sh) / (float)hd + c.eps);
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = normed(p, w, r, i, kind == 2 ? 0 : c.kind);
+    } else {
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = p[i];
+    }
+    __syncthreads();
+    if (kind < 2 && c.inv_freq) { // k_rope
+        for (int q = threadIdx.x; q < c.n_pairs; q += blockDim.x) {
+            float ang = (float)pos[t] * c.inv_freq[q];
+            float cs = cosf(ang) * c.mscale, sn = sinf(ang) * c.mscale;
+            int a = q * c.pair_stride;
+            rot(buf + a, buf + a + c.pair_offset, cs, sn);
+        }
+        __syncthreads();
+    }
+    float *cache = kind == 0 || !c.k_cache ? NULL : (kind == 1 ? c.k_cache : c.v_cache)[t] + ((size_t)pos[t] * c.KV + h) * hd;
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float v = c.round ? f16_round(buf[i]) : buf[i];
+        p[i] = v;
+        if (cache) cache[i] = v;
+    }
+}
+
+extern "C" HIDDEN int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const int *pos) {
+    if (T <= 0) return 0;
+    if (c->hd > 512 || c->kind > 1 || (c->inv_freq && (c->n_pairs < 1 || (c->n_pairs - 1) * c->pair_stride + c->pair_offset >= c->hd))) return -1;
+    int heads = c->H + (c->k ? 2 * c->KV : 0);
+    k_qkv<<<dim3(T, heads), 256, 0, d->stream>>>(*c, pos);
+    return launched("q, k, v");
 }

@@ -54,6 +54,13 @@ int cuda_quantize(cuda_dev *d, int wtype, const float *d_x, int T, int n, void *
 // its stored type wtype (the mapped bytes, uploaded), the activations as
 // cuda_quantize made them.
 int cuda_matmul(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, const void *d_xq, int T, float *d_y);
+// Up to 4 products of the same activations in one launch (their types take
+// the same activation format); glu_act >= 0 (tensor.h's act kinds): two
+// products of the same rows, gate and up, and y of the first gets
+// act(gate) * up (cuda_act's floats; ggml: its numerics), the second's y
+// untouched.
+typedef struct { int type; const void *w; int rows; float *y; } cuda_mat;
+int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *d_xq, int T, int glu_act, int ggml);
 
 // The layer operations' kernels (the CUDA backend, backend_cuda.c, calls
 // them; every pointer is device memory except where named host_). Each
@@ -80,6 +87,32 @@ int cuda_mul(cuda_dev *d, float *x, size_t xs, const float *y, size_t ys, int ro
 int cuda_softcap(cuda_dev *d, float *x, size_t n, float cap);
 int cuda_copy2d(cuda_dev *d, float *dst, size_t dst_stride, const float *src, size_t src_stride, int rows, int n);
 int cuda_zero(cuda_dev *d, void *p, size_t bytes);
+// A chain of row operations in one kernel, rows of n: [o = norm_a(o)]
+// [x += o * s] [xn = norm_b(x) [quantized into xq for weights of type
+// wtype]] (norm kinds 0 and 1 of cuda_norm): the floats and bytes of
+// cuda_norm, cuda_axpy, cuda_norm / cuda_norm_quant one after the other.
+typedef struct {
+    float *o, *x, *xn;
+    const float *wa, *wb;
+    int norm_a, residual, norm_b, kind_a, kind_b, n, quant;
+    float eps_a, eps_b, s;
+    unsigned char *xq; // NULL: no quantization
+} cuda_chain;
+int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows, int wtype);
+// q (T rows of H heads), k and v (T rows of KV heads; k NULL: q only) of hd
+// each, in place: each head's RMS norm (q_norm / k_norm weights, NULL: none;
+// v_norm: v's without weight), RoPE at pos (inv_freq NULL: none), rounding
+// to f16 (round), and k and v rows into k_cache[t] / v_cache[t] (device
+// arrays of T cache pointers; NULL: none) at pos[t]. The floats of cuda_norm,
+// cuda_rope, cuda_round_f16 and cuda_kv_store in turn. hd <= 512.
+typedef struct {
+    float *q, *k, *v;
+    int H, KV, hd, kind, v_norm, round, n_pairs, pair_offset, pair_stride;
+    const float *q_norm, *k_norm, *inv_freq;
+    float eps, mscale;
+    float *const *k_cache, *const *v_cache;
+} cuda_qkv;
+int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const int *pos);
 // row t of src (n floats) to cache[t] + pos[t] * n (cache and pos device arrays)
 int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n);
 // CUDA graphs of the stream's work: capture, instantiate, launch, free

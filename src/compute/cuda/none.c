@@ -19,6 +19,12 @@ int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const
     (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)xq, (void)T, (void)y;
     return -1;
 }
+int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *xq, int T, int glu_act, int ggml) {
+    (void)d, (void)n, (void)m, (void)cols, (void)xq, (void)T, (void)glu_act, (void)ggml;
+    return -1;
+}
+int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows, int wtype) { (void)d, (void)c, (void)rows, (void)wtype; return -1; }
+int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const int *pos) { (void)d, (void)c, (void)T, (void)pos; return -1; }
 
 // (the layer operations' launchers: never reached without a device)
 int cuda_bias(cuda_dev *d, float *y, const float *b, int T, int n) { (void)d, (void)y, (void)b, (void)T, (void)n; return -1; }
