@@ -37,7 +37,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 
 if [ "${PARITY:-1}" = 1 ]; then
     log "parity: kernels"
-    ./build/tests/test_cuda 2>&1 | tail -3 | tee -a "$OUT/gpu.txt"
+    ./build/tests/test_cuda >"$OUT/test_cuda.txt" 2>&1
+    grep -v "^ok\|^  ok" "$OUT/test_cuda.txt" | tail -15 | tee -a "$OUT/gpu.txt"
     log "parity: fixture families on the cuda backend"
     for f in device-carry/fixtures/hf/*/ tests/data/fixtures/*/; do
         [ -f "$f/reference.json" ] || continue

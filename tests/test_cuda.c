@@ -19,6 +19,24 @@ static float frand(void) {
     return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
+// CPU activation rows (q8_0 or q8_K blocks) in the GPU's layout: each
+// field in an array of its own, the row padded to xr bytes (cuda.h)
+static void split_rows(const unsigned char *cpu, size_t cr, unsigned char *gpu, size_t xr, int T, int k, int nb) {
+    memset(gpu, 0, xr * T);
+    for (int t = 0; t < T; t++) {
+        const unsigned char *c = cpu + cr * t;
+        unsigned char *g = gpu + xr * t;
+        for (int b = 0; b < nb; b++) {
+            if (!k) {
+                memcpy(g + 32 * b, c + 34 * b + 2, 32), memcpy(g + 32 * nb + 2 * b, c + 34 * b, 2);
+            } else {
+                memcpy(g + 256 * b, c + 292 * b + 4, 256), memcpy(g + 256 * nb + 4 * b, c + 292 * b, 4);
+                memcpy(g + 260 * nb + 32 * b, c + 292 * b + 260, 32);
+            }
+        }
+    }
+}
+
 static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
     const dtype_traits *tr = dtype_get(wt);
     const vecdot_kernel *ref = vecdot_get_ref(wt);
@@ -38,21 +56,29 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
         if (ref->quant) ref->quant(x + (size_t)t * cols, xc + cr * t, cols);
         else memcpy(xc + cr * t, x + (size_t)t * cols, cr);
     }
-    void *dw = cuda_alloc(d, rs * rows), *dx = cuda_alloc(d, sizeof(float) * (size_t)T * cols), *dq = cuda_alloc(d, xr * T);
+    void *dw = cuda_weight_upload(d, wt, w, rows, cols), *dx = cuda_alloc(d, sizeof(float) * (size_t)T * cols), *dq = cuda_alloc(d, xr * T);
     float *dy = cuda_alloc(d, sizeof(float) * (size_t)T * rows);
     CHECK(dw && dx && dq && dy, "%s: cuda_alloc: %s", tr->name, cuda_status());
     if (dw && dx && dq && dy) {
-        int ok = !cuda_upload(d, dw, w, rs * rows) && !cuda_upload(d, dx, x, sizeof(float) * (size_t)T * cols) &&
+        int ok = !cuda_upload(d, dx, x, sizeof(float) * (size_t)T * cols) &&
                  !cuda_quantize(d, wt, dx, T, cols, dq) && !cuda_matmul(d, wt, dw, rows, cols, dq, T, dy) &&
                  !cuda_download(d, xg, dq, xr * T) && !cuda_download(d, y, dy, sizeof(float) * (size_t)T * rows);
         CHECK(ok, "%s: GPU calls failed: %s", tr->name, cuda_status());
         if (ok) {
-            CHECK(xr == cr && !memcmp(xg, xc, cr * T), "%s %d cols: GPU activations differ from the CPU quantizer's", tr->name, cols);
-            for (size_t i = 0; i < cr * T; i++)
-                if (xg[i] != xc[i]) { // the first difference, to say where
-                    printf("  first difference at byte %zu (row %zu, byte %zu of it): GPU %02x, CPU %02x\n", i, i / cr, i % cr, xg[i], xc[i]);
-                    break;
-                }
+            unsigned char *want = xc;
+            size_t row = cr, used = cr; // (a GPU row's padding is not compared)
+            if (ref->quant) { // the CPU's bytes in the GPU's layout
+                int k = cols % 256 == 0 && cr == (size_t)cols / 256 * 292;
+                want = malloc(xr * T), row = xr;
+                split_rows(xc, cr, want, xr, T, k, k ? cols / 256 : cols / 32);
+            }
+            size_t bad = (size_t)-1;
+            for (int t = 0; t < T && bad == (size_t)-1; t++)
+                for (size_t i = 0; i < used; i++)
+                    if (xg[row * t + i] != want[row * t + i]) { bad = row * t + i; break; }
+            CHECK(bad == (size_t)-1, "%s %d cols: GPU activations differ from the CPU quantizer's (byte %zu: GPU %02x, CPU %02x)", tr->name, cols,
+                  bad, bad == (size_t)-1 ? 0 : xg[bad], bad == (size_t)-1 ? 0 : want[bad]);
+            if (want != xc) free(want);
             double e = 0, s = 0;
             for (int t = 0; t < T; t++)
                 for (int r = 0; r < rows; r++) {
@@ -95,22 +121,6 @@ static void check_ops(cuda_dev *d) {
         int ok = !cuda_norm(d, dy, dx, dw, kind == 2 ? db : NULL, R, N, kind == 2 ? 1e-5f : 1e-6f, kind) && !cuda_download(d, got, dy, sizeof got);
         CHECK(ok && max_rel(got, want, A) <= 1e-5, "norm kind %d: %s, error %.3g", kind, cuda_status(), ok ? max_rel(got, want, A) : -1.0);
     }
-    // the norm with the quantization of its output, in one kernel: the bytes of the two apart
-    for (int kind = 0; kind < 2; kind++)
-        for (int wt = 0; wt < 2; wt++) {
-            int wtype = wt ? DT_Q4_K : DT_Q8_0, n = wt ? 512 : N; // (q8_K rows: multiples of 256)
-            size_t xr = cuda_act_row_size(wtype, n);
-            unsigned char *q1 = malloc(xr * R), *q2 = malloc(xr * R);
-            void *dq1 = cuda_alloc(d, xr * R), *dq2 = cuda_alloc(d, xr * R);
-            float *dy2 = cuda_alloc(d, sizeof(float) * A);
-            int ok = q1 && q2 && dq1 && dq2 && dy2 && !cuda_norm(d, dy, dx, dw, NULL, R, n, 1e-6f, kind) &&
-                     !cuda_quantize(d, wtype, dy, R, n, dq1) && !cuda_norm_quant(d, dy2, dx, dw, R, n, 1e-6f, kind, wtype, dq2) &&
-                     !cuda_download(d, want, dy, sizeof(float) * R * n) && !cuda_download(d, got, dy2, sizeof(float) * R * n) &&
-                     !cuda_download(d, q1, dq1, xr * R) && !cuda_download(d, q2, dq2, xr * R);
-            CHECK(ok && !memcmp(want, got, sizeof(float) * R * n) && !memcmp(q1, q2, xr * R), "norm + quantize (kind %d, %s): %s",
-                  kind, wt ? "q8_K" : "q8_0", ok ? "differs from norm, then quantize" : cuda_status());
-            free(q1), free(q2), cuda_free(d, dq1), cuda_free(d, dq2), cuda_free(d, dy2);
-        }
     // RoPE: 4 heads of 64 at three positions, both pair layouts
     for (int layout = 0; layout < 2; layout++) {
         float inv[32];
@@ -205,10 +215,10 @@ static int same_floats(cuda_dev *d, const float *a, const float *b, size_t n) {
 // of one input in one launch, gate and up with their activation, the chain
 // of row operations, and q/k/v's norms, RoPE, rounding and cache rows.
 static void check_fused(cuda_dev *d) {
-    enum { T = 3, E = 512, F = 768 };
-    static float x[T * E], o[T * E], w[E], w2[E];
-    for (int i = 0; i < T * E; i++) x[i] = frand() * (i % 41 == 0 ? 6.0f : 1.0f), o[i] = frand();
-    for (int i = 0; i < E; i++) w[i] = frand(), w2[i] = frand();
+    enum { T = 3, E = 512, F = 768, EMAX = 6400 };
+    static float x[T * EMAX], o[T * EMAX], w[EMAX], w2[EMAX];
+    for (int i = 0; i < T * EMAX; i++) x[i] = frand() * (i % 41 == 0 ? 6.0f : 1.0f), o[i] = frand();
+    for (int i = 0; i < EMAX; i++) w[i] = frand(), w2[i] = frand();
     // products: a q8_0-format trio of types, and a k-quant pair with its activation
     int trio[3] = {DT_Q5_0, DT_Q8_0, DT_Q4_0}, pair[2] = {DT_Q4_K, DT_Q6_K};
     for (int set = 0; set < 2; set++) {
@@ -226,9 +236,9 @@ static void check_fused(cuda_dev *d) {
                 for (int k = 0; k < E; k++) f[k] = frand();
                 dtype_get(ty[i])->from_float(f, hw + rs * r, E);
             }
-            dw[i] = cuda_alloc(d, rs * rows[i]), dy[i] = cuda_alloc(d, sizeof(float) * T * rows[i]), dz[i] = cuda_alloc(d, sizeof(float) * T * rows[i]);
-            ok = hw && dw[i] && dy[i] && dz[i] && !cuda_upload(d, dw[i], hw, rs * rows[i]) &&
-                 !cuda_matmul(d, ty[i], dw[i], rows[i], E, dq, T, dy[i]);
+            dw[i] = hw ? cuda_weight_upload(d, ty[i], hw, rows[i], E) : NULL;
+            dy[i] = cuda_alloc(d, sizeof(float) * T * rows[i]), dz[i] = cuda_alloc(d, sizeof(float) * T * rows[i]);
+            ok = hw && dw[i] && dy[i] && dz[i] && !cuda_matmul(d, ty[i], dw[i], rows[i], E, dq, T, dy[i]);
             m[i] = (cuda_mat){ty[i], dw[i], rows[i], dz[i]};
             free(hw);
         }
@@ -246,8 +256,9 @@ static void check_fused(cuda_dev *d) {
         cuda_free(d, dx), cuda_free(d, dq), free(f);
     }
     // the chain: o = norm(o); x += o * s; xn = norm(x) [quantized], against the kernels one by one
-    for (int variant = 0; variant < 4; variant++) {
-        int wtype = variant == 2 ? DT_Q8_0 : DT_Q4_K, quant = variant >= 2, kind = variant & 1;
+    for (int variant = 0; variant < 8; variant++) {
+        int E = variant < 4 ? 512 : 6400; // (in registers, and the long rows' kernel)
+        int wtype = variant % 4 == 2 ? DT_Q8_0 : DT_Q4_K, quant = variant % 4 >= 2, kind = variant & 1;
         size_t xr = cuda_act_row_size(wtype, E);
         float *o1 = dev_copy(d, o, T * E), *x1 = dev_copy(d, x, T * E), *o2 = dev_copy(d, o, T * E), *x2 = dev_copy(d, x, T * E);
         float *n1 = cuda_alloc(d, sizeof(float) * T * E), *n2 = cuda_alloc(d, sizeof(float) * T * E), *dw = dev_copy(d, w, E), *dw2 = dev_copy(d, w2, E);
@@ -255,13 +266,17 @@ static void check_fused(cuda_dev *d) {
         unsigned char *h1 = malloc(xr * T), *h2 = malloc(xr * T);
         int ok = o1 && x1 && o2 && x2 && n1 && n2 && dw && dw2 && q1 && q2 && h1 && h2 && !cuda_norm(d, o1, o1, dw, NULL, T, E, 1e-6f, kind) &&
                  !cuda_axpy(d, x1, o1, 0.75f, (size_t)T * E) &&
-                 !(quant ? cuda_norm_quant(d, n1, x1, dw2, T, E, 1e-6f, kind, wtype, q1) : cuda_norm(d, n1, x1, dw2, NULL, T, E, 1e-6f, kind));
+                 !cuda_norm(d, n1, x1, dw2, NULL, T, E, 1e-6f, kind) && !(quant && cuda_quantize(d, wtype, n1, T, E, q1));
         cuda_chain c = {.o = o2, .x = x2, .xn = n2, .wa = dw, .wb = dw2, .norm_a = 1, .residual = 1, .norm_b = 1, .kind_a = kind,
                         .kind_b = kind, .n = E, .eps_a = 1e-6f, .eps_b = 1e-6f, .s = 0.75f, .xq = quant ? q2 : NULL};
         ok = ok && !cuda_chain_run(d, &c, T, wtype) && same_floats(d, o1, o2, T * E) && same_floats(d, x1, x2, T * E) &&
              same_floats(d, n1, n2, T * E);
-        if (ok && quant) ok = !cuda_download(d, h1, q1, xr * T) && !cuda_download(d, h2, q2, xr * T) && !memcmp(h1, h2, xr * T);
-        CHECK(ok, "norm, residual, norm%s (kind %d) in one kernel: differs from the kernels one by one", quant ? ", quantize" : "", kind);
+        if (ok && quant) { // (the rows' padding not compared)
+            ok = !cuda_download(d, h1, q1, xr * T) && !cuda_download(d, h2, q2, xr * T);
+            size_t used = wtype == DT_Q8_0 ? (size_t)E / 32 * 34 : (size_t)E / 256 * 292;
+            for (int t = 0; t < T && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
+        }
+        CHECK(ok, "norm, residual, norm%s (kind %d, %d) in one kernel: differs from the kernels one by one", quant ? ", quantize" : "", kind, E);
         cuda_free(d, o1), cuda_free(d, x1), cuda_free(d, o2), cuda_free(d, x2), cuda_free(d, n1), cuda_free(d, n2);
         cuda_free(d, dw), cuda_free(d, dw2), cuda_free(d, q1), cuda_free(d, q2), free(h1), free(h2);
     }
@@ -322,6 +337,9 @@ int main(void) {
     for (int k = 0; k < 6; k++) check_type(d, q32[k], 37, 96, 3), check_type(d, q32[k], 100, 2048, 8), check_type(d, q32[k], 9, 640, 1);
     for (int k = 0; k < 5; k++) check_type(d, kq[k], 37, 256, 3), check_type(d, kq[k], 100, 2560, 8), check_type(d, kq[k], 9, 2304, 1);
     for (int k = 0; k < 3; k++) check_type(d, fl[k], 37, 100, 3), check_type(d, fl[k], 100, 2048, 8), check_type(d, fl[k], 9, 2304, 1);
+    // many rows: the products' other thread counts a row (32, 8)
+    int wide[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q2_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16, DT_F32};
+    for (int k = 0; k < 11; k++) check_type(d, wide[k], 2100, 512, 2), check_type(d, wide[k], 8200, 256, 1);
     check_ops(d);
     check_fused(d);
     cuda_close(d);

@@ -119,8 +119,9 @@ static int map_grow(cuda_state *s) {
     return 0;
 }
 
-// The device copy of `bytes` at host address p (uploaded on first use).
-static void *dev_of(backend *b, const void *p, size_t bytes) {
+// The device copy of host memory p: found by its address, else made by
+// `up` (the first use; never inside a captured graph).
+static void *dev_find(backend *b, const void *p, void *(*up)(cuda_dev *, const void *, size_t, int, int), size_t bytes, int type, int cols) {
     cuda_state *s = state(b);
     if (!s || !p) return NULL;
     if (2 * (s->n + 1) > s->cap && map_grow(s)) return NULL;
@@ -130,15 +131,30 @@ static void *dev_of(backend *b, const void *p, size_t bytes) {
         h = (h + 1) & (s->cap - 1);
     }
     if (s->capturing) return NULL; // (no uploads inside a capture: the pass fails, plainly)
-    void *dv = cuda_alloc(s->d, bytes);
+    void *dv = up(s->d, p, bytes, type, cols);
     if (!dv) return NULL;
-    if (cuda_upload(s->d, dv, p, bytes)) {
-        cuda_free(s->d, dv);
-        return NULL;
-    }
     s->map[h] = (dev_entry){p, dv};
     s->n++;
     return dv;
+}
+
+static void *up_bytes(cuda_dev *d, const void *p, size_t bytes, int type, int cols) {
+    (void)type, (void)cols;
+    void *dv = cuda_alloc(d, bytes);
+    if (dv && cuda_upload(d, dv, p, bytes)) cuda_free(d, dv), dv = NULL;
+    return dv;
+}
+
+static void *up_weight(cuda_dev *d, const void *p, size_t rows, int type, int cols) {
+    return cuda_weight_upload(d, type, p, (int)rows, cols);
+}
+
+// `bytes` at host address p in device memory (uploaded on first use)
+static void *dev_of(backend *b, const void *p, size_t bytes) { return dev_find(b, p, up_bytes, bytes, 0, 0); }
+
+// a matrix of n_out rows of n_in for the products (cuda_weight_upload's layout)
+static const void *dev_weight(backend *b, const tensor *W, int n_in, int n_out) {
+    return dev_find(b, W->data, up_weight, (size_t)n_out, W->type, n_in);
 }
 
 // a device buffer of at least `bytes`, grown as needed
@@ -184,7 +200,7 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         const void *dw = dev_of(b, W->data, bytes);
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
     } else {
-        const void *dw = dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out);
+        const void *dw = dev_weight(b, W, n_in, n_out);
         const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;
         if (!xq || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) { fail_op(b); return; }
     }
@@ -211,7 +227,7 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
     cuda_mat m[4];
     for (int i = 0; i < n; i++) {
         const tensor *W = w[i]->w;
-        m[i] = (cuda_mat){W->type, dev_of(b, W->data, dtype_row_size(W->type, n_in) * (size_t)n_out[i]), n_out[i], y[i]};
+        m[i] = (cuda_mat){W->type, dev_weight(b, W, n_in, n_out[i]), n_out[i], y[i]};
         if (!m[i].w) { fail_op(b); return; }
     }
     const void *xq = act_in(s, w[0]->w->type, x, T, n_in);

@@ -137,8 +137,8 @@ enum { Q2_K_B = 84, Q3_K_B = 110, Q4_K_B = 144, Q5_K_B = 176, Q6_K_B = 210, Q8_K
 
 static __device__ __forceinline__ float ld_h(const uint8_t *p) { return __half2float(__ushort_as_half((unsigned short)(p[0] | p[1] << 8))); }
 static __device__ __forceinline__ float ld_f(const uint8_t *p) { return __uint_as_float((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24); }
-static __device__ __forceinline__ int ld_i16(const uint8_t *p) { return (int16_t)(uint16_t)(p[0] | p[1] << 8); }
 static __device__ __forceinline__ uint32_t ld_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static __device__ __forceinline__ float ld_h2(const uint8_t *p) { return __half2float(*(const __half *)p); } // 2-aligned
 
 static __device__ __forceinline__ float e8m0_half(uint8_t e) {
     uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
@@ -147,649 +147,81 @@ static __device__ __forceinline__ float e8m0_half(uint8_t e) {
 
 __constant__ int8_t c_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-static __device__ __forceinline__ void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4;
-        *m = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
-    }
-}
-
-// ---------------------------------------------------------------------------
-// one block's contribution, as the CPU oracle computes it (vecdot_ref.c)
-
-template <int T> struct blk;
-
-template <> struct blk<DT_Q8_0> {
-    enum { B = Q8_0_B, XB = Q8_0_B, N = QK };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        int s = 0;
-        for (int j = 0; j < QK; j++) s += (int8_t)w[2 + j] * (int8_t)x[2 + j];
-        return s * (ld_h(w) * ld_h(x));
-    }
-};
-template <> struct blk<DT_Q4_0> {
-    enum { B = Q4_0_B, XB = Q8_0_B, N = QK };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        int s = 0;
-        for (int j = 0; j < 16; j++) s += ((w[2 + j] & 15) - 8) * (int8_t)x[2 + j] + ((w[2 + j] >> 4) - 8) * (int8_t)x[2 + j + 16];
-        return s * (ld_h(w) * ld_h(x));
-    }
-};
-template <> struct blk<DT_Q4_1> {
-    enum { B = Q4_1_B, XB = Q8_0_B, N = QK };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        int s = 0, sy = 0;
-        for (int j = 0; j < 16; j++) {
-            s += (w[4 + j] & 15) * (int8_t)x[2 + j] + (w[4 + j] >> 4) * (int8_t)x[2 + j + 16];
-            sy += (int8_t)x[2 + j] + (int8_t)x[2 + j + 16];
-        }
-        float dx = ld_h(x);
-        return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
-    }
-};
-template <> struct blk<DT_Q5_0> {
-    enum { B = Q5_0_B, XB = Q8_0_B, N = QK };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        uint32_t qh = ld_u32(w + 2);
-        int s = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (w[6 + j] & 15) | ((qh >> j) & 1) << 4, hi = (w[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
-            s += (lo - 16) * (int8_t)x[2 + j] + (hi - 16) * (int8_t)x[2 + j + 16];
-        }
-        return s * (ld_h(w) * ld_h(x));
-    }
-};
-template <> struct blk<DT_Q5_1> {
-    enum { B = Q5_1_B, XB = Q8_0_B, N = QK };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        uint32_t qh = ld_u32(w + 4);
-        int s = 0, sy = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (w[8 + j] & 15) | ((qh >> j) & 1) << 4, hi = (w[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
-            s += lo * (int8_t)x[2 + j] + hi * (int8_t)x[2 + j + 16];
-            sy += (int8_t)x[2 + j] + (int8_t)x[2 + j + 16];
-        }
-        float dx = ld_h(x);
-        return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
-    }
-};
-template <> struct blk<DT_MXFP4> {
-    enum { B = MXFP4_B, XB = Q8_0_B, N = QK };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        int s = 0;
-        for (int j = 0; j < 16; j++) s += c_mxfp4[w[1 + j] & 15] * (int8_t)x[2 + j] + c_mxfp4[w[1 + j] >> 4] * (int8_t)x[2 + j + 16];
-        return s * (e8m0_half(w[0]) * ld_h(x));
-    }
-};
-
-// q8_K activation block: d (f32) at 0, qs at 4, bsums (int16 x 16) at 260
-template <> struct blk<DT_Q2_K> {
-    enum { B = Q2_K_B, XB = Q8_K_B, N = QK_K };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        const uint8_t *sc = w, *qs = w + 16;
-        float dy = ld_f(x);
-        int sumi = 0, summ = 0;
-        for (int g = 0; g < 16; g++) summ += (sc[g] >> 4) * ld_i16(x + 260 + 2 * g);
-        for (int h = 0; h < 2; h++)
-            for (int sh = 0; sh < 4; sh++)
-                for (int k = 0; k < 2; k++) {
-                    const uint8_t *q = qs + 32 * h + 16 * k;
-                    const int8_t *y = (const int8_t *)x + 4 + 128 * h + 32 * sh + 16 * k;
-                    int si = 0;
-                    for (int l = 0; l < 16; l++) si += ((q[l] >> 2 * sh) & 3) * y[l];
-                    sumi += (sc[8 * h + 2 * sh + k] & 15) * si;
-                }
-        return dy * ld_h(w + 80) * sumi - dy * ld_h(w + 82) * summ;
-    }
-};
-template <> struct blk<DT_Q3_K> {
-    enum { B = Q3_K_B, XB = Q8_K_B, N = QK_K };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        const uint8_t *hmask = w, *qs = w + 32, *p = w + 96;
-        int sc[16], sumi = 0;
-        for (int g = 0; g < 16; g++) {
-            int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4;
-            int hi = (p[8 + g % 4] >> (2 * (g / 4))) & 3;
-            sc[g] = (lo | hi << 4) - 32;
-        }
-        for (int h = 0; h < 2; h++)
-            for (int sh = 0; sh < 4; sh++)
-                for (int k = 0; k < 2; k++) {
-                    const uint8_t *q = qs + 32 * h + 16 * k, *hm = hmask + 16 * k;
-                    const int8_t *y = (const int8_t *)x + 4 + 128 * h + 32 * sh + 16 * k;
-                    int m = 1 << (4 * h + sh), si = 0;
-                    for (int l = 0; l < 16; l++) si += (((q[l] >> 2 * sh) & 3) - (hm[l] & m ? 0 : 4)) * y[l];
-                    sumi += sc[8 * h + 2 * sh + k] * si;
-                }
-        return ld_f(x) * ld_h(w + 108) * sumi;
-    }
-};
-template <> struct blk<DT_Q4_K> {
-    enum { B = Q4_K_B, XB = Q8_K_B, N = QK_K };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        const uint8_t *scales = w + 4, *qs = w + 16;
-        float dy = ld_f(x);
-        int sumi = 0, summ = 0;
-        for (int g = 0; g < 8; g++) {
-            int sc, m;
-            scale_min_k4(g, scales, &sc, &m);
-            summ += m * (ld_i16(x + 260 + 4 * g) + ld_i16(x + 260 + 4 * g + 2));
-            const uint8_t *q = qs + 32 * (g / 2);
-            const int8_t *y = (const int8_t *)x + 4 + 32 * g;
-            int si = 0;
-            for (int l = 0; l < 32; l++) si += ((g & 1) ? q[l] >> 4 : q[l] & 15) * y[l];
-            sumi += sc * si;
-        }
-        return dy * ld_h(w) * sumi - dy * ld_h(w + 2) * summ;
-    }
-};
-template <> struct blk<DT_Q5_K> {
-    enum { B = Q5_K_B, XB = Q8_K_B, N = QK_K };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + 48;
-        float dy = ld_f(x);
-        int sumi = 0, summ = 0;
-        for (int g = 0; g < 8; g++) {
-            int sc, m;
-            scale_min_k4(g, scales, &sc, &m);
-            summ += m * (ld_i16(x + 260 + 4 * g) + ld_i16(x + 260 + 4 * g + 2));
-            const uint8_t *q = qs + 32 * (g / 2);
-            const int8_t *y = (const int8_t *)x + 4 + 32 * g;
-            int si = 0;
-            for (int l = 0; l < 32; l++) si += (((g & 1) ? q[l] >> 4 : q[l] & 15) | ((qh[l] >> g) & 1) << 4) * y[l];
-            sumi += sc * si;
-        }
-        return dy * ld_h(w) * sumi - dy * ld_h(w + 2) * summ;
-    }
-};
-template <> struct blk<DT_Q6_K> {
-    enum { B = Q6_K_B, XB = Q8_K_B, N = QK_K };
-    static __device__ float dot(const uint8_t *w, const uint8_t *x) {
-        const uint8_t *qlb = w, *qhb = w + 128;
-        const int8_t *scales = (const int8_t *)(w + 192);
-        int sumi = 0;
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = qlb + 64 * h, *qh = qhb + 32 * h;
-            const int8_t *y = (const int8_t *)x + 4 + 128 * h;
-            int gs[8] = {0};
-            for (int l = 0; l < 32; l++) {
-                int q1 = ((ql[l] & 15) | ((qh[l] >> 0) & 3) << 4) - 32;
-                int q2 = ((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4) - 32;
-                int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                gs[0 + l / 16] += q1 * y[l];
-                gs[2 + l / 16] += q2 * y[l + 32];
-                gs[4 + l / 16] += q3 * y[l + 64];
-                gs[6 + l / 16] += q4 * y[l + 96];
-            }
-            for (int g = 0; g < 8; g++) sumi += scales[8 * h + g] * gs[g];
-        }
-        return ld_f(x) * ld_h(w + 208) * sumi;
-    }
-};
-
-// float weights against f32 activations: one element
-template <int T> struct elt;
-template <> struct elt<DT_F32> { enum { B = 4 }; static __device__ float get(const uint8_t *w) { return ld_f(w); } };
-template <> struct elt<DT_F16> { enum { B = 2 }; static __device__ float get(const uint8_t *w) { return ld_h(w); } };
-template <> struct elt<DT_BF16> { enum { B = 2 }; static __device__ float get(const uint8_t *w) { return __uint_as_float((uint32_t)(w[0] | w[1] << 8) << 16); } };
-
-static __device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-// k-quants: the 32 lanes share each super-block (lane l: elements 8l..8l+7),
-// each its part of the sub-block sums times their scales (and the mins); the
-// integer sums are added across the warp and lane 0 scales them and adds the
-// super-blocks in order, with the oracle's float operations, uncontracted.
-template <int T> struct kq;
-template <> struct kq<DT_Q2_K> {
-    enum { B = Q2_K_B };
-    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
-        int s = 0, e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32;
-        for (int k = 0; k < 8; k++) s += ((w[16 + 32 * h + (r % 32) + k] >> (2 * sh)) & 3) * (int8_t)x[4 + e0 + k];
-        *si = (w[g] & 15) * s;
-        *sm = l % 2 == 0 ? (w[g] >> 4) * ld_i16(x + 260 + 2 * g) : 0;
-    }
-    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) {
-        float dy = ld_f(x);
-        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w + 80)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 82)), (float)sm));
-    }
-};
-template <> struct kq<DT_Q3_K> {
-    enum { B = Q3_K_B };
-    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
-        const uint8_t *p = w + 96;
-        int e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32, rr = r % 32, s = 0, m = 1 << (4 * h + sh);
-        for (int k = 0; k < 8; k++) s += (((w[32 + 32 * h + rr + k] >> (2 * sh)) & 3) - (w[rr + k] & m ? 0 : 4)) * (int8_t)x[4 + e0 + k];
-        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4, hi = (p[8 + g % 4] >> (2 * (g / 4))) & 3;
-        *si = ((lo | hi << 4) - 32) * s;
-        *sm = 0;
-    }
-    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) { return __fmul_rn(__fmul_rn(ld_f(x), ld_h(w + 108)), (float)si); }
-};
-template <> struct kq<DT_Q4_K> {
-    enum { B = Q4_K_B };
-    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
-        int j = l / 4, o = 8 * (l % 4), sc, m, s = 0;
-        scale_min_k4(j, w + 4, &sc, &m);
-        const uint8_t *q = w + 16 + 32 * (j / 2) + o;
-        for (int k = 0; k < 8; k++) s += ((j & 1) ? q[k] >> 4 : q[k] & 15) * (int8_t)x[4 + 32 * j + o + k];
-        *si = sc * s;
-        *sm = l % 4 == 0 ? m * (ld_i16(x + 260 + 4 * j) + ld_i16(x + 262 + 4 * j)) : 0;
-    }
-    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) {
-        float dy = ld_f(x);
-        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 2)), (float)sm));
-    }
-};
-template <> struct kq<DT_Q5_K> {
-    enum { B = Q5_K_B };
-    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
-        int j = l / 4, o = 8 * (l % 4), sc, m, s = 0;
-        scale_min_k4(j, w + 4, &sc, &m);
-        const uint8_t *q = w + 48 + 32 * (j / 2) + o, *qh = w + 16 + o;
-        for (int k = 0; k < 8; k++) s += (((j & 1) ? q[k] >> 4 : q[k] & 15) | ((qh[k] >> j) & 1) << 4) * (int8_t)x[4 + 32 * j + o + k];
-        *si = sc * s;
-        *sm = l % 4 == 0 ? m * (ld_i16(x + 260 + 4 * j) + ld_i16(x + 262 + 4 * j)) : 0;
-    }
-    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) {
-        float dy = ld_f(x);
-        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 2)), (float)sm));
-    }
-};
-template <> struct kq<DT_Q6_K> {
-    enum { B = Q6_K_B };
-    static __device__ void part(const uint8_t *w, const uint8_t *x, int l, int *si, int *sm) {
-        int e0 = 8 * l, h = e0 / 128, r = e0 % 128, qq = r / 32, li = r % 32, s = 0;
-        const uint8_t *ql = w + 64 * h + li + 32 * (qq & 1), *qh = w + 128 + 32 * h + li;
-        for (int k = 0; k < 8; k++) {
-            int v = ((qq >= 2 ? ql[k] >> 4 : ql[k] & 15) | ((qh[k] >> (2 * qq)) & 3) << 4) - 32;
-            s += v * (int8_t)x[4 + e0 + k];
-        }
-        *si = (int8_t)w[192 + e0 / 16] * s;
-        *sm = 0;
-    }
-    static __device__ float scale(const uint8_t *w, const uint8_t *x, int si, int sm) { return __fmul_rn(__fmul_rn(ld_f(x), ld_h(w + 208)), (float)si); }
-};
-
-static __device__ __forceinline__ int warp_isum(int v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-// ---------------------------------------------------------------------------
-// The matrix-vector products of decode: a warp per output row, the row cut
-// into units of 8 to 32 weights that the lanes take in turn (wide loads,
-// __dp4a on the packed integers), each lane keeping its float sum, one warp
-// sum at the end. The integer sums and per-block scalings are the oracle's;
-// the order of the float additions is the lanes'. Types without a unit here
-// take the per-block paths above.
-
-static __device__ __forceinline__ int ld_i32(const uint8_t *p) { return *(const int *)p; }                // 4-aligned
-static __device__ __forceinline__ int ld_i32_2(const uint8_t *p) {                                       // 2-aligned
-    const uint16_t *h = (const uint16_t *)p;
-    return (int)((uint32_t)h[0] | (uint32_t)h[1] << 16);
-}
-static __device__ __forceinline__ float ld_h2(const uint8_t *p) { return __half2float(*(const __half *)p); } // 2-aligned
-
-template <int T> struct mv;
-
-// q4_K: unit (super-block b, part i of 8): 16 bytes of quants, the low
-// nibbles elements 16h..16h+15 of sub-block 2p, the high ones of 2p + 1
-// (p = i / 2, h = i % 2); q8_K activations
-template <> struct mv<DT_Q4_K> {
-    enum { U = 8 };
-    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
-        int p = i >> 1, h = i & 1;
-        int4 q = *(const int4 *)(w + 16 + 32 * p + 16 * h);
-        const uint8_t *x0 = x + 4 + 64 * p + 16 * h, *x1 = x0 + 32;
-        int qv[4] = {q.x, q.y, q.z, q.w}, s0 = 0, s1 = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            s0 = __dp4a(qv[k] & 0x0f0f0f0f, ld_i32(x0 + 4 * k), s0);
-            s1 = __dp4a((qv[k] >> 4) & 0x0f0f0f0f, ld_i32(x1 + 4 * k), s1);
-        }
-        int sc0, m0, sc1, m1;
-        scale_min_k4(2 * p, w + 4, &sc0, &m0);
-        scale_min_k4(2 * p + 1, w + 4, &sc1, &m1);
-        const int16_t *bs = (const int16_t *)(x + 260);
-        int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
-        float dy = *(const float *)x;
-        return dy * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
-    }
-};
-
-// q5_K: as q4_K, the fifth bits from qh (bit 2p and 2p + 1 of bytes 16h..)
-template <> struct mv<DT_Q5_K> {
-    enum { U = 8 };
-    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
-        int p = i >> 1, h = i & 1;
-        int4 q = *(const int4 *)(w + 48 + 32 * p + 16 * h), qh = *(const int4 *)(w + 16 + 16 * h);
-        const uint8_t *x0 = x + 4 + 64 * p + 16 * h, *x1 = x0 + 32;
-        int qv[4] = {q.x, q.y, q.z, q.w}, hv[4] = {qh.x, qh.y, qh.z, qh.w}, s0 = 0, s1 = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            int lo = (qv[k] & 0x0f0f0f0f) | (((hv[k] >> (2 * p)) & 0x01010101) << 4);
-            int hi = ((qv[k] >> 4) & 0x0f0f0f0f) | (((hv[k] >> (2 * p + 1)) & 0x01010101) << 4);
-            s0 = __dp4a(lo, ld_i32(x0 + 4 * k), s0);
-            s1 = __dp4a(hi, ld_i32(x1 + 4 * k), s1);
-        }
-        int sc0, m0, sc1, m1;
-        scale_min_k4(2 * p, w + 4, &sc0, &m0);
-        scale_min_k4(2 * p + 1, w + 4, &sc1, &m1);
-        const int16_t *bs = (const int16_t *)(x + 260);
-        int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
-        float dy = *(const float *)x;
-        return dy * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
-    }
-};
-
-// q6_K: unit (b, i of 8): half h = i / 4 of the super-block, its bytes
-// l0..l0+7 (l0 = 8 (i % 4)) of ql (both 32-byte rows) and qh: 32 weights,
-// four groups of 8 with their scales; blocks are 210 bytes (2-aligned)
-template <> struct mv<DT_Q6_K> {
-    enum { U = 8 };
-    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
-        int h = i >> 2, l0 = 8 * (i & 3);
-        const uint8_t *ql = w + 64 * h + l0, *qh = w + 128 + 32 * h + l0;
-        const int8_t *sc = (const int8_t *)(w + 192) + 8 * h + l0 / 16;
-        const uint8_t *xs = x + 4 + 128 * h + l0;
-        int sumi = 0;
-#pragma unroll
-        for (int k = 0; k < 2; k++) {
-            int a = ld_i32_2(ql + 4 * k), b = ld_i32_2(ql + 32 + 4 * k), c = ld_i32_2(qh + 4 * k);
-            int q1 = __vsubss4((a & 0x0f0f0f0f) | ((c & 0x03030303) << 4), 0x20202020);
-            int q2 = __vsubss4((b & 0x0f0f0f0f) | (((c >> 2) & 0x03030303) << 4), 0x20202020);
-            int q3 = __vsubss4(((a >> 4) & 0x0f0f0f0f) | (((c >> 4) & 0x03030303) << 4), 0x20202020);
-            int q4 = __vsubss4(((b >> 4) & 0x0f0f0f0f) | (((c >> 6) & 0x03030303) << 4), 0x20202020);
-            sumi += sc[0] * __dp4a(q1, ld_i32(xs + 4 * k), 0) + sc[2] * __dp4a(q2, ld_i32(xs + 32 + 4 * k), 0) +
-                    sc[4] * __dp4a(q3, ld_i32(xs + 64 + 4 * k), 0) + sc[6] * __dp4a(q4, ld_i32(xs + 96 + 4 * k), 0);
-        }
-        return *(const float *)x * ld_h2(w + 208) * (float)sumi;
-    }
-};
-
-// q8_0: unit (block b, quarter i): 8 weights; q8_0 activations (34-byte
-// blocks, 2-aligned)
-template <> struct mv<DT_Q8_0> {
-    enum { U = 4 };
-    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
-        const uint8_t *q = w + 2 + 8 * i, *y = x + 2 + 8 * i;
-        int s = __dp4a(ld_i32_2(q), ld_i32_2(y), 0);
-        s = __dp4a(ld_i32_2(q + 4), ld_i32_2(y + 4), s);
-        return (float)s * (ld_h2(w) * ld_h2(x));
-    }
-};
-
-// q4_0: unit (b, i of 4): quant bytes 4i..4i+3, elements 4i.. (low nibbles)
-// and 16 + 4i.. (high)
-template <> struct mv<DT_Q4_0> {
-    enum { U = 4 };
-    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
-        int q = ld_i32_2(w + 2 + 4 * i);
-        int lo = __vsubss4(q & 0x0f0f0f0f, 0x08080808), hi = __vsubss4((q >> 4) & 0x0f0f0f0f, 0x08080808);
-        int s = __dp4a(lo, ld_i32_2(x + 2 + 4 * i), 0);
-        s = __dp4a(hi, ld_i32_2(x + 18 + 4 * i), s);
-        return (float)s * (ld_h2(w) * ld_h2(x));
-    }
-};
-
-// q5_0: as q4_0 with the fifth bits (qh bits 4i.. and 4i + 16..)
-template <> struct mv<DT_Q5_0> {
-    enum { U = 4 };
-    static __device__ float unit(const uint8_t *w, const uint8_t *x, int i) {
-        uint32_t qh = (uint32_t)ld_i32_2(w + 2);
-        int q = ld_i32_2(w + 6 + 4 * i);
-        uint32_t bl = qh >> (4 * i), bh = qh >> (4 * i + 16);
-        int hl = (int)(((bl & 1) | (bl & 2) << 7 | (bl & 4) << 14 | (bl & 8) << 21) << 4);
-        int hh = (int)(((bh & 1) | (bh & 2) << 7 | (bh & 4) << 14 | (bh & 8) << 21) << 4);
-        int lo = __vsubss4((q & 0x0f0f0f0f) | hl, 0x10101010), hi = __vsubss4(((q >> 4) & 0x0f0f0f0f) | hh, 0x10101010);
-        int s = __dp4a(lo, ld_i32_2(x + 2 + 4 * i), 0);
-        s = __dp4a(hi, ld_i32_2(x + 18 + 4 * i), s);
-        return (float)s * (ld_h2(w) * ld_h2(x));
-    }
-};
-
-// the block's bytes and its units, for the row loop
-template <int T> struct mvb;
-template <> struct mvb<DT_Q4_K> { enum { B = Q4_K_B, XB = Q8_K_B, N = QK_K }; };
-template <> struct mvb<DT_Q5_K> { enum { B = Q5_K_B, XB = Q8_K_B, N = QK_K }; };
-template <> struct mvb<DT_Q6_K> { enum { B = Q6_K_B, XB = Q8_K_B, N = QK_K }; };
-template <> struct mvb<DT_Q8_0> { enum { B = Q8_0_B, XB = Q8_0_B, N = QK }; };
-template <> struct mvb<DT_Q4_0> { enum { B = Q4_0_B, XB = Q8_0_B, N = QK }; };
-template <> struct mvb<DT_Q5_0> { enum { B = Q5_0_B, XB = Q8_0_B, N = QK }; };
-
-// lane's part of one row against one token's activations
-template <int T>
-static __device__ __forceinline__ float mv_row(const uint8_t *wr, const uint8_t *xt, int cols, int lane) {
-    const int nu = cols / mvb<T>::N * mv<T>::U;
-    float acc = 0.0f;
-#pragma unroll 2
-    for (int u = lane; u < nu; u += 32) {
-        int b = u / mv<T>::U, i = u % mv<T>::U;
-        acc += mv<T>::unit(wr + (size_t)b * mvb<T>::B, xt + (size_t)b * mvb<T>::XB, i);
-    }
-    return acc;
-}
-
-// float weights against f32 activations, 8 (4 for f32) elements a unit
-static __device__ __forceinline__ float mv_row_f32(const uint8_t *wr, const float *xt, int cols, int lane) {
-    float acc = 0.0f;
-    for (int u = lane; u < cols / 4; u += 32) {
-        float4 a = ((const float4 *)wr)[u], b = ((const float4 *)xt)[u];
-        acc = fmaf(a.x, b.x, acc), acc = fmaf(a.y, b.y, acc), acc = fmaf(a.z, b.z, acc), acc = fmaf(a.w, b.w, acc);
-    }
-    return acc;
-}
-template <int T>
-static __device__ __forceinline__ float mv_row_f(const uint8_t *wr, const float *xt, int cols, int lane) {
-    float acc = 0.0f;
-#pragma unroll 2
-    for (int u = lane; u < cols / 8; u += 32) {
-        int4 q = ((const int4 *)wr)[u];
-        float4 b0 = ((const float4 *)xt)[2 * u], b1 = ((const float4 *)xt)[2 * u + 1];
-        uint32_t qv[4] = {(uint32_t)q.x, (uint32_t)q.y, (uint32_t)q.z, (uint32_t)q.w};
-        float f[8];
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            if (T == DT_F16) {
-                float2 p = __half22float2(*(const __half2 *)&qv[k]);
-                f[2 * k] = p.x, f[2 * k + 1] = p.y;
-            } else {
-                f[2 * k] = __uint_as_float(qv[k] << 16), f[2 * k + 1] = __uint_as_float(qv[k] & 0xffff0000u);
-            }
-        }
-        acc = fmaf(f[0], b0.x, acc), acc = fmaf(f[1], b0.y, acc), acc = fmaf(f[2], b0.z, acc), acc = fmaf(f[3], b0.w, acc);
-        acc = fmaf(f[4], b1.x, acc), acc = fmaf(f[5], b1.y, acc), acc = fmaf(f[6], b1.z, acc), acc = fmaf(f[7], b1.w, acc);
-    }
-    return acc;
-}
-
-// float rows of any length: an element a lane
-template <int T>
-static __device__ float mv_row_e(const uint8_t *wr, const float *xt, int cols, int lane) {
-    float acc = 0.0f;
-    for (int i = lane; i < cols; i += 32) acc = fmaf(elt<T>::get(wr + (size_t)i * elt<T>::B), xt[i], acc);
-    return acc;
-}
-
-// The lane's part of row wr (of type `type`) against token activations xt,
-// to be added across the warp; the per-block paths for the other types
-// (their k-quant path sums across the warp itself: lane 0 carries it).
-static __device__ float row_part(int type, const uint8_t *wr, const uint8_t *xt, int cols, int lane) {
-    switch (type) {
-    case DT_Q4_K: return mv_row<DT_Q4_K>(wr, xt, cols, lane);
-    case DT_Q5_K: return mv_row<DT_Q5_K>(wr, xt, cols, lane);
-    case DT_Q6_K: return mv_row<DT_Q6_K>(wr, xt, cols, lane);
-    case DT_Q8_0: return mv_row<DT_Q8_0>(wr, xt, cols, lane);
-    case DT_Q4_0: return mv_row<DT_Q4_0>(wr, xt, cols, lane);
-    case DT_Q5_0: return mv_row<DT_Q5_0>(wr, xt, cols, lane);
-    case DT_F16: return cols % 8 ? mv_row_e<DT_F16>(wr, (const float *)xt, cols, lane) : mv_row_f<DT_F16>(wr, (const float *)xt, cols, lane);
-    case DT_BF16: return cols % 8 ? mv_row_e<DT_BF16>(wr, (const float *)xt, cols, lane) : mv_row_f<DT_BF16>(wr, (const float *)xt, cols, lane);
-    case DT_F32: return cols % 8 ? mv_row_e<DT_F32>(wr, (const float *)xt, cols, lane) : mv_row_f32(wr, (const float *)xt, cols, lane);
-    }
-    float acc = 0.0f;
-#define BLK(t)                                                                                                   \
-    case t:                                                                                                      \
-        for (int b = lane; b < cols / blk<t>::N; b += 32) acc += blk<t>::dot(wr + (size_t)b * blk<t>::B, xt + (size_t)b * blk<t>::XB); \
-        return acc;
-#define KQ(t)                                                                                                    \
-    case t:                                                                                                      \
-        for (int b = 0; b < cols / QK_K; b++) {                                                                  \
-            int si, sm;                                                                                          \
-            kq<t>::part(wr + (size_t)b * kq<t>::B, xt + (size_t)b * Q8_K_B, lane, &si, &sm);                     \
-            si = warp_isum(si), sm = warp_isum(sm);                                                              \
-            acc = __fadd_rn(acc, kq<t>::scale(wr + (size_t)b * kq<t>::B, xt + (size_t)b * Q8_K_B, si, sm));      \
-        }                                                                                                        \
-        return lane == 0 ? acc : 0.0f;
-    switch (type) {
-        BLK(DT_Q4_1) BLK(DT_Q5_1) BLK(DT_MXFP4) KQ(DT_Q2_K) KQ(DT_Q3_K)
-    }
-#undef BLK
-#undef KQ
-    return 0.0f;
-}
-
-// Up to 4 products of the same activations in one launch: a warp per row,
-// MV_WARPS rows a block, the blocks of matrix i from m[i].blk0 on. glu: the
-// warps of matrix 0 (gate) also take the same row of matrix 1 (up) and write
-// act(gate) * up (k_act's expression) to matrix 0's output.
-enum { MV_WARPS = 4, MV_MAX = 4 };
-struct mv_mat { const uint8_t *w; float *y; size_t rs; int rows, type, blk0; };
-struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml; size_t xrow; };
-
-static __device__ float act1(float v, int act, int ggml);
-
-static __global__ void __launch_bounds__(32 * MV_WARPS) k_mv(const mv_desc d, const uint8_t *xq) {
-    int mi = 0;
-    while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
-    const mv_mat &m = d.m[mi];
-    int r = ((int)blockIdx.x - m.blk0) * MV_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (r >= m.rows) return;
-    const uint8_t *wr = m.w + m.rs * r;
-    for (int t = 0; t < d.T; t++) {
-        const uint8_t *xt = xq + d.xrow * t;
-        float acc = warp_sum(row_part(m.type, wr, xt, d.cols, lane));
-        if (d.glu) {
-            const mv_mat &u = d.m[1];
-            float up = warp_sum(row_part(u.type, u.w + u.rs * r, xt, d.cols, lane));
-            acc = act1(acc, d.act, d.ggml) * up;
-        }
-        if (lane == 0) m.y[(size_t)t * m.rows + r] = acc;
-    }
-}
-
-
-// ---------------------------------------------------------------------------
-// activation quantizers: the CPU's bytes (act_quant_q8_0, q8_K_from_float)
-
-// f32 -> f16 bits, round to nearest even: base/half.h's f32_to_f16, step for step
-static __device__ uint32_t f32_to_f16(float f) {
-    uint32_t u = __float_as_uint(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
-    if (a > 0x7f800000) return sign | 0x7e00;
-    if (a >= 0x477ff000) return sign | 0x7c00;
-    if (a < 0x38800000) {
-        float v = __fmul_rn(__uint_as_float(a), 16777216.0f);
-        uint32_t m = (uint32_t)v;
-        float r = __fsub_rn(v, (float)m);
-        if (r > 0.5f || (r == 0.5f && (m & 1))) m++;
-        return sign | m;
-    }
-    uint32_t h = (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ff), rest = a & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-    return sign | h;
-}
-
-// A warp quantizes one q8_0 block: lane l holds element l (v).
-static __device__ void warp_q8_0(float v, int lane, uint8_t *yb) {
-    float amax = fabsf(v);
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
-    if (lane == 0) {
-        uint32_t h = f32_to_f16(d);
-        yb[0] = (uint8_t)(h & 255);
-        yb[1] = (uint8_t)(h >> 8);
-    }
-    yb[2 + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(v, id));
-}
-
-// A warp quantizes one q8_K super-block: lane l holds elements 8l..8l+7 (v).
-// The first of the largest magnitudes sets the scale, as q8_K_from_float.
-static __device__ void warp_q8_K(const float *v, int lane, uint8_t *yb) {
-    float am = 0.0f, mx = 0.0f;
-    int at = 0;
-    for (int k = 0; k < 8; k++)
-        if (fabsf(v[k]) > am) am = fabsf(v[k]), mx = v[k], at = 8 * lane + k;
-    for (int o = 16; o > 0; o >>= 1) {
-        float a2 = __shfl_xor_sync(0xffffffffu, am, o), m2 = __shfl_xor_sync(0xffffffffu, mx, o);
-        int t2 = __shfl_xor_sync(0xffffffffu, at, o);
-        if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2, mx = m2;
-    }
-    if (am == 0.0f) {
-        for (int j = lane; j < Q8_K_B; j += 32) yb[j] = 0;
-        return;
-    }
-    float iscale = -127.f / mx;
-    int8_t *q = (int8_t *)yb + 4;
-    int s = 0;
-    for (int k = 0; k < 8; k++) {
-        int r = (int)rintf(__fmul_rn(iscale, v[k]));
-        r = r < -128 ? -128 : r > 127 ? 127 : r;
-        q[8 * lane + k] = (int8_t)r;
-        s += r;
-    }
-    s += __shfl_xor_sync(0xffffffffu, s, 1); // lanes 2g and 2g+1 hold group g of 16
-    if (lane % 2 == 0) yb[260 + lane] = (uint8_t)(s & 255), yb[261 + lane] = (uint8_t)((uint16_t)(int16_t)s >> 8);
-    if (lane == 0) {
-        uint32_t db = __float_as_uint(1.0f / iscale);
-        for (int k = 0; k < 4; k++) yb[k] = (uint8_t)(db >> (8 * k));
-    }
-}
-
-static __global__ void k_quant_q8_0(const float *x, int n, int nblk, uint8_t *y) {
-    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per block of 32
-    if (i >= nblk) return;
-    int t = i / (n / QK), b = i % (n / QK);
-    warp_q8_0(x[(size_t)t * n + (size_t)b * QK + lane], lane, y + (size_t)i * Q8_0_B);
-}
-
-static __global__ void k_quant_q8_K(const float *x, int n, int nblk, uint8_t *y) {
-    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per super-block of 256
-    if (i >= nblk) return;
-    int t = i / (n / QK_K), b = i % (n / QK_K);
-    const float *xb = x + (size_t)t * n + (size_t)b * QK_K;
-    float v[8];
-    for (int k = 0; k < 8; k++) v[k] = xb[8 * lane + k];
-    warp_q8_K(v, lane, y + (size_t)i * Q8_K_B);
-}
-
 static int is_k(int t) { return t == DT_Q2_K || t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
 static int is_q32(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q5_0 || t == DT_Q5_1 || t == DT_MXFP4; }
 static int is_float(int t) { return t == DT_F32 || t == DT_F16 || t == DT_BF16; }
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+// ---------------------------------------------------------------------------
+// Activation rows on the GPU hold the CPU quantizers' values (act_quant_q8_0,
+// q8_K_from_float) with each field in an array of its own, so that lanes
+// read the quants 16 bytes at a time; each row is padded to 16 bytes.
+//   q8_0 (the 32-element types): nb x 32 int8, then nb f16 scales
+//   q8_K (the k-quants): nb x 256 int8, nb f32 scales, nb x 16 int16 sums of 16
+
+struct xrow {
+    const int8_t *qs;
+    const uint8_t *d;
+    const int16_t *bs;
+};
+static __device__ __forceinline__ xrow x_q8_0(const uint8_t *row, int nb) { return {(const int8_t *)row, row + 32 * nb, NULL}; }
+static __device__ __forceinline__ xrow x_q8_K(const uint8_t *row, int nb) {
+    return {(const int8_t *)row, row + 256 * nb, (const int16_t *)(row + 260 * nb)};
+}
+static __device__ __forceinline__ float xd0(const xrow &x, int b) { return ld_h2(x.d + 2 * b); }
+static __device__ __forceinline__ float xdK(const xrow &x, int b) { return ((const float *)x.d)[b]; }
 
 extern "C" HIDDEN size_t cuda_act_row_size(int wtype, int n) {
     if (is_float(wtype)) return sizeof(float) * (size_t)n;
-    if (is_q32(wtype) && n % QK == 0) return (size_t)(n / QK) * Q8_0_B;
-    if (is_k(wtype) && n % QK_K == 0) return (size_t)(n / QK_K) * Q8_K_B;
+    if (is_q32(wtype) && n % QK == 0) return round16((size_t)(n / QK) * Q8_0_B);
+    if (is_k(wtype) && n % QK_K == 0) return round16((size_t)(n / QK_K) * Q8_K_B);
     return 0;
 }
 
-extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int T, int n, void *xq) {
-    if (!cuda_act_row_size(wtype, n) || T <= 0) return -1;
-    if (is_float(wtype)) {
-        cudaError_t e = cudaMemcpyAsync(xq, x, sizeof(float) * (size_t)T * n, cudaMemcpyDeviceToDevice, d->stream);
-        return e == cudaSuccess ? 0 : set_status("copy", e);
+// ---------------------------------------------------------------------------
+// Weights on the GPU: Q8_0, Q4_0, Q5_0 and Q6_K matrices are split at upload
+// (cuda_weight_upload) into arrays of their fields, matrix-wide, in this
+// order: Q8_0 quants (32 bytes a block), f16 scales; Q4_0 quants (16), scales;
+// Q5_0 quants (16), high bits (4), scales; Q6_K low bits (128), high bits
+// (64), sub-block scales (16), f16 scale. Block i of the matrix (row r, block
+// b: i = r nb + b) has its field at offset i x its size in each array. The
+// other types keep ggml's blocks, rows one after the other.
+
+static int is_split(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q6_K; }
+
+// one block of a raw matrix into the split arrays (a thread per block)
+static __global__ void k_split(const uint8_t *src, uint8_t *dst, int type, size_t nblk) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nblk) return;
+    switch (type) {
+    case DT_Q8_0: {
+        const uint8_t *s = src + i * Q8_0_B;
+        for (int k = 0; k < 32; k++) dst[32 * i + k] = s[2 + k];
+        dst[32 * nblk + 2 * i] = s[0], dst[32 * nblk + 2 * i + 1] = s[1];
+        break;
     }
-    int nblk = T * (n / (is_k(wtype) ? QK_K : QK));
-    if (is_k(wtype)) k_quant_q8_K<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
-    else k_quant_q8_0<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, (uint8_t *)xq);
-    cudaError_t e = cudaGetLastError();
-    return e == cudaSuccess ? 0 : set_status("quantize", e);
+    case DT_Q4_0: {
+        const uint8_t *s = src + i * Q4_0_B;
+        for (int k = 0; k < 16; k++) dst[16 * i + k] = s[2 + k];
+        dst[16 * nblk + 2 * i] = s[0], dst[16 * nblk + 2 * i + 1] = s[1];
+        break;
+    }
+    case DT_Q5_0: {
+        const uint8_t *s = src + i * Q5_0_B;
+        for (int k = 0; k < 16; k++) dst[16 * i + k] = s[6 + k];
+        for (int k = 0; k < 4; k++) dst[16 * nblk + 4 * i + k] = s[2 + k];
+        dst[20 * nblk + 2 * i] = s[0], dst[20 * nblk + 2 * i + 1] = s[1];
+        break;
+    }
+    case DT_Q6_K: {
+        const uint8_t *s = src + i * Q6_K_B;
+        for (int k = 0; k < 128; k++) dst[128 * i + k] = s[k];
+        for (int k = 0; k < 64; k++) dst[128 * nblk + 64 * i + k] = s[128 + k];
+        for (int k = 0; k < 16; k++) dst[192 * nblk + 16 * i + k] = s[192 + k];
+        dst[208 * nblk + 2 * i] = s[208], dst[208 * nblk + 2 * i + 1] = s[209];
+        break;
+    }
+    }
 }
 
 // bytes of a row of n weights of a type (tensor/dtype.c's table, restated)
@@ -812,20 +244,542 @@ static size_t row_bytes(int t, int n) {
     return 0;
 }
 
+extern "C" HIDDEN void *cuda_weight_upload(cuda_dev *d, int type, const void *host, int rows, int cols) {
+    size_t bytes = row_bytes(type, cols) * (size_t)rows;
+    if (!bytes || rows <= 0 || (!is_float(type) && !cuda_act_row_size(type, cols))) return NULL;
+    void *p = cuda_alloc(d, bytes);
+    if (!p) return NULL;
+    if (!is_split(type)) {
+        if (cuda_upload(d, p, host, bytes)) cuda_free(d, p), p = NULL;
+        return p;
+    }
+    void *raw = cuda_alloc(d, bytes);
+    size_t nblk = (size_t)rows * (cols / (type == DT_Q6_K ? QK_K : QK));
+    int ok = raw && !cuda_upload(d, raw, host, bytes);
+    if (ok) {
+        k_split<<<(unsigned)((nblk + 255) / 256), 256, 0, d->stream>>>((const uint8_t *)raw, (uint8_t *)p, type, nblk);
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+        ok = e == cudaSuccess || set_status("weight layout", e);
+    }
+    cuda_free(d, raw);
+    if (!ok) cuda_free(d, p), p = NULL;
+    return p;
+}
+
+// ---------------------------------------------------------------------------
+// The products: a warp per output row, the row cut into units of 16 to 64
+// weights that the lanes take in turn (16-byte loads, __dp4a on the packed
+// integers), each lane keeping its float sum, one warp sum at the end. The
+// integer sums and the per-block scalings are the CPU oracle's
+// (tensor/vecdot_ref.c); the order of the float additions is the lanes'.
+
+static __device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// bytes of a minus bytes of b, saturated (signed)
+static __device__ __forceinline__ int vsub4(int a, int b) { return (int)__vsubss4((unsigned)a, (unsigned)b); }
+
+// the 4 bits of b (bits 0-3) as bit 4 of bytes 0-3
+static __device__ __forceinline__ int spread4(uint32_t b) { return (int)(((b & 1) | (b & 2) << 7 | (b & 4) << 14 | (b & 8) << 21) << 4); }
+
+struct wrow { const uint8_t *w; int rows, r, nb; }; // matrix, its row count, the row, blocks a row
+
+// q8_0 (split): unit (block b, half i): 16 quants
+static __device__ __forceinline__ float u_q8_0(const wrow &m, const xrow &x, int u) {
+    int b = u >> 1, i = u & 1;
+    size_t blk = (size_t)m.r * m.nb + b;
+    int4 q = *(const int4 *)(m.w + 32 * blk + 16 * i), y = *(const int4 *)(x.qs + 32 * b + 16 * i);
+    int s = __dp4a(q.x, y.x, 0);
+    s = __dp4a(q.y, y.y, s), s = __dp4a(q.z, y.z, s), s = __dp4a(q.w, y.w, s);
+    return (float)s * (ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * blk) * xd0(x, b));
+}
+
+// q4_0 (split): unit = block b: byte l holds element l (low) and 16 + l (high)
+static __device__ __forceinline__ float u_q4_0(const wrow &m, const xrow &x, int b) {
+    size_t blk = (size_t)m.r * m.nb + b;
+    int4 q = *(const int4 *)(m.w + 16 * blk), y0 = *(const int4 *)(x.qs + 32 * b), y1 = *(const int4 *)(x.qs + 32 * b + 16);
+    int qv[4] = {q.x, q.y, q.z, q.w}, lo[4] = {y0.x, y0.y, y0.z, y0.w}, hi[4] = {y1.x, y1.y, y1.z, y1.w}, s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        s = __dp4a(vsub4(qv[k] & 0x0f0f0f0f, 0x08080808), lo[k], s);
+        s = __dp4a(vsub4((qv[k] >> 4) & 0x0f0f0f0f, 0x08080808), hi[k], s);
+    }
+    return (float)s * (ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * blk) * xd0(x, b));
+}
+
+// q5_0 (split): as q4_0 with the fifth bits (qh bit l: element l, bit 16 + l: element 16 + l)
+static __device__ __forceinline__ float u_q5_0(const wrow &m, const xrow &x, int b) {
+    size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
+    int4 q = *(const int4 *)(m.w + 16 * blk), y0 = *(const int4 *)(x.qs + 32 * b), y1 = *(const int4 *)(x.qs + 32 * b + 16);
+    uint32_t qh = *(const uint32_t *)(m.w + 16 * nall + 4 * blk);
+    int qv[4] = {q.x, q.y, q.z, q.w}, lo[4] = {y0.x, y0.y, y0.z, y0.w}, hi[4] = {y1.x, y1.y, y1.z, y1.w}, s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        s = __dp4a(vsub4((qv[k] & 0x0f0f0f0f) | spread4(qh >> (4 * k)), 0x10101010), lo[k], s);
+        s = __dp4a(vsub4(((qv[k] >> 4) & 0x0f0f0f0f) | spread4(qh >> (16 + 4 * k)), 0x10101010), hi[k], s);
+    }
+    return (float)s * (ld_h2(m.w + 20 * nall + 2 * blk) * xd0(x, b));
+}
+
+// q6_K (split): unit (super-block b, quarter i): half h = i / 2 of the
+// super-block, its bytes l0..l0+15 (l0 = 16 (i % 2)) of both 32-byte rows of
+// ql and of qh: 64 weights in four groups of 16, each with its scale
+static __device__ __forceinline__ float u_q6_K(const wrow &m, const xrow &x, int u) {
+    int b = u >> 2, i = u & 3, h = i >> 1, l0 = 16 * (i & 1);
+    size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
+    const uint8_t *ql = m.w + 128 * blk + 64 * h + l0;
+    int4 A = *(const int4 *)ql, B = *(const int4 *)(ql + 32), C = *(const int4 *)(m.w + 128 * nall + 64 * blk + 32 * h + l0);
+    const int8_t *sc = (const int8_t *)(m.w + 192 * nall + 16 * blk) + 8 * h + (i & 1);
+    const int8_t *xs = x.qs + 256 * b + 128 * h + l0;
+    int4 X1 = *(const int4 *)xs, X2 = *(const int4 *)(xs + 32), X3 = *(const int4 *)(xs + 64), X4 = *(const int4 *)(xs + 96);
+    int av[4] = {A.x, A.y, A.z, A.w}, bv[4] = {B.x, B.y, B.z, B.w}, cv[4] = {C.x, C.y, C.z, C.w};
+    int x1[4] = {X1.x, X1.y, X1.z, X1.w}, x2[4] = {X2.x, X2.y, X2.z, X2.w}, x3[4] = {X3.x, X3.y, X3.z, X3.w}, x4[4] = {X4.x, X4.y, X4.z, X4.w};
+    int s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        int a = av[k], bb = bv[k], c = cv[k];
+        s1 = __dp4a(vsub4((a & 0x0f0f0f0f) | ((c & 0x03030303) << 4), 0x20202020), x1[k], s1);
+        s2 = __dp4a(vsub4((bb & 0x0f0f0f0f) | (((c >> 2) & 0x03030303) << 4), 0x20202020), x2[k], s2);
+        s3 = __dp4a(vsub4(((a >> 4) & 0x0f0f0f0f) | (((c >> 4) & 0x03030303) << 4), 0x20202020), x3[k], s3);
+        s4 = __dp4a(vsub4(((bb >> 4) & 0x0f0f0f0f) | (((c >> 6) & 0x03030303) << 4), 0x20202020), x4[k], s4);
+    }
+    int sumi = sc[0] * s1 + sc[2] * s2 + sc[4] * s3 + sc[6] * s4;
+    return xdK(x, b) * ld_h2(m.w + 208 * nall + 2 * blk) * (float)sumi;
+}
+
+// scale and min of sub-blocks j and j + 1 (j even) from the 12 scale bytes (3 words)
+static __device__ __forceinline__ void scales_k4(const uint8_t *w, int j, int *sc0, int *m0, int *sc1, int *m1) {
+    const uint32_t *p = (const uint32_t *)(w + 4);
+    uint32_t s0 = p[0], s1 = p[1], s2 = p[2];
+    int sc[2], mn[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        int jj = j + k, sh = 8 * (jj & 3);
+        if (jj < 4) {
+            sc[k] = (s0 >> sh) & 63, mn[k] = (s1 >> sh) & 63;
+        } else {
+            sc[k] = ((s2 >> sh) & 15) | ((s0 >> (sh + 6)) & 3) << 4;
+            mn[k] = ((s2 >> (sh + 4)) & 15) | ((s1 >> (sh + 6)) & 3) << 4;
+        }
+    }
+    *sc0 = sc[0], *m0 = mn[0], *sc1 = sc[1], *m1 = mn[1];
+}
+
+// q4_K (ggml blocks): unit (b, part i of 8): 16 quant bytes, the low nibbles
+// elements 16h..16h+15 of sub-block 2p, the high ones of 2p + 1 (p = i / 2,
+// h = i % 2)
+static __device__ __forceinline__ float u_q4_K(const wrow &m, const xrow &x, int u) {
+    int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
+    const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q4_K_B;
+    int4 q = *(const int4 *)(w + 16 + 32 * p + 16 * h);
+    const int8_t *xs = x.qs + 256 * b + 64 * p + 16 * h;
+    int4 X0 = *(const int4 *)xs, X1 = *(const int4 *)(xs + 32);
+    int qv[4] = {q.x, q.y, q.z, q.w}, x0[4] = {X0.x, X0.y, X0.z, X0.w}, x1[4] = {X1.x, X1.y, X1.z, X1.w}, s0 = 0, s1 = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        s0 = __dp4a(qv[k] & 0x0f0f0f0f, x0[k], s0);
+        s1 = __dp4a((qv[k] >> 4) & 0x0f0f0f0f, x1[k], s1);
+    }
+    int sc0, m0, sc1, m1;
+    scales_k4(w, 2 * p, &sc0, &m0, &sc1, &m1);
+    const int16_t *bs = x.bs + 16 * b;
+    int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
+    return xdK(x, b) * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
+}
+
+// q5_K (ggml blocks): as q4_K, the fifth bits from qh (bits 2p and 2p + 1 of bytes 16h..)
+static __device__ __forceinline__ float u_q5_K(const wrow &m, const xrow &x, int u) {
+    int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
+    const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
+    int4 q = *(const int4 *)(w + 48 + 32 * p + 16 * h), qh = *(const int4 *)(w + 16 + 16 * h);
+    const int8_t *xs = x.qs + 256 * b + 64 * p + 16 * h;
+    int4 X0 = *(const int4 *)xs, X1 = *(const int4 *)(xs + 32);
+    int qv[4] = {q.x, q.y, q.z, q.w}, hv[4] = {qh.x, qh.y, qh.z, qh.w}, x0[4] = {X0.x, X0.y, X0.z, X0.w}, x1[4] = {X1.x, X1.y, X1.z, X1.w};
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        s0 = __dp4a((qv[k] & 0x0f0f0f0f) | (((hv[k] >> (2 * p)) & 0x01010101) << 4), x0[k], s0);
+        s1 = __dp4a(((qv[k] >> 4) & 0x0f0f0f0f) | (((hv[k] >> (2 * p + 1)) & 0x01010101) << 4), x1[k], s1);
+    }
+    int sc0, m0, sc1, m1;
+    scales_k4(w, 2 * p, &sc0, &m0, &sc1, &m1);
+    const int16_t *bs = x.bs + 16 * b;
+    int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
+    return xdK(x, b) * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
+}
+
+// The other block types, a block per lane (q4_1, q5_1, mxfp4: the oracle's
+// loops) or a warp per super-block (q2_K, q3_K: lane l takes elements
+// 8l..8l+7; the integer sums are added across the warp).
+template <int T> struct blk;
+template <> struct blk<DT_Q4_1> {
+    enum { B = Q4_1_B };
+    static __device__ float dot(const uint8_t *w, const int8_t *y, float dx) {
+        int s = 0, sy = 0;
+        for (int j = 0; j < 16; j++) {
+            s += (w[4 + j] & 15) * y[j] + (w[4 + j] >> 4) * y[j + 16];
+            sy += y[j] + y[j + 16];
+        }
+        return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
+    }
+};
+template <> struct blk<DT_Q5_1> {
+    enum { B = Q5_1_B };
+    static __device__ float dot(const uint8_t *w, const int8_t *y, float dx) {
+        uint32_t qh = ld_u32(w + 4);
+        int s = 0, sy = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = (w[8 + j] & 15) | ((qh >> j) & 1) << 4, hi = (w[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
+            s += lo * y[j] + hi * y[j + 16];
+            sy += y[j] + y[j + 16];
+        }
+        return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
+    }
+};
+template <> struct blk<DT_MXFP4> {
+    enum { B = MXFP4_B };
+    static __device__ float dot(const uint8_t *w, const int8_t *y, float dx) {
+        int s = 0;
+        for (int j = 0; j < 16; j++) s += c_mxfp4[w[1 + j] & 15] * y[j] + c_mxfp4[w[1 + j] >> 4] * y[j + 16];
+        return s * (e8m0_half(w[0]) * dx);
+    }
+};
+
+template <int T> struct kq;
+template <> struct kq<DT_Q2_K> {
+    enum { B = Q2_K_B };
+    static __device__ void part(const uint8_t *w, const int8_t *y, const int16_t *bs, int l, int *si, int *sm) {
+        int s = 0, e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32;
+        for (int k = 0; k < 8; k++) s += ((w[16 + 32 * h + (r % 32) + k] >> (2 * sh)) & 3) * y[e0 + k];
+        *si = (w[g] & 15) * s;
+        *sm = l % 2 == 0 ? (w[g] >> 4) * bs[g] : 0;
+    }
+    static __device__ float scale(const uint8_t *w, float dy, int si, int sm) {
+        return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w + 80)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 82)), (float)sm));
+    }
+};
+template <> struct kq<DT_Q3_K> {
+    enum { B = Q3_K_B };
+    static __device__ void part(const uint8_t *w, const int8_t *y, const int16_t *bs, int l, int *si, int *sm) {
+        const uint8_t *p = w + 96;
+        int e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32, rr = r % 32, s = 0, m = 1 << (4 * h + sh);
+        for (int k = 0; k < 8; k++) s += (((w[32 + 32 * h + rr + k] >> (2 * sh)) & 3) - (w[rr + k] & m ? 0 : 4)) * y[e0 + k];
+        int lo = g < 8 ? p[g] & 15 : p[g - 8] >> 4, hi = (p[8 + g % 4] >> (2 * (g / 4))) & 3;
+        *si = ((lo | hi << 4) - 32) * s;
+        *sm = 0;
+        (void)bs;
+    }
+    static __device__ float scale(const uint8_t *w, float dy, int si, int sm) { (void)sm; return __fmul_rn(__fmul_rn(dy, ld_h(w + 108)), (float)si); }
+};
+
+// float weights against f32 activations
+template <int T> struct elt;
+template <> struct elt<DT_F32> { enum { B = 4 }; static __device__ float get(const uint8_t *w) { return ld_f(w); } };
+template <> struct elt<DT_F16> { enum { B = 2 }; static __device__ float get(const uint8_t *w) { return ld_h(w); } };
+template <> struct elt<DT_BF16> { enum { B = 2 }; static __device__ float get(const uint8_t *w) { return __uint_as_float((uint32_t)(w[0] | w[1] << 8) << 16); } };
+
+// A row is taken by TPR threads (8, 32 or 128: more for fewer rows, so that
+// a product has enough warps to keep the memory busy): slot s of them takes
+// the row's units s, s + TPR, ... With TPR <= 32 a warp holds 32 / TPR rows,
+// lane l on row l % (32 / TPR) as slot l / (32 / TPR).
+static __device__ __forceinline__ int gisum8(int v) { // the 8 lanes of a row at TPR 8
+    v += __shfl_xor_sync(0xffffffffu, v, 4);
+    v += __shfl_xor_sync(0xffffffffu, v, 8);
+    return v + __shfl_xor_sync(0xffffffffu, v, 16);
+}
+
+static __device__ __forceinline__ float mv_row_f32(const uint8_t *wr, const float *xt, int cols, int s, int st) {
+    float acc = 0.0f;
+    for (int u = s; u < cols / 4; u += st) {
+        float4 a = ((const float4 *)wr)[u], b = ((const float4 *)xt)[u];
+        acc = fmaf(a.x, b.x, acc), acc = fmaf(a.y, b.y, acc), acc = fmaf(a.z, b.z, acc), acc = fmaf(a.w, b.w, acc);
+    }
+    return acc;
+}
+// f16 / bf16 rows of a multiple of 8: 8 weights a unit
+template <int T>
+static __device__ __forceinline__ float u_f(const uint8_t *wr, const float *xt, int u) {
+    int4 q = ((const int4 *)wr)[u];
+    float4 b0 = ((const float4 *)xt)[2 * u], b1 = ((const float4 *)xt)[2 * u + 1];
+    uint32_t qv[4] = {(uint32_t)q.x, (uint32_t)q.y, (uint32_t)q.z, (uint32_t)q.w};
+    float f[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if (T == DT_F16) {
+            float2 p = __half22float2(*(const __half2 *)&qv[k]);
+            f[2 * k] = p.x, f[2 * k + 1] = p.y;
+        } else {
+            f[2 * k] = __uint_as_float(qv[k] << 16), f[2 * k + 1] = __uint_as_float(qv[k] & 0xffff0000u);
+        }
+    }
+    float acc = f[0] * b0.x;
+    acc = fmaf(f[1], b0.y, acc), acc = fmaf(f[2], b0.z, acc), acc = fmaf(f[3], b0.w, acc);
+    acc = fmaf(f[4], b1.x, acc), acc = fmaf(f[5], b1.y, acc), acc = fmaf(f[6], b1.z, acc), acc = fmaf(f[7], b1.w, acc);
+    return acc;
+}
+template <int T>
+static __device__ __forceinline__ float mv_row_f(const uint8_t *wr, const float *xt, int cols, int s, int st) {
+    const int nu = cols / 8;
+    float acc = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    int u = s;
+    for (; u + 3 * st < nu; u += 4 * st) {
+        acc += u_f<T>(wr, xt, u), a1 += u_f<T>(wr, xt, u + st);
+        a2 += u_f<T>(wr, xt, u + 2 * st), a3 += u_f<T>(wr, xt, u + 3 * st);
+    }
+    for (; u < nu; u += st) acc += u_f<T>(wr, xt, u);
+    return (acc + a1) + (a2 + a3);
+}
+// float rows of any length: an element a lane
+template <int T>
+static __device__ float mv_row_e(const uint8_t *wr, const float *xt, int cols, int s, int st) {
+    float acc = 0.0f;
+    for (int i = s; i < cols; i += st) acc = fmaf(elt<T>::get(wr + (size_t)i * elt<T>::B), xt[i], acc);
+    return acc;
+}
+
+// A thread's units of one row: four at a time with no bound checked between
+// them, so that their loads are all in flight at once, then the rest.
+#define UNITS(fn, per_block)                                                   \
+    {                                                                          \
+        const int nu = m.nb * (per_block);                                     \
+        float a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;                                 \
+        int u = s;                                                             \
+        for (; u + 3 * st < nu; u += 4 * st) {                                 \
+            acc += fn(m, x, u), a1 += fn(m, x, u + st);                        \
+            a2 += fn(m, x, u + 2 * st), a3 += fn(m, x, u + 3 * st);            \
+        }                                                                      \
+        for (; u < nu; u += st) acc += fn(m, x, u);                            \
+        return (acc + a1) + (a2 + a3);                                         \
+    }
+
+// The thread's part (slot s of st) of row m.r against one token's
+// activations xt, to be added across the row's threads; the q2_K / q3_K path
+// (st = 8 only) adds across them itself: slot 0 carries the row's sum.
+static __device__ float row_part(int type, const wrow &m, const uint8_t *xt, int cols, int s, int st) {
+    float acc = 0.0f;
+    if (type == DT_F32 || type == DT_F16 || type == DT_BF16) {
+        const uint8_t *wr = m.w + (size_t)m.r * cols * (type == DT_F32 ? 4 : 2);
+        const float *xf = (const float *)xt;
+        if (type == DT_F32) return cols % 4 ? mv_row_e<DT_F32>(wr, xf, cols, s, st) : mv_row_f32(wr, xf, cols, s, st);
+        if (type == DT_F16) return cols % 8 ? mv_row_e<DT_F16>(wr, xf, cols, s, st) : mv_row_f<DT_F16>(wr, xf, cols, s, st);
+        return cols % 8 ? mv_row_e<DT_BF16>(wr, xf, cols, s, st) : mv_row_f<DT_BF16>(wr, xf, cols, s, st);
+    }
+    if (type == DT_Q4_K || type == DT_Q5_K || type == DT_Q6_K || type == DT_Q2_K || type == DT_Q3_K) {
+        const xrow x = x_q8_K(xt, m.nb);
+        switch (type) {
+        case DT_Q4_K: UNITS(u_q4_K, 8)
+        case DT_Q5_K: UNITS(u_q5_K, 8)
+        case DT_Q6_K: UNITS(u_q6_K, 4)
+        }
+        // q2_K, q3_K: the row's 8 lanes share each super-block (parts s, s + 8, s + 16, s + 24 of 32)
+#define KQ(t)                                                                                          \
+    case t: {                                                                                          \
+        const uint8_t *wr = m.w + (size_t)m.r * m.nb * kq<t>::B;                                        \
+        for (int b = 0; b < m.nb; b++) {                                                               \
+            int si = 0, sm = 0;                                                                        \
+            for (int j = 0; j < 4; j++) {                                                              \
+                int a1, a2;                                                                            \
+                kq<t>::part(wr + (size_t)b * kq<t>::B, x.qs + 256 * b, x.bs + 16 * b, s + 8 * j, &a1, &a2); \
+                si += a1, sm += a2;                                                                    \
+            }                                                                                          \
+            si = gisum8(si), sm = gisum8(sm);                                                            \
+            acc = __fadd_rn(acc, kq<t>::scale(wr + (size_t)b * kq<t>::B, xdK(x, b), si, sm));          \
+        }                                                                                              \
+        return s == 0 ? acc : 0.0f;                                                                    \
+    }
+        switch (type) { KQ(DT_Q2_K) KQ(DT_Q3_K) }
+#undef KQ
+        return 0.0f;
+    }
+    const xrow x = x_q8_0(xt, m.nb);
+    switch (type) {
+    case DT_Q8_0: UNITS(u_q8_0, 2)
+    case DT_Q4_0: UNITS(u_q4_0, 1)
+    case DT_Q5_0: UNITS(u_q5_0, 1)
+    }
+#define BLK(t)                                                                                                \
+    case t: {                                                                                                 \
+        const uint8_t *wr = m.w + (size_t)m.r * m.nb * blk<t>::B;                                              \
+        for (int b = s; b < m.nb; b += st) acc += blk<t>::dot(wr + (size_t)b * blk<t>::B, x.qs + 32 * b, xd0(x, b)); \
+        return acc;                                                                                           \
+    }
+    switch (type) { BLK(DT_Q4_1) BLK(DT_Q5_1) BLK(DT_MXFP4) }
+#undef BLK
+    return 0.0f;
+}
+#undef UNITS
+
+// Up to 4 products of the same activations in one launch: blocks of 128
+// threads, 128 / TPR rows a block, the blocks of matrix i from m[i].blk0 on.
+// glu: the threads of matrix 0 (gate) also take the same row of matrix 1 (up)
+// and write act(gate) * up (k_act's expression) to matrix 0's output.
+enum { MV_THREADS = 128, MV_MAX = 4 };
+struct mv_mat { const uint8_t *w; float *y; int rows, type, blk0, nb; };
+struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml; size_t xrow; };
+
+static __device__ float act1(float v, int act, int ggml);
+
+// the sum over a row's TPR threads (every thread of the block calls it)
+template <int TPR>
+static __device__ __forceinline__ float row_sum(float v, float *sh) {
+    if (TPR <= 32) {
+        for (int o = 32 / TPR; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        return v;
+    }
+    v = warp_sum(v);
+    __syncthreads(); // (sh free from the last call)
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    return sh[0] + sh[1] + sh[2] + sh[3];
+}
+
+template <int TPR>
+static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const uint8_t *xq) {
+    __shared__ float sh[4];
+    int mi = 0;
+    while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
+    const mv_mat m = d.m[mi];
+    const int RPW = TPR <= 32 ? 32 / TPR : 1, lane = threadIdx.x % 32, wp = threadIdx.x / 32;
+    const int s = TPR <= 32 ? lane / RPW : (int)threadIdx.x;
+    const int rw = ((int)blockIdx.x - m.blk0) * (MV_THREADS / TPR) + (TPR <= 32 ? wp * RPW : 0); // the warp's first row
+    if (rw >= m.rows) return; // (the whole warp, or block at TPR 128: the sums need every thread)
+    const int r = rw + (TPR <= 32 ? lane % RPW : 0), rr = r < m.rows ? r : m.rows - 1;
+    const wrow wr = {m.w, m.rows, rr, m.nb};
+    for (int t = 0; t < d.T; t++) {
+        const uint8_t *xt = xq + d.xrow * t;
+        float acc = row_sum<TPR>(row_part(m.type, wr, xt, d.cols, s, TPR), sh);
+        if (d.glu) {
+            const mv_mat u = d.m[1];
+            const wrow ur = {u.w, u.rows, rr, u.nb};
+            float up = row_sum<TPR>(row_part(u.type, ur, xt, d.cols, s, TPR), sh);
+            acc = act1(acc, d.act, d.ggml) * up;
+        }
+        if (s == 0 && r < m.rows) m.y[(size_t)t * m.rows + r] = acc;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// activation quantizers: the CPU's values (act_quant_q8_0, q8_K_from_float),
+// in the split rows above
+
+// f32 -> f16 bits, round to nearest even: base/half.h's f32_to_f16, step for step
+static __device__ uint32_t f32_to_f16(float f) {
+    uint32_t u = __float_as_uint(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
+    if (a > 0x7f800000) return sign | 0x7e00;
+    if (a >= 0x477ff000) return sign | 0x7c00;
+    if (a < 0x38800000) {
+        float v = __fmul_rn(__uint_as_float(a), 16777216.0f);
+        uint32_t m = (uint32_t)v;
+        float r = __fsub_rn(v, (float)m);
+        if (r > 0.5f || (r == 0.5f && (m & 1))) m++;
+        return sign | m;
+    }
+    uint32_t h = (((a >> 23) - 112) << 10) | ((a >> 13) & 0x3ff), rest = a & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+    return sign | h;
+}
+
+// A warp quantizes q8_0 block b of a row of nb blocks: lane l holds element l (v).
+static __device__ void warp_q8_0(float v, int lane, uint8_t *row, int nb, int b) {
+    float amax = fabsf(v);
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+    if (lane == 0) ((uint16_t *)(row + 32 * nb))[b] = (uint16_t)f32_to_f16(d);
+    row[32 * b + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(v, id));
+}
+
+// A warp quantizes q8_K super-block b of a row of nb: lane l holds elements
+// 8l..8l+7 (v). The first of the largest magnitudes sets the scale, as
+// q8_K_from_float.
+static __device__ void warp_q8_K(const float *v, int lane, uint8_t *row, int nb, int b) {
+    float am = 0.0f, mx = 0.0f;
+    int at = 0;
+    for (int k = 0; k < 8; k++)
+        if (fabsf(v[k]) > am) am = fabsf(v[k]), mx = v[k], at = 8 * lane + k;
+    for (int o = 16; o > 0; o >>= 1) {
+        float a2 = __shfl_xor_sync(0xffffffffu, am, o), m2 = __shfl_xor_sync(0xffffffffu, mx, o);
+        int t2 = __shfl_xor_sync(0xffffffffu, at, o);
+        if (a2 > am || (a2 == am && t2 < at)) am = a2, at = t2, mx = m2;
+    }
+    int8_t *q = (int8_t *)row + 256 * b;
+    float *d = (float *)(row + 256 * nb) + b;
+    int16_t *bs = (int16_t *)(row + 260 * nb) + 16 * b;
+    if (am == 0.0f) {
+        for (int k = 0; k < 8; k++) q[8 * lane + k] = 0;
+        if (lane < 16) bs[lane] = 0;
+        if (lane == 0) *d = 0.0f;
+        return;
+    }
+    float iscale = -127.f / mx;
+    int s = 0;
+    for (int k = 0; k < 8; k++) {
+        int r = (int)rintf(__fmul_rn(iscale, v[k]));
+        r = r < -128 ? -128 : r > 127 ? 127 : r;
+        q[8 * lane + k] = (int8_t)r;
+        s += r;
+    }
+    s += __shfl_xor_sync(0xffffffffu, s, 1); // lanes 2g and 2g+1 hold group g of 16
+    if (lane % 2 == 0) bs[lane / 2] = (int16_t)s;
+    if (lane == 0) *d = 1.0f / iscale;
+}
+
+static __global__ void k_quant_q8_0(const float *x, int n, int nblk, size_t xr, uint8_t *y) {
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per block of 32
+    if (i >= nblk) return;
+    int nb = n / QK, t = i / nb, b = i % nb;
+    warp_q8_0(x[(size_t)t * n + (size_t)b * QK + lane], lane, y + xr * t, nb, b);
+}
+
+static __global__ void k_quant_q8_K(const float *x, int n, int nblk, size_t xr, uint8_t *y) {
+    int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per super-block of 256
+    if (i >= nblk) return;
+    int nb = n / QK_K, t = i / nb, b = i % nb;
+    const float *xb = x + (size_t)t * n + (size_t)b * QK_K;
+    float v[8];
+    for (int k = 0; k < 8; k++) v[k] = xb[8 * lane + k];
+    warp_q8_K(v, lane, y + xr * t, nb, b);
+}
+
+extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int T, int n, void *xq) {
+    size_t xr = cuda_act_row_size(wtype, n);
+    if (!xr || T <= 0) return -1;
+    if (is_float(wtype)) {
+        cudaError_t e = cudaMemcpyAsync(xq, x, sizeof(float) * (size_t)T * n, cudaMemcpyDeviceToDevice, d->stream);
+        return e == cudaSuccess ? 0 : set_status("copy", e);
+    }
+    int nblk = T * (n / (is_k(wtype) ? QK_K : QK));
+    if (is_k(wtype)) k_quant_q8_K<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, xr, (uint8_t *)xq);
+    else k_quant_q8_0<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, xr, (uint8_t *)xq);
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : set_status("quantize", e);
+}
+
 extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *xq, int T, int glu_act, int ggml) {
     if (n < 1 || n > MV_MAX || T <= 0 || (glu_act >= 0 && (n != 2 || m[0].rows != m[1].rows))) return -1;
     size_t xr = cuda_act_row_size(m[0].type, cols);
+    // threads a row: enough warps for the memory (q2_K / q3_K: 8, their path's)
+    int total = 0, tpr, kq23 = 0;
+    for (int i = 0; i < (glu_act >= 0 ? 1 : n); i++) total += m[i].rows;
+    for (int i = 0; i < n; i++) kq23 |= m[i].type == DT_Q2_K || m[i].type == DT_Q3_K;
+    tpr = kq23 || total >= 2048 || cols < 2048 ? 8 : total >= 1024 || cols < 4096 ? 32 : 128;
+    const int rpb = MV_THREADS / tpr;
     mv_desc k;
     memset(&k, 0, sizeof k);
     int blocks = 0;
     for (int i = 0; i < n; i++) {
         if (!xr || cuda_act_row_size(m[i].type, cols) != xr || m[i].rows <= 0) return -1;
-        k.m[i] = (mv_mat){(const uint8_t *)m[i].w, m[i].y, row_bytes(m[i].type, cols), m[i].rows, m[i].type, blocks};
-        if (glu_act < 0 || i == 0) blocks += (m[i].rows + MV_WARPS - 1) / MV_WARPS;
+        int nb = is_float(m[i].type) ? cols : cols / (is_k(m[i].type) ? QK_K : QK);
+        k.m[i] = (mv_mat){(const uint8_t *)m[i].w, m[i].y, m[i].rows, m[i].type, blocks, nb};
+        if (glu_act < 0 || i == 0) blocks += (m[i].rows + rpb - 1) / rpb;
     }
-    if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's warps take the up rows)
+    if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
-    k_mv<<<blocks, 32 * MV_WARPS, 0, d->stream>>>(k, (const uint8_t *)xq);
+    if (tpr == 8) k_mv<8><<<blocks, MV_THREADS, 0, d->stream>>>(k, (const uint8_t *)xq);
+    else if (tpr == 32) k_mv<32><<<blocks, MV_THREADS, 0, d->stream>>>(k, (const uint8_t *)xq);
+    else k_mv<128><<<blocks, MV_THREADS, 0, d->stream>>>(k, (const uint8_t *)xq);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("matmul", e);
 }
@@ -960,24 +914,52 @@ static __device__ float f16_round(float v) { return __half2float(__ushort_as_hal
 
 // One block per (row, query head): scores over the row's window of its
 // cache, softmax (with a sink, softcap), then the values. scores: stride
-// floats per (row, head).
-static __global__ void k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
-                                   const float *const *kc, const float *const *vc, float scale, float softcap, const float *sinks,
-                                   int ggml, float *scores, int stride) {
+// floats per (row, head). NE = hd / 32 (a head of 32 NE): each warp takes 4
+// positions at a time, the lanes NE values of each, the loads of the 4 in
+// flight together (positions past the window read the last one and are
+// dropped); NE = 0: any hd, a position at a time.
+template <int NE>
+static __global__ void __launch_bounds__(256) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
+                                                          const float *const *kc, const float *const *vc, float scale, float softcap,
+                                                          const float *sinks, int ggml, float *scores, int stride) {
     __shared__ float sh[32];
+    __shared__ float part[8][512];
     int t = blockIdx.x, h = blockIdx.y, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
     int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
     const float *qh = q + (size_t)t * nq + (size_t)h * hd;
-    const float *k = kc[t] + (size_t)kh * hd, *v = vc[t] + (size_t)kh * hd;
+    const float *k = kc[t] + (size_t)kh * hd + (size_t)lo * nkv, *v = vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
     float *s = scores + ((size_t)t * H + h) * stride;
-    const int lane = threadIdx.x % 32, nw = blockDim.x / 32;
-    for (int j = threadIdx.x / 32; j < n; j += nw) { // a warp per position, the lanes along the head
-        const float *kr = k + (size_t)(lo + j) * nkv;
-        float acc = 0.0f;
-        for (int i = lane; i < hd; i += 32) acc = fmaf(qh[i], kr[i], acc);
-        acc = warp_sum(acc) * scale;
-        if (softcap) acc = softcap * tanhf(acc / softcap);
-        if (lane == 0) s[j] = acc;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    if (NE) {
+        float qv[NE > 0 ? NE : 1];
+#pragma unroll
+        for (int e = 0; e < NE; e++) qv[e] = qh[lane + 32 * e];
+        for (int j0 = wp; j0 < n; j0 += 4 * nw) {
+            float a[4];
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                int j = min(j0 + g * nw, n - 1);
+                const float *kr = k + (size_t)j * nkv;
+                a[g] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < NE; e++) a[g] = fmaf(qv[e], kr[lane + 32 * e], a[g]);
+            }
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                float acc = warp_sum(a[g]) * scale;
+                if (softcap) acc = softcap * tanhf(acc / softcap);
+                if (lane == 0 && j0 + g * nw < n) s[j0 + g * nw] = acc;
+            }
+        }
+    } else {
+        for (int j = wp; j < n; j += nw) { // a warp per position, the lanes along the head
+            const float *kr = k + (size_t)j * nkv;
+            float acc = 0.0f;
+            for (int i = lane; i < hd; i += 32) acc = fmaf(qh[i], kr[i], acc);
+            acc = warp_sum(acc) * scale;
+            if (softcap) acc = softcap * tanhf(acc / softcap);
+            if (lane == 0) s[j] = acc;
+        }
     }
     __syncthreads();
     float m = -INFINITY;
@@ -997,18 +979,63 @@ static __global__ void k_attention(const float *q, float *out, int H, int KV, in
         s[j] = ggml ? f16_round(p) : p;
     }
     __syncthreads();
+    // the values: each warp its positions, the lanes along the head; the
+    // warps' sums added in order
+    float acc[16];
+#pragma unroll
+    for (int e = 0; e < 16; e++) acc[e] = 0.0f;
+    if (NE) {
+        for (int j0 = wp; j0 < n; j0 += 4 * nw) {
+            float vv[4][NE > 0 ? NE : 1], p[4];
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                int j = min(j0 + g * nw, n - 1);
+                p[g] = j0 + g * nw < n ? s[j] : 0.0f;
+#pragma unroll
+                for (int e = 0; e < NE; e++) vv[g][e] = v[(size_t)j * nkv + lane + 32 * e];
+            }
+#pragma unroll
+            for (int g = 0; g < 4; g++)
+#pragma unroll
+                for (int e = 0; e < NE; e++) acc[e] = fmaf(p[g], vv[g][e], acc[e]);
+        }
+    } else {
+        for (int j = wp; j < n; j += nw) {
+            const float *vr = v + (size_t)j * nkv;
+            float p = s[j];
+#pragma unroll
+            for (int e = 0; e < 16; e++)
+                if (lane + 32 * e < hd) acc[e] = fmaf(p, vr[lane + 32 * e], acc[e]);
+        }
+    }
+#pragma unroll
+    for (int e = 0; e < 16; e++)
+        if (lane + 32 * e < hd) part[wp][lane + 32 * e] = acc[e];
+    __syncthreads();
     float *o = out + (size_t)t * nq + (size_t)h * hd;
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-        float acc = 0.0f;
-        for (int j = 0; j < n; j++) acc = fmaf(s[j], v[(size_t)(lo + j) * nkv + i], acc);
-        o[i] = acc;
+        float a = 0.0f;
+        for (int w = 0; w < nw; w++) a += part[w][i];
+        o[i] = a;
     }
 }
 extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
                                      int ggml, float *scores, int stride) {
     if (T <= 0) return 0;
-    k_attention<<<dim3(T, H), 256, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride);
+    if (hd > 512) return -1;
+    dim3 g(T, H);
+#define ATT(ne) k_attention<ne><<<g, 256, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride)
+    switch (hd) {
+    case 32: ATT(1); break;
+    case 64: ATT(2); break;
+    case 96: ATT(3); break;
+    case 128: ATT(4); break;
+    case 256: ATT(8); break;
+    case 512: ATT(16); break;
+    default: ATT(0);
+    }
+#undef ATT
     return launched("attention");
 }
 
@@ -1167,42 +1194,27 @@ static __device__ __forceinline__ float normed(const float *xr, const float *w, 
     return xr[i] * r * sc;
 }
 
-// One block of 256 per row: k_norm's sum (the same threads and order, so the
-// same r), then a warp per 32-block (q8_0) or per 256-block (q8_K) writes the
-// normalized floats and quantizes them as k_quant_q8_0 / k_quant_q8_K do.
-static __global__ void k_norm_quant(float *out, const float *x, const float *w, int n, float eps, int kind, int kq, uint8_t *xq) {
-    __shared__ float sh[32];
-    const float *xr = x + (size_t)blockIdx.x * n;
-    float *orow = out + (size_t)blockIdx.x * n;
-    float s = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) s += xr[i] * xr[i];
-    float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + eps);
+// A block's row of n normalized (x * r * w) into orow and quantized into the
+// activation row yr: a warp per 32-block (q8_0) or per 256-block (q8_K), as
+// k_quant_q8_0 / k_quant_q8_K quantize.
+static __device__ void norm_quant_row(const float *x, const float *w, float r, int kind, int n, float *orow, uint8_t *yr, int kq) {
     int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
     if (!kq) {
-        uint8_t *yr = xq + (size_t)blockIdx.x * (n / QK) * Q8_0_B;
         for (int b = wp; b < n / QK; b += nw) {
-            float v = normed(xr, w, r, QK * b + lane, kind);
+            float v = normed(x, w, r, QK * b + lane, kind);
             orow[QK * b + lane] = v;
-            warp_q8_0(v, lane, yr + (size_t)b * Q8_0_B);
+            warp_q8_0(v, lane, yr, n / QK, b);
         }
         return;
     }
-    uint8_t *yr = xq + (size_t)blockIdx.x * (n / QK_K) * Q8_K_B;
     for (int b = wp; b < n / QK_K; b += nw) {
         float v[8];
         for (int k = 0; k < 8; k++) {
             int i = QK_K * b + 8 * lane + k;
-            orow[i] = v[k] = normed(xr, w, r, i, kind);
+            orow[i] = v[k] = normed(x, w, r, i, kind);
         }
-        warp_q8_K(v, lane, yr + (size_t)b * Q8_K_B);
+        warp_q8_K(v, lane, yr, n / QK_K, b);
     }
-}
-
-extern "C" HIDDEN int cuda_norm_quant(cuda_dev *d, float *out, const float *x, const float *w, int rows, int n, float eps, int kind, int wtype,
-                                      void *xq) {
-    if (rows <= 0 || kind > 1 || is_float(wtype) || !cuda_act_row_size(wtype, n)) return -1;
-    k_norm_quant<<<rows, 256, 0, d->stream>>>(out, x, w, n, eps, kind, is_k(wtype), (uint8_t *)xq);
-    return launched("norm + quantize");
 }
 
 // ---------------------------------------------------------------------------
@@ -1212,7 +1224,73 @@ extern "C" HIDDEN int cuda_norm_quant(cuda_dev *d, float *out, const float *x, c
 
 // One block of 256 per row: [o = norm_a(o)] [x += o * s] [xn = norm_b(x)
 // [quantized into xq]], the stages present as flagged.
-static __global__ void k_chain(cuda_chain c) {
+// k_chain with the row in registers (n <= CHAIN_REG x 256): thread t holds
+// elements t + 256 k, the elements the loops above give it, so every sum
+// and value is theirs; a q8_0 block is one warp's (block b: warp b % 8 at
+// k = b / 8), a q8_K super-block goes through shared memory.
+enum { CHAIN_REG = 24 };
+static __global__ void __launch_bounds__(256) k_chain_reg(cuda_chain c, size_t xr) {
+    __shared__ float sh[32];
+    extern __shared__ float row[]; // (q8_K: the normalized row)
+    const int n = c.n, t = threadIdx.x;
+    float *o = c.o ? c.o + (size_t)blockIdx.x * n : NULL, *x = c.x ? c.x + (size_t)blockIdx.x * n : NULL;
+    float ov[CHAIN_REG], xv[CHAIN_REG], sa[CHAIN_REG], sb[CHAIN_REG];
+    // every load first (one wait), then the stages
+#pragma unroll
+    for (int k = 0; k < CHAIN_REG; k++) {
+        int i = t + 256 * k;
+        bool in = i < n;
+        ov[k] = in && (c.norm_a || c.residual) ? o[i] : 0.0f;
+        xv[k] = in && (c.residual || c.norm_b) ? x[i] : 0.0f;
+        sa[k] = in && c.wa ? (c.kind_a == 1 ? 1.0f + c.wa[i] : c.wa[i]) : 1.0f;
+        sb[k] = in && c.wb ? (c.kind_b == 1 ? 1.0f + c.wb[i] : c.wb[i]) : 1.0f;
+    }
+    if (c.norm_a) {
+        float s = 0;
+#pragma unroll
+        for (int k = 0; k < CHAIN_REG; k++)
+            if (t + 256 * k < n) s += ov[k] * ov[k];
+        float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_a);
+#pragma unroll
+        for (int k = 0; k < CHAIN_REG; k++)
+            if (t + 256 * k < n) o[t + 256 * k] = ov[k] = ov[k] * r * sa[k];
+    }
+    if (c.residual) {
+#pragma unroll
+        for (int k = 0; k < CHAIN_REG; k++)
+            if (t + 256 * k < n) x[t + 256 * k] = xv[k] = __fmaf_rn(ov[k], c.s, xv[k]);
+    }
+    if (!c.norm_b) return;
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < CHAIN_REG; k++)
+        if (t + 256 * k < n) s += xv[k] * xv[k];
+    float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_b);
+    float *xn = c.xn + (size_t)blockIdx.x * n;
+    uint8_t *yr = c.xq + xr * blockIdx.x;
+    const int lane = t % 32, wp = t / 32;
+#pragma unroll
+    for (int k = 0; k < CHAIN_REG; k++) {
+        int i = t + 256 * k;
+        if (i >= n) break;
+        float v = xv[k] * r * sb[k];
+        xn[i] = v;
+        if (c.quant == 0) { // block 8k + wp: whole in this warp (n is a multiple of 32)
+            warp_q8_0(v, lane, yr, n / QK, 8 * k + wp);
+        } else if (c.quant == 1) {
+            row[i] = v;
+        }
+    }
+    if (c.quant != 1) return;
+    __syncthreads();
+    for (int b = wp; b < n / QK_K; b += 8) {
+        float v[8];
+        for (int k = 0; k < 8; k++) v[k] = row[QK_K * b + 8 * lane + k];
+        warp_q8_K(v, lane, yr, n / QK_K, b);
+    }
+}
+
+static __global__ void k_chain(cuda_chain c, size_t xr) {
     __shared__ float sh[32];
     const int n = c.n;
     float *o = c.o ? c.o + (size_t)blockIdx.x * n : NULL, *x = c.x ? c.x + (size_t)blockIdx.x * n : NULL;
@@ -1229,27 +1307,10 @@ static __global__ void k_chain(cuda_chain c) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
     float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_b);
     float *xn = c.xn + (size_t)blockIdx.x * n;
-    int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
-    if (c.quant < 0) {
+    if (c.quant < 0)
         for (int i = threadIdx.x; i < n; i += blockDim.x) xn[i] = normed(x, c.wb, r, i, c.kind_b);
-    } else if (c.quant == 0) {
-        uint8_t *yr = c.xq + (size_t)blockIdx.x * (n / QK) * Q8_0_B;
-        for (int b = wp; b < n / QK; b += nw) {
-            float v = normed(x, c.wb, r, QK * b + lane, c.kind_b);
-            xn[QK * b + lane] = v;
-            warp_q8_0(v, lane, yr + (size_t)b * Q8_0_B);
-        }
-    } else {
-        uint8_t *yr = c.xq + (size_t)blockIdx.x * (n / QK_K) * Q8_K_B;
-        for (int b = wp; b < n / QK_K; b += nw) {
-            float v[8];
-            for (int k = 0; k < 8; k++) {
-                int i = QK_K * b + 8 * lane + k;
-                xn[i] = v[k] = normed(x, c.wb, r, i, c.kind_b);
-            }
-            warp_q8_K(v, lane, yr + (size_t)b * Q8_K_B);
-        }
-    }
+    else
+        norm_quant_row(x, c.wb, r, c.kind_b, n, xn, c.xq + xr * blockIdx.x, c.quant);
 }
 
 extern "C" HIDDEN int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows, int wtype) {
@@ -1261,7 +1322,9 @@ extern "C" HIDDEN int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows,
         if (!c->norm_b || is_float(wtype) || !cuda_act_row_size(wtype, c->n)) return -1;
         k.quant = is_k(wtype);
     }
-    k_chain<<<rows, 256, 0, d->stream>>>(k);
+    size_t xr = c->xq ? cuda_act_row_size(wtype, c->n) : 0;
+    if (c->n <= CHAIN_REG * 256) k_chain_reg<<<rows, 256, k.quant == 1 ? sizeof(float) * c->n : 0, d->stream>>>(k, xr);
+    else k_chain<<<rows, 256, 0, d->stream>>>(k, xr);
     return launched("norm chain");
 }
 

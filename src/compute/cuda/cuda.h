@@ -44,15 +44,21 @@ int cuda_sync(cuda_dev *d);
 int cuda_upload_async(cuda_dev *d, void *d_dst, const void *src, size_t bytes);
 
 // Bytes of one token's activations for weights of type wtype (n columns):
-// q8_0 blocks for the 32-element types, q8_K for the k-quants, f32 for float
-// weights; 0 for a type without a GPU product.
+// the CPU quantizer's values (q8_0 blocks for the 32-element types, q8_K for
+// the k-quants) with each field in an array of its own (quants, scales, the
+// q8_K sums of 16), padded to 16 bytes; f32 for float weights; 0 for a type
+// without a GPU product.
 size_t cuda_act_row_size(int wtype, int n);
 // Quantizes T rows of n floats (d_x) for weights of type wtype into d_xq
 // (rows of cuda_act_row_size bytes); float types copy.
 int cuda_quantize(cuda_dev *d, int wtype, const float *d_x, int T, int n, void *d_xq);
+// A matrix of `rows` rows of `cols` weights of type `type` (the mapped
+// bytes, host memory) in device memory as the products read it (some types'
+// blocks split into arrays of their fields); NULL on failure. cuda_free frees it.
+void *cuda_weight_upload(cuda_dev *d, int type, const void *host, int rows, int cols);
 // d_y (T, rows) = activations (T, cols) @ W^T, W `rows` rows of `cols` in
-// its stored type wtype (the mapped bytes, uploaded), the activations as
-// cuda_quantize made them.
+// its stored type wtype (as cuda_weight_upload put it there), the
+// activations as cuda_quantize made them.
 int cuda_matmul(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, const void *d_xq, int T, float *d_y);
 // Up to 4 products of the same activations in one launch (their types take
 // the same activation format); glu_act >= 0 (tensor.h's act kinds): two
@@ -68,10 +74,6 @@ int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const voi
 int cuda_bias(cuda_dev *d, float *y, const float *bias, int T, int n);          // y row += bias
 int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, int n_in, int n_out, const float *x, int T, float *y);
 int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind);
-// An RMS norm (kind 0, or 1: (1 + w)) of `rows` rows of n, written to out and
-// quantized for weights of type wtype into xq in the same pass: the bytes
-// and floats cuda_norm then cuda_quantize give.
-int cuda_norm_quant(cuda_dev *d, float *out, const float *x, const float *w, int rows, int n, float eps, int kind, int wtype, void *xq);
 int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs,
               int pair_offset, int pair_stride, float mscale);
 // attention of T rows (backend.h's attn_desc with device k/v row pointers and positions)
@@ -90,7 +92,7 @@ int cuda_zero(cuda_dev *d, void *p, size_t bytes);
 // A chain of row operations in one kernel, rows of n: [o = norm_a(o)]
 // [x += o * s] [xn = norm_b(x) [quantized into xq for weights of type
 // wtype]] (norm kinds 0 and 1 of cuda_norm): the floats and bytes of
-// cuda_norm, cuda_axpy, cuda_norm / cuda_norm_quant one after the other.
+// cuda_norm, cuda_axpy, cuda_norm and cuda_quantize one after the other.
 typedef struct {
     float *o, *x, *xn;
     const float *wa, *wb;

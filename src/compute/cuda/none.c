@@ -15,6 +15,10 @@ int cuda_download(cuda_dev *d, void *dst, const void *src, size_t bytes) { (void
 int cuda_sync(cuda_dev *d) { (void)d; return -1; }
 size_t cuda_act_row_size(int wtype, int n) { (void)wtype, (void)n; return 0; }
 int cuda_quantize(cuda_dev *d, int wtype, const float *x, int T, int n, void *xq) { (void)d, (void)wtype, (void)x, (void)T, (void)n, (void)xq; return -1; }
+void *cuda_weight_upload(cuda_dev *d, int type, const void *host, int rows, int cols) {
+    (void)d, (void)type, (void)host, (void)rows, (void)cols;
+    return NULL;
+}
 int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const void *xq, int T, float *y) {
     (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)xq, (void)T, (void)y;
     return -1;
@@ -34,10 +38,6 @@ int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, int n_in, int n_out
 }
 int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind) {
     (void)d, (void)out, (void)x, (void)w, (void)b, (void)rows, (void)n, (void)eps, (void)kind;
-    return -1;
-}
-int cuda_norm_quant(cuda_dev *d, float *out, const float *x, const float *w, int rows, int n, float eps, int kind, int wtype, void *xq) {
-    (void)d, (void)out, (void)x, (void)w, (void)rows, (void)n, (void)eps, (void)kind, (void)wtype, (void)xq;
     return -1;
 }
 int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs, int pair_offset,

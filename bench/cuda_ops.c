@@ -1,0 +1,128 @@
+// Per-kernel times of the CUDA device layer (bench/gpu.sh runs it on the
+// H200): each operation launched 200 times inside one captured CUDA graph,
+// the graph replayed 20 times, wall time per launch (so the figure includes
+// what a node of the decode graph costs beyond its kernel). The products also
+// give the bytes of weights read per second. Shapes: Gemma 3's (270M, 1B, 4B).
+#include "compute/cuda/cuda.h"
+#include "tensor/dtype.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+enum { PER_GRAPH = 200, REPLAYS = 20 };
+typedef int (*op_fn)(cuda_dev *d, void *arg);
+
+// microseconds per launch of op inside a graph (-1 on failure)
+static double time_op(cuda_dev *d, op_fn op, void *arg) {
+    void *g = NULL;
+    if (op(d, arg) || cuda_sync(d) || cuda_graph_begin(d)) return -1;
+    int bad = 0;
+    for (int i = 0; i < PER_GRAPH; i++) bad |= op(d, arg);
+    if (cuda_graph_end(d, &g) || bad) return -1;
+    cuda_graph_launch(d, g), cuda_sync(d);
+    double t0 = now();
+    for (int r = 0; r < REPLAYS; r++) cuda_graph_launch(d, g);
+    if (cuda_sync(d)) return -1;
+    double us = (now() - t0) * 1e6 / (REPLAYS * PER_GRAPH);
+    cuda_graph_free(g);
+    return us;
+}
+
+static void *zeros(cuda_dev *d, size_t bytes) {
+    void *p = cuda_alloc(d, bytes);
+    if (p && cuda_zero(d, p, bytes)) { cuda_free(d, p); p = NULL; }
+    return p;
+}
+
+typedef struct { int type, rows, cols; void *w, *xq; float *y, *x; } mm_arg;
+static int op_mm(cuda_dev *d, void *a) { mm_arg *m = a; return cuda_matmul(d, m->type, m->w, m->rows, m->cols, m->xq, 1, m->y); }
+typedef struct { cuda_chain c; int wtype; } chain_arg;
+static int op_chain(cuda_dev *d, void *a) { chain_arg *c = a; return cuda_chain_run(d, &c->c, 1, c->wtype); }
+static int op_quant(cuda_dev *d, void *a) { mm_arg *m = a; return cuda_quantize(d, m->type, m->x, 1, m->cols, m->xq); }
+typedef struct { cuda_qkv c; const int *pos; } qkv_arg;
+static int op_qkv(cuda_dev *d, void *a) { qkv_arg *q = a; return cuda_qkv_prep(d, &q->c, 1, q->pos); }
+typedef struct { float *q, *out, *sc; int H, KV, hd, P; const int *pos; float *const *tab; } att_arg;
+static int op_att(cuda_dev *d, void *a) {
+    att_arg *t = a;
+    return cuda_attention(d, t->q, t->out, 1, t->H, t->KV, t->hd, 0, t->pos, (const float *const *)t->tab, (const float *const *)t->tab + 1,
+                          0.0625f, 0.0f, NULL, 1, t->sc, t->P + 1);
+}
+static int op_scale(cuda_dev *d, void *a) { return cuda_scale(d, a, 32, 1.0f); }
+
+static void matmul_row(cuda_dev *d, const char *name, int type, int rows, int cols) {
+    size_t rs = dtype_row_size(type, cols);
+    unsigned char *h = calloc(rs, (size_t)rows); // (zero weights: the time does not depend on the values)
+    mm_arg m = {type, rows, cols, NULL, zeros(d, cuda_act_row_size(type, cols)), zeros(d, sizeof(float) * (size_t)rows), zeros(d, sizeof(float) * cols)};
+    m.w = h ? cuda_weight_upload(d, type, h, rows, cols) : NULL;
+    double us = m.w && m.xq && m.y ? time_op(d, op_mm, &m) : -1;
+    printf("| matmul %-14s | %s %d x %d | %8.2f | %7.0f |\n", name, dtype_get(type)->name, rows, cols, us, us > 0 ? rs * rows / us / 1e3 : 0);
+    double uq = time_op(d, op_quant, &m);
+    printf("| quantize for %-8s | %d | %8.2f | |\n", dtype_get(type)->name, cols, uq);
+    cuda_free(d, m.w), cuda_free(d, m.xq), cuda_free(d, m.y), cuda_free(d, m.x), free(h);
+}
+
+int main(void) {
+    if (!cuda_device_count()) { printf("bench_cuda_ops: no GPU: %s\n", cuda_status()); return 0; }
+    cuda_dev *d = cuda_open(0);
+    if (!d) { printf("bench_cuda_ops: %s\n", cuda_status()); return 1; }
+    printf("%s: microseconds a launch inside a captured graph (%d launches, %d replays)\n\n", cuda_name(d), PER_GRAPH, REPLAYS);
+    printf("| operation | shape | us | GB/s |\n| --- | --- | ---: | ---: |\n");
+    float *one = zeros(d, 4096);
+    printf("| scale (32 floats: the floor) | | %8.2f | |\n", time_op(d, op_scale, one));
+    int E[3] = {640, 1152, 2560}, F[3] = {2048, 6912, 10240}, H[3] = {4, 4, 8}, KV[3] = {1, 1, 4};
+    const char *nm[3] = {"270m", "1b", "4b"};
+    for (int s = 0; s < 3; s++) {
+        int e = E[s];
+        float *o = zeros(d, sizeof(float) * e), *x = zeros(d, sizeof(float) * e), *xn = zeros(d, sizeof(float) * e), *w = zeros(d, sizeof(float) * e);
+        void *xq = zeros(d, cuda_act_row_size(DT_Q8_0, e) + cuda_act_row_size(DT_Q4_K, e));
+        chain_arg c = {{.o = o, .x = x, .xn = xn, .wa = w, .wb = w, .norm_a = 1, .residual = 1, .norm_b = 1, .n = e, .eps_a = 1e-6f,
+                        .eps_b = 1e-6f, .s = 1.0f, .xq = xq}, e % 256 ? DT_Q8_0 : DT_Q4_K};
+        printf("| chain: norm, residual, norm, quantize (%s) | %s n %d | %8.2f | |\n", dtype_get(c.wtype)->name, nm[s], e, time_op(d, op_chain, &c));
+        chain_arg c2 = c;
+        c2.c.xq = NULL;
+        printf("| chain: norm, residual, norm | %s n %d | %8.2f | |\n", nm[s], e, time_op(d, op_chain, &c2));
+        c2.c.norm_a = c2.c.residual = 0;
+        printf("| chain: norm alone | %s n %d | %8.2f | |\n", nm[s], e, time_op(d, op_chain, &c2));
+        c2.c.xq = xq;
+        printf("| chain: norm, quantize | %s n %d | %8.2f | |\n", nm[s], e, time_op(d, op_chain, &c2));
+        cuda_free(d, o), cuda_free(d, x), cuda_free(d, xn), cuda_free(d, w), cuda_free(d, xq);
+        int hd = 256, nq = H[s] * hd, nkv = KV[s] * hd, P = 128;
+        float *q = zeros(d, sizeof(float) * nq), *k = zeros(d, sizeof(float) * nkv), *v = zeros(d, sizeof(float) * nkv), *nw = zeros(d, sizeof(float) * hd);
+        float *inv = zeros(d, sizeof(float) * hd / 2), *kc = zeros(d, sizeof(float) * (P + 1) * nkv), *vc = zeros(d, sizeof(float) * (P + 1) * nkv);
+        float *out = zeros(d, sizeof(float) * nq), *sc = zeros(d, sizeof(float) * H[s] * (P + 1));
+        int *pos = zeros(d, sizeof(int));
+        int hp = P;
+        float **tab = zeros(d, 2 * sizeof(float *));
+        float *th[2] = {kc, vc};
+        cuda_upload(d, pos, &hp, sizeof hp), cuda_upload(d, tab, th, sizeof th);
+        qkv_arg qa = {{.q = q, .k = k, .v = v, .H = H[s], .KV = KV[s], .hd = hd, .kind = 1, .round = 1, .n_pairs = hd / 2, .pair_offset = hd / 2,
+                       .pair_stride = 1, .q_norm = nw, .k_norm = nw, .inv_freq = inv, .eps = 1e-6f, .mscale = 1.0f, .k_cache = tab, .v_cache = tab + 1}, pos};
+        printf("| q/k/v norms, RoPE, cache rows | %s %d+%d heads of %d | %8.2f | |\n", nm[s], H[s], KV[s], hd, time_op(d, op_qkv, &qa));
+        att_arg aa = {q, out, sc, H[s], KV[s], hd, P, pos, tab};
+        printf("| attention, one row at position %d | %s | %8.2f | |\n", P, nm[s], time_op(d, op_att, &aa));
+        float *all[] = {q, k, v, nw, inv, kc, vc, out, sc};
+        for (int i = 0; i < 9; i++) cuda_free(d, all[i]);
+        cuda_free(d, pos), cuda_free(d, tab);
+        char b[64];
+        snprintf(b, sizeof b, "%s ffn up", nm[s]);
+        matmul_row(d, b, s == 2 ? DT_Q4_K : DT_Q5_0, F[s], e);
+        snprintf(b, sizeof b, "%s ffn down", nm[s]);
+        matmul_row(d, b, DT_Q6_K, e, F[s]);
+        snprintf(b, sizeof b, "%s q proj", nm[s]);
+        matmul_row(d, b, s == 2 ? DT_Q4_K : DT_Q5_0, nq, e);
+        snprintf(b, sizeof b, "%s head", nm[s]);
+        matmul_row(d, b, s == 2 ? DT_Q6_K : DT_Q8_0, 262144, e);
+        if (s == 2) matmul_row(d, "4b ffn up f16", DT_F16, F[s], e), matmul_row(d, "4b ffn up bf16", DT_BF16, F[s], e);
+    }
+    cuda_free(d, one);
+    cuda_close(d);
+    return 0;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Kernel times of GPU decode on the H200 machine (through `device`): builds
+# infer with CUDA, makes random-weight Gemma 3 checkpoints (infer synth,
+# q4_k_m) of the shapes in SHAPES (default 270m), and runs 8 decode steps
+# after a 64-token prompt under ncu, printing each kernel's count and mean
+# time (the graph's nodes one by one: launch gaps are not in these times).
+# Output: $OUT/profile.txt. Carry: device-carry/debs.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+dpkg -i device-carry/debs/*.deb >/dev/null 2>&1
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j16 --target infer_cli >/dev/null 2>>"$OUT/log.txt" || { echo "build failed"; exit 1; }
+for shape in ${SHAPES:-270m}; do
+    M=/tmp/gemma3-$shape.gguf
+    ./build/infer synth --shape $shape --type q4_k_m -o $M >>"$OUT/log.txt" 2>&1 || { echo "synth failed"; continue; }
+    echo "== $shape: decode kernels (one token's worth after the prompt and first steps)" | tee -a "$OUT/profile.txt"
+    # (a 4-token prompt; the first 3 passes' kernels skipped, then one pass's worth profiled, caches as they are)
+    N=$(./build/infer info -m $M 2>/dev/null | awk '/layers/ {print $2; exit}')
+    ncu --cache-control none --launch-skip ${SKIP:-900} --launch-count ${COUNT:-300} --metrics gpu__time_duration.sum \
+        ./build/infer run -m $M --ids 2,100,200,300 -n 12 --ignore-eos --temp 0 --device cuda >"$OUT/ncu-$shape.txt" 2>&1
+    python3 - "$OUT/ncu-$shape.txt" <<'PY' | tee -a "$OUT/profile.txt"
+import re, sys, collections
+tot = collections.defaultdict(float); cnt = collections.Counter(); name = None; allt = 0
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+(\w+)(\(.*?\))? \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)", line)
+    if m: name = f"{m.group(1)} grid {m.group(3)}x{m.group(4)}"
+    m2 = re.match(r"\s+gpu__time_duration.sum\s+(\S+)\s+([\d.,]+)", line)
+    if m2 and name:
+        v = float(m2.group(2).replace(",", "")) * {"nsecond": 1e-3, "usecond": 1, "msecond": 1e3}.get(m2.group(1), 1)
+        tot[name] += v; cnt[name] += 1; allt += v; name = None
+print(f"kernels {sum(cnt.values())}, total {allt:.0f} us")
+for k in sorted(tot, key=lambda k: -tot[k])[:25]: print(f"{tot[k]:9.1f} us {cnt[k]:5d} x {tot[k]/cnt[k]:7.2f} us  {k}")
+PY
+done
