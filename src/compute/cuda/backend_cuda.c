@@ -3,11 +3,12 @@
 // cuda.cu on the device's stream.
 //
 // Weights come as the model's host tensors; each is uploaded the first time
-// an operation meets it and then found by its host address (a hash map of
-// this backend's), so the forward pass is the CPU's. This first version is
-// written for correctness: a warp per output row, a block per attention
-// (row, head), every launch on its own; the speed work (fused kernels, a
-// captured graph, tensor cores) comes next.
+// an operation meets it (matrices in the products' layout) and then found by
+// its host address (a hash map of this backend's), so the forward pass is
+// the CPU's. Operations wait and join where a fused kernel covers them (a
+// norm, the residual and the next norm with the quantization; gate and up
+// with their activation; q/k/v's norms, RoPE and cache rows), and a one-token
+// pass is captured as a CUDA graph and replayed.
 #ifdef INFER_HAVE_CUDA
 #include "compute/backend.h"
 #include "compute/cpu/ops.h"
