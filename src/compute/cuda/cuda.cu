@@ -918,12 +918,13 @@ static __device__ float f16_round(float v) { return __half2float(__ushort_as_hal
 // positions at a time, the lanes NE values of each, the loads of the 4 in
 // flight together (positions past the window read the last one and are
 // dropped); NE = 0: any hd, a position at a time.
+enum { ATT_THREADS = 512 }; // (16 warps: a decode row's positions in fewer rounds)
 template <int NE>
-static __global__ void __launch_bounds__(256) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
+static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
                                                           const float *const *kc, const float *const *vc, float scale, float softcap,
                                                           const float *sinks, int ggml, float *scores, int stride) {
     __shared__ float sh[32];
-    __shared__ float part[8][512];
+    __shared__ float part[ATT_THREADS / 32][512];
     int t = blockIdx.x, h = blockIdx.y, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
     int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
     const float *qh = q + (size_t)t * nq + (size_t)h * hd;
@@ -1025,7 +1026,7 @@ extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, in
     if (T <= 0) return 0;
     if (hd > 512) return -1;
     dim3 g(T, H);
-#define ATT(ne) k_attention<ne><<<g, 256, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride)
+#define ATT(ne) k_attention<ne><<<g, ATT_THREADS, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride)
     switch (hd) {
     case 32: ATT(1); break;
     case 64: ATT(2); break;
