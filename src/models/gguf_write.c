@@ -4,6 +4,7 @@
 #include "models/gguf_write.h"
 #include "tensor/dtype.h"
 #include "base/error.h"
+#include "base/pool.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -191,6 +192,13 @@ infer_status gguf_add_tensor_raw(gguf_writer *w, const char *name, int type, int
 
 static size_t pad_to(size_t n, size_t a) { return (a - n % a) % a; }
 
+// rows i0..i1 of a batch encoded (a pool job)
+typedef struct { const dtype_traits *tr; const float *row; unsigned char *enc; size_t n0, rs; int64_t ne0; } enc_job;
+static void encode_rows(void *arg, int i0, int i1) {
+    const enc_job *j = arg;
+    for (int k = i0; k < i1; k++) j->tr->from_float(j->row + j->n0 * (size_t)k, j->enc + j->rs * (size_t)k, j->ne0);
+}
+
 infer_status gguf_write_file(gguf_writer *w, const char *path) {
     buf h = {0};
     put(&h, "GGUF", 4);
@@ -230,30 +238,49 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     if (!f) { free(h.p); return fail(INFER_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); }
     int ok = fwrite(h.p, 1, h.n, f) == h.n;
     free(h.p);
+    // rows are read in order (the sources are not thread-safe) in batches of
+    // up to ENC_FLOATS values, encoded on every core, written in order: the
+    // same bytes whatever the thread count
+    enum { ENC_FLOATS = 1 << 22 };
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    pool *pl = pool_new(ncpu < 1 ? 1 : ncpu > 32 ? 32 : (int)ncpu);
     float *row = NULL;
     unsigned char *enc = NULL;
+    size_t row_cap = 0, enc_cap = 0;
     for (int i = 0; i < w->n_t && ok; i++) {
         const tensor_entry *e = &w->t[i];
         if (e->raw) {
             ok = fwrite(e->raw, 1, e->nbytes, f) == e->nbytes;
         } else {
             const dtype_traits *tr = dtype_get(e->type);
-            size_t rs = dtype_row_size(e->type, e->ne[0]);
-            float *r2 = realloc(row, sizeof(float) * (size_t)(e->ne[0] ? e->ne[0] : 1));
-            unsigned char *e2 = realloc(enc, rs ? rs : 1);
-            if (r2) row = r2;
-            if (e2) enc = e2;
-            if (!r2 || !e2) { fclose(f); unlink(tmp); free(row); free(enc); return fail(INFER_ERR_NOMEM, "%s: out of memory", path); }
-            int64_t rows = e->ne[1] * e->ne[2] * e->ne[3];
-            for (int64_t r = 0; r < rows && ok; r++) {
-                e->fn(e->user, r, row);
-                tr->from_float(row, enc, e->ne[0]);
-                ok = fwrite(enc, 1, rs, f) == rs;
+            size_t rs = dtype_row_size(e->type, e->ne[0]), n0 = (size_t)(e->ne[0] ? e->ne[0] : 1);
+            int64_t rows = e->ne[1] * e->ne[2] * e->ne[3], batch = (int64_t)(ENC_FLOATS / n0);
+            if (batch < 1) batch = 1;
+            if (batch > rows) batch = rows > 0 ? rows : 1;
+            if (n0 * (size_t)batch > row_cap) {
+                float *r2 = realloc(row, sizeof(float) * n0 * (size_t)batch);
+                if (r2) row = r2, row_cap = n0 * (size_t)batch;
+            }
+            if ((rs ? rs : 1) * (size_t)batch > enc_cap) {
+                unsigned char *e2 = realloc(enc, (rs ? rs : 1) * (size_t)batch);
+                if (e2) enc = e2, enc_cap = (rs ? rs : 1) * (size_t)batch;
+            }
+            if (n0 * (size_t)batch > row_cap || (rs ? rs : 1) * (size_t)batch > enc_cap) {
+                fclose(f), unlink(tmp), free(row), free(enc), pool_free(pl);
+                return fail(INFER_ERR_NOMEM, "%s: out of memory", path);
+            }
+            for (int64_t r0 = 0; r0 < rows && ok; r0 += batch) {
+                int nb = (int)(rows - r0 < batch ? rows - r0 : batch);
+                for (int k = 0; k < nb; k++) e->fn(e->user, r0 + k, row + n0 * (size_t)k);
+                enc_job job = {tr, row, enc, n0, rs, e->ne[0]};
+                pool_for(pl, nb, 4, encode_rows, &job);
+                ok = fwrite(enc, 1, rs * (size_t)nb, f) == rs * (size_t)nb;
             }
         }
         size_t p = pad_to(e->nbytes, w->alignment);
         if (ok && p) ok = fwrite(zeros, 1, p, f) == p;
     }
+    pool_free(pl);
     free(row);
     free(enc);
     if (fclose(f) != 0) ok = 0;
