@@ -8,6 +8,7 @@
 #include "tensor/dtype.h"
 #include "tensor/vecdot.h"
 #include "compute/cpu/ops.h"
+#include "base/half.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -321,6 +322,48 @@ static void check_fused(cuda_dev *d) {
     }
 }
 
+// The prompt products (tensor cores, f16 inputs): against the dequantized
+// matrix with the weights and activations rounded to f16 as the kernel
+// rounds them (normalized error <= 1e-7: the order of the f32 sums differs,
+// and a weight whose dequantized value the CPU rounds otherwise may round to
+// the next f16), and against the unrounded product (the f16 inputs' own
+// error, documented: <= 1e-5).
+static void check_gemm(cuda_dev *d, int wt, int rows, int cols, int T) {
+    const dtype_traits *tr = dtype_get(wt);
+    size_t rs = dtype_row_size(wt, cols);
+    unsigned char *w = malloc(rs * rows);
+    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * cols), *y = malloc(sizeof(float) * (size_t)T * rows);
+    for (int r = 0; r < rows; r++) {
+        for (int i = 0; i < cols; i++) wf[(size_t)r * cols + i] = frand() * (i % 29 == 0 ? 4.0f : 1.0f);
+        tr->from_float(wf + (size_t)r * cols, w + rs * r, cols);
+        tr->to_float(w + rs * r, wf + (size_t)r * cols, cols); // (the stored values)
+    }
+    for (size_t i = 0; i < (size_t)T * cols; i++) x[i] = frand() * (i % 53 == 0 ? 20.0f : 1.0f);
+    void *dw = cuda_weight_upload(d, wt, w, rows, cols);
+    float *dx = dev_copy(d, x, (size_t)T * cols), *dy = cuda_alloc(d, sizeof(float) * (size_t)T * rows);
+    int ok = dw && dx && dy && cuda_gemm_ok(wt, cols, T) && !cuda_gemm(d, wt, dw, rows, cols, dx, T, dy) &&
+             !cuda_download(d, y, dy, sizeof(float) * (size_t)T * rows);
+    CHECK(ok, "%s gemm %dx%d, %d tokens: %s", tr->name, rows, cols, T, cuda_status());
+    if (ok) {
+        double e16 = 0, e = 0, s = 0;
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < rows; r++) {
+                double a = 0, a16 = 0;
+                for (int i = 0; i < cols; i++) {
+                    float wv = wf[(size_t)r * cols + i], xv = x[(size_t)t * cols + i];
+                    a += (double)wv * xv;
+                    a16 += (double)f16_to_f32(f32_to_f16(wv)) * f16_to_f32(f32_to_f16(xv));
+                }
+                double g = y[(size_t)t * rows + r];
+                e16 += (g - a16) * (g - a16), e += (g - a) * (g - a), s += a * a;
+            }
+        CHECK(e16 <= 1e-7 * s, "%s gemm %dx%d, %d tokens: against the f16-rounded product, normalized error %.3g", tr->name, rows, cols, T, e16 / s);
+        CHECK(e <= 1e-5 * s, "%s gemm %dx%d, %d tokens: against the exact product, normalized error %.3g", tr->name, rows, cols, T, e / s);
+    }
+    cuda_free(d, dw), cuda_free(d, dx), cuda_free(d, dy);
+    free(w), free(wf), free(x), free(y);
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -340,6 +383,9 @@ int main(void) {
     // many rows: the products' other thread counts a row (32, 8)
     int wide[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q2_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16, DT_F32};
     for (int k = 0; k < 11; k++) check_type(d, wide[k], 2100, 512, 2), check_type(d, wide[k], 8200, 256, 1);
+    int gt[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16};
+    for (int k = 0; k < 8; k++) check_gemm(d, gt[k], 100, 512, 16), check_gemm(d, gt[k], 130, 768, 70);
+    CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
     check_fused(d);
     cuda_close(d);

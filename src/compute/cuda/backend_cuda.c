@@ -51,6 +51,7 @@ typedef struct {
     // sum, the quantization for the product that takes it: cuda_chain_run),
     // and a gate and up product waits for the activation that joins them
     int fuse;
+    int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=1; else the q8 products)
     int ch_on, ch_rows;
     cuda_chain ch;
     struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
@@ -90,6 +91,8 @@ static cuda_state *state(backend *b) {
     }
     const char *fz = getenv("INFER_CUDA_FUSE");
     s->fuse = !fz || !*fz || *fz != '0';
+    const char *gz = getenv("INFER_CUDA_GEMM"); // (off by default until its q5_0 fix is checked on a GPU)
+    s->gemm = gz && *gz && *gz != '0';
     b->dev = s;
     return s;
 }
@@ -200,6 +203,9 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         size_t bytes = dtype_row_size(W->type, n_out) * (size_t)n_in;
         const void *dw = dev_of(b, W->data, bytes);
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
+    } else if (s->gemm && cuda_gemm_ok(W->type, n_in, T)) { // (a prompt: the tensor cores)
+        const void *dw = dev_weight(b, W, n_in, n_out);
+        if (!dw || flush(s) || cuda_gemm(s->d, W->type, dw, n_out, n_in, x, T, y)) { fail_op(b); return; }
     } else {
         const void *dw = dev_weight(b, W, n_in, n_out);
         const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;
@@ -221,6 +227,7 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
     int same = s && xr && !w[0]->trans, biased = 0;
     for (int i = 1; i < n && same; i++) same = !w[i]->trans && cuda_act_row_size(w[i]->w->type, n_in) == xr;
     for (int i = 0; i < n; i++) biased |= bias[i] != NULL;
+    for (int i = 0; i < n && same && s->gemm; i++) same = !cuda_gemm_ok(w[i]->w->type, n_in, T); // (prompts: one by one, on the tensor cores)
     if (!same) {
         for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;

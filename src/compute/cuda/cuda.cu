@@ -11,6 +11,7 @@
 #include "tensor/dtype.h"
 
 #include <cuda_fp16.h>
+#include <mma.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1371,4 +1372,155 @@ extern "C" HIDDEN int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const
     int heads = c->H + (c->k ? 2 * c->KV : 0);
     k_qkv<<<dim3(T, heads), 256, 0, d->stream>>>(*c, pos);
     return launched("q, k, v");
+}
+
+// ---------------------------------------------------------------------------
+// Prompt products on the tensor cores: Y (T, rows) = X (T, cols) W^T with
+// 64 x 64 tiles of (rows, tokens), 32 columns a step: the weights' tile
+// decoded to f16 (the CPU's dequantized values, rounded), the activations'
+// rounded to f16, WMMA 16 x 16 x 16 products summed in f32. Less exact than
+// the q8 products (f16 inputs; test_cuda holds it to the dequantized matrix
+// at a documented tolerance), and far faster once there are many tokens.
+
+
+enum { GM = 64, GN = 64, GK = 32, GLD = GK + 8, GCL = GM + 4 };
+
+// the 16 weights (half h of 32-block kb) of row r as floats
+template <int T> struct deq;
+template <> struct deq<DT_Q8_0> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        size_t blk = (size_t)m.r * m.nb + kb;
+        const int8_t *q = (const int8_t *)(m.w + 32 * blk + 16 * h);
+        float d = ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * blk);
+        for (int k = 0; k < 16; k++) v[k] = d * (float)q[k];
+    }
+};
+template <> struct deq<DT_Q4_0> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        size_t blk = (size_t)m.r * m.nb + kb;
+        const uint8_t *q = m.w + 16 * blk;
+        float d = ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * blk);
+        for (int k = 0; k < 16; k++) v[k] = d * (float)((h ? q[k] >> 4 : q[k] & 15) - 8);
+    }
+};
+template <> struct deq<DT_Q5_0> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        size_t blk = (size_t)m.r * m.nb + kb, nall = (size_t)m.rows * m.nb;
+        const uint8_t *q = m.w + 16 * blk;
+        uint32_t qh = *(const uint32_t *)(m.w + 16 * nall + 4 * blk);
+        float d = ld_h2(m.w + 20 * nall + 2 * blk);
+        for (int k = 0; k < 16; k++) v[k] = d * (float)(((h ? q[k] >> 4 : q[k] & 15) | (int)((qh >> (16 * h + k)) & 1) << 4) - 16);
+    }
+};
+template <> struct deq<DT_Q4_K> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        int b = kb / 8, j = kb % 8, sc0, m0, sc1, m1;
+        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q4_K_B;
+        scales_k4(w, j & ~1, &sc0, &m0, &sc1, &m1);
+        float d = ld_h2(w) * (float)(j & 1 ? sc1 : sc0), mn = ld_h2(w + 2) * (float)(j & 1 ? m1 : m0);
+        const uint8_t *q = w + 16 + 32 * (j / 2) + 16 * h;
+        for (int k = 0; k < 16; k++) v[k] = __fsub_rn(__fmul_rn(d, (float)(j & 1 ? q[k] >> 4 : q[k] & 15)), mn);
+    }
+};
+template <> struct deq<DT_Q5_K> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        int b = kb / 8, j = kb % 8, sc0, m0, sc1, m1;
+        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
+        scales_k4(w, j & ~1, &sc0, &m0, &sc1, &m1);
+        float d = ld_h2(w) * (float)(j & 1 ? sc1 : sc0), mn = ld_h2(w + 2) * (float)(j & 1 ? m1 : m0);
+        const uint8_t *q = w + 48 + 32 * (j / 2) + 16 * h, *qh = w + 16 + 16 * h;
+        for (int k = 0; k < 16; k++) v[k] = __fsub_rn(__fmul_rn(d, (float)((j & 1 ? q[k] >> 4 : q[k] & 15) | ((qh[k] >> j) & 1) << 4)), mn);
+    }
+};
+template <> struct deq<DT_Q6_K> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        int b = kb / 8, j = kb % 8, hh = j / 4, g = j % 4;
+        size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
+        const uint8_t *ql = m.w + 128 * blk + 64 * hh + 32 * (g & 1) + 16 * h, *qh = m.w + 128 * nall + 64 * blk + 32 * hh + 16 * h;
+        const int8_t *sc = (const int8_t *)(m.w + 192 * nall + 16 * blk);
+        float d = ld_h2(m.w + 208 * nall + 2 * blk) * (float)sc[8 * hh + 2 * g + h];
+        for (int k = 0; k < 16; k++) v[k] = d * (float)(((g >= 2 ? ql[k] >> 4 : ql[k] & 15) | ((qh[k] >> (2 * g)) & 3) << 4) - 32);
+    }
+};
+template <> struct deq<DT_F16> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        const __half *p = (const __half *)m.w + (size_t)m.r * m.nb + 32 * kb + 16 * h; // (nb: the row's length)
+        for (int k = 0; k < 16; k++) v[k] = __half2float(p[k]);
+    }
+};
+template <> struct deq<DT_BF16> {
+    static __device__ void get(const wrow &m, int kb, int h, float *v) {
+        const uint16_t *p = (const uint16_t *)m.w + (size_t)m.r * m.nb + 32 * kb + 16 * h;
+        for (int k = 0; k < 16; k++) v[k] = __uint_as_float((uint32_t)p[k] << 16);
+    }
+};
+
+template <int TY>
+static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
+    using namespace nvcuda;
+    __shared__ __align__(32) __half sw[GM][GLD], sx[GN][GLD];
+    __shared__ __align__(32) float sc[GN][GCL];
+    const int tid = threadIdx.x, warp = tid / 32, r0 = blockIdx.x * GM, t0 = blockIdx.y * GN;
+    const int lr = tid / 2, lh = tid % 2; // this thread's tile row (or token) and half of the 32 columns
+    const int wr = warp / 2, wt = warp % 2;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    const int r = r0 + lr < rows ? r0 + lr : rows - 1, t = t0 + lr;
+    const wrow m = {w, rows, r, nb};
+    for (int kb = 0; kb < cols / GK; kb++) {
+        float v[16];
+        deq<TY>::get(m, kb, lh, v);
+        for (int k = 0; k < 16; k++) sw[lr][16 * lh + k] = __float2half_rn(v[k]);
+        if (t < T) {
+            const float4 *xp = (const float4 *)(x + (size_t)t * cols + GK * kb + 16 * lh);
+            for (int k = 0; k < 4; k++) {
+                float4 f = xp[k];
+                sx[lr][16 * lh + 4 * k] = __float2half_rn(f.x), sx[lr][16 * lh + 4 * k + 1] = __float2half_rn(f.y);
+                sx[lr][16 * lh + 4 * k + 2] = __float2half_rn(f.z), sx[lr][16 * lh + 4 * k + 3] = __float2half_rn(f.w);
+            }
+        } else {
+            for (int k = 0; k < 16; k++) sx[lr][16 * lh + k] = __float2half_rn(0.0f);
+        }
+        __syncthreads();
+        for (int kk = 0; kk < GK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b[2];
+            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], &sw[32 * wr + 16 * i][kk], GLD);
+            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], &sx[32 * wt + 16 * j][kk], GLD);
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    // (tile rows i, tokens j) -> sc[token][row], then out with bounds
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) wmma::store_matrix_sync(&sc[32 * wt + 16 * j][32 * wr + 16 * i], acc[i][j], GCL, wmma::mem_col_major);
+    __syncthreads();
+    for (int e = tid; e < GM * GN; e += 128) {
+        int tt = e / GM, rr = e % GM;
+        if (t0 + tt < T && r0 + rr < rows) y[(size_t)(t0 + tt) * rows + r0 + rr] = sc[tt][rr];
+    }
+}
+
+static int gemm_type(int t) {
+    return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || t == DT_F16 || t == DT_BF16;
+}
+
+extern "C" HIDDEN int cuda_gemm_ok(int wtype, int cols, int T) {
+    return T >= CUDA_GEMM_MIN_T && gemm_type(wtype) && cols > 0 && cols % (is_k(wtype) ? QK_K : QK) == 0;
+}
+
+extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
+    if (!cuda_gemm_ok(wtype, cols, T) || rows <= 0) return -1;
+    int nb = is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK);
+    dim3 g((rows + GM - 1) / GM, (T + GN - 1) / GN);
+    const uint8_t *wb = (const uint8_t *)w;
+    switch (wtype) {
+#define G(t) case t: k_gemm<t><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, y); break;
+    G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
+#undef G
+    default: return -1;
+    }
+    return launched("gemm");
 }

@@ -68,6 +68,15 @@ int cuda_matmul(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, con
 typedef struct { int type; const void *w; int rows; float *y; } cuda_mat;
 int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *d_xq, int T, int glu_act, int ggml);
 
+// Prompt products on the tensor cores (WMMA, f16 inputs, f32 sums): d_y (T,
+// rows) = d_x (T, cols, f32) @ W^T, W as cuda_weight_upload put it. For
+// passes of at least CUDA_GEMM_MIN_T tokens and the types cuda_gemm_ok
+// accepts (q8_0, q4_0, q5_0, the q4/5/6_K, f16, bf16); the weights' values
+// and the activations rounded to f16, so less exact than cuda_matmul.
+enum { CUDA_GEMM_MIN_T = 16 };
+int cuda_gemm_ok(int wtype, int cols, int T);
+int cuda_gemm(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, const float *d_x, int T, float *d_y);
+
 // The layer operations' kernels (the CUDA backend, backend_cuda.c, calls
 // them; every pointer is device memory except where named host_). Each
 // enqueues on the device's stream; 0 on success.

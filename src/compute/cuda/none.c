@@ -27,6 +27,11 @@ int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const voi
     (void)d, (void)n, (void)m, (void)cols, (void)xq, (void)T, (void)glu_act, (void)ggml;
     return -1;
 }
+int cuda_gemm_ok(int wtype, int cols, int T) { (void)wtype, (void)cols, (void)T; return 0; }
+int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
+    (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)x, (void)T, (void)y;
+    return -1;
+}
 int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows, int wtype) { (void)d, (void)c, (void)rows, (void)wtype; return -1; }
 int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const int *pos) { (void)d, (void)c, (void)T, (void)pos; return -1; }
 
