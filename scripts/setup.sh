@@ -12,6 +12,7 @@ command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config) # tests/cli_example.sh builds against the installed library
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+[ -f /usr/include/microhttpd.h ] || need+=(libmicrohttpd-dev) # infer serve's HTTP (the CLI only)
 if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"
     sudo=""

@@ -55,10 +55,14 @@ expect_error "stray argument" "unexpected argument \"extra\"" "$bin" run -m "$m"
 expect_error "sampling flag without value" "--temp needs a value" "$bin" run -m "$m" --ids 1 --temp
 expect_error "bad sampling value" "not a number" "$bin" chat -m "$m" --top-p 2
 expect_error "chat context of 0" "at least 1" "$bin" chat -m "$m" -c 0
+expect_error "serve on an unknown device" "--device must be cpu or cuda" "$bin" serve -m "$m" --device gpu
+expect_error "serve on a host name" "is not an IPv4 address" "$bin" serve -m "$m" --host localhost
+expect_error "serve with no slots" "--parallel must be at least 1" "$bin" serve -m "$m" --parallel 0
+expect_error "serve on a bad port" "--port" "$bin" serve -m "$m" --port 70000
 expect_error "bench-components no tokens" "at least 1" "$bin" bench-components -p 0
 
 # -h and --help: every subcommand prints its usage to stdout and exits 0
-for cmd in info logits run chat bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk; do
+for cmd in info logits run chat serve bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk; do
     for h in -h --help; do
         n=$((n + 1))
         "$bin" "$cmd" $h >"$tmp/out" 2>"$tmp/err"

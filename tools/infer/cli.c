@@ -86,21 +86,26 @@ long cli_rss_kib(void) {
     return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-const char *cli_default_model(void) {
+// A model of the cache (scripts/fetch-model.sh NAME's FILE), fetched when absent.
+static const char *cached_model(const char *name, const char *file, const char *what) {
     static char path[4096];
     const char *cache = getenv("INFER_CACHE"), *home = getenv("HOME");
-    if (cache && *cache) snprintf(path, sizeof path, "%s/gemma3/gemma-3-270m-q4_k_m.gguf", cache);
-    else snprintf(path, sizeof path, "%s/.cache/infer/gemma3/gemma-3-270m-q4_k_m.gguf", home ? home : ".");
+    if (cache && *cache) snprintf(path, sizeof path, "%s/%s/%s", cache, name, file);
+    else snprintf(path, sizeof path, "%s/.cache/infer/%s/%s", home ? home : ".", name, file);
     if (access(path, R_OK) == 0) return path;
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "bash '%s/scripts/fetch-model.sh' gemma3 >&2", INFER_SOURCE_DIR);
-    fprintf(stderr, "infer: no -m given and the default model is not in the cache: fetching it (%s)\n", path);
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/fetch-model.sh' %s >&2", INFER_SOURCE_DIR, name);
+    fprintf(stderr, "infer: no -m given and the %s is not in the cache: fetching it (%s)\n", what, path);
     if (system(cmd) != 0 || access(path, R_OK) != 0) {
-        cli_error("could not fetch the default model; run scripts/fetch-model.sh gemma3 or give -m MODEL");
+        cli_error("could not fetch the %s; run scripts/fetch-model.sh %s or give -m MODEL", what, name);
         return NULL;
     }
     return path;
 }
+
+const char *cli_default_model(void) { return cached_model("gemma3", "gemma-3-270m-q4_k_m.gguf", "default model"); }
+
+const char *cli_chat_model(void) { return cached_model("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "default chat model"); }
 
 uint64_t cli_seed(void) {
     struct timespec ts;

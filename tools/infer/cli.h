@@ -24,6 +24,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_walk(int argc, char **argv);
 int cmd_bench_walk(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 // ---------------------------------------------------------------------------
 // Options. Each subcommand has one table of long options (getopt_long) and
@@ -92,6 +93,9 @@ long cli_parse_count(const char *flag, const char *s, long max);
 // The default model (Gemma 3 270M Q4_K_M) from the cache, fetched with
 // scripts/fetch-model.sh when absent; NULL (with a message) on failure.
 const char *cli_default_model(void);
+// The default of infer serve and infer chat: an instruction-tuned model
+// (SmolLM2-135M-Instruct Q4_1), fetched the same way.
+const char *cli_chat_model(void);
 
 double cli_now(void);
 long cli_peak_rss_kib(void);

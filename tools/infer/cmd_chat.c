@@ -40,7 +40,7 @@ static const char *g_usage =
     "usage: infer chat [-m MODEL] [--system TEXT] [-n N] [-c N] [-t N] [sampling]\n"
     "  an interactive chat: each line read is a user turn, rendered with the model's chat template;\n"
     "  /reset starts over, /exit (or the end of the input) quits.\n"
-    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
+    "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: SmolLM2-135M-Instruct)\n"
     "      --system, -sys TEXT  a system prompt\n"
     "  -n, --n-predict N      the most tokens of a reply (default 512)\n"
     "  -c, --ctx-size N       context positions (default 4096)\n"
@@ -80,7 +80,7 @@ int cmd_chat(int argc, char **argv) {
     const char *model = o.model;
     long n_ctx = o.n_ctx;
     infer_sampling sp = o.sampling;
-    if (!model && !(model = cli_default_model())) return 1;
+    if (!model && !(model = cli_chat_model())) return 1;
     infer_model *m = NULL;
     infer_ctx *c = NULL;
     infer_sampler *smp = NULL;

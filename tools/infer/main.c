@@ -13,6 +13,7 @@ static const char *g_usage =
     "  run     [-m MODEL] -p TEXT [-n N]         generate text (llama.cpp's sampling flags; --temp 0 is greedy)\n"
     "  run     -m MODEL --ids 1,2,3 -n N         the same from token ids, printing token ids\n"
     "  chat    [-m MODEL] [--system TEXT]        interactive chat with the model's chat template\n"
+    "  serve   [-m MODEL] [--port 8080] [--parallel N]  an OpenAI-compatible HTTP server\n"
     "  bench   -m MODEL [-t N -p 512 -n 128 -r 5 -o md|json]   prompt and generation speed (llama-bench table)\n"
     "  bench-components [-m MODEL] [-t N -p 6]   µs per layer for each component, and a synthetic Gemma-3-4B layer\n"
     "  bench-knn [-t N] [--features F --hidden H -k K]   gate KNN µs per layer (f32, f16, q4_0), Gemma-3-4B shape\n"
@@ -41,6 +42,7 @@ static const struct {
     {"logits", cmd_logits},
     {"run", cmd_run},
     {"chat", cmd_chat},
+    {"serve", cmd_serve},
     {"bench", cmd_bench},
     {"bench-components", cmd_bench_components},
     {"bench-knn", cmd_bench_knn},

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# infer serve: OpenAI's endpoints over HTTP (tests/serve/test_serve.py, the
+# standard library's client) on SmolLM2-135M-Instruct, four slots; then
+# SIGTERM stops it cleanly.
+# usage: cli_serve.sh INFER_BIN FIXTURES_DIR
+infer=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+model=$(bash "$root/scripts/fetch-model.sh" smollm2 2>"$tmp/fetch" | tail -1)
+[ -f "$model" ] || { echo "FAILED: scripts/fetch-model.sh smollm2: $(cat "$tmp/fetch")"; exit 1; }
+
+"$infer" serve -m "$model" --port 0 --parallel 4 -c 1024 -t 2 --max-body 16384 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 600); do grep -q "listening on" "$tmp/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+base=$(sed -n 's/^listening on //p' "$tmp/out")
+[ -n "$base" ] || { echo "FAILED: infer serve did not start: $(cat "$tmp/err")"; exit 1; }
+grep -q "4 slots of 1024 positions (KV cache" "$tmp/err" || { echo "FAILED: startup does not report the slots and KV memory: $(cat "$tmp/err")"; exit 1; }
+
+python3 "$root/tests/serve/test_serve.py" "$base" "$infer" "$model"
+rc=$?
+
+kill -TERM $pid
+for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then echo "FAILED: infer serve still runs 30 s after SIGTERM"; rc=1
+else
+    wait $pid; st=$?
+    [ $st = 0 ] || { echo "FAILED: infer serve exited $st after SIGTERM: $(tail -5 "$tmp/err")"; rc=1; }
+fi
+pid=
+grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|WARNING: ThreadSanitizer\|runtime error:" "$tmp/err" && { echo "FAILED: sanitizer report:"; cat "$tmp/err"; rc=1; }
+exit $rc

@@ -1,0 +1,167 @@
+"""infer serve against OpenAI's wire format, with the standard library only
+(tests/cli_serve.sh starts the server and runs this): usage: test_serve.py
+BASE_URL INFER_BIN MODEL. Prints FAILED lines; exits 1 on any."""
+import http.client
+import json
+import subprocess
+import sys
+import threading
+import urllib.parse
+
+base, infer, model = sys.argv[1], sys.argv[2], sys.argv[3]
+url = urllib.parse.urlparse(base)
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    if not cond:
+        fails += 1
+        print("FAILED:", what)
+    return cond
+
+
+def request(method, path, body=None, raw=None, headers=None):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    c.request(method, path, body=data, headers=headers or {"Content-Type": "application/json"})
+    r = c.getresponse()
+    out = r.status, r.getheader("Content-Type"), r.read()
+    c.close()
+    return out
+
+
+def post(path, body):
+    st, ty, data = request("POST", path, body)
+    return st, json.loads(data)
+
+
+def stream(path, body):
+    """The events of a streamed request: (status, [parsed json or '[DONE]'])."""
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
+    c.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    events = []
+    if r.status == 200:
+        check(r.getheader("Content-Type") == "text/event-stream", "a stream's Content-Type is text/event-stream")
+        for line in r.read().decode().split("\n"):
+            if line.startswith("data: "):
+                events.append("[DONE]" if line[6:] == "[DONE]" else json.loads(line[6:]))
+            else:
+                check(line == "", f"stream lines are 'data: ...' or empty (got {line[:60]!r})")
+    c.close()
+    return r.status, events
+
+
+# health and models
+st, ty, data = request("GET", "/health")
+check(st == 200 and json.loads(data) == {"status": "ok"} and ty == "application/json", f"/health: {st} {data[:80]}")
+st, ty, data = request("GET", "/v1/models")
+models = json.loads(data) if st == 200 else {}
+check(st == 200 and models.get("object") == "list" and len(models.get("data", [])) == 1, f"/v1/models: {st} {data[:120]}")
+mid = models["data"][0]["id"] if st == 200 else "?"
+st, ty, data = request("GET", "/v1/models/" + mid)
+check(st == 200 and json.loads(data).get("id") == mid, f"/v1/models/{mid}: {st}")
+
+# chat, waited for and streamed: the same greedy text, finish and usage
+chat = {"model": "anything", "messages": [{"role": "system", "content": "You are brief."},
+                                          {"role": "user", "content": "What is the capital of France?"}],
+        "temperature": 0, "max_tokens": 16}
+st, r = post("/v1/chat/completions", chat)
+ok = check(st == 200 and r["object"] == "chat.completion" and r["model"] == mid, f"chat: {st} {r}")
+if ok:
+    msg = r["choices"][0]["message"]
+    text, finish, usage = msg["content"], r["choices"][0]["finish_reason"], r["usage"]
+    check(msg["role"] == "assistant" and text.strip(), f"chat: an assistant answer (got {msg})")
+    check(finish in ("stop", "length"), f"chat: finish_reason {finish}")
+    check(usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] and usage["completion_tokens"] <= 16,
+          f"chat: usage {usage}")
+    st, ev = stream("/v1/chat/completions", dict(chat, stream=True, stream_options={"include_usage": True}))
+    check(st == 200 and ev and ev[-1] == "[DONE]", f"stream: ends with [DONE] ({st}, {len(ev)} events)")
+    chunks = [e for e in ev if e != "[DONE]"]
+    check(chunks and chunks[0]["choices"][0]["delta"].get("role") == "assistant", "stream: the first chunk carries the role")
+    deltas = "".join(e["choices"][0]["delta"].get("content", "") for e in chunks if e["choices"])
+    check(deltas == text, f"stream: the deltas make the waited-for text ({deltas!r} vs {text!r})")
+    fin = [e["choices"][0]["finish_reason"] for e in chunks if e["choices"] and e["choices"][0]["finish_reason"]]
+    check(fin == [finish], f"stream: one finish_reason, the same ({fin} vs {finish})")
+    check(chunks[-1]["choices"] == [] and chunks[-1].get("usage") == usage, f"stream: the usage chunk equals the usage ({chunks[-1]})")
+
+# completions: greedy text equals infer run's on the same prompt
+prompt = "The capital of France is"
+st, r = post("/v1/completions", {"prompt": prompt, "temperature": 0, "max_tokens": 12})
+if check(st == 200 and r["object"] == "text_completion", f"completions: {st} {r}"):
+    got = r["choices"][0]["text"]
+    run = subprocess.run([infer, "run", "-m", model, "-p", prompt, "-n", "12", "--temp", "0", "-t", "2"], capture_output=True, text=True)
+    check(run.returncode == 0 and run.stdout.rstrip("\n").endswith(got.rstrip("\n")) and got.strip(),
+          f"completions: greedy text equals infer run's ({got!r} vs {run.stdout!r})")
+    # a stop string: the text ends before it, finish stop
+    if check(len(got) >= 6, f"completions: some text to stop in ({got!r})"):
+        stop = got[len(got) // 2:len(got) // 2 + 3]
+        st, r2 = post("/v1/completions", {"prompt": prompt, "temperature": 0, "max_tokens": 12, "stop": [stop, "zzz"]})
+        t2 = r2["choices"][0]["text"] if st == 200 else None
+        check(st == 200 and t2 == got[:got.index(stop)] and r2["choices"][0]["finish_reason"] == "stop",
+              f"stop {stop!r}: {t2!r} from {got!r}")
+        st, ev = stream("/v1/completions", {"prompt": prompt, "temperature": 0, "max_tokens": 12, "stop": stop, "stream": True})
+        t3 = "".join(e["choices"][0]["text"] for e in ev if e != "[DONE]" and e["choices"])
+        check(st == 200 and t3 == t2, f"stop {stop!r}, streamed: {t3!r} (waited for: {t2!r})")
+
+# a seed repeats a sampled answer
+samp = dict(chat, temperature=0.8, seed=1234, max_tokens=12)
+a, b = post("/v1/chat/completions", samp), post("/v1/chat/completions", samp)
+check(a[0] == 200 and a == b or (a[0] == 200 and a[1]["choices"] == b[1]["choices"]), "the same seed gives the same text")
+
+# four at once (the engine's batched steps) give what each gives alone
+qs = ["Name a color.", "What is 2 + 2?", "Say hello.", "Name a fruit."]
+alone = []
+for q in qs:
+    st, r = post("/v1/chat/completions", dict(chat, messages=[{"role": "user", "content": q}]))
+    alone.append(r["choices"][0]["message"]["content"] if st == 200 else None)
+together = [None] * len(qs)
+
+
+def one(i):
+    st, r = post("/v1/chat/completions", dict(chat, messages=[{"role": "user", "content": qs[i]}]))
+    together[i] = r["choices"][0]["message"]["content"] if st == 200 else None
+
+
+ths = [threading.Thread(target=one, args=(i,)) for i in range(len(qs))]
+[t.start() for t in ths]
+[t.join() for t in ths]
+check(None not in alone and together == alone, f"four requests at once answer as alone ({together} vs {alone})")
+
+# errors: status, JSON shape, the parameter named
+def err(method, path, body=None, raw=None, status=400, param=None, code=None):
+    st, ty, data = request(method, path, body, raw)
+    try:
+        e = json.loads(data)["error"]
+        shaped = set(e) == {"message", "type", "param", "code"} and e["message"]
+    except Exception:
+        e, shaped = {}, False
+    check(st == status and shaped and ty == "application/json" and (param is None or e.get("param") == param) and
+          (code is None or e.get("code") == code), f"{method} {path} {str(body or raw)[:60]}: want {status} {param or ''} {code or ''}, got {st} {data[:160]}")
+
+
+err("POST", "/v1/chat/completions", raw=b"{not json")
+err("POST", "/v1/chat/completions", raw=b"[1, 2]")
+err("POST", "/v1/chat/completions", raw=b'{"messages": [{"role": "user", "content": "a\x00b"}]}')
+err("POST", "/v1/chat/completions", {"model": "x"}, param="messages")
+err("POST", "/v1/chat/completions", {"messages": "hi"}, param="messages")
+err("POST", "/v1/chat/completions", {"messages": [{"role": "robot", "content": "hi"}]}, param="messages[0]")
+err("POST", "/v1/chat/completions", dict(chat, temperature="hot"), param="temperature")
+err("POST", "/v1/chat/completions", dict(chat, temperature=5), param="temperature")
+err("POST", "/v1/chat/completions", dict(chat, max_tokens=0), param="max_tokens")
+err("POST", "/v1/chat/completions", dict(chat, n=2), param="n")
+err("POST", "/v1/chat/completions", dict(chat, tools=[{"type": "function"}]), param="tools")
+err("POST", "/v1/chat/completions", dict(chat, logit_bias={"1": 5}), param="logit_bias")
+err("POST", "/v1/chat/completions", dict(chat, stop=[""]), param="stop")
+err("POST", "/v1/chat/completions", dict(chat, stream="yes"), param="stream")
+err("POST", "/v1/completions", {"prompt": 5}, param="prompt")
+err("POST", "/v1/chat/completions", dict(chat, messages=[{"role": "user", "content": "word " * 3000}]), code="context_length_exceeded")
+err("POST", "/v1/chat/completions", raw=b'{"messages": "' + b"x" * 20000 + b'"}', status=413)
+err("GET", "/v1/chat/completions", status=405)
+err("GET", "/nowhere", status=404)
+st, r = post("/v1/chat/completions", chat)
+check(st == 200 and r["choices"][0]["message"]["content"] == text, "after the errors a request still succeeds, with the same answer")
+
+print(f"serve: {fails} failed")
+sys.exit(1 if fails else 0)

@@ -1,0 +1,640 @@
+// infer serve: an OpenAI-compatible HTTP server (GNU libmicrohttpd, a thread
+// per connection). HTTP threads parse and check a request, render the chat
+// template, tokenize, queue a task on the engine (serve_engine.c) and wait on
+// it; the engine thread owns the model's contexts.
+//
+// Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, POST
+// /v1/completions (streamed as OpenAI streams them, or not). Errors are
+// {"error": {"message", "type", "param", "code"}} with their HTTP status.
+#include "cli.h"
+#include "serve.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef INFER_HAVE_MHD
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+
+static const char g_usage[] =
+    "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda]\n"
+    "                   [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
+    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions; GET /v1/models, /health\n"
+    "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
+    "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
+    "      --port N           the port (default 8080; 0: a free one, printed)\n"
+    "      --parallel N       sequences decoded together, each of -c positions (default 4)\n"
+    "  -c, --ctx-size N       positions of each sequence (default 4096)\n"
+    "  -t, --threads N        threads (default: all cores)\n"
+    "      --device cpu|cuda  where the model runs (default cpu)\n"
+    "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
+    "      --max-body BYTES   the largest request body (default 1048576)\n"
+    "      --api-key KEY      requests must carry Authorization: Bearer KEY\n"
+    "      --alias NAME       the model's id in responses (default: the file's name)\n";
+
+enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS };
+static const struct option g_opts[] = {
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE,
+    {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
+    {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
+    {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"api-key", required_argument, NULL, OPT_API_KEY},
+    {"alias", required_argument, NULL, OPT_ALIAS}, {0},
+};
+
+typedef struct {
+    infer_model *m;
+    serve_engine *e;
+    const char *alias, *api_key;
+    size_t max_body;
+    int n_ctx;
+} server;
+
+// one connection's request: its body as it comes
+typedef struct {
+    char *body;
+    size_t len, cap;
+    int too_big;
+} request;
+
+// ---------------------------------------------------------------------------
+// responses
+
+static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *type, const char *body) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, int status, cJSON *j) {
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) return reply(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+    enum MHD_Result ok = reply(c, status, "application/json", s);
+    free(s);
+    return ok;
+}
+
+// {"error": {...}} with its status; param and code may be NULL
+static enum MHD_Result reply_error(struct MHD_Connection *c, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static enum MHD_Result reply_error(struct MHD_Connection *c, int status, const char *param, const char *code, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", status == 401 ? "authentication_error" : status >= 500 ? "server_error" : "invalid_request_error");
+    if (param) cJSON_AddStringToObject(e, "param", param);
+    else cJSON_AddNullToObject(e, "param");
+    if (code) cJSON_AddStringToObject(e, "code", code);
+    else cJSON_AddNullToObject(e, "code");
+    return reply_json(c, status, j);
+}
+
+// ---------------------------------------------------------------------------
+// requests: the fields, checked
+
+typedef struct {
+    int status;             // 0: fine; else the error to send
+    char param[64], msg[256];
+} check;
+
+static int bad(check *k, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(check *k, const char *param, const char *fmt, ...) {
+    if (k->status) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->msg, sizeof k->msg, fmt, ap);
+    va_end(ap);
+    snprintf(k->param, sizeof k->param, "%s", param);
+    k->status = 400;
+    return -1;
+}
+
+// a number field in [lo, hi] (absent or null: *v unchanged); integer: whole numbers only
+static void num_field(check *k, const cJSON *o, const char *name, double lo, double hi, int integer, double *v) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!f || cJSON_IsNull(f)) return;
+    if (!cJSON_IsNumber(f)) { bad(k, name, "'%s' must be a number", name); return; }
+    double x = f->valuedouble;
+    if (!isfinite(x) || x < lo || x > hi || (integer && x != floor(x))) {
+        bad(k, name, "'%s' must be %s between %g and %g (got %g)", name, integer ? "an integer" : "a number", lo, hi, x);
+        return;
+    }
+    *v = x;
+}
+
+// The fields both endpoints share: sampling, max tokens, stop, stream.
+typedef struct {
+    serve_request r;
+    int stream, include_usage;
+} gen_opts;
+
+static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx) {
+    static const char *const unsupported[] = {"tools", "tool_choice", "functions", "logit_bias", "logprobs", "top_logprobs", "response_format",
+                                              "grammar", "json_schema"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, unsupported[i]);
+        if (f && !cJSON_IsNull(f) && !cJSON_IsFalse(f) && !(cJSON_IsObject(f) && !f->child) &&
+            !(!strcmp(unsupported[i], "response_format") && cJSON_IsObject(f) &&
+              cJSON_IsString(cJSON_GetObjectItemCaseSensitive(f, "type")) &&
+              !strcmp(cJSON_GetObjectItemCaseSensitive(f, "type")->valuestring, "text")))
+            bad(k, unsupported[i], "'%s' is unsupported by this server", unsupported[i]);
+    }
+    double n = 1;
+    num_field(k, o, "n", 1, 128, 1, &n);
+    if (n != 1) bad(k, "n", "'n' other than 1 is unsupported by this server");
+    infer_sampling *s = &g->r.sampling;
+    double temp = s->temp, top_p = s->top_p, min_p = s->min_p, top_k = s->top_k, rp = s->repeat_penalty, pp = 0, fp = 0, seed = -1;
+    double max_tokens = 0;
+    num_field(k, o, "temperature", 0, 2, 0, &temp);
+    num_field(k, o, "top_p", 0, 1, 0, &top_p);
+    num_field(k, o, "min_p", 0, 1, 0, &min_p);
+    num_field(k, o, "top_k", 0, 1e6, 1, &top_k);
+    num_field(k, o, "repeat_penalty", 0, 10, 0, &rp);
+    num_field(k, o, "presence_penalty", -2, 2, 0, &pp);
+    num_field(k, o, "frequency_penalty", -2, 2, 0, &fp);
+    num_field(k, o, "seed", -9007199254740991.0, 9007199254740991.0, 1, &seed);
+    num_field(k, o, "max_tokens", 1, 1e9, 1, &max_tokens);
+    num_field(k, o, "max_completion_tokens", 1, 1e9, 1, &max_tokens);
+    s->temp = (float)temp, s->top_p = (float)top_p, s->min_p = (float)min_p, s->top_k = (int)top_k, s->repeat_penalty = (float)rp;
+    s->presence_penalty = (float)pp, s->frequency_penalty = (float)fp;
+    if (seed >= 0) s->seed = (uint64_t)seed;
+    g->r.max_tokens = max_tokens > n_ctx ? n_ctx : (int)max_tokens;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stop");
+    if (st && !cJSON_IsNull(st)) {
+        int n_st = cJSON_IsString(st) ? 1 : cJSON_IsArray(st) ? cJSON_GetArraySize(st) : -1;
+        if (n_st < 0 || n_st > 16) bad(k, "stop", "'stop' must be a string or an array of at most 16 strings");
+        else {
+            g->r.stop = calloc((size_t)(n_st ? n_st : 1), sizeof(char *));
+            for (int i = 0; i < n_st && g->r.stop && !k->status; i++) {
+                const cJSON *x = cJSON_IsString(st) ? st : cJSON_GetArrayItem(st, i);
+                if (!cJSON_IsString(x) || !*x->valuestring) bad(k, "stop", "'stop' strings must be non-empty strings");
+                else if ((g->r.stop[g->r.n_stop] = strdup(x->valuestring))) g->r.n_stop++;
+            }
+        }
+    }
+    const cJSON *sm = cJSON_GetObjectItemCaseSensitive(o, "stream");
+    if (sm && !cJSON_IsNull(sm) && !cJSON_IsBool(sm)) bad(k, "stream", "'stream' must be a boolean");
+    g->stream = cJSON_IsTrue(sm);
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(o, "stream_options");
+    if (so && !cJSON_IsNull(so)) {
+        const cJSON *iu = cJSON_IsObject(so) ? cJSON_GetObjectItemCaseSensitive(so, "include_usage") : NULL;
+        if (!cJSON_IsObject(so) || (iu && !cJSON_IsBool(iu))) bad(k, "stream_options", "'stream_options' must be an object with a boolean 'include_usage'");
+        g->include_usage = cJSON_IsTrue(iu);
+    }
+}
+
+static void gen_free(gen_opts *g) {
+    free(g->r.prompt);
+    for (int i = 0; i < g->r.n_stop; i++) free(g->r.stop[i]);
+    free(g->r.stop);
+    memset(&g->r, 0, sizeof g->r);
+}
+
+// The chat messages rendered by the model's template into a prompt (malloc'd).
+static char *chat_prompt(check *k, server *sv, const cJSON *o) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    if (!msgs) return bad(k, "messages", "'messages' is required"), NULL;
+    if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs)) return bad(k, "messages", "'messages' must be a non-empty array"), NULL;
+    int n = cJSON_GetArraySize(msgs);
+    infer_chat_message *v = calloc((size_t)n, sizeof *v);
+    char **owned = calloc((size_t)n, sizeof *owned);
+    char *out = NULL;
+    for (int i = 0; i < n && v && owned && !k->status; i++) {
+        const cJSON *m = cJSON_GetArrayItem(msgs, i), *role = cJSON_GetObjectItemCaseSensitive(m, "role"),
+                    *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        char p[64];
+        snprintf(p, sizeof p, "messages[%d]", i);
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role)) { bad(k, p, "%s must be an object with a string 'role'", p); break; }
+        const char *r = role->valuestring;
+        if (strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && strcmp(r, "assistant")) {
+            bad(k, p, "%s: role '%.32s' is not one of system, developer, user, assistant", p, r);
+            break;
+        }
+        v[i].role = strcmp(r, "developer") ? r : "system";
+        if (cJSON_IsString(content)) {
+            v[i].content = content->valuestring;
+        } else if (cJSON_IsArray(content)) { // text parts, joined
+            size_t len = 0;
+            const cJSON *part;
+            cJSON_ArrayForEach(part, content) {
+                const cJSON *ty = cJSON_GetObjectItemCaseSensitive(part, "type"), *tx = cJSON_GetObjectItemCaseSensitive(part, "text");
+                if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "text") || !cJSON_IsString(tx)) {
+                    bad(k, p, "%s: content parts must be {\"type\": \"text\", \"text\": ...}", p);
+                    break;
+                }
+                len += strlen(tx->valuestring);
+            }
+            if (k->status || !(owned[i] = malloc(len + 1))) break;
+            owned[i][0] = 0;
+            cJSON_ArrayForEach(part, content) strcat(owned[i], cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+            v[i].content = owned[i];
+        } else if (!strcmp(r, "assistant") && (!content || cJSON_IsNull(content))) {
+            v[i].content = "";
+        } else {
+            bad(k, p, "%s: 'content' must be a string or an array of text parts", p);
+        }
+    }
+    if (!k->status && (!v || !owned)) k->status = 500, snprintf(k->msg, sizeof k->msg, "out of memory");
+    if (!k->status && infer_chat_render(sv->m, v, n, 1, &out)) bad(k, "messages", "the chat template: %s", infer_last_error());
+    for (int i = 0; owned && i < n; i++) free(owned[i]);
+    free(owned), free(v);
+    return out;
+}
+
+// text -> the request's prompt tokens; the prompt must leave room for one token
+static void tokenize_prompt(check *k, server *sv, const char *text, int add_special, gen_opts *g) {
+    if (k->status) return;
+    if (infer_tokenize(sv->m, text, strlen(text), add_special, 1, &g->r.prompt, &g->r.n_prompt)) {
+        bad(k, "prompt", "cannot tokenize the prompt: %s", infer_last_error());
+        return;
+    }
+    if (g->r.n_prompt < 1) bad(k, "prompt", "the prompt is empty");
+    else if (g->r.n_prompt >= sv->n_ctx) {
+        bad(k, "messages", "the prompt is %d tokens: this server's context holds %d, and one more is needed to answer", g->r.n_prompt, sv->n_ctx);
+        snprintf(k->param, sizeof k->param, "messages");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// generation: waited for, or streamed
+
+typedef struct {
+    server *sv;
+    serve_task *t;
+    int chat, include_usage, phase; // phase: 0 role chunk, 1 text, 2 usage, 3 [DONE], 4 end
+    size_t from;                    // text bytes sent
+    char id[48], *pend;             // events not yet handed to MHD
+    size_t pend_len, pend_at;
+    long created;
+} stream;
+
+static cJSON *usage_json(const serve_state *st) {
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "prompt_tokens", st->n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", st->n_gen);
+    cJSON_AddNumberToObject(u, "total_tokens", st->n_prompt + st->n_gen);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    return u;
+}
+
+static cJSON *chunk_json(stream *s, const char *role, const char *text, const char *finish) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "id", s->id);
+    cJSON_AddStringToObject(j, "object", s->chat ? "chat.completion.chunk" : "text_completion");
+    cJSON_AddNumberToObject(j, "created", (double)s->created);
+    cJSON_AddStringToObject(j, "model", s->sv->alias);
+    cJSON *ch = cJSON_AddArrayToObject(j, "choices");
+    if (role || text || finish) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", 0);
+        if (s->chat) {
+            cJSON *d = cJSON_AddObjectToObject(c, "delta");
+            if (role) cJSON_AddStringToObject(d, "role", role);
+            if (text) cJSON_AddStringToObject(d, "content", text);
+        } else {
+            cJSON_AddStringToObject(c, "text", text ? text : "");
+            cJSON_AddNullToObject(c, "logprobs");
+        }
+        if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+        else cJSON_AddNullToObject(c, "finish_reason");
+        cJSON_AddItemToArray(ch, c);
+    }
+    return j;
+}
+
+// "data: {json}\n\n" appended to the stream's pending bytes
+static void emit(stream *s, cJSON *j) {
+    char *txt = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    const char *body = txt ? txt : "[DONE]";
+    size_t n = strlen(body) + 8;
+    char *p = realloc(s->pend, s->pend_len + n + 1);
+    if (p) {
+        s->pend = p;
+        s->pend_len += (size_t)snprintf(p + s->pend_len, n + 1, "data: %s\n\n", body);
+    }
+    free(txt);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    stream *s = cls;
+    (void)pos;
+    while (s->pend_at >= s->pend_len) {
+        s->pend_len = s->pend_at = 0;
+        if (s->phase == 4) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (s->phase == 0) {
+            if (s->chat) emit(s, chunk_json(s, "assistant", "", NULL));
+            s->phase = 1;
+            continue;
+        }
+        if (s->phase == 3) {
+            emit(s, NULL);
+            s->phase = 4;
+            continue;
+        }
+        char *text;
+        size_t len;
+        serve_state st;
+        serve_task_wait(s->t, s->from, 200, &text, &len, &st);
+        if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
+        free(text);
+        if (st.done && s->phase == 1) {
+            if (!st.finish) { // failed or cancelled: the stream ends without a finish
+                s->phase = 4;
+                if (st.failed) {
+                    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+                    cJSON_AddStringToObject(e, "message", st.error);
+                    cJSON_AddStringToObject(e, "type", "server_error");
+                    emit(s, j);
+                }
+                continue;
+            }
+            emit(s, chunk_json(s, NULL, NULL, st.finish));
+            if (s->include_usage) {
+                cJSON *j = chunk_json(s, NULL, NULL, NULL);
+                cJSON_AddItemToObject(j, "usage", usage_json(&st));
+                emit(s, j);
+            }
+            s->phase = 3;
+        }
+    }
+    size_t n = s->pend_len - s->pend_at < max ? s->pend_len - s->pend_at : max;
+    memcpy(buf, s->pend + s->pend_at, n);
+    s->pend_at += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls) {
+    stream *s = cls;
+    serve_task_cancel(s->t); // (nothing when it is done)
+    serve_task_release(s->t);
+    free(s->pend);
+    free(s);
+}
+
+static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *g, int chat) {
+    stream *s = calloc(1, sizeof *s);
+    if (!s) return gen_free(g), reply_error(c, 500, NULL, NULL, "out of memory");
+    s->sv = sv, s->chat = chat, s->include_usage = g->include_usage, s->created = (long)time(NULL);
+    snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
+    int stream_it = g->stream;
+    s->t = serve_submit(sv->e, &g->r);
+    if (!s->t) { // 503 with Retry-After
+        free(s);
+        const char *body = "{\"error\":{\"message\":\"the server is busy (its queue is full) or stopping; try again shortly\","
+                           "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, "Retry-After", "1");
+        enum MHD_Result ok = MHD_queue_response(c, 503, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    if (stream_it) {
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s, stream_free);
+        if (!r) return stream_free(s), MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result ok = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    // waited for: the whole text, then one response
+    char *all = NULL, *text;
+    size_t n_all = 0, len;
+    serve_state st = {0};
+    for (;;) {
+        serve_task_wait(s->t, n_all, 500, &text, &len, &st);
+        if (!text) break;
+        char *p = realloc(all, n_all + len + 1);
+        if (p) memcpy(p + n_all, text, len + 1), all = p, n_all += len;
+        free(text);
+        if (st.done) break;
+    }
+    serve_task_release(s->t);
+    free(s);
+    if (!st.done || !st.finish) {
+        free(all);
+        return reply_error(c, 500, NULL, NULL, "generation failed: %s", st.error[0] ? st.error : "cancelled");
+    }
+    cJSON *j = cJSON_CreateObject(), *ch, *one = cJSON_CreateObject();
+    char id[48];
+    snprintf(id, sizeof id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
+    cJSON_AddStringToObject(j, "id", id);
+    cJSON_AddStringToObject(j, "object", chat ? "chat.completion" : "text_completion");
+    cJSON_AddNumberToObject(j, "created", (double)time(NULL));
+    cJSON_AddStringToObject(j, "model", sv->alias);
+    ch = cJSON_AddArrayToObject(j, "choices");
+    cJSON_AddNumberToObject(one, "index", 0);
+    if (chat) {
+        cJSON *msg = cJSON_AddObjectToObject(one, "message");
+        cJSON_AddStringToObject(msg, "role", "assistant");
+        cJSON_AddStringToObject(msg, "content", all ? all : "");
+    } else {
+        cJSON_AddStringToObject(one, "text", all ? all : "");
+        cJSON_AddNullToObject(one, "logprobs");
+    }
+    cJSON_AddStringToObject(one, "finish_reason", st.finish);
+    cJSON_AddItemToArray(ch, one);
+    cJSON_AddItemToObject(j, "usage", usage_json(&st));
+    free(all);
+    return reply_json(c, 200, j);
+}
+
+static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, request *rq, int chat) {
+    if (rq->len && memchr(rq->body, 0, rq->len)) return reply_error(c, 400, NULL, NULL, "the body holds a NUL byte");
+    cJSON *o = cJSON_ParseWithLength(rq->body ? rq->body : "", rq->len);
+    if (!o) return reply_error(c, 400, NULL, NULL, "the body is not valid JSON");
+    if (!cJSON_IsObject(o)) return cJSON_Delete(o), reply_error(c, 400, NULL, NULL, "the body must be a JSON object");
+    check k = {0};
+    gen_opts g = {0};
+    g.r.sampling = infer_sampling_default();
+    g.r.sampling.seed = cli_seed();
+    common_fields(&k, o, &g, sv->n_ctx);
+    if (chat) {
+        char *prompt = k.status ? NULL : chat_prompt(&k, sv, o);
+        if (prompt) tokenize_prompt(&k, sv, prompt, 0, &g);
+        free(prompt);
+    } else {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+        if (!p) bad(&k, "prompt", "'prompt' is required");
+        else if (!cJSON_IsString(p)) bad(&k, "prompt", "'prompt' must be a string");
+        else tokenize_prompt(&k, sv, p->valuestring, 1, &g);
+    }
+    cJSON_Delete(o);
+    if (k.status) {
+        gen_free(&g);
+        const char *code = strstr(k.msg, "context holds") ? "context_length_exceeded" : NULL;
+        return reply_error(c, k.status, k.param[0] ? k.param : NULL, code, "%s", k.msg);
+    }
+    return generate(c, sv, &g, chat);
+}
+
+// ---------------------------------------------------------------------------
+// the handler: every request of every connection
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+                              const char *upload, size_t *upload_size, void **con_cls) {
+    server *sv = cls;
+    (void)version;
+    request *rq = *con_cls;
+    if (!rq) { // the headers: the size is decided before the body is read
+        if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
+        *con_cls = rq;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > sv->max_body) rq->too_big = 1;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!rq->too_big && rq->len + *upload_size <= sv->max_body) {
+            if (rq->len + *upload_size + 1 > rq->cap) {
+                size_t cap = (rq->len + *upload_size + 1) * 2;
+                char *p = realloc(rq->body, cap < sv->max_body + 1 ? cap : sv->max_body + 1);
+                if (!p) return MHD_NO;
+                rq->body = p, rq->cap = cap < sv->max_body + 1 ? cap : sv->max_body + 1;
+            }
+            memcpy(rq->body + rq->len, upload, *upload_size);
+            rq->len += *upload_size;
+        } else {
+            rq->too_big = 1;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (rq->too_big) return reply_error(c, 413, NULL, NULL, "the body is larger than this server's limit of %zu bytes", sv->max_body);
+    if (sv->api_key) {
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, sv->api_key))
+            return reply_error(c, 401, NULL, "invalid_api_key", "a valid API key is required (Authorization: Bearer KEY)");
+    }
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/health")) {
+        if (!get) return reply_error(c, 405, NULL, NULL, "%s /health: use GET", method);
+        return reply(c, 200, "application/json", "{\"status\":\"ok\"}");
+    }
+    if (!strcmp(url, "/v1/models") || (!strncmp(url, "/v1/models/", 11) && !strcmp(url + 11, sv->alias))) {
+        if (!get) return reply_error(c, 405, NULL, NULL, "%s %s: use GET", method, url);
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "id", sv->alias);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", 0);
+        cJSON_AddStringToObject(m, "owned_by", "infer");
+        if (url[10] == '/') return reply_json(c, 200, m);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "object", "list");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "data"), m);
+        return reply_json(c, 200, j);
+    }
+    int chat = !strcmp(url, "/v1/chat/completions");
+    if (chat || !strcmp(url, "/v1/completions")) {
+        if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
+        return post_generate(c, sv, rq, chat);
+    }
+    return reply_error(c, 404, NULL, NULL, "no such endpoint: %s %s", method, url);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
+    (void)cls, (void)c, (void)why;
+    request *rq = *con_cls;
+    if (rq) free(rq->body), free(rq);
+    *con_cls = NULL;
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *host = "127.0.0.1", *device = "cpu", *api_key = NULL, *alias = NULL;
+    long port = 8080, parallel = 4, queue = 64, max_body = 1 << 20;
+    int opt;
+    cli_opts o;
+    cli_opts_init(&o, "serve", g_usage);
+    o.n_ctx = 4096;
+    while ((opt = cli_next(&o, argc, argv, "hm:t:c:", g_opts)) > 0) {
+        switch (opt) {
+        case OPT_HOST: host = optarg; break;
+        case OPT_DEVICE: device = optarg; break;
+        case OPT_API_KEY: api_key = optarg; break;
+        case OPT_ALIAS: alias = optarg; break;
+        case OPT_PORT: if ((port = cli_parse_count("--port", optarg, 65535)) < 0) return 1; break;
+        case OPT_PARALLEL: if ((parallel = cli_parse_count("--parallel", optarg, 256)) < 1) return parallel < 0 ? 1 : cli_error("serve: --parallel must be at least 1"); break;
+        case OPT_QUEUE: if ((queue = cli_parse_count("--queue", optarg, 1 << 20)) < 0) return 1; break;
+        case OPT_MAX_BODY: if ((max_body = cli_parse_count("--max-body", optarg, 1L << 30)) < 1) return max_body < 0 ? 1 : cli_error("serve: --max-body must be at least 1"); break;
+        }
+    }
+    if (opt == CLI_STOP) return o.status;
+    if (optind < argc) return cli_error("serve: unexpected argument \"%s\"", argv[optind]);
+    if (strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_error("serve: --device must be cpu or cuda (got \"%s\")", device);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET, addr.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return cli_error("serve: --host \"%s\" is not an IPv4 address", host);
+    if (!o.threads) infer_set_threads((int)sysconf(_SC_NPROCESSORS_ONLN));
+    const char *model = o.model;
+    if (!model && !(model = cli_chat_model())) return 1;
+    server sv = {0};
+    if (infer_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
+    char err[256];
+    if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, (int)queue, err, sizeof err))) {
+        infer_model_free(sv.m);
+        return cli_error("serve: %s", err);
+    }
+    sv.n_ctx = serve_engine_n_ctx(sv.e), sv.api_key = api_key, sv.max_body = (size_t)max_body;
+    const char *base = strrchr(model, '/');
+    sv.alias = alias ? alias : base && base[1] ? base + 1 : model;
+    size_t kv = 0, total = 0;
+    infer_ctx_memory(sv.m, sv.n_ctx, &kv, &total);
+    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %.1f MiB in all), %s\n", sv.alias, parallel, sv.n_ctx,
+            (double)kv * (double)parallel / (1 << 20), device);
+
+    // SIGINT / SIGTERM end the server: blocked here, waited for below
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT), sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
+                                            NULL, NULL, handle, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)(parallel + queue + 32), MHD_OPTION_CONNECTION_TIMEOUT,
+                                            (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+    if (!d) {
+        serve_engine_free(sv.e), infer_model_free(sv.m);
+        return cli_error("serve: cannot listen on %s:%ld: %s", host, port, strerror(errno));
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    printf("listening on http://%s:%u\n", host, di ? di->port : (unsigned)port);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "infer serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    MHD_quiesce_daemon(d);  // no new connections
+    serve_engine_stop(sv.e); // running and queued requests end (their streams close), new ones get 503
+    MHD_stop_daemon(d);      // (joins the connections' threads)
+    serve_engine_free(sv.e);
+    infer_model_free(sv.m);
+    return 0;
+}
+
+#else
+int cmd_serve(int argc, char **argv) {
+    (void)argc, (void)argv;
+    return cli_error("serve: this build has no HTTP server (libmicrohttpd was not found at configure time; scripts/setup.sh installs it)");
+}
+#endif

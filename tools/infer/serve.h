@@ -1,0 +1,62 @@
+// The server's engine (serve_engine.c): one thread owns the model's contexts
+// (--parallel slots of -c positions each) and runs every step: it admits
+// queued tasks into free slots, evaluates at most one prompt chunk, and
+// decodes one token for every generating slot in one batched call. HTTP
+// threads (cmd_serve.c) submit tasks and wait on them; a task's text grows
+// as tokens come, never splitting a UTF-8 character or showing part of a
+// stop string.
+#ifndef INFER_TOOLS_SERVE_H
+#define INFER_TOOLS_SERVE_H
+
+#include "infer.h"
+
+#include <stddef.h>
+
+typedef struct serve_engine serve_engine;
+typedef struct serve_task serve_task;
+
+typedef struct {
+    int32_t *prompt;          // the tokens (the task takes the array)
+    int n_prompt;
+    int max_tokens;           // <= 0: until the context is full
+    infer_sampling sampling;
+    char **stop;              // stop strings (the task takes them), up to 16
+    int n_stop;
+} serve_request;
+
+// What a task has produced so far (serve_task_wait).
+typedef struct {
+    int done;                 // no more text will come
+    const char *finish;       // when done: "stop", "length", or NULL after a failure or a cancel
+    int n_prompt, n_gen;      // tokens
+    int failed;               // the engine failed on it (error says why)
+    char error[256];
+} serve_state;
+
+// The engine over `slots` contexts of n_ctx positions each on device ("cpu"
+// or "cuda"), queueing at most queue_max waiting tasks; NULL with the reason
+// in err.
+serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, int queue_max, char *err, size_t errlen);
+// Stops the engine: running and queued tasks end (done, finish NULL), the
+// thread is joined, and later submissions are refused. Idempotent.
+void serve_engine_stop(serve_engine *e);
+// Stops it (when running) and frees the contexts.
+void serve_engine_free(serve_engine *e);
+int serve_engine_n_ctx(const serve_engine *e);
+
+// Queues a request (taking its arrays, freed also on failure): the task, or
+// NULL when the queue is full.
+serve_task *serve_submit(serve_engine *e, serve_request *r);
+// Waits until the task's text is longer than `from` bytes, or it is done, or
+// timeout_ms pass; *chunk (malloc'd, NUL-terminated, the caller frees)
+// gets the text from `from` on, *st the task's state.
+void serve_task_wait(serve_task *t, size_t from, int timeout_ms, char **chunk, size_t *len, serve_state *st);
+// The task is not wanted any more: its slot is freed at the next step.
+void serve_task_cancel(serve_task *t);
+// The HTTP side is done with it (the engine frees it when both are).
+void serve_task_release(serve_task *t);
+
+// Engine figures for /health and logs.
+void serve_engine_counts(serve_engine *e, int *busy_slots, int *queued);
+
+#endif

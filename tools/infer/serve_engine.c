@@ -1,0 +1,380 @@
+// The server's engine thread (serve.h): slots, the queue, one step at a time.
+#include "serve.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { PROMPT_CHUNK = 256, MAX_SLOTS = 256 };
+
+struct serve_task {
+    serve_request req;
+    pthread_mutex_t mu; // guards what follows
+    pthread_cond_t cv;
+    char *text;         // the visible text
+    size_t len;
+    int done, failed, cancelled, refs, n_gen;
+    const char *finish;
+    char error[256];
+    serve_task *next;   // the queue (the engine's lock)
+};
+
+typedef struct {
+    infer_ctx *ctx;
+    serve_task *t;      // NULL: free
+    int generating;     // 0: prompt, 1: generating
+    int n_fed;          // prompt tokens evaluated
+    int32_t *hist;      // prompt + generated (the penalties' history)
+    int n_hist, n_gen;
+    int32_t next;       // the token to feed
+    infer_sampler *smp;
+    float *logits;
+} slot;
+
+struct serve_engine {
+    infer_model *m;
+    int n_slots, n_ctx, V, queue_max, n_queued, stop, batched, joined;
+    slot *s;
+    infer_batch *batch;
+    int32_t eog[16];
+    int n_eog;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    serve_task *qhead, *qtail;
+};
+
+static void task_free(serve_task *t) {
+    free(t->req.prompt);
+    for (int i = 0; i < t->req.n_stop; i++) free(t->req.stop[i]);
+    free(t->req.stop);
+    free(t->text);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    free(t);
+}
+
+static void task_unref(serve_task *t) {
+    pthread_mutex_lock(&t->mu);
+    int left = --t->refs;
+    pthread_mutex_unlock(&t->mu);
+    if (!left) task_free(t);
+}
+
+// The task's visible text becomes text[0, len) (a longer prefix of what it was).
+static void task_publish(serve_task *t, const char *text, size_t len) {
+    pthread_mutex_lock(&t->mu);
+    if (len > t->len) {
+        char *p = realloc(t->text, len + 1);
+        if (p) {
+            memcpy(p + t->len, text + t->len, len - t->len);
+            p[len] = 0;
+            t->text = p, t->len = len;
+        }
+    }
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+// The task ends (finish NULL: failed or cancelled, error saying why).
+static void task_end(serve_task *t, const char *finish, const char *error) {
+    pthread_mutex_lock(&t->mu);
+    t->done = 1, t->finish = finish;
+    if (error) t->failed = 1, snprintf(t->error, sizeof t->error, "%s", error);
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    task_unref(t);
+}
+
+static void slot_free(slot *s) {
+    infer_sampler_free(s->smp);
+    free(s->hist);
+    s->smp = NULL, s->hist = NULL, s->t = NULL;
+}
+
+static void slot_end(slot *s, const char *finish, const char *error) {
+    serve_task *t = s->t;
+    slot_free(s);
+    task_end(t, finish, error);
+}
+
+// The bytes of text[0, n) that may be shown: not the end that could begin a
+// stop string, nor an unfinished UTF-8 character.
+static size_t visible(const char *s, size_t n, char *const *stop, int n_stop) {
+    size_t hold = 0;
+    for (int i = 0; i < n_stop; i++) {
+        size_t L = strlen(stop[i]);
+        for (size_t k = L - 1 < n ? L - 1 : n; k > hold; k--)
+            if (!memcmp(s + n - k, stop[i], k)) {
+                hold = k;
+                break;
+            }
+    }
+    size_t v = n - hold, i = v;
+    while (i > 0 && v - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+    if (i > 0) {
+        unsigned char c = (unsigned char)s[i - 1];
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (v - (i - 1) < need) v = i - 1;
+    }
+    return v;
+}
+
+// After the slot's new token: the text so far, a stop string, the limits.
+static void slot_token(serve_engine *e, slot *s, int32_t tok) {
+    serve_task *t = s->t;
+    for (int i = 0; i < e->n_eog; i++)
+        if (tok == e->eog[i]) { slot_end(s, "stop", NULL); return; }
+    s->hist[s->n_hist++] = tok;
+    s->n_gen++;
+    s->next = tok;
+    pthread_mutex_lock(&t->mu);
+    t->n_gen = s->n_gen;
+    pthread_mutex_unlock(&t->mu);
+    char *text = NULL;
+    size_t len = 0;
+    if (infer_detokenize(e->m, s->hist + t->req.n_prompt, s->n_gen, 1, &text, &len)) { slot_end(s, NULL, infer_last_error()); return; }
+    size_t cut = len;
+    for (int i = 0; i < t->req.n_stop; i++) {
+        char *p = strstr(text, t->req.stop[i]);
+        if (p && (size_t)(p - text) < cut) cut = (size_t)(p - text);
+    }
+    if (cut < len) {
+        task_publish(t, text, cut);
+        free(text);
+        slot_end(s, "stop", NULL);
+        return;
+    }
+    int full = (t->req.max_tokens > 0 && s->n_gen >= t->req.max_tokens) || infer_ctx_n_past(s->ctx) + 1 >= e->n_ctx;
+    task_publish(t, text, full ? len : visible(text, len, t->req.stop, t->req.n_stop));
+    free(text);
+    if (full) slot_end(s, "length", NULL);
+}
+
+static int slot_start(serve_engine *e, slot *s, serve_task *t) {
+    infer_ctx_reset(s->ctx);
+    s->t = t, s->generating = 0, s->n_fed = 0, s->n_gen = 0;
+    s->hist = malloc(sizeof(int32_t) * (size_t)(e->n_ctx + 1));
+    if (!s->hist || infer_sampler_new(&t->req.sampling, e->V, &s->smp)) {
+        slot_end(s, NULL, "out of memory for a slot");
+        return -1;
+    }
+    memcpy(s->hist, t->req.prompt, sizeof(int32_t) * (size_t)t->req.n_prompt);
+    s->n_hist = t->req.n_prompt;
+    return 0;
+}
+
+// One step: a prompt chunk of one slot and a token of every generating slot,
+// in one call (one call a slot on a device backend).
+static void step(serve_engine *e) {
+    infer_ctx *cx[MAX_SLOTS];
+    const int32_t *ids[MAX_SLOTS];
+    int nids[MAX_SLOTS], n = 0;
+    float *lg[MAX_SLOTS];
+    slot *sl[MAX_SLOTS];
+    int prompt_taken = 0;
+    for (int i = 0; i < e->n_slots; i++) {
+        slot *s = &e->s[i];
+        if (!s->t) continue;
+        pthread_mutex_lock(&s->t->mu);
+        int cancelled = s->t->cancelled;
+        pthread_mutex_unlock(&s->t->mu);
+        if (cancelled) { slot_end(s, NULL, NULL); continue; }
+        if (!s->generating) {
+            if (prompt_taken) continue;
+            prompt_taken = 1;
+            int rest = s->t->req.n_prompt - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
+            cx[n] = s->ctx, ids[n] = s->t->req.prompt + s->n_fed, nids[n] = chunk, lg[n] = chunk == rest ? s->logits : NULL;
+        } else {
+            cx[n] = s->ctx, ids[n] = &s->next, nids[n] = 1, lg[n] = s->logits;
+        }
+        sl[n++] = s;
+    }
+    if (!n) return;
+    infer_status st = INFER_OK;
+    if (e->batched) st = infer_batch_eval(e->batch, cx, n, ids, nids, lg);
+    else
+        for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
+    if (st) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", infer_last_error());
+        for (int i = 0; i < n; i++) slot_end(sl[i], NULL, msg);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        slot *s = sl[i];
+        if (!s->generating) {
+            s->n_fed += nids[i];
+            if (s->n_fed < s->t->req.n_prompt) continue;
+            s->generating = 1;
+        }
+        slot_token(e, s, infer_sample(s->smp, s->logits, s->hist, s->n_hist));
+    }
+}
+
+static int busy(const serve_engine *e) {
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->s[i].t) return 1;
+    return 0;
+}
+
+static void *engine_main(void *arg) {
+    serve_engine *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!e->stop && !e->qhead && !busy(e)) pthread_cond_wait(&e->cv, &e->mu);
+        if (e->stop) {
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
+        for (int i = 0; i < e->n_slots && e->qhead; i++) { // admit: the free slots take the queue's first
+            if (e->s[i].t) continue;
+            serve_task *t = e->qhead;
+            e->qhead = t->next;
+            if (!e->qhead) e->qtail = NULL;
+            e->n_queued--;
+            slot_start(e, &e->s[i], t);
+        }
+        pthread_mutex_unlock(&e->mu);
+        step(e);
+    }
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->s[i].t) slot_end(&e->s[i], NULL, "the server is stopping");
+    pthread_mutex_lock(&e->mu); // (submissions see stop and are refused from here on)
+    serve_task *q = e->qhead;
+    e->qhead = e->qtail = NULL, e->n_queued = 0;
+    pthread_mutex_unlock(&e->mu);
+    while (q) {
+        serve_task *t = q;
+        q = q->next;
+        task_end(t, NULL, "the server is stopping");
+    }
+    return NULL;
+}
+
+serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, int queue_max, char *err, size_t errlen) {
+    if (slots < 1 || slots > MAX_SLOTS) {
+        snprintf(err, errlen, "--parallel %d: between 1 and %d", slots, MAX_SLOTS);
+        return NULL;
+    }
+    serve_engine *e = calloc(1, sizeof *e);
+    if (!e) return snprintf(err, errlen, "out of memory"), NULL;
+    e->m = m, e->n_slots = slots, e->V = infer_model_n_vocab(m), e->queue_max = queue_max;
+    e->n_eog = infer_model_eog(m, e->eog, 16);
+    e->batched = !device || !strcmp(device, "cpu");
+    e->s = calloc((size_t)slots, sizeof *e->s);
+    int ok = e->s != NULL;
+    for (int i = 0; i < slots && ok; i++) {
+        ok = !infer_ctx_new(m, n_ctx, &e->s[i].ctx) && (!device || !infer_ctx_set_backend(e->s[i].ctx, device)) &&
+             (e->s[i].logits = malloc(sizeof(float) * (size_t)e->V)) != NULL;
+    }
+    if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx);
+    if (ok && e->batched) ok = !infer_batch_new(m, &e->batch);
+    if (ok) {
+        pthread_mutex_init(&e->mu, NULL);
+        pthread_cond_init(&e->cv, NULL);
+        ok = !pthread_create(&e->th, NULL, engine_main, e);
+        if (!ok) pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv);
+    }
+    if (!ok) {
+        snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
+        for (int i = 0; e->s && i < slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits);
+        infer_batch_free(e->batch);
+        free(e->s), free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void serve_engine_stop(serve_engine *e) {
+    if (!e || e->joined) return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = 1;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->th, NULL);
+    e->joined = 1;
+}
+
+void serve_engine_free(serve_engine *e) {
+    if (!e) return;
+    serve_engine_stop(e);
+    for (int i = 0; i < e->n_slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits);
+    infer_batch_free(e->batch);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->s);
+    free(e);
+}
+
+int serve_engine_n_ctx(const serve_engine *e) { return e->n_ctx; }
+
+void serve_engine_counts(serve_engine *e, int *busy_slots, int *queued) {
+    pthread_mutex_lock(&e->mu);
+    int b = 0;
+    for (int i = 0; i < e->n_slots; i++) b += e->s[i].t != NULL;
+    *busy_slots = b, *queued = e->n_queued;
+    pthread_mutex_unlock(&e->mu);
+}
+
+serve_task *serve_submit(serve_engine *e, serve_request *r) {
+    serve_task *t = calloc(1, sizeof *t);
+    if (t) {
+        t->req = *r;
+        t->refs = 2;
+        pthread_mutex_init(&t->mu, NULL);
+        pthread_cond_init(&t->cv, NULL);
+    } else {
+        serve_request tmp = *r;
+        free(tmp.prompt);
+        for (int i = 0; i < tmp.n_stop; i++) free(tmp.stop[i]);
+        free(tmp.stop);
+    }
+    memset(r, 0, sizeof *r);
+    if (!t) return NULL;
+    pthread_mutex_lock(&e->mu);
+    if (e->stop || e->n_queued >= e->queue_max) {
+        pthread_mutex_unlock(&e->mu);
+        task_free(t);
+        return NULL;
+    }
+    if (e->qtail) e->qtail->next = t;
+    else e->qhead = t;
+    e->qtail = t;
+    e->n_queued++;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return t;
+}
+
+void serve_task_wait(serve_task *t, size_t from, int timeout_ms, char **chunk, size_t *len, serve_state *st) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&t->mu);
+    while (!t->done && t->len <= from)
+        if (pthread_cond_timedwait(&t->cv, &t->mu, &until)) break;
+    size_t n = t->len > from ? t->len - from : 0;
+    *chunk = malloc(n + 1);
+    if (*chunk) {
+        if (n) memcpy(*chunk, t->text + from, n);
+        (*chunk)[n] = 0;
+    }
+    *len = *chunk ? n : 0;
+    st->done = t->done && (!*chunk || t->len <= from + n);
+    st->finish = t->finish, st->failed = t->failed, st->n_prompt = t->req.n_prompt, st->n_gen = t->n_gen;
+    snprintf(st->error, sizeof st->error, "%s", t->error);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void serve_task_cancel(serve_task *t) {
+    pthread_mutex_lock(&t->mu);
+    t->cancelled = 1;
+    pthread_mutex_unlock(&t->mu);
+}
+
+void serve_task_release(serve_task *t) { task_unref(t); }
