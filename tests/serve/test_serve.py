@@ -84,7 +84,9 @@ if ok:
     check(deltas == text, f"stream: the deltas make the waited-for text ({deltas!r} vs {text!r})")
     fin = [e["choices"][0]["finish_reason"] for e in chunks if e["choices"] and e["choices"][0]["finish_reason"]]
     check(fin == [finish], f"stream: one finish_reason, the same ({fin} vs {finish})")
-    check(chunks[-1]["choices"] == [] and chunks[-1].get("usage") == usage, f"stream: the usage chunk equals the usage ({chunks[-1]})")
+    counts = lambda u: {k: u[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}  # (cached_tokens: the slot's cache)
+    check(chunks[-1]["choices"] == [] and counts(chunks[-1].get("usage", {}) or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}) == counts(usage),
+          f"stream: the usage chunk equals the usage ({chunks[-1]} vs {usage})")
 
 # completions: greedy text equals infer run's on the same prompt
 prompt = "The capital of France is"
@@ -162,6 +164,50 @@ err("GET", "/v1/chat/completions", status=405)
 err("GET", "/nowhere", status=404)
 st, r = post("/v1/chat/completions", chat)
 check(st == 200 and r["choices"][0]["message"]["content"] == text, "after the errors a request still succeeds, with the same answer")
+
+# a repeated prompt reuses a slot's cache (and answers the same)
+st, r1 = post("/v1/chat/completions", chat)
+st2, r2 = post("/v1/chat/completions", chat)
+if check(st == 200 and st2 == 200, "repeated chat requests"):
+    cached = r2["usage"]["prompt_tokens_details"]["cached_tokens"]
+    check(0 < cached < r2["usage"]["prompt_tokens"], f"the repeat's prompt came from a slot's cache ({r2['usage']})")
+    check(r2["choices"][0]["message"]["content"] == r1["choices"][0]["message"]["content"], "the cached prompt gives the same answer")
+
+# llama-server's tokenize / detokenize
+st, ty, data = request("POST", "/tokenize", {"content": "Hello world, 你好"})
+toks = json.loads(data).get("tokens") if st == 200 else None
+check(st == 200 and toks and all(isinstance(t, int) for t in toks), f"/tokenize: {st} {data[:100]}")
+if toks:
+    st, ty, data = request("POST", "/detokenize", {"tokens": toks})
+    check(st == 200 and json.loads(data).get("content") == "Hello world, 你好", f"/detokenize round trip: {st} {data[:100]}")
+err("POST", "/detokenize", {"tokens": [-1]}, param="tokens")
+err("POST", "/tokenize", {"content": 3}, param="content")
+
+
+def metric(name):
+    st, ty, data = request("GET", "/metrics")
+    for line in data.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+check(metric("infer_tokens_generated_total") > 0 and metric("infer_slots") == 4, "/metrics: tokens generated, 4 slots")
+
+# clients that leave: a waited-for request and a stream, dropped mid-way; their slots free up
+import socket
+import time
+for streamed in (False, True):
+    body = json.dumps(dict(chat, max_tokens=400, stream=streamed, messages=[{"role": "user", "content": "Write a long story."}]))
+    s_ = socket.create_connection((url.hostname, url.port))
+    s_.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode())
+    time.sleep(0.5)
+    s_.close()
+    t0 = time.time()
+    while time.time() - t0 < 5 and metric("infer_requests_running") != 0:
+        time.sleep(0.05)
+    check(metric("infer_requests_running") == 0, f"a dropped {'stream' if streamed else 'request'}: its slot is free within 5 s")
+check(metric("infer_client_disconnects_total") >= 2, "/metrics counts the clients that left")
 
 print(f"serve: {fails} failed")
 sys.exit(1 if fails else 0)

@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 
 static const char g_usage[] =
@@ -58,7 +59,18 @@ typedef struct {
     const char *alias, *api_key;
     size_t max_body;
     int n_ctx;
+    pthread_mutex_t mu;              // guards the counts
+    long long by_status[6];          // responses by status class (1xx .. 5xx)
+    long long disconnects, requests; // clients gone before their answer; generation requests
+    double started;
 } server;
+
+static void count(server *sv, int status, int disconnect) {
+    pthread_mutex_lock(&sv->mu);
+    if (status >= 100 && status < 600) sv->by_status[status / 100]++;
+    sv->disconnects += disconnect;
+    pthread_mutex_unlock(&sv->mu);
+}
 
 // one connection's request: its body as it comes
 typedef struct {
@@ -70,7 +82,10 @@ typedef struct {
 // ---------------------------------------------------------------------------
 // responses
 
+static server *g_sv; // (for the counts of every reply)
+
 static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *type, const char *body) {
+    if (g_sv) count(g_sv, status, 0);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
@@ -292,7 +307,7 @@ static cJSON *usage_json(const serve_state *st) {
     cJSON_AddNumberToObject(u, "completion_tokens", st->n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", st->n_prompt + st->n_gen);
     cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
-    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    cJSON_AddNumberToObject(d, "cached_tokens", st->n_cached);
     return u;
 }
 
@@ -386,6 +401,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream *s = cls;
+    if (s->phase != 4) count(s->sv, 0, 1); // (the client left before the end)
     serve_task_cancel(s->t); // (nothing when it is done)
     serve_task_release(s->t);
     free(s->pend);
@@ -407,6 +423,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
         if (!r) return MHD_NO;
         MHD_add_response_header(r, "Content-Type", "application/json");
         MHD_add_response_header(r, "Retry-After", "1");
+        count(sv, 503, 0);
         enum MHD_Result ok = MHD_queue_response(c, 503, r);
         MHD_destroy_response(r);
         return ok;
@@ -416,6 +433,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
         if (!r) return stream_free(s), MHD_NO;
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
+        count(sv, 200, 0);
         enum MHD_Result ok = MHD_queue_response(c, 200, r);
         MHD_destroy_response(r);
         return ok;
@@ -424,16 +442,29 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
     char *all = NULL, *text;
     size_t n_all = 0, len;
     serve_state st = {0};
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int gone = 0;
     for (;;) {
-        serve_task_wait(s->t, n_all, 500, &text, &len, &st);
+        serve_task_wait(s->t, n_all, 100, &text, &len, &st);
         if (!text) break;
         char *p = realloc(all, n_all + len + 1);
         if (p) memcpy(p + n_all, text, len + 1), all = p, n_all += len;
         free(text);
         if (st.done) break;
+        struct pollfd pf = {ci ? ci->connect_fd : -1, POLLRDHUP, 0}; // the client hung up: its slot is freed
+        if (ci && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            serve_task_cancel(s->t);
+            gone = 1;
+            break;
+        }
     }
     serve_task_release(s->t);
     free(s);
+    if (gone) {
+        free(all);
+        count(sv, 0, 1);
+        return MHD_NO; // (nobody to answer)
+    }
     if (!st.done || !st.finish) {
         free(all);
         return reply_error(c, 500, NULL, NULL, "generation failed: %s", st.error[0] ? st.error : "cancelled");
@@ -492,6 +523,96 @@ static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, reque
 }
 
 // ---------------------------------------------------------------------------
+// llama-server's /tokenize and /detokenize, and the Prometheus counts
+
+static cJSON *body_object(struct MHD_Connection *c, request *rq, enum MHD_Result *res) {
+    cJSON *o = rq->len && memchr(rq->body, 0, rq->len) ? NULL : cJSON_ParseWithLength(rq->body ? rq->body : "", rq->len);
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        *res = reply_error(c, 400, NULL, NULL, "the body must be a JSON object");
+        return NULL;
+    }
+    return o;
+}
+
+static enum MHD_Result post_tokenize(struct MHD_Connection *c, server *sv, request *rq) {
+    enum MHD_Result res;
+    cJSON *o = body_object(c, rq, &res);
+    if (!o) return res;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "content"), *sp = cJSON_GetObjectItemCaseSensitive(o, "add_special");
+    if (!cJSON_IsString(t)) return cJSON_Delete(o), reply_error(c, 400, "content", NULL, "'content' must be a string");
+    if (sp && !cJSON_IsBool(sp)) return cJSON_Delete(o), reply_error(c, 400, "add_special", NULL, "'add_special' must be a boolean");
+    int32_t *ids = NULL;
+    int n = 0;
+    if (infer_tokenize(sv->m, t->valuestring, strlen(t->valuestring), cJSON_IsTrue(sp), 1, &ids, &n)) {
+        cJSON_Delete(o);
+        return reply_error(c, 400, "content", NULL, "cannot tokenize: %s", infer_last_error());
+    }
+    cJSON_Delete(o);
+    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tokens");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    free(ids);
+    return reply_json(c, 200, j);
+}
+
+static enum MHD_Result post_detokenize(struct MHD_Connection *c, server *sv, request *rq) {
+    enum MHD_Result res;
+    cJSON *o = body_object(c, rq, &res);
+    if (!o) return res;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "tokens"), *x;
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1, V = infer_model_n_vocab(sv->m), i = 0;
+    int32_t *ids = n >= 0 ? malloc(sizeof(int32_t) * (size_t)(n + 1)) : NULL;
+    if (n < 0 || !ids) return free(ids), cJSON_Delete(o), reply_error(c, 400, "tokens", NULL, "'tokens' must be an array of token ids");
+    cJSON_ArrayForEach(x, a) {
+        if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 0 || x->valuedouble >= V) {
+            free(ids), cJSON_Delete(o);
+            return reply_error(c, 400, "tokens", NULL, "'tokens'[%d] is not a token id of this model (0 to %d)", i, V - 1);
+        }
+        ids[i++] = (int32_t)x->valuedouble;
+    }
+    cJSON_Delete(o);
+    char *text = NULL;
+    size_t len = 0;
+    if (infer_detokenize(sv->m, ids, n, 0, &text, &len)) return free(ids), reply_error(c, 500, NULL, NULL, "%s", infer_last_error());
+    free(ids);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "content", text);
+    free(text);
+    return reply_json(c, 200, j);
+}
+
+static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
+    serve_counts k;
+    serve_engine_counts(sv->e, &k);
+    pthread_mutex_lock(&sv->mu);
+    long long st[6], disc = sv->disconnects;
+    memcpy(st, sv->by_status, sizeof st);
+    pthread_mutex_unlock(&sv->mu);
+    char b[2048];
+    int n = snprintf(b, sizeof b,
+                     "# HELP infer_prompt_tokens_total Prompt tokens evaluated.\n# TYPE infer_prompt_tokens_total counter\n"
+                     "infer_prompt_tokens_total %lld\n"
+                     "# HELP infer_prompt_tokens_cached_total Prompt tokens a slot's cache already held.\n# TYPE infer_prompt_tokens_cached_total counter\n"
+                     "infer_prompt_tokens_cached_total %lld\n"
+                     "# HELP infer_tokens_generated_total Tokens generated.\n# TYPE infer_tokens_generated_total counter\n"
+                     "infer_tokens_generated_total %lld\n"
+                     "# HELP infer_steps_total Engine steps (one batched call each).\n# TYPE infer_steps_total counter\n"
+                     "infer_steps_total %lld\n"
+                     "# HELP infer_busy_slot_steps_total Slots at work summed over the steps.\n# TYPE infer_busy_slot_steps_total counter\n"
+                     "infer_busy_slot_steps_total %lld\n"
+                     "# HELP infer_requests_running Slots at work now.\n# TYPE infer_requests_running gauge\ninfer_requests_running %d\n"
+                     "# HELP infer_requests_queued Requests waiting for a slot.\n# TYPE infer_requests_queued gauge\ninfer_requests_queued %d\n"
+                     "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
+                     "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
+                     "infer_client_disconnects_total %lld\n"
+                     "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
+                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.busy_slots, k.queued, k.slots, disc);
+    for (int i = 2; i < 6 && n > 0 && (size_t)n < sizeof b; i++)
+        n += snprintf(b + n, sizeof b - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, st[i]);
+    return reply(c, 200, "text/plain; version=0.0.4", b);
+}
+
+// ---------------------------------------------------------------------------
 // the handler: every request of every connection
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
@@ -546,6 +667,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "data"), m);
         return reply_json(c, 200, j);
     }
+    if (!strcmp(url, "/metrics")) {
+        if (!get) return reply_error(c, 405, NULL, NULL, "%s /metrics: use GET", method);
+        return metrics(c, sv);
+    }
+    if (!strcmp(url, "/tokenize") || !strcmp(url, "/detokenize")) {
+        if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
+        return url[1] == 't' ? post_tokenize(c, sv, rq) : post_detokenize(c, sv, rq);
+    }
     int chat = !strcmp(url, "/v1/chat/completions");
     if (chat || !strcmp(url, "/v1/completions")) {
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
@@ -590,6 +719,8 @@ int cmd_serve(int argc, char **argv) {
     const char *model = o.model;
     if (!model && !(model = cli_chat_model())) return 1;
     server sv = {0};
+    pthread_mutex_init(&sv.mu, NULL);
+    g_sv = &sv;
     if (infer_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
     char err[256];
     if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, (int)queue, err, sizeof err))) {

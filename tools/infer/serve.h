@@ -29,6 +29,7 @@ typedef struct {
     int done;                 // no more text will come
     const char *finish;       // when done: "stop", "length", or NULL after a failure or a cancel
     int n_prompt, n_gen;      // tokens
+    int n_cached;             // prompt tokens a slot's cache already held
     int failed;               // the engine failed on it (error says why)
     char error[256];
 } serve_state;
@@ -56,7 +57,11 @@ void serve_task_cancel(serve_task *t);
 // The HTTP side is done with it (the engine frees it when both are).
 void serve_task_release(serve_task *t);
 
-// Engine figures for /health and logs.
-void serve_engine_counts(serve_engine *e, int *busy_slots, int *queued);
+// Engine figures for /metrics.
+typedef struct {
+    long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
+    int busy_slots, queued, slots;
+} serve_counts;
+void serve_engine_counts(serve_engine *e, serve_counts *c);
 
 #endif

@@ -11,6 +11,7 @@ enum { PROMPT_CHUNK = 256, MAX_SLOTS = 256 };
 
 struct serve_task {
     serve_request req;
+    int n_cached;       // prompt tokens the slot's cache already held
     pthread_mutex_t mu; // guards what follows
     pthread_cond_t cv;
     char *text;         // the visible text
@@ -31,11 +32,15 @@ typedef struct {
     int32_t next;       // the token to feed
     infer_sampler *smp;
     float *logits;
+    int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
+    long used;          // the step it was last given a task (least recently used first)
 } slot;
 
 struct serve_engine {
     infer_model *m;
     int n_slots, n_ctx, V, queue_max, n_queued, stop, batched, joined;
+    long steps;
+    serve_counts counts; // (the engine's lock)
     slot *s;
     infer_batch *batch;
     int32_t eog[16];
@@ -88,9 +93,12 @@ static void task_end(serve_task *t, const char *finish, const char *error) {
     task_unref(t);
 }
 
+// The task leaves the slot; what the context holds stays for the next prompt
+// that shares a prefix with it.
 static void slot_free(slot *s) {
     infer_sampler_free(s->smp);
-    free(s->hist);
+    free(s->cache);
+    s->cache = s->hist; // (its first n_past tokens are the context's)
     s->smp = NULL, s->hist = NULL, s->t = NULL;
 }
 
@@ -153,17 +161,39 @@ static void slot_token(serve_engine *e, slot *s, int32_t tok) {
     if (full) slot_end(s, "length", NULL);
 }
 
+// The slot takes the task, keeping the longest prefix of the prompt its
+// context already holds (at least one prompt token is evaluated again, for
+// the logits).
 static int slot_start(serve_engine *e, slot *s, serve_task *t) {
-    infer_ctx_reset(s->ctx);
-    s->t = t, s->generating = 0, s->n_fed = 0, s->n_gen = 0;
+    int keep = 0, past = infer_ctx_n_past(s->ctx), n = t->req.n_prompt;
+    while (s->cache && keep < past && keep < n - 1 && s->cache[keep] == t->req.prompt[keep]) keep++;
+    infer_ctx_truncate(s->ctx, keep);
+    s->t = t, s->generating = 0, s->n_fed = keep, s->n_gen = 0, s->used = ++e->steps;
+    pthread_mutex_lock(&t->mu);
+    t->n_cached = keep;
+    pthread_mutex_unlock(&t->mu);
     s->hist = malloc(sizeof(int32_t) * (size_t)(e->n_ctx + 1));
     if (!s->hist || infer_sampler_new(&t->req.sampling, e->V, &s->smp)) {
         slot_end(s, NULL, "out of memory for a slot");
         return -1;
     }
-    memcpy(s->hist, t->req.prompt, sizeof(int32_t) * (size_t)t->req.n_prompt);
-    s->n_hist = t->req.n_prompt;
+    memcpy(s->hist, t->req.prompt, sizeof(int32_t) * (size_t)n);
+    s->n_hist = n;
     return 0;
+}
+
+// The free slot for a prompt: the one whose cache shares the longest prefix
+// with it, else the least recently used; -1 when none is free.
+static int pick_slot(serve_engine *e, const serve_task *t) {
+    int best = -1, best_len = 0;
+    for (int i = 0; i < e->n_slots; i++) {
+        slot *s = &e->s[i];
+        if (s->t) continue;
+        int len = 0, past = infer_ctx_n_past(s->ctx);
+        while (s->cache && len < past && len < t->req.n_prompt && s->cache[len] == t->req.prompt[len]) len++;
+        if (best < 0 || len > best_len || (len == best_len && s->used < e->s[best].used)) best = i, best_len = len;
+    }
+    return best;
 }
 
 // One step: a prompt chunk of one slot and a token of every generating slot,
@@ -203,6 +233,14 @@ static void step(serve_engine *e) {
         for (int i = 0; i < n; i++) slot_end(sl[i], NULL, msg);
         return;
     }
+    pthread_mutex_lock(&e->mu);
+    e->counts.steps++;
+    for (int i = 0; i < n; i++) {
+        if (!sl[i]->generating) e->counts.prompt_tokens += nids[i];
+        else e->counts.generated_tokens++;
+    }
+    e->counts.busy_slot_steps += n;
+    pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < n; i++) {
         slot *s = sl[i];
         if (!s->generating) {
@@ -229,13 +267,14 @@ static void *engine_main(void *arg) {
             pthread_mutex_unlock(&e->mu);
             break;
         }
-        for (int i = 0; i < e->n_slots && e->qhead; i++) { // admit: the free slots take the queue's first
-            if (e->s[i].t) continue;
+        int i;
+        while (e->qhead && (i = pick_slot(e, e->qhead)) >= 0) { // admit the queue's first while a slot is free
             serve_task *t = e->qhead;
             e->qhead = t->next;
             if (!e->qhead) e->qtail = NULL;
             e->n_queued--;
             slot_start(e, &e->s[i], t);
+            e->counts.prompt_cached += t->n_cached;
         }
         pthread_mutex_unlock(&e->mu);
         step(e);
@@ -301,7 +340,7 @@ void serve_engine_stop(serve_engine *e) {
 void serve_engine_free(serve_engine *e) {
     if (!e) return;
     serve_engine_stop(e);
-    for (int i = 0; i < e->n_slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits);
+    for (int i = 0; i < e->n_slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits), free(e->s[i].cache);
     infer_batch_free(e->batch);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
@@ -311,11 +350,11 @@ void serve_engine_free(serve_engine *e) {
 
 int serve_engine_n_ctx(const serve_engine *e) { return e->n_ctx; }
 
-void serve_engine_counts(serve_engine *e, int *busy_slots, int *queued) {
+void serve_engine_counts(serve_engine *e, serve_counts *c) {
     pthread_mutex_lock(&e->mu);
-    int b = 0;
-    for (int i = 0; i < e->n_slots; i++) b += e->s[i].t != NULL;
-    *busy_slots = b, *queued = e->n_queued;
+    *c = e->counts;
+    c->busy_slots = 0, c->queued = e->n_queued, c->slots = e->n_slots;
+    for (int i = 0; i < e->n_slots; i++) c->busy_slots += e->s[i].t != NULL;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -366,7 +405,7 @@ void serve_task_wait(serve_task *t, size_t from, int timeout_ms, char **chunk, s
     }
     *len = *chunk ? n : 0;
     st->done = t->done && (!*chunk || t->len <= from + n);
-    st->finish = t->finish, st->failed = t->failed, st->n_prompt = t->req.n_prompt, st->n_gen = t->n_gen;
+    st->finish = t->finish, st->failed = t->failed, st->n_prompt = t->req.n_prompt, st->n_gen = t->n_gen, st->n_cached = t->n_cached;
     snprintf(st->error, sizeof st->error, "%s", t->error);
     pthread_mutex_unlock(&t->mu);
 }
