@@ -3,6 +3,7 @@
 #   bash scripts/setup.sh            release build in build/
 #   BUILD=build-asan SANITIZE=1 bash scripts/setup.sh   ASan + UBSan build
 #   BUILD=build-tsan SANITIZE=thread bash scripts/setup.sh   ThreadSanitizer build
+#   WEB=1 bash scripts/setup.sh      also what the chat page's browser test needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,20 @@ if ! python3 -c "import tokenizers, gguf, numpy" 2>/dev/null; then
     echo "setup: installing the Python reference tools of the tests (tokenizers, gguf, numpy)"
     python3 -m pip install --quiet tokenizers==0.23.3 gguf numpy >/dev/null 2>&1 ||
         echo "setup: pip could not install tokenizers/gguf; the tokenizer.json tests will say so" >&2
+fi
+
+# WEB=1: the chat page's browser test too (Debian's chromium and its driver,
+# PyPI's selenium; tests/cli_serve_web.sh)
+if [ "${WEB:-0}" = 1 ]; then
+    if [ ! -x /usr/bin/chromedriver ]; then
+        echo "setup: installing chromium and chromium-driver (the chat page's browser test)"
+        sudo=""
+        [ "$(id -u)" = 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+    fi
+    python3 -c "import selenium" 2>/dev/null || python3 -m pip install --quiet selenium >/dev/null 2>&1 ||
+        echo "setup: pip could not install selenium; the browser test is left out" >&2
 fi
 
 build=${BUILD:-build}

@@ -84,6 +84,8 @@ typedef struct {
 
 static server *g_sv; // (for the counts of every reply)
 
+extern const unsigned char infer_chat_page[]; // tools/infer/page/chat.html (cmake/embed.cmake)
+
 static enum MHD_Result reply(struct MHD_Connection *c, int status, const char *type, const char *body) {
     if (g_sv) count(g_sv, status, 0);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -299,7 +301,14 @@ typedef struct {
     char id[48], *pend;             // events not yet handed to MHD
     size_t pend_len, pend_at;
     long created;
+    int fd;                         // the connection's socket (-1: unknown)
 } stream;
+
+// the client has hung up (a FIN or an error seen on its socket)
+static int hung_up(int fd) {
+    struct pollfd pf = {fd, POLLRDHUP, 0};
+    return fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
 
 static cJSON *usage_json(const serve_state *st) {
     cJSON *u = cJSON_CreateObject();
@@ -366,10 +375,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             s->phase = 4;
             continue;
         }
+        if (hung_up(s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR; // (stream_free cancels the task)
         char *text;
         size_t len;
         serve_state st;
-        serve_task_wait(s->t, s->from, 200, &text, &len, &st);
+        serve_task_wait(s->t, s->from, 50, &text, &len, &st);
         if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
         free(text);
@@ -414,6 +424,8 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
     s->sv = sv, s->chat = chat, s->include_usage = g->include_usage, s->created = (long)time(NULL);
     snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     int stream_it = g->stream;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->fd = ci ? ci->connect_fd : -1;
     s->t = serve_submit(sv->e, &g->r);
     if (!s->t) { // 503 with Retry-After
         free(s);
@@ -442,7 +454,6 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
     char *all = NULL, *text;
     size_t n_all = 0, len;
     serve_state st = {0};
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     int gone = 0;
     for (;;) {
         serve_task_wait(s->t, n_all, 100, &text, &len, &st);
@@ -451,8 +462,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
         if (p) memcpy(p + n_all, text, len + 1), all = p, n_all += len;
         free(text);
         if (st.done) break;
-        struct pollfd pf = {ci ? ci->connect_fd : -1, POLLRDHUP, 0}; // the client hung up: its slot is freed
-        if (ci && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        if (hung_up(s->fd)) { // the client hung up: its slot is freed
             serve_task_cancel(s->t);
             gone = 1;
             break;
@@ -644,12 +654,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     if (rq->too_big) return reply_error(c, 413, NULL, NULL, "the body is larger than this server's limit of %zu bytes", sv->max_body);
-    if (sv->api_key) {
+    if (sv->api_key && strcmp(url, "/health") && strcmp(url, "/") && strcmp(url, "/index.html")) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, sv->api_key))
             return reply_error(c, 401, NULL, "invalid_api_key", "a valid API key is required (Authorization: Bearer KEY)");
     }
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) { // the chat page
+        if (!get) return reply_error(c, 405, NULL, NULL, "%s %s: use GET", method, url);
+        return reply(c, 200, "text/html; charset=utf-8", (const char *)infer_chat_page);
+    }
     if (!strcmp(url, "/health")) {
         if (!get) return reply_error(c, 405, NULL, NULL, "%s /health: use GET", method);
         return reply(c, 200, "application/json", "{\"status\":\"ok\"}");
