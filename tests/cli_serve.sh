@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # infer serve: OpenAI's endpoints over HTTP (tests/serve/test_serve.py, the
-# standard library's client) on SmolLM2-135M-Instruct, four slots; then
+# standard library's client, and test_openai.py, PyPI's openai client) on SmolLM2-135M-Instruct, four slots; then
 # SIGTERM stops it cleanly.
 # usage: cli_serve.sh INFER_BIN FIXTURES_DIR
 infer=$1
@@ -20,6 +20,7 @@ grep -q "4 slots of 1024 positions (KV cache" "$tmp/err" || { echo "FAILED: star
 
 python3 "$root/tests/serve/test_serve.py" "$base" "$infer" "$model"
 rc=$?
+python3 "$root/tests/serve/test_openai.py" "$base" || rc=1
 
 kill -TERM $pid
 for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
