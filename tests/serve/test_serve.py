@@ -209,5 +209,25 @@ for streamed in (False, True):
     check(metric("infer_requests_running") == 0, f"a dropped {'stream' if streamed else 'request'}: its slot is free within 5 s")
 check(metric("infer_client_disconnects_total") >= 2, "/metrics counts the clients that left")
 
+# hostile input: deep nesting, a huge announced body (refused before it is read), headers a byte at a time
+err("POST", "/v1/chat/completions", raw=b"[" * 1000 + b"]" * 1000)
+err("POST", "/v1/chat/completions", raw=b'{"a":' * 2000 + b"1" + b"}" * 2000)
+s_ = socket.create_connection((url.hostname, url.port))
+s_.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n")
+s_.settimeout(10)
+head = s_.recv(200).decode(errors="replace")
+s_.close()
+check(head.startswith("HTTP/1.1 413"), f"a 5 MB body is refused from its Content-Length: {head[:40]!r}")
+s_ = socket.create_connection((url.hostname, url.port))
+for ch in b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n":
+    s_.send(bytes([ch]))
+    time.sleep(0.002)
+s_.settimeout(10)
+head = s_.recv(200).decode(errors="replace")
+s_.close()
+check(head.startswith("HTTP/1.1 200") and '{"status":"ok"}' in head, f"headers sent a byte at a time: {head[:60]!r}")
+st, r = post("/v1/chat/completions", chat)
+check(st == 200, "after the hostile input a request still succeeds")
+
 print(f"serve: {fails} failed")
 sys.exit(1 if fails else 0)

@@ -634,7 +634,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
         *con_cls = rq;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > sv->max_body) rq->too_big = 1;
+        if (cl && strtoull(cl, NULL, 10) > sv->max_body) { // answered now: the body is never read
+            rq->too_big = 1;
+            return reply_error(c, 413, NULL, NULL, "the body (%s bytes) is larger than this server's limit of %zu bytes", cl, sv->max_body);
+        }
         return MHD_YES;
     }
     if (*upload_size) {
