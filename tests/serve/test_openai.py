@@ -43,6 +43,9 @@ check(c.choices[0].text and c.choices[0].finish_reason in ("stop", "length"), f"
 s = "".join(ch.choices[0].text for ch in client.completions.create(model="any", prompt="The capital of France is", temperature=0,
                                                                    max_tokens=8, stream=True) if ch.choices)
 check(s == c.choices[0].text, f"completions stream: {s!r} vs {c.choices[0].text!r}")
+lr = client.chat.completions.create(model="any", messages=msgs, temperature=0, max_tokens=8, logprobs=True, top_logprobs=2)
+ents = lr.choices[0].logprobs.content
+check(len(ents) == lr.usage.completion_tokens and all(len(e.top_logprobs) == 2 for e in ents), f"chat logprobs: {lr.choices[0].logprobs}")
 try:
     client.chat.completions.create(model="any", messages=msgs, temperature=5)
     check(False, "temperature 5 accepted")

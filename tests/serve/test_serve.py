@@ -209,6 +209,25 @@ for streamed in (False, True):
     check(metric("infer_requests_running") == 0, f"a dropped {'stream' if streamed else 'request'}: its slot is free within 5 s")
 check(metric("infer_client_disconnects_total") >= 2, "/metrics counts the clients that left")
 
+# log-probabilities: chat's (top_logprobs) and completions' (logprobs n), greedy: the chosen token is the top one
+st, r = post("/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=3))
+if check(st == 200 and r["choices"][0].get("logprobs"), f"chat logprobs: {st} {str(r)[:200]}"):
+    ents = r["choices"][0]["logprobs"]["content"]
+    check(len(ents) == r["usage"]["completion_tokens"], f"one entry a token ({len(ents)} vs {r['usage']})")
+    check("".join(e["token"] for e in ents) == r["choices"][0]["message"]["content"], "the entries' tokens make the text")
+    check(all(len(e["top_logprobs"]) == 3 and e["top_logprobs"][0]["token"] == e["token"] and
+              abs(e["top_logprobs"][0]["logprob"] - e["logprob"]) < 1e-6 and e["logprob"] <= 0 and
+              e["top_logprobs"][0]["logprob"] >= e["top_logprobs"][1]["logprob"] >= e["top_logprobs"][2]["logprob"] and
+              bytes(e["bytes"]).decode() == e["token"] for e in ents), f"greedy entries: the top alternative is the token ({ents[:2]})")
+st, r = post("/v1/completions", {"prompt": prompt, "temperature": 0, "max_tokens": 6, "logprobs": 2})
+if check(st == 200 and r["choices"][0].get("logprobs"), f"completions logprobs: {st} {str(r)[:200]}"):
+    lp = r["choices"][0]["logprobs"]
+    check("".join(lp["tokens"]) == r["choices"][0]["text"] and len(lp["token_logprobs"]) == len(lp["tokens"]) == len(lp["top_logprobs"]) and
+          all(len(t) == 2 for t in lp["top_logprobs"]) and lp["text_offset"][0] == 0, f"completions logprobs: {lp}")
+err("POST", "/v1/chat/completions", dict(chat, top_logprobs=3), param="top_logprobs")
+err("POST", "/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=21), param="top_logprobs")
+err("POST", "/v1/completions", {"prompt": "x", "logprobs": 6}, param="logprobs")
+
 # hostile input: deep nesting, a huge announced body (refused before it is read), headers a byte at a time
 err("POST", "/v1/chat/completions", raw=b"[" * 1000 + b"]" * 1000)
 err("POST", "/v1/chat/completions", raw=b'{"a":' * 2000 + b"1" + b"}" * 2000)

@@ -163,8 +163,8 @@ typedef struct {
     int stream, include_usage;
 } gen_opts;
 
-static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx) {
-    static const char *const unsupported[] = {"tools", "tool_choice", "functions", "logit_bias", "logprobs", "top_logprobs", "response_format",
+static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx, int chat) {
+    static const char *const unsupported[] = {"tools", "tool_choice", "functions", "logit_bias", "response_format",
                                               "grammar", "json_schema"};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, unsupported[i]);
@@ -206,6 +206,21 @@ static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx) {
                 else if ((g->r.stop[g->r.n_stop] = strdup(x->valuestring))) g->r.n_stop++;
             }
         }
+    }
+    // log-probabilities: chat's logprobs (bool) + top_logprobs (0-20); completions' logprobs (0-5)
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(o, "logprobs");
+    g->r.top_logprobs = -1;
+    if (chat) {
+        double top = 0;
+        if (lp && !cJSON_IsNull(lp) && !cJSON_IsBool(lp)) bad(k, "logprobs", "'logprobs' must be a boolean");
+        num_field(k, o, "top_logprobs", 0, 20, 1, &top);
+        const cJSON *tl = cJSON_GetObjectItemCaseSensitive(o, "top_logprobs");
+        if (tl && !cJSON_IsNull(tl) && !cJSON_IsTrue(lp)) bad(k, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        if (cJSON_IsTrue(lp)) g->r.top_logprobs = (int)top;
+    } else if (lp && !cJSON_IsNull(lp)) {
+        double n_lp = 0;
+        num_field(k, o, "logprobs", 0, 5, 1, &n_lp);
+        g->r.top_logprobs = (int)n_lp;
     }
     const cJSON *sm = cJSON_GetObjectItemCaseSensitive(o, "stream");
     if (sm && !cJSON_IsNull(sm) && !cJSON_IsBool(sm)) bad(k, "stream", "'stream' must be a boolean");
@@ -291,12 +306,89 @@ static void tokenize_prompt(check *k, server *sv, const char *text, int add_spec
 }
 
 // ---------------------------------------------------------------------------
+// text for JSON: UTF-8 made valid (a token or a cut may end inside a character)
+
+static char *utf8_clean(const char *s, size_t n) {
+    char *o = malloc(3 * n + 1), *q = o;
+    if (!o) return NULL;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+        int ok = k > 0 && i + k <= n && c != 0;
+        for (size_t j = 1; ok && j < k; j++) ok = ((unsigned char)s[i + j] & 0xC0) == 0x80;
+        if (ok && k == 3) ok = !(c == 0xE0 && (unsigned char)s[i + 1] < 0xA0) && !(c == 0xED && (unsigned char)s[i + 1] >= 0xA0);
+        if (ok && k == 4) ok = !(c == 0xF0 && (unsigned char)s[i + 1] < 0x90) && !(c == 0xF4 && (unsigned char)s[i + 1] >= 0x90);
+        if (ok) memcpy(q, s + i, k), q += k, i += k;
+        else memcpy(q, "\xEF\xBF\xBD", 3), q += 3, i++;
+    }
+    *q = 0;
+    return o;
+}
+
+// a string field of valid UTF-8 from n bytes
+static void add_text(cJSON *o, const char *name, const char *s, size_t n) {
+    char *c = utf8_clean(s, n);
+    cJSON_AddStringToObject(o, name, c ? c : "");
+    free(c);
+}
+
+// {"token", "logprob", "bytes"} of one token
+static cJSON *lp_entry(server *sv, int32_t id, float lp) {
+    cJSON *e = cJSON_CreateObject(), *b;
+    char *t = NULL;
+    size_t n = 0;
+    infer_detokenize(sv->m, &id, 1, 0, &t, &n);
+    add_text(e, "token", t ? t : "", t ? n : 0);
+    cJSON_AddNumberToObject(e, "logprob", lp);
+    b = cJSON_AddArrayToObject(e, "bytes");
+    for (size_t i = 0; t && i < n; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)t[i]));
+    free(t);
+    return e;
+}
+
+// chat's {"content": [...]} of tokens v[0..n)
+static cJSON *chat_logprobs(server *sv, const serve_logprob *v, int n) {
+    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "content");
+    for (int i = 0; i < n; i++) {
+        cJSON *e = lp_entry(sv, v[i].id, v[i].logprob), *top = cJSON_AddArrayToObject(e, "top_logprobs");
+        for (int k = 0; k < v[i].n_top; k++) cJSON_AddItemToArray(top, lp_entry(sv, v[i].top_id[k], v[i].top_logprob[k]));
+        cJSON_AddItemToArray(a, e);
+    }
+    return j;
+}
+
+// completions' {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; *offset: text bytes before v[0]
+static cJSON *cmpl_logprobs(server *sv, const serve_logprob *v, int n, size_t *offset) {
+    cJSON *j = cJSON_CreateObject(), *tk = cJSON_AddArrayToObject(j, "tokens"), *tl = cJSON_AddArrayToObject(j, "token_logprobs"),
+          *top = cJSON_AddArrayToObject(j, "top_logprobs"), *off = cJSON_AddArrayToObject(j, "text_offset");
+    for (int i = 0; i < n; i++) {
+        cJSON *e = lp_entry(sv, v[i].id, v[i].logprob), *m = cJSON_CreateObject();
+        const char *txt = cJSON_GetObjectItemCaseSensitive(e, "token")->valuestring;
+        cJSON_AddItemToArray(tk, cJSON_CreateString(txt));
+        cJSON_AddItemToArray(tl, cJSON_CreateNumber(v[i].logprob));
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)*offset));
+        *offset += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "bytes"));
+        for (int k = 0; k < v[i].n_top; k++) {
+            cJSON *x = lp_entry(sv, v[i].top_id[k], v[i].top_logprob[k]);
+            if (!cJSON_GetObjectItemCaseSensitive(m, cJSON_GetObjectItemCaseSensitive(x, "token")->valuestring))
+                cJSON_AddNumberToObject(m, cJSON_GetObjectItemCaseSensitive(x, "token")->valuestring, v[i].top_logprob[k]);
+            cJSON_Delete(x);
+        }
+        cJSON_AddItemToArray(top, m);
+        cJSON_Delete(e);
+    }
+    return j;
+}
+
+// ---------------------------------------------------------------------------
 // generation: waited for, or streamed
 
 typedef struct {
     server *sv;
     serve_task *t;
     int chat, include_usage, phase; // phase: 0 role chunk, 1 text, 2 usage, 3 [DONE], 4 end
+    int logprobs, lp_from;          // log-probabilities asked for; tokens whose were sent
+    size_t lp_offset;               // (completions' text_offset)
     size_t from;                    // text bytes sent
     char id[48], *pend;             // events not yet handed to MHD
     size_t pend_len, pend_at;
@@ -320,6 +412,17 @@ static cJSON *usage_json(const serve_state *st) {
     return u;
 }
 
+static cJSON *chunk_json(stream *s, const char *role, const char *text, const char *finish);
+
+// the log-probabilities of the tokens since the last chunk, into choice c
+static void chunk_logprobs(stream *s, cJSON *c) {
+    serve_logprob *v = NULL;
+    int n = serve_task_logprobs(s->t, s->lp_from, &v);
+    s->lp_from += n;
+    cJSON_AddItemToObject(c, "logprobs", s->chat ? chat_logprobs(s->sv, v, n) : cmpl_logprobs(s->sv, v, n, &s->lp_offset));
+    free(v);
+}
+
 static cJSON *chunk_json(stream *s, const char *role, const char *text, const char *finish) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "id", s->id);
@@ -333,11 +436,12 @@ static cJSON *chunk_json(stream *s, const char *role, const char *text, const ch
         if (s->chat) {
             cJSON *d = cJSON_AddObjectToObject(c, "delta");
             if (role) cJSON_AddStringToObject(d, "role", role);
-            if (text) cJSON_AddStringToObject(d, "content", text);
+            if (text) add_text(d, "content", text, strlen(text));
         } else {
-            cJSON_AddStringToObject(c, "text", text ? text : "");
-            cJSON_AddNullToObject(c, "logprobs");
+            add_text(c, "text", text ? text : "", text ? strlen(text) : 0);
         }
+        if (s->logprobs && text && *text) chunk_logprobs(s, c);
+        else cJSON_AddNullToObject(c, "logprobs");
         if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
         else cJSON_AddNullToObject(c, "finish_reason");
         cJSON_AddItemToArray(ch, c);
@@ -421,7 +525,7 @@ static void stream_free(void *cls) {
 static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *g, int chat) {
     stream *s = calloc(1, sizeof *s);
     if (!s) return gen_free(g), reply_error(c, 500, NULL, NULL, "out of memory");
-    s->sv = sv, s->chat = chat, s->include_usage = g->include_usage, s->created = (long)time(NULL);
+    s->sv = sv, s->chat = chat, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
     snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     int stream_it = g->stream;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -468,8 +572,11 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
             break;
         }
     }
+    serve_logprob *lpv = NULL;
+    int lp_n = s->logprobs ? serve_task_logprobs(s->t, 0, &lpv) : -1;
     serve_task_release(s->t);
     free(s);
+    if (gone || !st.done || !st.finish) free(lpv), lpv = NULL;
     if (gone) {
         free(all);
         count(sv, 0, 1);
@@ -491,11 +598,17 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
     if (chat) {
         cJSON *msg = cJSON_AddObjectToObject(one, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
-        cJSON_AddStringToObject(msg, "content", all ? all : "");
+        add_text(msg, "content", all ? all : "", all ? n_all : 0);
     } else {
-        cJSON_AddStringToObject(one, "text", all ? all : "");
+        add_text(one, "text", all ? all : "", all ? n_all : 0);
+    }
+    if (lp_n >= 0) {
+        size_t off = 0;
+        cJSON_AddItemToObject(one, "logprobs", chat ? chat_logprobs(sv, lpv, lp_n) : cmpl_logprobs(sv, lpv, lp_n, &off));
+    } else {
         cJSON_AddNullToObject(one, "logprobs");
     }
+    free(lpv);
     cJSON_AddStringToObject(one, "finish_reason", st.finish);
     cJSON_AddItemToArray(ch, one);
     cJSON_AddItemToObject(j, "usage", usage_json(&st));
@@ -512,7 +625,7 @@ static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, reque
     gen_opts g = {0};
     g.r.sampling = infer_sampling_default();
     g.r.sampling.seed = cli_seed();
-    common_fields(&k, o, &g, sv->n_ctx);
+    common_fields(&k, o, &g, sv->n_ctx, chat);
     if (chat) {
         char *prompt = k.status ? NULL : chat_prompt(&k, sv, o);
         if (prompt) tokenize_prompt(&k, sv, prompt, 0, &g);

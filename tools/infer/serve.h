@@ -22,7 +22,18 @@ typedef struct {
     infer_sampling sampling;
     char **stop;              // stop strings (the task takes them), up to 16
     int n_stop;
+    int top_logprobs;         // -1: no log-probabilities; else each token's and its top n (n <= 20)
 } serve_request;
+
+// A generated token's log-probability under the model (its logits'
+// log-softmax) and the top alternatives'.
+typedef struct {
+    int32_t id;
+    float logprob;
+    int n_top;
+    int32_t top_id[20];
+    float top_logprob[20];
+} serve_logprob;
 
 // What a task has produced so far (serve_task_wait).
 typedef struct {
@@ -52,6 +63,9 @@ serve_task *serve_submit(serve_engine *e, serve_request *r);
 // timeout_ms pass; *chunk (malloc'd, NUL-terminated, the caller frees)
 // gets the text from `from` on, *st the task's state.
 void serve_task_wait(serve_task *t, size_t from, int timeout_ms, char **chunk, size_t *len, serve_state *st);
+// The log-probabilities of generated tokens from..: a malloc'd copy (the
+// caller frees) and its count.
+int serve_task_logprobs(serve_task *t, int from, serve_logprob **out);
 // The task is not wanted any more: its slot is freed at the next step.
 void serve_task_cancel(serve_task *t);
 // The HTTP side is done with it (the engine frees it when both are).

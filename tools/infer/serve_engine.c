@@ -1,6 +1,7 @@
 // The server's engine thread (serve.h): slots, the queue, one step at a time.
 #include "serve.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ struct serve_task {
     char *text;         // the visible text
     size_t len;
     int done, failed, cancelled, refs, n_gen;
+    serve_logprob *lp;  // per generated token, when asked for
+    int n_lp, cap_lp;
     const char *finish;
     char error[256];
     serve_task *next;   // the queue (the engine's lock)
@@ -56,6 +59,7 @@ static void task_free(serve_task *t) {
     for (int i = 0; i < t->req.n_stop; i++) free(t->req.stop[i]);
     free(t->req.stop);
     free(t->text);
+    free(t->lp);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -130,11 +134,42 @@ static size_t visible(const char *s, size_t n, char *const *stop, int n_stop) {
     return v;
 }
 
+// The token's log-probability and the top n alternatives' from the logits.
+static void logprob_of(const float *lg, int V, int32_t tok, int n, serve_logprob *out) {
+    float mx = lg[0];
+    for (int i = 1; i < V; i++) mx = lg[i] > mx ? lg[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)lg[i] - mx);
+    double lse = mx + log(sum);
+    out->id = tok, out->logprob = (float)(lg[tok] - lse), out->n_top = 0;
+    for (int i = 0; i < V; i++) { // insertion into the top n (ties: the lower id first)
+        int k = out->n_top;
+        if (k == n && (n == 0 || lg[i] <= lg[out->top_id[n - 1]])) continue;
+        if (k < n) out->n_top++;
+        else k = n - 1;
+        while (k > 0 && lg[out->top_id[k - 1]] < lg[i]) out->top_id[k] = out->top_id[k - 1], k--;
+        out->top_id[k] = i;
+    }
+    for (int k = 0; k < out->n_top; k++) out->top_logprob[k] = (float)(lg[out->top_id[k]] - lse);
+}
+
 // After the slot's new token: the text so far, a stop string, the limits.
 static void slot_token(serve_engine *e, slot *s, int32_t tok) {
     serve_task *t = s->t;
     for (int i = 0; i < e->n_eog; i++)
         if (tok == e->eog[i]) { slot_end(s, "stop", NULL); return; }
+    if (t->req.top_logprobs >= 0) {
+        serve_logprob lp;
+        logprob_of(s->logits, e->V, tok, t->req.top_logprobs > 20 ? 20 : t->req.top_logprobs, &lp);
+        pthread_mutex_lock(&t->mu);
+        if (t->n_lp == t->cap_lp) {
+            int cap = t->cap_lp ? 2 * t->cap_lp : 64;
+            serve_logprob *p = realloc(t->lp, sizeof *p * (size_t)cap);
+            if (p) t->lp = p, t->cap_lp = cap;
+        }
+        if (t->n_lp < t->cap_lp) t->lp[t->n_lp++] = lp;
+        pthread_mutex_unlock(&t->mu);
+    }
     s->hist[s->n_hist++] = tok;
     s->n_gen++;
     s->next = tok;
@@ -408,6 +443,16 @@ void serve_task_wait(serve_task *t, size_t from, int timeout_ms, char **chunk, s
     st->finish = t->finish, st->failed = t->failed, st->n_prompt = t->req.n_prompt, st->n_gen = t->n_gen, st->n_cached = t->n_cached;
     snprintf(st->error, sizeof st->error, "%s", t->error);
     pthread_mutex_unlock(&t->mu);
+}
+
+int serve_task_logprobs(serve_task *t, int from, serve_logprob **out) {
+    pthread_mutex_lock(&t->mu);
+    int n = t->n_lp > from ? t->n_lp - from : 0;
+    *out = n ? malloc(sizeof **out * (size_t)n) : NULL;
+    if (*out) memcpy(*out, t->lp + from, sizeof **out * (size_t)n);
+    else n = 0;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 void serve_task_cancel(serve_task *t) {
