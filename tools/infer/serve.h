@@ -78,4 +78,11 @@ typedef struct {
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);
 
+// The text rules (serve_text.c). Where the first of the stop strings begins
+// in s[0, n) (n when none does):
+size_t serve_stop_at(const char *s, size_t n, char *const *stop, int n_stop);
+// How much of s[0, n) may be shown while more may come: not an end that could
+// begin a stop string, nor an unfinished UTF-8 character.
+size_t serve_visible(const char *s, size_t n, char *const *stop, int n_stop);
+
 #endif

@@ -112,28 +112,6 @@ static void slot_end(slot *s, const char *finish, const char *error) {
     task_end(t, finish, error);
 }
 
-// The bytes of text[0, n) that may be shown: not the end that could begin a
-// stop string, nor an unfinished UTF-8 character.
-static size_t visible(const char *s, size_t n, char *const *stop, int n_stop) {
-    size_t hold = 0;
-    for (int i = 0; i < n_stop; i++) {
-        size_t L = strlen(stop[i]);
-        for (size_t k = L - 1 < n ? L - 1 : n; k > hold; k--)
-            if (!memcmp(s + n - k, stop[i], k)) {
-                hold = k;
-                break;
-            }
-    }
-    size_t v = n - hold, i = v;
-    while (i > 0 && v - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
-    if (i > 0) {
-        unsigned char c = (unsigned char)s[i - 1];
-        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        if (v - (i - 1) < need) v = i - 1;
-    }
-    return v;
-}
-
 // The token's log-probability and the top n alternatives' from the logits.
 static void logprob_of(const float *lg, int V, int32_t tok, int n, serve_logprob *out) {
     float mx = lg[0];
@@ -179,11 +157,7 @@ static void slot_token(serve_engine *e, slot *s, int32_t tok) {
     char *text = NULL;
     size_t len = 0;
     if (infer_detokenize(e->m, s->hist + t->req.n_prompt, s->n_gen, 1, &text, &len)) { slot_end(s, NULL, infer_last_error()); return; }
-    size_t cut = len;
-    for (int i = 0; i < t->req.n_stop; i++) {
-        char *p = strstr(text, t->req.stop[i]);
-        if (p && (size_t)(p - text) < cut) cut = (size_t)(p - text);
-    }
+    size_t cut = serve_stop_at(text, len, t->req.stop, t->req.n_stop);
     if (cut < len) {
         task_publish(t, text, cut);
         free(text);
@@ -191,7 +165,7 @@ static void slot_token(serve_engine *e, slot *s, int32_t tok) {
         return;
     }
     int full = (t->req.max_tokens > 0 && s->n_gen >= t->req.max_tokens) || infer_ctx_n_past(s->ctx) + 1 >= e->n_ctx;
-    task_publish(t, text, full ? len : visible(text, len, t->req.stop, t->req.n_stop));
+    task_publish(t, text, full ? len : serve_visible(text, len, t->req.stop, t->req.n_stop));
     free(text);
     if (full) slot_end(s, "length", NULL);
 }

@@ -1,0 +1,37 @@
+// The server's text rules (serve.h): where a stop string cuts the text, and
+// how much of it may be shown while tokens still come.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // memmem
+#endif
+#include "serve.h"
+
+#include <string.h>
+
+size_t serve_stop_at(const char *s, size_t n, char *const *stop, int n_stop) {
+    size_t cut = n;
+    for (int i = 0; i < n_stop; i++) {
+        const char *p = memmem(s, n, stop[i], strlen(stop[i]));
+        if (p && (size_t)(p - s) < cut) cut = (size_t)(p - s);
+    }
+    return cut;
+}
+
+size_t serve_visible(const char *s, size_t n, char *const *stop, int n_stop) {
+    size_t hold = 0; // the longest end of the text that begins a stop string
+    for (int i = 0; i < n_stop; i++) {
+        size_t L = strlen(stop[i]);
+        for (size_t k = L - 1 < n ? L - 1 : n; k > hold; k--)
+            if (!memcmp(s + n - k, stop[i], k)) {
+                hold = k;
+                break;
+            }
+    }
+    size_t v = n - hold, i = v; // then back over an unfinished UTF-8 character
+    while (i > 0 && v - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+    if (i > 0) {
+        unsigned char c = (unsigned char)s[i - 1];
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (v - (i - 1) < need) v = i - 1;
+    }
+    return v;
+}
