@@ -228,6 +228,10 @@ err("POST", "/v1/chat/completions", dict(chat, top_logprobs=3), param="top_logpr
 err("POST", "/v1/chat/completions", dict(chat, logprobs=True, top_logprobs=21), param="top_logprobs")
 err("POST", "/v1/completions", {"prompt": "x", "logprobs": 6}, param="logprobs")
 
+# ignore_eos (llama-server's, for benchmarks): exactly max_tokens
+st, r = post("/v1/chat/completions", dict(chat, max_tokens=40, ignore_eos=True))
+check(st == 200 and r["usage"]["completion_tokens"] == 40 and r["choices"][0]["finish_reason"] == "length", f"ignore_eos: {r.get('usage')}")
+
 # hostile input: deep nesting, a huge announced body (refused before it is read), headers a byte at a time
 err("POST", "/v1/chat/completions", raw=b"[" * 1000 + b"]" * 1000)
 err("POST", "/v1/chat/completions", raw=b'{"a":' * 2000 + b"1" + b"}" * 2000)

@@ -222,6 +222,9 @@ static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx, int 
         num_field(k, o, "logprobs", 0, 5, 1, &n_lp);
         g->r.top_logprobs = (int)n_lp;
     }
+    const cJSON *ie = cJSON_GetObjectItemCaseSensitive(o, "ignore_eos"); // (llama-server's)
+    if (ie && !cJSON_IsNull(ie) && !cJSON_IsBool(ie)) bad(k, "ignore_eos", "'ignore_eos' must be a boolean");
+    g->r.ignore_eos = cJSON_IsTrue(ie);
     const cJSON *sm = cJSON_GetObjectItemCaseSensitive(o, "stream");
     if (sm && !cJSON_IsNull(sm) && !cJSON_IsBool(sm)) bad(k, "stream", "'stream' must be a boolean");
     g->stream = cJSON_IsTrue(sm);

@@ -23,6 +23,7 @@ typedef struct {
     char **stop;              // stop strings (the task takes them), up to 16
     int n_stop;
     int top_logprobs;         // -1: no log-probabilities; else each token's and its top n (n <= 20)
+    int ignore_eos;           // generate past end-of-generation tokens (llama-server's ignore_eos, for benchmarks)
 } serve_request;
 
 // A generated token's log-probability under the model (its logits'

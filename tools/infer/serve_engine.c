@@ -134,7 +134,7 @@ static void logprob_of(const float *lg, int V, int32_t tok, int n, serve_logprob
 // After the slot's new token: the text so far, a stop string, the limits.
 static void slot_token(serve_engine *e, slot *s, int32_t tok) {
     serve_task *t = s->t;
-    for (int i = 0; i < e->n_eog; i++)
+    for (int i = 0; i < e->n_eog && !t->req.ignore_eos; i++)
         if (tok == e->eog[i]) { slot_end(s, "stop", NULL); return; }
     if (t->req.top_logprobs >= 0) {
         serve_logprob lp;
