@@ -1,14 +1,17 @@
 """infer serve against OpenAI's wire format, with the standard library only
 (tests/cli_serve.sh starts the server and runs this): usage: test_serve.py
-BASE_URL INFER_BIN MODEL. Prints FAILED lines; exits 1 on any."""
+BASE_URL INFER_BIN MODEL [SERVER_PID]. Prints FAILED lines; exits 1 on any."""
 import http.client
 import json
+import os
 import subprocess
 import sys
 import threading
 import urllib.parse
 
 base, infer, model = sys.argv[1], sys.argv[2], sys.argv[3]
+server_pid = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+light = os.environ.get("INFER_TEST_LIGHT") == "1"  # (a sanitizer build: fewer clients, more time)
 url = urllib.parse.urlparse(base)
 fails = 0
 
@@ -251,6 +254,48 @@ s_.close()
 check(head.startswith("HTTP/1.1 200") and '{"status":"ok"}' in head, f"headers sent a byte at a time: {head[:60]!r}")
 st, r = post("/v1/chat/completions", chat)
 check(st == 200, "after the hostile input a request still succeeds")
+
+# many clients that leave: 100 mid-stream and 20 mid-prefill (long prompts); every slot is free
+# within 1 s of the last one leaving and the server's memory stays within 50 MB of where it was
+def rss_mib():
+    try:
+        with open(f"/proc/{server_pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
+    except Exception:
+        return None
+
+
+if server_pid:
+    before = rss_mib()
+
+    def leave(n_words, read_first):
+        body = json.dumps({"prompt": "tell me " * n_words, "max_tokens": 200, "stream": True, "temperature": 0}).encode()
+        so = socket.create_connection((url.hostname, url.port))
+        so.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                   + str(len(body)).encode() + b"\r\n\r\n" + body)
+        return so
+
+    n_pre, n_mid, words, bound = (4, 12, 60, 30.0) if light else (20, 100, 300, 1.0)
+    socks = [leave(words, False) for _ in range(n_pre)] + [leave(5, True) for _ in range(n_mid)]  # (the long prompts first)
+    time.sleep(1.0)
+    for so in socks[n_pre:]:  # mid-stream (some still queued)
+        so.settimeout(0.05)
+        try:
+            so.recv(64)
+        except Exception:
+            pass
+    for so in socks:
+        so.close()
+    t0 = time.time()
+    while time.time() - t0 < bound and (metric("infer_requests_running") or metric("infer_requests_queued")):
+        time.sleep(0.02)
+    check(metric("infer_requests_running") == 0 and metric("infer_requests_queued") == 0,
+          f"{n_pre + n_mid} clients gone: every slot free and the queue empty within {bound} s "
+          f"(running {metric('infer_requests_running')}, queued {metric('infer_requests_queued')})")
+    after = rss_mib()
+    check(before is not None and after is not None and after - before <= 50, f"memory after {n_pre + n_mid} dropped clients: {before} -> {after} MiB")
+    st, r = post("/v1/chat/completions", chat)
+    check(st == 200 and r["choices"][0]["message"]["content"] == text, "after the dropped clients a request gets the same answer")
 
 print(f"serve: {fails} failed")
 sys.exit(1 if fails else 0)

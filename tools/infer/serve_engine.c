@@ -12,6 +12,8 @@ enum { PROMPT_CHUNK = 256, MAX_SLOTS = 256 };
 
 struct serve_task {
     serve_request req;
+    serve_engine *e;    // its engine
+    int admitted;       // taken from the queue (the engine's lock)
     int n_cached;       // prompt tokens the slot's cache already held
     pthread_mutex_t mu; // guards what follows
     pthread_cond_t cv;
@@ -282,6 +284,7 @@ static void *engine_main(void *arg) {
             e->qhead = t->next;
             if (!e->qhead) e->qtail = NULL;
             e->n_queued--;
+            t->admitted = 1;
             slot_start(e, &e->s[i], t);
             e->counts.prompt_cached += t->n_cached;
         }
@@ -372,6 +375,7 @@ serve_task *serve_submit(serve_engine *e, serve_request *r) {
     if (t) {
         t->req = *r;
         t->refs = 2;
+        t->e = e;
         pthread_mutex_init(&t->mu, NULL);
         pthread_cond_init(&t->cv, NULL);
     } else {
@@ -429,7 +433,29 @@ int serve_task_logprobs(serve_task *t, int from, serve_logprob **out) {
     return n;
 }
 
+// A queued task leaves the queue at once; a running one is ended by the
+// engine at its next step.
 void serve_task_cancel(serve_task *t) {
+    serve_engine *e = t->e;
+    pthread_mutex_lock(&e->mu);
+    int queued = !t->admitted && !e->stop;
+    if (queued) { // unlinked here (the queue is the engine's lock's)
+        serve_task **p = &e->qhead, *prev = NULL;
+        while (*p && *p != t) prev = *p, p = &(*p)->next;
+        if (*p) {
+            *p = t->next;
+            if (e->qtail == t) e->qtail = prev;
+            e->n_queued--;
+            t->admitted = 1; // (no longer the queue's)
+        } else {
+            queued = 0;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (queued) {
+        task_end(t, NULL, NULL);
+        return;
+    }
     pthread_mutex_lock(&t->mu);
     t->cancelled = 1;
     pthread_mutex_unlock(&t->mu);
