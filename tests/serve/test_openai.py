@@ -5,15 +5,9 @@ import sys
 
 import openai
 
+from checks import check, report
+
 base = sys.argv[1]
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        fails += 1
-        print("FAILED:", what)
 
 
 client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
@@ -51,5 +45,4 @@ try:
     check(False, "temperature 5 accepted")
 except openai.BadRequestError as e:
     check(e.status_code == 400 and "temperature" in str(e), f"the error as the client sees it: {e}")
-print(f"openai: {fails} failed")
-sys.exit(1 if fails else 0)
+report("openai")

@@ -4,24 +4,19 @@ BASE_URL INFER_BIN MODEL [SERVER_PID]. Prints FAILED lines; exits 1 on any."""
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
+
+from checks import check, report
 
 base, infer, model = sys.argv[1], sys.argv[2], sys.argv[3]
 server_pid = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 light = os.environ.get("INFER_TEST_LIGHT") == "1"  # (a sanitizer build: fewer clients, more time)
 url = urllib.parse.urlparse(base)
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        fails += 1
-        print("FAILED:", what)
-    return cond
 
 
 def request(method, path, body=None, raw=None, headers=None):
@@ -198,8 +193,7 @@ def metric(name):
 check(metric("infer_tokens_generated_total") > 0 and metric("infer_slots") == 4, "/metrics: tokens generated, 4 slots")
 
 # clients that leave: a waited-for request and a stream, dropped mid-way; their slots free up
-import socket
-import time
+
 for streamed in (False, True):
     body = json.dumps(dict(chat, max_tokens=400, stream=streamed, messages=[{"role": "user", "content": "Write a long story."}]))
     s_ = socket.create_connection((url.hostname, url.port))
@@ -297,5 +291,4 @@ if server_pid:
     st, r = post("/v1/chat/completions", chat)
     check(st == 200 and r["choices"][0]["message"]["content"] == text, "after the dropped clients a request gets the same answer")
 
-print(f"serve: {fails} failed")
-sys.exit(1 if fails else 0)
+report("serve")

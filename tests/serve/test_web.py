@@ -13,16 +13,9 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from checks import check, report
+
 base, shot = sys.argv[1], sys.argv[2]
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        fails += 1
-        print("FAILED:", what)
-    return cond
 
 
 def api(path, body=None):
@@ -90,5 +83,4 @@ try:
     check(not errors, f"no console errors ({errors})")
 finally:
     d.quit()
-print(f"web: {fails} failed")
-sys.exit(1 if fails else 0)
+report("web")

@@ -577,6 +577,8 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
     }
     serve_logprob *lpv = NULL;
     int lp_n = s->logprobs ? serve_task_logprobs(s->t, 0, &lpv) : -1;
+    char id[48];
+    memcpy(id, s->id, sizeof id);
     serve_task_release(s->t);
     free(s);
     if (gone || !st.done || !st.finish) free(lpv), lpv = NULL;
@@ -590,8 +592,6 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, gen_opts *
         return reply_error(c, 500, NULL, NULL, "generation failed: %s", st.error[0] ? st.error : "cancelled");
     }
     cJSON *j = cJSON_CreateObject(), *ch, *one = cJSON_CreateObject();
-    char id[48];
-    snprintf(id, sizeof id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     cJSON_AddStringToObject(j, "id", id);
     cJSON_AddStringToObject(j, "object", chat ? "chat.completion" : "text_completion");
     cJSON_AddNumberToObject(j, "created", (double)time(NULL));

@@ -172,12 +172,11 @@ static void slot_token(serve_engine *e, slot *s, int32_t tok) {
     if (full) slot_end(s, "length", NULL);
 }
 
-// The slot takes the task, keeping the longest prefix of the prompt its
+// The slot takes the task, keeping the `shared` first prompt tokens its
 // context already holds (at least one prompt token is evaluated again, for
 // the logits).
-static int slot_start(serve_engine *e, slot *s, serve_task *t) {
-    int keep = 0, past = infer_ctx_n_past(s->ctx), n = t->req.n_prompt;
-    while (s->cache && keep < past && keep < n - 1 && s->cache[keep] == t->req.prompt[keep]) keep++;
+static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
+    int n = t->req.n_prompt, keep = shared < n - 1 ? shared : n - 1;
     infer_ctx_truncate(s->ctx, keep);
     s->t = t, s->generating = 0, s->n_fed = keep, s->n_gen = 0, s->used = ++e->steps;
     pthread_mutex_lock(&t->mu);
@@ -194,8 +193,8 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t) {
 }
 
 // The free slot for a prompt: the one whose cache shares the longest prefix
-// with it, else the least recently used; -1 when none is free.
-static int pick_slot(serve_engine *e, const serve_task *t) {
+// with it (*shared: its length), else the least recently used; -1 when none is free.
+static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
     int best = -1, best_len = 0;
     for (int i = 0; i < e->n_slots; i++) {
         slot *s = &e->s[i];
@@ -204,6 +203,7 @@ static int pick_slot(serve_engine *e, const serve_task *t) {
         while (s->cache && len < past && len < t->req.n_prompt && s->cache[len] == t->req.prompt[len]) len++;
         if (best < 0 || len > best_len || (len == best_len && s->used < e->s[best].used)) best = i, best_len = len;
     }
+    *shared = best_len;
     return best;
 }
 
@@ -278,14 +278,14 @@ static void *engine_main(void *arg) {
             pthread_mutex_unlock(&e->mu);
             break;
         }
-        int i;
-        while (e->qhead && (i = pick_slot(e, e->qhead)) >= 0) { // admit the queue's first while a slot is free
+        int i, shared;
+        while (e->qhead && (i = pick_slot(e, e->qhead, &shared)) >= 0) { // admit the queue's first while a slot is free
             serve_task *t = e->qhead;
             e->qhead = t->next;
             if (!e->qhead) e->qtail = NULL;
             e->n_queued--;
             t->admitted = 1;
-            slot_start(e, &e->s[i], t);
+            slot_start(e, &e->s[i], t, shared);
             e->counts.prompt_cached += t->n_cached;
         }
         pthread_mutex_unlock(&e->mu);

@@ -1,0 +1,16 @@
+# Sourced by tests/cli_serve*.sh: start_server ARGS... fetches SmolLM2-135M-
+# Instruct (scripts/fetch-model.sh), starts `$infer serve -m it --port 0
+# ARGS` and sets model, pid, base (its URL); $tmp/err holds its stderr. The
+# EXIT trap kills it and removes $tmp. Needs $infer and $root.
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+start_server() {
+    model=$(bash "$root/scripts/fetch-model.sh" smollm2 2>"$tmp/fetch" | tail -1)
+    [ -f "$model" ] || { echo "FAILED: scripts/fetch-model.sh smollm2: $(cat "$tmp/fetch")"; exit 1; }
+    "$infer" serve -m "$model" --port 0 "$@" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for _ in $(seq 600); do grep -q "listening on" "$tmp/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    base=$(sed -n 's/^listening on //p' "$tmp/out")
+    [ -n "$base" ] || { echo "FAILED: infer serve did not start: $(cat "$tmp/err")"; exit 1; }
+}
