@@ -16,8 +16,18 @@ for shape in ${SHAPES:-270m}; do
     echo "== $shape: decode kernels (one token's worth after the prompt and first steps)" | tee -a "$OUT/profile.txt"
     # (a 4-token prompt; the first 3 passes' kernels skipped, then one pass's worth profiled, caches as they are)
     N=$(./build/infer info -m $M 2>/dev/null | awk '/layers/ {print $2; exit}')
+    # CMD: another command to profile (MODEL in it stands for the checkpoint), e.g. a batched bench:
+    # CMD="./build/infer bench -m MODEL --device cuda --batch 64 -p 1 -n 3 -r 1" SKIP=0 COUNT=100000
+    if [ -n "${CMD:-}" ]; then
+        for b in 16 64; do for nl in "" --no-logits; do
+            ./build/infer bench -m $M --device cuda --batch $b -p 128 -n 64 -r 2 $nl 2>>"$OUT/log.txt" | tail -1 | sed "s/$/ $nl/" | tee -a "$OUT/profile.txt"
+        done; done
+        ncu --cache-control none --launch-skip ${SKIP:-0} --launch-count ${COUNT:-100000} --metrics gpu__time_duration.sum \
+            ${CMD//MODEL/$M} >"$OUT/ncu-$shape.txt" 2>&1
+    else
     ncu --cache-control none --launch-skip ${SKIP:-900} --launch-count ${COUNT:-300} --metrics gpu__time_duration.sum \
         ./build/infer run -m $M --ids 2,100,200,300 -n 12 --ignore-eos --temp 0 --device cuda >"$OUT/ncu-$shape.txt" 2>&1
+    fi
     python3 - "$OUT/ncu-$shape.txt" <<'PY' | tee -a "$OUT/profile.txt"
 import re, sys, collections
 tot = collections.defaultdict(float); cnt = collections.Counter(); name = None; allt = 0

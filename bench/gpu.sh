@@ -31,14 +31,27 @@ bw_fraction() {
 }
 
 log "build infer (CUDA)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
-cmake --build build -j16 --target infer_cli test_cuda test_fixtures >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_SHARED="$PWD/device-carry" 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
+cmake --build build -j16 --target infer_cli test_cuda test_fixtures test_batch >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/gpu.txt"
+
+# llama.cpp builds in the background while the parity tests run (waited for before any timing)
+if [ "${LLAMA:-0}" = 1 ]; then
+    log "build llama-bench and llama-batched-bench (CUDA), in the background"
+    mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
+    ( cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/llama-build.txt" &&
+        cmake --build /tmp/lcp/build-cuda --target llama-bench llama-batched-bench -j16 >/dev/null 2>>"$OUT/llama-build.txt" ) &
+    LLAMA_BUILD=$!
+fi
 
 if [ "${PARITY:-1}" = 1 ]; then
     log "parity: kernels"
     ./build/tests/test_cuda >"$OUT/test_cuda.txt" 2>&1
     grep -v "^ok\|^  ok" "$OUT/test_cuda.txt" | tail -15 | tee -a "$OUT/gpu.txt"
+    log "parity: batched decode on the GPU against each sequence alone (test_batch)"
+    ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
+    grep -E "cuda|checks|differ" "$OUT/test_batch.txt" | tail -20 | tee -a "$OUT/gpu.txt"
     log "parity: fixture families on the cuda backend"
     for f in device-carry/fixtures/hf/*/ tests/data/fixtures/*/; do
         [ -f "$f/reference.json" ] || continue
@@ -93,21 +106,44 @@ B=${BENCH:--p 512 -n 128}
 INFER_CUDA_FUSE=0 ./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | sed 's/CUDA/CUDA unfused/' | tee -a "$OUT/gpu.txt"
 ./build/infer bench -m $M -t 16 -r 2 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
 
-for shape in ${SHAPES:-}; do
-    log "infer bench: Gemma 3 $shape shape (infer synth, q4_k_m)"
-    ./build/infer synth --shape $shape --type q4_k_m -o /tmp/ckpt/gemma3-$shape-q4_k_m.gguf >>"$OUT/log.txt" 2>&1 || { log "synth $shape failed"; continue; }
-    ./build/infer bench -m /tmp/ckpt/gemma3-$shape-q4_k_m.gguf --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt" |
-        bw_fraction /tmp/ckpt/gemma3-$shape-q4_k_m.gguf
+# SHAPES: "1b 4b" (q4_k_m) or "4b:f16 4b:bf16" (shape:type)
+FILES=""
+for st in ${SHAPES:-}; do
+    shape=${st%%:*}; type=q4_k_m; [ "$st" != "$shape" ] && type=${st#*:}
+    f=/tmp/ckpt/gemma3-$shape-$type.gguf
+    log "infer bench: Gemma 3 $shape shape (infer synth, $type)"
+    ./build/infer synth --shape $shape --type $type -o $f >>"$OUT/log.txt" 2>&1 || { log "synth $shape $type failed"; continue; }
+    FILES="$FILES $f"
+    ./build/infer bench -m $f --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt" | bw_fraction $f
 done
+if [ "${GEMM:-0}" = 1 ]; then
+    for f in $M $FILES; do
+        log "infer bench without the tensor-core prompt products (INFER_CUDA_GEMM=0): $(basename $f)"
+        INFER_CUDA_GEMM=0 ./build/infer bench -m $f --device cuda -r 3 -p 512 -n 0 2>>"$OUT/log.txt" | tail -1 | tee -a "$OUT/gpu.txt"
+    done
+fi
+# NPL="16,64": batched decode, aggregate t/s (infer bench --batch; llama-batched-bench with LLAMA=1)
+BATCHED=""
+if [ -n "${NPL:-}" ]; then
+    for f in $M $FILES; do case $f in *1b-q4_k_m*|*270m*) BATCHED="$BATCHED $f";; esac; done
+    for f in $BATCHED; do
+        log "infer bench --batch $NPL: $(basename $f)"
+        ./build/infer bench -m $f --device cuda -r 2 -p 128 -n 128 --batch $NPL 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+    done
+fi
 
 if [ "${LLAMA:-0}" = 1 ]; then
-    log "build llama-bench (CUDA)"
-    mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
-    cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
-        cmake --build /tmp/lcp/build-cuda --target llama-bench -j16 >/dev/null 2>>"$OUT/log.txt" || { log "llama-bench build failed"; exit 1; }
-    for f in $M $(for shape in ${SHAPES:-}; do echo /tmp/ckpt/gemma3-$shape-q4_k_m.gguf; done); do
+    wait $LLAMA_BUILD || { log "llama.cpp build failed"; tail -5 "$OUT/llama-build.txt"; exit 1; }
+    log "llama-bench -ngl 99 -fa 1 on the same files"
+    for f in $M $FILES; do
         [ -f "$f" ] && /tmp/lcp/build-cuda/bin/llama-bench -m "$f" -ngl 99 -fa 1 -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
     done
+    if [ -n "${NPL:-}" ]; then
+        for f in $BATCHED; do
+            log "llama-batched-bench $(basename $f): -npp 128 -ntg 128 -npl $NPL"
+            /tmp/lcp/build-cuda/bin/llama-batched-bench -m "$f" -ngl 99 -fa 1 -c $((256 * ${NPL##*,} + 256)) -b 2048 -ub 512 \
+                -npp 128 -ntg 128 -npl $NPL 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+        done
+    fi
 fi
 log "done"

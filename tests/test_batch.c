@@ -4,7 +4,10 @@
 // joining the decoders mid-way, a sequence truncated and continued, one
 // removed, and one that starts from a copy of another's prompt prefix. Every
 // step's logits must equal infer_eval's on the same sequence alone -- on every
-// fixture family and on the default model, with 1 and 2 threads.
+// fixture family and on the default model, with 1 and 2 threads, and on the
+// GPU where there is one (a pass there runs long prompt runs on the tensor
+// cores and decode rows as q8 products, each as it would alone; the step
+// with twelve more sequences makes a pass of over 16 decode-like rows).
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +17,11 @@
 #include "check.h"
 #include "infer.h"
 
-enum { MAX_SEQ = 8, MAX_IDS = 80 };
+enum { MAX_SEQ = 20, MAX_IDS = 80 };
 
 typedef struct {
     infer_model *m;
+    const char *backend;      // NULL: the CPU
     int V, n_ctx;
     infer_ctx *c[2][MAX_SEQ]; // [world][seq]: world 0 batched, world 1 alone
     infer_batch *batch;
@@ -53,6 +57,7 @@ static void step(world *w, int count, const int *seqs, int32_t *const *ids, cons
 static void new_seq(world *w, int s) {
     for (int k = 0; k < 2; k++) {
         CHECK(infer_ctx_new(w->m, w->n_ctx, &w->c[k][s]) == INFER_OK, "%s", infer_last_error());
+        if (w->backend) CHECK(infer_ctx_set_backend(w->c[k][s], w->backend) == INFER_OK, "%s", infer_last_error());
         w->lg[k][s] = malloc(sizeof(float) * (size_t)w->V);
     }
 }
@@ -61,8 +66,9 @@ static void fill(int32_t *ids, int n, int V, unsigned seed) {
     for (int i = 0; i < n; i++) ids[i] = (int32_t)((seed = seed * 1103515245u + 12345u) >> 8) % V;
 }
 
-static void check_model(const char *name, const char *path, int threads) {
+static void check_model(const char *name, const char *path, int threads, const char *backend) {
     world w = {0};
+    w.backend = backend;
     if (infer_model_load(path, &w.m)) {
         CHECK(0, "%s: %s", name, infer_last_error());
         return;
@@ -74,6 +80,15 @@ static void check_model(const char *name, const char *path, int threads) {
     // a model of fewer learned positions (the gpt2 fixture) gets a smaller context
     infer_ctx *probe = NULL;
     if (infer_ctx_new(w.m, w.n_ctx, &probe)) w.n_ctx = 32;
+    infer_ctx_free(probe);
+    probe = NULL;
+    if (backend && (infer_ctx_new(w.m, w.n_ctx, &probe) || infer_ctx_set_backend(probe, backend) == INFER_ERR_UNSUPPORTED)) {
+        printf("%-24s %-4s not run: %s\n", name, backend, infer_last_error()); // (what the backend does not run yet, said)
+        infer_ctx_free(probe);
+        infer_batch_free(w.batch);
+        infer_model_free(w.m);
+        return;
+    }
     infer_ctx_free(probe);
     int longp = w.n_ctx >= 96 ? 70 : 20; // longer than a pass (64 rows) where the model allows
     static int32_t buf[MAX_SEQ][MAX_IDS];
@@ -113,12 +128,19 @@ static void check_model(const char *name, const char *path, int threads) {
             fill(buf[5], 2, w.V, 555u);
             seqs[count] = 5, ids[count] = buf[5], n[count] = 2, count++;
         }
+        if (it == 5) // twelve more sequences of two-token prompts: a pass of many short runs
+            for (int s = 6; s < 18; s++) {
+                new_seq(&w, s);
+                fill(buf[s], 2, w.V, 9000u + (unsigned)s);
+                seqs[count] = s, ids[count] = buf[s], n[count] = 2, count++;
+            }
         char what[64];
-        snprintf(what, sizeof what, "%s, %d threads, step %d", name, threads, it);
+        snprintf(what, sizeof what, "%s, %s, %d threads, step %d", name, backend ? backend : "cpu", threads, it);
         step(&w, count, seqs, ids, n, what);
     }
-    CHECK(w.diff == 0, "%s: %d sequence steps differ from their runs alone", name, w.diff);
-    printf("%-24s %d threads: %d batched steps, every sequence bit-identical to alone\n", name, threads, w.steps);
+    CHECK(w.diff == 0, "%s (%s): %d sequence steps differ from their runs alone", name, backend ? backend : "cpu", w.diff);
+    printf("%-24s %-4s %d threads: %d batched steps, every sequence bit-identical to alone\n", name, backend ? backend : "cpu",
+           threads, w.steps);
     // bad calls are refused and change nothing
     infer_ctx *both[2] = {w.c[0][0], w.c[0][0]};
     int32_t one = 0, *two[2] = {&one, &one};
@@ -137,19 +159,24 @@ static void check_model(const char *name, const char *path, int threads) {
 
 int main(int argc, char **argv) {
     char **dirs;
-    int n = test_fixture_dirs(&dirs, argc > 1 ? argv[1] : NULL);
+    // (argument: one family, "default" (the default model), or "fixtures" (every family, not the default model))
+    int all = argc < 2 || !strcmp(argv[1], "fixtures");
+    int n = test_fixture_dirs(&dirs, all ? NULL : argv[1]), gpu = infer_gpu_count() > 0;
+    if (!gpu) printf("cuda: skipped (%s)\n", infer_gpu_status());
     for (int i = 0; i < n; i++) {
         const char *name = strrchr(dirs[i], '/') + 1;
-        check_model(name, dirs[i], 1);
-        check_model(name, dirs[i], 2);
+        check_model(name, dirs[i], 1, NULL);
+        check_model(name, dirs[i], 2, NULL);
+        if (gpu) check_model(name, dirs[i], 1, "cuda");
         free(dirs[i]);
     }
     free(dirs);
-    if (argc < 2 || !strcmp(argv[1], "default")) {
+    if (argc < 2 || !strcmp(argv[1], "default")) { // (fetched: the device machine has no network, and passes "fixtures")
         char model[1024];
         int have = test_default_model(model, sizeof model);
         CHECK(have, "could not fetch the default model");
-        if (have) check_model("default (gemma3 270M)", model, 2);
+        if (have) check_model("default (gemma3 270M)", model, 2, NULL);
+        if (have && gpu) check_model("default (gemma3 270M)", model, 1, "cuda");
     }
     return check_summary("test_batch");
 }

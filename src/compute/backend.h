@@ -106,8 +106,11 @@ typedef struct {
     // K or V rows into the caches: row t (n floats of src) to cache[t] + pos[t] * n
     void (*kv_store)(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
     // A pass over T rows at positions pos begins (a device backend takes the
-    // positions up once for all the layers); NULL where nothing is needed.
-    void (*begin_pass)(backend *b, const int *pos, int T);
+    // positions up once for all the layers); run[t] is 1 where a sequence's
+    // rows begin (a batch's pass holds runs of several sequences, and a run's
+    // rows are computed as that sequence alone would compute them); NULL where
+    // nothing is needed.
+    void (*begin_pass)(backend *b, const int *pos, const int *run, int T);
     // Replaying a pass (a device backend's captured graph); NULL where there
     // is none. GRAPH_BEGIN: 1 = a graph of this key is ready (launch it and
     // skip the operations), 0 = capturing the operations that follow (end
@@ -125,6 +128,7 @@ struct backend {
     const backend_ops *ops;
     cpu_exec *ex;            // threads and scratch of the CPU backends (ex->oom: a failed pass)
     void *dev;               // a device backend's state (made on first use), or NULL
+    const void *owner;       // the model: a device backend's copies of its weights are shared by its contexts
 };
 
 // The CUDA backend (compute/cuda/backend_cuda.c): NULL in a build without

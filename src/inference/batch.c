@@ -3,10 +3,11 @@
 // weight is read once per pass for all of them; attention stays per sequence.
 //
 // A sequence's tokens in one call go through the passes in the chunks that
-// infer_eval would use alone (N_BATCH tokens from the start of the call), and
+// infer_eval would use alone (its n_batch tokens from the start of the call), and
 // every row is computed as it would be alone, so each sequence's logits are
 // bit for bit those of running it alone. A pass takes the next whole chunk of
-// each sequence, in order, while the rows fit.
+// each sequence, in order, while the rows fit. The sequences share one
+// backend, and the workspace follows them there (a GPU's passes: its memory).
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,10 +62,11 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
                             ids[i][k], k, m->cfg.n_vocab);
         for (int j = 0; j < i; j++)
             if (ctx[j] == c) return fail(INFER_ERR_ARG, "batch: sequences %d and %d are the same context", j, i);
-        if (!c->arena_ops->host)
-            return fail(INFER_ERR_UNSUPPORTED, "batch: sequence %d runs on the \"%s\" backend; batched decode runs on the CPU for now", i,
-                        c->arena_ops->name);
+        if (c->be.ops != ctx[0]->be.ops)
+            return fail(INFER_ERR_ARG, "batch: sequence %d runs on the \"%s\" backend, sequence 0 on \"%s\"; a batch runs on one", i,
+                        c->be.ops->name, ctx[0]->be.ops->name);
     }
+    if (b->ws->be.ops != ctx[0]->be.ops) return infer_ctx_set_backend(b->ws, ctx[0]->be.ops->name);
     return INFER_OK;
 }
 
@@ -78,17 +80,18 @@ infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, cons
         return fail(INFER_ERR_NOMEM, "batch of %d sequences", n);
     }
     for (int i = 0; i < n; i++) past[i] = ctx[i]->n_past;
-    infer_ctx *seq[N_BATCH];
-    int32_t row_ids[N_BATCH];
-    float *dst[N_BATCH];
+    infer_ctx *seq[N_BATCH_MAX];
+    int32_t row_ids[N_BATCH_MAX];
+    float *dst[N_BATCH_MAX];
+    int cap = b->ws->n_batch;
     for (int left = 1; left && !st;) {
         int T = 0;
         left = 0;
         for (int i = 0; i < n; i++) {
             int rest = n_ids[i] - done[i];
             if (!rest) continue;
-            int chunk = rest < N_BATCH ? rest : N_BATCH;
-            if (T + chunk > N_BATCH) { // the next pass
+            int chunk = rest < ctx[i]->n_batch ? rest : ctx[i]->n_batch;
+            if (T + chunk > cap) { // the next pass
                 left = 1;
                 continue;
             }
@@ -116,11 +119,27 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     if (dst->m != src->m) return fail(INFER_ERR_ARG, "context copy: the contexts are of different models");
     if (n < 0 || n > src->n_past) return fail(INFER_ERR_ARG, "context copy: %d positions of a context that holds %d", n, src->n_past);
     if (n > dst->n_ctx) return fail(INFER_ERR_ARG, "context copy: %d positions into a context of %d", n, dst->n_ctx);
+    if (dst->arena_ops != src->arena_ops)
+        return fail(INFER_ERR_ARG, "context copy: the contexts' caches are in different memories (\"%s\" and \"%s\")",
+                    src->arena_ops->name, dst->arena_ops->name);
+    float one;
+    if (!src->arena_ops->host) src->be.ops->download((backend *)&src->be, &one, src->arena, 1); // (src's stream done: its cache is whole)
     for (int il = 0; il < cf->n_layer; il++) {
         if (cf->layers[il].kv_source != il) continue;
-        size_t bytes = sizeof(float) * (size_t)n * cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-        memcpy(dst->k_cache[il], src->k_cache[il], bytes);
-        memcpy(dst->v_cache[il], src->v_cache[il], bytes);
+        int nkv = cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        if (src->arena_ops->host) {
+            memcpy(dst->k_cache[il], src->k_cache[il], sizeof(float) * (size_t)n * nkv);
+            memcpy(dst->v_cache[il], src->v_cache[il], sizeof(float) * (size_t)n * nkv);
+        } else if (n) { // (device memory: the backend copies)
+            dst->be.ops->copy(&dst->be, dst->k_cache[il], (size_t)nkv, src->k_cache[il], (size_t)nkv, n, nkv);
+            dst->be.ops->copy(&dst->be, dst->v_cache[il], (size_t)nkv, src->v_cache[il], (size_t)nkv, n, nkv);
+        }
+    }
+    if (!dst->arena_ops->host) dst->be.ops->download(&dst->be, &one, dst->arena, 1); // (the copies done before src moves on)
+    if (dst->ex.oom || src->ex.oom) {
+        ((infer_ctx *)src)->ex.oom = 0;
+        dst->ex.oom = 0;
+        return fail(INFER_ERR_NOMEM, "context copy: the backend's copy failed");
     }
     dst->n_past = n;
     return INFER_OK;

@@ -20,12 +20,12 @@ static float *alloc_f(size_t n, int *ok) {
 
 // A context's buffers are one allocation, carved by this layout (floats, each
 // part 64-byte aligned): the KV cache of every layer that keeps its own, then
-// the layer loop's scratch for N_BATCH rows. With c NULL it only sums the
+// the layer loop's scratch for n_batch rows. With c NULL it only sums the
 // sizes. The attention scores (they follow the thread count) and a template's
 // copies live beside it.
 enum { ALIGN_FLOATS = 16 };
 
-static size_t ctx_layout(const infer_config *cf, int n_ctx, infer_ctx *c, float *arena, size_t *kv_floats) {
+static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, infer_ctx *c, float *arena, size_t *kv_floats) {
     size_t at = 0, kv = 0;
 #define PART(dst, count)                                                   \
     do {                                                                   \
@@ -43,7 +43,7 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, infer_ctx *c, float 
         PART(c->v_cache[i], n);
         kv += 2 * n;
     }
-    size_t T = N_BATCH, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
+    size_t T = (size_t)n_batch, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
     size_t nq = H * hd_max, nkv = (size_t)kv_max * hd_max;
     size_t F = (size_t)(cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
     size_t LP = (size_t)cf->n_layer * cf->ple_dim;
@@ -73,7 +73,7 @@ infer_status infer_ctx_memory(const infer_model *m, int n_ctx, size_t *kv_bytes,
     const infer_config *cf = &m->cfg;
     if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
     if (n_ctx == 0) n_ctx = default_n_ctx(cf);
-    size_t kv, all = ctx_layout(cf, n_ctx, NULL, NULL, &kv);
+    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, &kv);
     int tokens = (int)((1 << 22) / ((size_t)cf->n_head * ((size_t)n_ctx + 1)));
     tokens = tokens < 1 ? 1 : tokens > 8 ? 8 : tokens;
     all += (size_t)infer_get_threads() * tokens * cf->n_head * ((size_t)n_ctx + 1); // attention scores
@@ -90,7 +90,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (cf->fam->learned_pos && n_ctx > cf->n_ctx_train)
         return fail(INFER_ERR_ARG, "context size %d exceeds the model's %d learned positions", n_ctx, cf->n_ctx_train);
     int L = cf->n_layer;
-    size_t kv, floats = ctx_layout(cf, n_ctx, NULL, NULL, &kv);
+    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, &kv);
     if (kv * sizeof(float) > MAX_CTX_BYTES)
         return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
                     kv * sizeof(float) >> 20);
@@ -99,16 +99,17 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (!c) return fail(INFER_ERR_NOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
+    c->n_batch = N_BATCH;
     int ok = 1;
     if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
     c->ex.pool = c->pool;
-    c->be = (backend){&backend_cpu_ops, &c->ex, NULL};
+    c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m};
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
     c->arena_ops = c->be.ops; // the KV cache and scratch are the backend's memory
     c->arena = c->be.ops->alloc(&c->be, sizeof(float) * floats);
     if (!c->k_cache || !c->v_cache || !c->arena) ok = 0;
-    else ctx_layout(cf, n_ctx, c, c->arena, NULL);
+    else ctx_layout(cf, n_ctx, c->n_batch, c, c->arena, NULL);
     size_t H = (size_t)cf->n_head;
     c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
@@ -186,8 +187,9 @@ infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     if (c->n_past)
         return fail(INFER_ERR_ARG, "backend \"%s\": the context holds %d positions in another backend's memory; switch before the first evaluation",
                     ops->name, c->n_past);
-    size_t kv, floats = ctx_layout(cf, c->n_ctx, NULL, NULL, &kv);
-    backend nb = {ops, &c->ex, NULL};
+    int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
+    size_t kv, floats = ctx_layout(cf, c->n_ctx, n_batch, NULL, NULL, &kv);
+    backend nb = {ops, &c->ex, NULL, c->m};
     float *arena = ops->alloc(&nb, sizeof(float) * floats);
     if (!arena) {
         if (ops->done) ops->done(&nb);
@@ -201,7 +203,8 @@ infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     c->be = nb;
     c->arena_ops = ops;
     c->arena = arena;
-    ctx_layout(cf, c->n_ctx, c, arena, NULL);
+    c->n_batch = n_batch;
+    ctx_layout(cf, c->n_ctx, n_batch, c, arena, NULL);
     return INFER_OK;
 }
 
@@ -285,8 +288,8 @@ static infer_status eval(infer_ctx *c, const int32_t *ids, int n, float *logits,
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= cf->n_vocab)
             return fail(INFER_ERR_ARG, "token id %d (at %d) is outside the vocabulary of %d", ids[i], i, cf->n_vocab);
-    for (int i = 0; i < n; i += N_BATCH) {
-        int T = n - i < N_BATCH ? n - i : N_BATCH;
+    for (int i = 0; i < n; i += c->n_batch) {
+        int T = n - i < c->n_batch ? n - i : c->n_batch;
         int last = i + T == n;
         float *lg = NULL;
         if (logits) {

@@ -9,7 +9,9 @@
 #include "models/model.h"
 #include "inference/graph.h"
 
-#define N_BATCH 64 // tokens per pass of the layer loop
+#define N_BATCH 64       // tokens per pass of the layer loop on the CPU
+#define N_BATCH_DEV 512  // on a device backend (tensor-core tiles want many rows)
+#define N_BATCH_MAX 512
 
 // Phases of the forward pass timed when a context profiles (bench-components).
 enum phase {
@@ -25,9 +27,10 @@ extern const char *const phase_names[PH_COUNT];
 // most its attn_tokens rows, from the first row of its run), so a sequence's
 // rows are computed the same in a batch as alone.
 typedef struct {
-    struct infer_ctx *seq[N_BATCH];
-    int pos[N_BATCH];
-    int blk0[N_BATCH], blk_n[N_BATCH]; // attention blocks: first row, rows
+    struct infer_ctx *seq[N_BATCH_MAX];
+    int pos[N_BATCH_MAX];
+    int run[N_BATCH_MAX];              // 1 where a sequence's run of rows starts
+    int blk0[N_BATCH_MAX], blk_n[N_BATCH_MAX]; // attention blocks: first row, rows
     int n_blk;
     int B;      // the most rows in a block
     int stride; // scores per head row: the largest n_ctx + 1
@@ -39,6 +42,7 @@ struct infer_ctx {
     cpu_exec ex;        // the kernels' scratch, on pool
     backend be;         // what runs the forward pass's operations (on ex)
     int n_ctx;          // positions the cache holds
+    int n_batch;        // rows a pass holds (N_BATCH, or N_BATCH_DEV on a device backend)
     int n_past;         // positions filled
     float *arena;       // the KV cache and the scratch below: one allocation (context.c's layout)
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
@@ -47,7 +51,7 @@ struct infer_ctx {
     // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
     // NULL for layers that read another layer's K/V.
     float **k_cache, **v_cache;
-    // scratch, for up to N_BATCH tokens
+    // scratch, for up to n_batch tokens
     float *x;           // (T, n_embd) residual stream
     float *xn;          // (T, n_embd) normed input of a block
     float *q;           // (T, n_head*hd_max)
@@ -91,7 +95,7 @@ void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T);
 // n_past advances by its rows.
 infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst);
 
-// Runs T <= N_BATCH tokens at positions n_past.. through every layer.
+// Runs T <= n_batch tokens at positions n_past.. through every layer.
 // logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)); hidden: NULL or
 // (n_layer+1, n_embd) at the last token.
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden);

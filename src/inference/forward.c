@@ -123,7 +123,7 @@ static void attention(infer_ctx *c, int il, int T) {
     // keeps K and V in f16 and rounds q for the q.k products), each K/V row
     // into its sequence's cache
     t0 = c->profiling ? now_s() : 0;
-    float *kd[N_BATCH], *vd[N_BATCH];
+    float *kd[N_BATCH_MAX], *vd[N_BATCH_MAX];
     for (int t = 0; t < T && own_kv; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
     qkv_desc qd = {
         .q = c->q, .k = own_kv ? c->k : NULL, .v = c->v, .T = T, .H = H, .KV = KV, .hd = hd,
@@ -139,7 +139,7 @@ static void attention(infer_ctx *c, int il, int T) {
     // softmax(q k^T * scale [softcapped] [+ sink]) v over the window of each
     // position, in blocks of rows of one sequence (each its own cache)
     const pass_rows *R = &c->rows;
-    const float *kc[N_BATCH], *vc[N_BATCH];
+    const float *kc[N_BATCH_MAX], *vc[N_BATCH_MAX];
     for (int t = 0; t < T; t++) kc[t] = R->seq[t]->k_cache[lc->kv_source], vc[t] = R->seq[t]->v_cache[lc->kv_source];
     attn_desc d = {
         .q = c->q, .out = c->att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
@@ -338,6 +338,7 @@ void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
         run = t && seq[t - 1] == sq ? run + 1 : 0; // rows of this sequence so far in its run
         R->seq[t] = sq;
         R->pos[t] = sq->n_past + run;
+        R->run[t] = run == 0;
         if (run % sq->attn_tokens == 0) R->blk0[R->n_blk] = t, R->blk_n[R->n_blk++] = 0;
         R->blk_n[R->n_blk - 1]++;
         if (sq->attn_tokens > R->B) R->B = sq->attn_tokens;
@@ -359,9 +360,10 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
-    infer_ctx *self[N_BATCH];
+    infer_ctx *self[N_BATCH_MAX];
     for (int t = 0; t < T; t++) self[t] = c;
     pass_rows_set(c, self, T);
+    if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, T);
 
     int first_layer = 0;
     if (c->plan && c->n_cached > 0) {
@@ -383,7 +385,6 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         TIMED(PH_EMBED, embed(c, ids, T));
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
-    if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, T);
     int first = last_only ? T - 1 : 0, n = T - first;
     // (a host backend writes the caller's buffer; a device one its own, then copies)
     float *lg = !logits || OPS->host ? logits : device_logits(c, (size_t)n * V);
@@ -442,9 +443,9 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     }
     if (OPS->host) lbuf = (size_t)n_out * V <= c->logit_cap ? c->logit_buf : NULL;
     if (n_out && !lbuf) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n_out);
+    if (OPS->begin_pass) OPS->begin_pass(BE, R->pos, R->run, T);
     TIMED(PH_EMBED, embed(c, ids, T));
     if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
-    if (OPS->begin_pass) OPS->begin_pass(BE, R->pos, T);
     for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
     for (int t = 0; t < T; t++) R->seq[t]->n_past++;
     if (!n_out) return oom_check(c);

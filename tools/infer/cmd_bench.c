@@ -39,22 +39,22 @@ static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logi
 
 // One batched run of B sequences: prompts, then n_tg steps; aggregate t/s of each.
 static int run_batch(infer_model *m, infer_batch *b, infer_ctx **c, int B, const int32_t *ids, int n_pp, int n_tg,
-                     float *logits, double *pp_tps, double *tg_tps) {
+                     float *logits, double *pp_tps, double *tg_tps) { // (logits NULL: none read back)
     int V = infer_model_n_vocab(m);
     const int32_t *seq_ids[256];
     int n[256];
     float *out[256];
     for (int i = 0; i < B; i++) {
         infer_ctx_reset(c[i]);
-        seq_ids[i] = ids + (size_t)i * n_pp, n[i] = n_pp, out[i] = logits + (size_t)i * V;
+        seq_ids[i] = ids + (size_t)i * n_pp, n[i] = n_pp, out[i] = logits ? logits + (size_t)i * V : NULL;
     }
     double t0 = cli_now();
-    if (n_pp > 0 && infer_batch_eval(b, c, B, seq_ids, n, out)) return cli_error("%s", infer_last_error());
+    if (n_pp > 0 && infer_batch_eval(b, c, B, seq_ids, n, logits ? out : NULL)) return cli_error("%s", infer_last_error());
     double t1 = cli_now();
     int32_t tok[256];
     for (int s = 0; s < n_tg; s++) {
         for (int i = 0; i < B; i++) tok[i] = ids[(size_t)i * n_pp + (size_t)s % (n_pp ? n_pp : 1)], seq_ids[i] = &tok[i], n[i] = 1;
-        if (infer_batch_eval(b, c, B, seq_ids, n, out)) return cli_error("%s", infer_last_error());
+        if (infer_batch_eval(b, c, B, seq_ids, n, logits ? out : NULL)) return cli_error("%s", infer_last_error());
     }
     double t2 = cli_now();
     *pp_tps = n_pp ? (double)B * n_pp / (t1 - t0) : 0;
@@ -64,7 +64,7 @@ static int run_batch(infer_model *m, infer_batch *b, infer_ctx **c, int B, const
 
 // --batch: a row per count and phase.
 static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, int n_tg, int reps, const char *fmt,
-                       long threads) {
+                       long threads, const char *device, int no_logits) {
     int Bmax = 0, V = infer_model_n_vocab(m), rc = 0;
     for (int i = 0; i < n_batch; i++) Bmax = batch[i] > Bmax ? batch[i] : Bmax;
     infer_ctx **c = calloc((size_t)Bmax, sizeof *c);
@@ -80,17 +80,20 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
         ids[i] = (int32_t)((r >> 33) % (uint64_t)V);
     }
     for (int i = 0; !rc && i < Bmax; i++)
-        if (infer_ctx_new(m, n_pp + n_tg + 1, &c[i])) rc = cli_error("%s", infer_last_error());
+        if (infer_ctx_new(m, n_pp + n_tg + 1, &c[i]) || (device && infer_ctx_set_backend(c[i], device)))
+            rc = cli_error("%s", infer_last_error());
+    const char *be = device ? device : "cpu";
     char name[96];
     snprintf(name, sizeof name, "%s %.0fM %s", infer_model_arch(m), infer_model_n_params(m) / 1e6, infer_model_ftype(m));
     int json = !strcmp(fmt, "json"), first = 1;
     if (!rc && json) printf("[\n");
-    if (!rc && !json) printf("| model | threads | B | test | t/s (all sequences) |\n| --- | ---: | ---: | ---: | ---: |\n");
+    if (!rc && !json) printf("| model | backend | threads | B | test | t/s (all sequences) |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
     for (int k = 0; k < n_batch && !rc; k++) {
         int B = batch[k];
         double w1, w2;
-        if ((rc = run_batch(m, b, c, B, ids, n_pp < 16 ? n_pp : 16, n_tg < 4 ? n_tg : 4, logits, &w1, &w2))) break; // warm-up
-        for (int i = 0; i < reps && !rc; i++) rc = run_batch(m, b, c, B, ids, n_pp, n_tg, logits, &pp[i], &tg[i]);
+        float *lg = no_logits ? NULL : logits;
+        if ((rc = run_batch(m, b, c, B, ids, n_pp < 16 ? n_pp : 16, n_tg < 4 ? n_tg : 4, lg, &w1, &w2))) break; // warm-up
+        for (int i = 0; i < reps && !rc; i++) rc = run_batch(m, b, c, B, ids, n_pp, n_tg, lg, &pp[i], &tg[i]);
         if (rc) break;
         double mean[2], sd[2];
         stats(pp, reps, &mean[0], &sd[0]);
@@ -100,9 +103,9 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
             char test[32];
             snprintf(test, sizeof test, "%s%d", ph ? "tg" : "pp", ph ? n_tg : n_pp);
             if (json)
-                printf("%s  {\"model\": \"%s\", \"threads\": %ld, \"batch\": %d, \"test\": \"%s\", \"avg_ts\": %.3f, "
-                       "\"stddev_ts\": %.3f}", first ? "" : ",\n", name, threads, B, test, mean[ph], sd[ph]);
-            else printf("| %s | %ld | %d | %s | %.2f ± %.2f |\n", name, threads, B, test, mean[ph], sd[ph]);
+                printf("%s  {\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %ld, \"batch\": %d, \"test\": \"%s\", "
+                       "\"avg_ts\": %.3f, \"stddev_ts\": %.3f}", first ? "" : ",\n", name, be, threads, B, test, mean[ph], sd[ph]);
+            else printf("| %s | %s | %ld | %d | %s | %.2f ± %.2f |\n", name, be, threads, B, test, mean[ph], sd[ph]);
             first = 0;
         }
         fflush(stdout);
@@ -122,14 +125,15 @@ static const char *g_usage =
     "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "  -t, --threads N        threads (default 1)\n"
-    "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU; --batch: cpu only for now)\n"
+    "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU)\n"
     "  -p, --n-prompt N       prompt tokens (default 512)\n"
     "  -n, --n-gen N          generated tokens (default 128)\n"
     "  -r, --repetitions N    runs of each test (default 5)\n"
     "  -o, --output md|json   the table as markdown (default) or JSON\n"
-    "      --batch 1,2,...    batched decode at these sequence counts (1 to 256, at most 16 counts)\n";
+    "      --batch 1,2,...    batched decode at these sequence counts (1 to 256, at most 16 counts)\n"
+    "      --no-logits        (--batch) no logits read back: the passes alone\n";
 
-enum { OPT_BATCH = OPT_LOCAL };
+enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE,
     {"n-prompt", required_argument, NULL, 'p'},
@@ -137,11 +141,13 @@ static const struct option g_opts[] = {
     {"repetitions", required_argument, NULL, 'r'},
     {"output", required_argument, NULL, 'o'},
     {"batch", required_argument, NULL, OPT_BATCH},
+    {"no-logits", no_argument, NULL, OPT_NO_LOGITS},
     {0},
 };
 
 int cmd_bench(int argc, char **argv) {
     const char *fmt = "md", *batch_list = NULL, *device = NULL;
+    int no_logits = 0;
     long n_pp = 512, n_tg = 128, reps = 5;
     cli_opts o;
     cli_opts_init(&o, "bench", g_usage);
@@ -162,6 +168,7 @@ int cmd_bench(int argc, char **argv) {
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench: -o takes md or json, not \"%s\"", fmt);
             break;
         case OPT_BATCH: batch_list = optarg; break;
+        case OPT_NO_LOGITS: no_logits = 1; break;
         case OPT_DEVICE: device = optarg; break;
         }
     }
@@ -189,8 +196,7 @@ int cmd_bench(int argc, char **argv) {
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
-    if (n_batch && device && strcmp(device, "cpu")) { infer_model_free(m); return cli_error("bench: --batch runs on the CPU for now"); }
-    if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1);
+    if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, no_logits);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
     if (infer_ctx_new(m, n_max > 0 ? n_max : 1, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }

@@ -43,7 +43,7 @@ typedef struct {
 
 struct serve_engine {
     infer_model *m;
-    int n_slots, n_ctx, V, queue_max, n_queued, stop, batched, joined;
+    int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
     long steps;
     serve_counts counts; // (the engine's lock)
     slot *s;
@@ -208,7 +208,7 @@ static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
 }
 
 // One step: a prompt chunk of one slot and a token of every generating slot,
-// in one call (one call a slot on a device backend).
+// in one call (on the CPU or the GPU: infer_batch_eval reads each weight once for all).
 static void step(serve_engine *e) {
     infer_ctx *cx[MAX_SLOTS];
     const int32_t *ids[MAX_SLOTS];
@@ -235,9 +235,7 @@ static void step(serve_engine *e) {
     }
     if (!n) return;
     infer_status st = INFER_OK;
-    if (e->batched) st = infer_batch_eval(e->batch, cx, n, ids, nids, lg);
-    else
-        for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
+    st = infer_batch_eval(e->batch, cx, n, ids, nids, lg);
     if (st) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", infer_last_error());
@@ -314,7 +312,6 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     if (!e) return snprintf(err, errlen, "out of memory"), NULL;
     e->m = m, e->n_slots = slots, e->V = infer_model_n_vocab(m), e->queue_max = queue_max;
     e->n_eog = infer_model_eog(m, e->eog, 16);
-    e->batched = !device || !strcmp(device, "cpu");
     e->s = calloc((size_t)slots, sizeof *e->s);
     int ok = e->s != NULL;
     for (int i = 0; i < slots && ok; i++) {
@@ -322,7 +319,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
              (e->s[i].logits = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx);
-    if (ok && e->batched) ok = !infer_batch_new(m, &e->batch);
+    if (ok) ok = !infer_batch_new(m, &e->batch);
     if (ok) {
         pthread_mutex_init(&e->mu, NULL);
         pthread_cond_init(&e->cv, NULL);

@@ -4,7 +4,8 @@
 //
 // Weights come as the model's host tensors; each is uploaded the first time
 // an operation meets it (matrices in the products' layout) and then found by
-// its host address (a hash map of this backend's), so the forward pass is
+// its host address (a hash map shared by every context of the model: one
+// copy of the weights however many sequences run), so the forward pass is
 // the CPU's. Operations wait and join where a fused kernel covers them (a
 // norm, the residual and the next norm with the quantization; gate and up
 // with their activation; q/k/v's norms, RoPE and cache rows), and a one-token
@@ -15,27 +16,79 @@
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { N_ROWS_MAX = 256 }; // rows of a pass (context.h's N_BATCH is 64)
+enum {
+    N_ROWS_MAX = 512,            // rows of a pass (context.h's N_BATCH_DEV)
+    SCORES_MAX = 1 << 24,        // attention score floats a launch may use (the rows of a pass go in groups)
+    PTAB_MAX = 2048,             // row-pointer tables kept before they are all dropped
+};
 
 typedef struct {
     const void *host;
     void *dev;
 } dev_entry;
 
-typedef struct {
-    cuda_dev *d;
+// The device copies of one model's weights (found by host address), shared
+// by the model's contexts: made by the first, freed with the last.
+typedef struct wstore {
+    const void *owner;
+    int refs;
+    pthread_mutex_t mu;
     dev_entry *map;              // open addressing on the host address
     size_t cap, n;
+    struct wstore *next;
+} wstore;
+static pthread_mutex_t g_stores_mu = PTHREAD_MUTEX_INITIALIZER;
+static wstore *g_stores;
+
+static wstore *store_get(const void *owner) {
+    pthread_mutex_lock(&g_stores_mu);
+    wstore *w = owner ? g_stores : NULL;
+    while (w && w->owner != owner) w = w->next;
+    if (!w && (w = calloc(1, sizeof *w))) {
+        w->owner = owner;
+        pthread_mutex_init(&w->mu, NULL);
+        if (owner) w->next = g_stores, g_stores = w;
+    }
+    if (w) w->refs++;
+    pthread_mutex_unlock(&g_stores_mu);
+    return w;
+}
+
+static void store_put(wstore *w, cuda_dev *d) {
+    if (!w) return;
+    pthread_mutex_lock(&g_stores_mu);
+    int last = --w->refs == 0;
+    if (last)
+        for (wstore **p = &g_stores; *p; p = &(*p)->next)
+            if (*p == w) { *p = w->next; break; }
+    pthread_mutex_unlock(&g_stores_mu);
+    if (!last) return;
+    for (size_t i = 0; i < w->cap; i++)
+        if (w->map[i].host) cuda_free(d, w->map[i].dev);
+    free(w->map);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+typedef struct {
+    cuda_dev *d;
+    wstore *w;                   // the model's weights on the device
     void *xq;                    // quantized activations
     size_t xq_cap;
     float *scores;               // attention scores: T x H x stride
     size_t scores_cap;
     int *pos;                    // per row: position (attention, RoPE, the caches), set by begin_pass
     size_t rows_cap;
+    // the pass's rows by how their products run: runs of a sequence of at
+    // least CUDA_GEMM_MIN_T rows on the tensor cores, the others as decode
+    // rows (q8 products), so a sequence's rows in a batch are computed as
+    // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not.
+    int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
     float *host;                 // host staging (embedding rows)
     size_t host_cap;
     // device arrays of row pointers (caches), found by their contents: made
@@ -51,7 +104,7 @@ typedef struct {
     // sum, the quantization for the product that takes it: cuda_chain_run),
     // and a gate and up product waits for the activation that joins them
     int fuse;
-    int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=1; else the q8 products)
+    int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=0: the q8 products)
     int ch_on, ch_rows;
     cuda_chain ch;
     struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
@@ -89,10 +142,15 @@ static cuda_state *state(backend *b) {
         free(s);
         return NULL;
     }
+    if (!(s->w = store_get(b->owner))) {
+        cuda_close(s->d);
+        free(s);
+        return NULL;
+    }
     const char *fz = getenv("INFER_CUDA_FUSE");
     s->fuse = !fz || !*fz || *fz != '0';
-    const char *gz = getenv("INFER_CUDA_GEMM"); // (off by default until its q5_0 fix is checked on a GPU)
-    s->gemm = gz && *gz && *gz != '0';
+    const char *gz = getenv("INFER_CUDA_GEMM");
+    s->gemm = !gz || !*gz || *gz != '0';
     b->dev = s;
     return s;
 }
@@ -108,18 +166,18 @@ static cuda_state *state_flushed(backend *b) {
 
 static size_t hash_ptr(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
 
-static int map_grow(cuda_state *s) {
-    size_t cap = s->cap ? 2 * s->cap : 1024;
+static int map_grow(wstore *w) {
+    size_t cap = w->cap ? 2 * w->cap : 1024;
     dev_entry *m = calloc(cap, sizeof *m);
     if (!m) return -1;
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->map[i].host) {
-            size_t h = hash_ptr(s->map[i].host, cap);
+    for (size_t i = 0; i < w->cap; i++)
+        if (w->map[i].host) {
+            size_t h = hash_ptr(w->map[i].host, cap);
             while (m[h].host) h = (h + 1) & (cap - 1);
-            m[h] = s->map[i];
+            m[h] = w->map[i];
         }
-    free(s->map);
-    s->map = m, s->cap = cap;
+    free(w->map);
+    w->map = m, w->cap = cap;
     return 0;
 }
 
@@ -128,17 +186,20 @@ static int map_grow(cuda_state *s) {
 static void *dev_find(backend *b, const void *p, void *(*up)(cuda_dev *, const void *, size_t, int, int), size_t bytes, int type, int cols) {
     cuda_state *s = state(b);
     if (!s || !p) return NULL;
-    if (2 * (s->n + 1) > s->cap && map_grow(s)) return NULL;
-    size_t h = hash_ptr(p, s->cap);
-    while (s->map[h].host) {
-        if (s->map[h].host == p) return s->map[h].dev;
-        h = (h + 1) & (s->cap - 1);
+    wstore *w = s->w;
+    void *dv = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (2 * (w->n + 1) > w->cap && map_grow(w)) goto out;
+    size_t h = hash_ptr(p, w->cap);
+    while (w->map[h].host) {
+        if (w->map[h].host == p) { dv = w->map[h].dev; goto out; }
+        h = (h + 1) & (w->cap - 1);
     }
-    if (s->capturing) return NULL; // (no uploads inside a capture: the pass fails, plainly)
-    void *dv = up(s->d, p, bytes, type, cols);
-    if (!dv) return NULL;
-    s->map[h] = (dev_entry){p, dv};
-    s->n++;
+    if (s->capturing) goto out; // (no uploads inside a capture: the pass fails, plainly)
+    // (the upload is complete when `up` returns: other contexts' streams may read it at once)
+    if ((dv = up(s->d, p, bytes, type, cols))) w->map[h] = (dev_entry){p, dv}, w->n++;
+out:
+    pthread_mutex_unlock(&w->mu);
     return dv;
 }
 
@@ -194,6 +255,38 @@ static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n
     return xq && !cuda_quantize(s->d, wtype, x, T, n, xq) ? xq : NULL;
 }
 
+// How the products of T rows run: 1 all on the tensor cores, 0 all as q8
+// (decode) products, -1 segment by segment (a batch's pass of prompt runs and
+// decode rows). Rows other than the pass's (the gathered rows of the logits:
+// each a sequence's last) are decode rows.
+static int rows_gemm(const cuda_state *s, int wtype, int n_in, int T) {
+    if (!s->gemm || T != s->pass_T || !cuda_gemm_ok(wtype, n_in, CUDA_GEMM_MIN_T)) return 0;
+    return s->n_seg == 1 ? s->seg_gemm[0] : -1;
+}
+
+// The products of a pass's segments, each as its rows would run alone.
+static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, const float *x, int n_in, int n_out) {
+    if (flush(s)) return -1;
+    size_t xr = cuda_act_row_size(wtype, n_in);
+    for (int i = 0; i < s->n_seg; i++) {
+        int a = s->seg0[i], n = s->seg0[i + 1] - a;
+        const float *xa = x + (size_t)a * n_in;
+        float *ya = y + (size_t)a * n_out;
+        if (s->seg_gemm[i]) {
+            if (cuda_gemm(s->d, wtype, dw, n_out, n_in, xa, n, ya)) return -1;
+            continue;
+        }
+        const void *xq = xa;
+        if (!is_float_type(wtype)) {
+            void *q = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)n);
+            if (!q || cuda_quantize(s->d, wtype, xa, n, n_in, q)) return -1;
+            xq = q;
+        }
+        if (cuda_matmul(s->d, wtype, dw, n_out, n_in, xq, n, ya)) return -1;
+    }
+    return 0;
+}
+
 static void cu_matmul(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     cuda_state *s = state(b);
     const tensor *W = w->w;
@@ -203,9 +296,12 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         size_t bytes = dtype_row_size(W->type, n_out) * (size_t)n_in;
         const void *dw = dev_of(b, W->data, bytes);
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
-    } else if (s->gemm && cuda_gemm_ok(W->type, n_in, T)) { // (a prompt: the tensor cores)
+    } else if (rows_gemm(s, W->type, n_in, T) == 1) { // (a prompt: the tensor cores)
         const void *dw = dev_weight(b, W, n_in, n_out);
         if (!dw || flush(s) || cuda_gemm(s->d, W->type, dw, n_out, n_in, x, T, y)) { fail_op(b); return; }
+    } else if (rows_gemm(s, W->type, n_in, T) < 0) {
+        const void *dw = dev_weight(b, W, n_in, n_out);
+        if (!dw || matmul_segments(s, W->type, dw, y, x, n_in, n_out)) { fail_op(b); return; }
     } else {
         const void *dw = dev_weight(b, W, n_in, n_out);
         const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;
@@ -227,7 +323,7 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
     int same = s && xr && !w[0]->trans, biased = 0;
     for (int i = 1; i < n && same; i++) same = !w[i]->trans && cuda_act_row_size(w[i]->w->type, n_in) == xr;
     for (int i = 0; i < n; i++) biased |= bias[i] != NULL;
-    for (int i = 0; i < n && same && s->gemm; i++) same = !cuda_gemm_ok(w[i]->w->type, n_in, T); // (prompts: one by one, on the tensor cores)
+    for (int i = 0; i < n && same; i++) same = !rows_gemm(s, w[i]->w->type, n_in, T); // (prompts: one by one, on the tensor cores)
     if (!same) {
         for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;
@@ -275,6 +371,14 @@ static void cu_norm(backend *b, float *out, const float *x, const float *w, cons
     if (cuda_norm(s->d, out, x, dw, db, rows, n, eps, k)) fail_op(b);
 }
 
+// Every row-pointer table dropped, with the graph that may read them.
+static void ptab_drop(cuda_state *s) {
+    graph_drop(s);
+    for (int i = 0; i < s->n_ptab; i++) free(s->ptab[i].host), cuda_free(s->d, s->ptab[i].dev);
+    free(s->ptab);
+    s->ptab = NULL, s->n_ptab = 0;
+}
+
 // The device array holding the n host pointers p (made on first use).
 static void *ptr_table(cuda_state *s, const void *const *p, int n) {
     for (int i = 0; i < s->n_ptab; i++)
@@ -294,10 +398,23 @@ static void *ptr_table(cuda_state *s, const void *const *p, int n) {
     return dv;
 }
 
-// A pass's positions go up once, before its operations (and outside a graph).
-static void cu_begin_pass(backend *b, const int *pos, int T) {
+static void ptab_drop(cuda_state *s);
+
+// A pass's positions go up once, before its operations (and outside a graph);
+// its rows fall into segments by how their products run.
+static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     cuda_state *s = state_flushed(b);
-    if (!s) { fail_op(b); return; }
+    if (!s || T > N_ROWS_MAX) { fail_op(b); return; }
+    if (s->n_ptab > PTAB_MAX) ptab_drop(s); // (a server's changing batches would grow them without end)
+    s->pass_T = T, s->n_seg = 0;
+    for (int t = 0; t < T;) {
+        int e = t + 1;
+        while (e < T && !run[e]) e++;
+        int g = s->gemm && e - t >= CUDA_GEMM_MIN_T;
+        if (!s->n_seg || s->seg_gemm[s->n_seg - 1] != g) s->seg0[s->n_seg] = t, s->seg_gemm[s->n_seg++] = g;
+        t = e;
+    }
+    s->seg0[s->n_seg] = T;
     if ((size_t)T > s->rows_cap) {
         graph_drop(s);
         cuda_free(s->d, s->pos);
@@ -385,16 +502,24 @@ static void cu_attention(backend *b, const attn_desc *a) {
     cuda_state *s = state_flushed(b);
     if (!s) { fail_op(b); return; }
     const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
-    float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)a->T * a->H * a->stride);
+    size_t per_row = (size_t)a->H * a->stride, nq = (size_t)a->H * a->hd;
+    int group = SCORES_MAX / per_row > 0 ? (int)(SCORES_MAX / per_row) : 1; // rows a launch (the scores' memory)
+    group = group < a->T ? group : a->T;
+    float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)group * per_row);
     const void *kv[2 * N_ROWS_MAX];
     if (a->T > N_ROWS_MAX) { fail_op(b); return; }
     memcpy(kv, a->k, sizeof(void *) * (size_t)a->T);
     memcpy(kv + a->T, a->v, sizeof(void *) * (size_t)a->T);
     const float *const *tab = ptr_table(s, kv, 2 * a->T);
-    if (!sc || !tab || (a->sinks && !sinks) ||
-        cuda_attention(s->d, a->q, a->out, a->T, a->H, a->KV, a->hd, a->window, s->pos, tab, tab + a->T, a->scale, a->softcap,
-                       sinks, a->ggml_numerics, sc, a->stride))
-        fail_op(b);
+    if (!sc || !tab || (a->sinks && !sinks)) { fail_op(b); return; }
+    for (int t = 0; t < a->T; t += group) {
+        int n = a->T - t < group ? a->T - t : group;
+        if (cuda_attention(s->d, a->q + t * nq, a->out + t * nq, n, a->H, a->KV, a->hd, a->window, s->pos + t, tab + t,
+                           tab + a->T + t, a->scale, a->softcap, sinks, a->ggml_numerics, sc, a->stride)) {
+            fail_op(b);
+            return;
+        }
+    }
 }
 
 static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {
@@ -501,12 +626,8 @@ static void cu_done(backend *b) {
     cuda_state *s = b->dev;
     if (!s) return;
     cuda_sync(s->d);
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->map[i].host) cuda_free(s->d, s->map[i].dev);
-    free(s->map);
-    graph_drop(s);
-    for (int i = 0; i < s->n_ptab; i++) free(s->ptab[i].host), cuda_free(s->d, s->ptab[i].dev);
-    free(s->ptab);
+    store_put(s->w, s->d);
+    ptab_drop(s);
     cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos);
     free(s->host);
     cuda_close(s->d);

@@ -10,6 +10,7 @@
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
 #include <cuda_runtime.h>
@@ -613,11 +614,53 @@ static __device__ float row_part(int type, const wrow &m, const uint8_t *xt, int
 }
 #undef UNITS
 
+// row_part for nt <= NT tokens at once (their activations xrow bytes apart):
+// each token's sum is row_part's, operation for operation, while the unit's
+// weights are loaded and unpacked once for all of them (the loads and the
+// unpacking are the same expressions in each token's step: the compiler
+// keeps one of each). Other types: row_part a token at a time.
+#define UNITS_N(fn, per_block, mk)                                                       \
+    {                                                                                    \
+        const int nu = m.nb * (per_block);                                               \
+        xrow x[NT];                                                                      \
+        float a0[NT], a1[NT], a2[NT], a3[NT];                                            \
+        _Pragma("unroll") for (int t = 0; t < NT; t++) {                                 \
+            x[t] = mk(xt + xr * (size_t)(t < nt ? t : 0), m.nb);                          \
+            a0[t] = a1[t] = a2[t] = a3[t] = 0.0f;                                        \
+        }                                                                                \
+        int u = s;                                                                       \
+        for (; u + 3 * st < nu; u += 4 * st) {                                           \
+            _Pragma("unroll") for (int t = 0; t < NT; t++) {                             \
+                a0[t] += fn(m, x[t], u), a1[t] += fn(m, x[t], u + st);                   \
+                a2[t] += fn(m, x[t], u + 2 * st), a3[t] += fn(m, x[t], u + 3 * st);      \
+            }                                                                            \
+        }                                                                                \
+        for (; u < nu; u += st) {                                                        \
+            _Pragma("unroll") for (int t = 0; t < NT; t++) a0[t] += fn(m, x[t], u);      \
+        }                                                                                \
+        _Pragma("unroll") for (int t = 0; t < NT; t++) out[t] = (a0[t] + a1[t]) + (a2[t] + a3[t]); \
+        return;                                                                          \
+    }
+template <int NT>
+static __device__ void row_part_n(int type, const wrow &m, const uint8_t *xt, size_t xr, int nt, int cols, int s, int st, float *out) {
+    switch (type) {
+    case DT_Q4_K: UNITS_N(u_q4_K, 8, x_q8_K)
+    case DT_Q5_K: UNITS_N(u_q5_K, 8, x_q8_K)
+    case DT_Q6_K: UNITS_N(u_q6_K, 4, x_q8_K)
+    case DT_Q8_0: UNITS_N(u_q8_0, 2, x_q8_0)
+    case DT_Q4_0: UNITS_N(u_q4_0, 1, x_q8_0)
+    case DT_Q5_0: UNITS_N(u_q5_0, 1, x_q8_0)
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) out[t] = row_part(type, m, xt + xr * (size_t)(t < nt ? t : 0), cols, s, st);
+}
+#undef UNITS_N
+
 // Up to 4 products of the same activations in one launch: blocks of 128
 // threads, 128 / TPR rows a block, the blocks of matrix i from m[i].blk0 on.
 // glu: the threads of matrix 0 (gate) also take the same row of matrix 1 (up)
 // and write act(gate) * up (k_act's expression) to matrix 0's output.
-enum { MV_THREADS = 128, MV_MAX = 4 };
+enum { MV_THREADS = 128, MV_MAX = 4, MV_GROUP = 8 }; // (MV_GROUP: tokens whose products share the weights' loads)
 struct mv_mat { const uint8_t *w; float *y; int rows, type, blk0, nb; };
 struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml; size_t xrow; };
 
@@ -637,7 +680,9 @@ static __device__ __forceinline__ float row_sum(float v, float *sh) {
     return sh[0] + sh[1] + sh[2] + sh[3];
 }
 
-template <int TPR>
+// NT > 1: the tokens in groups of NT, each group's weights read once
+// (row_part_n); each token's value is the NT = 1 kernel's, bit for bit.
+template <int TPR, int NT>
 static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const uint8_t *xq) {
     __shared__ float sh[4];
     int mi = 0;
@@ -649,16 +694,36 @@ static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const
     if (rw >= m.rows) return; // (the whole warp, or block at TPR 128: the sums need every thread)
     const int r = rw + (TPR <= 32 ? lane % RPW : 0), rr = r < m.rows ? r : m.rows - 1;
     const wrow wr = {m.w, m.rows, rr, m.nb};
-    for (int t = 0; t < d.T; t++) {
-        const uint8_t *xt = xq + d.xrow * t;
-        float acc = row_sum<TPR>(row_part(m.type, wr, xt, d.cols, s, TPR), sh);
+    if (NT == 1) {
+        for (int t = 0; t < d.T; t++) {
+            const uint8_t *xt = xq + d.xrow * t;
+            float acc = row_sum<TPR>(row_part(m.type, wr, xt, d.cols, s, TPR), sh);
+            if (d.glu) {
+                const mv_mat u = d.m[1];
+                const wrow ur = {u.w, u.rows, rr, u.nb};
+                float up = row_sum<TPR>(row_part(u.type, ur, xt, d.cols, s, TPR), sh);
+                acc = act1(acc, d.act, d.ggml) * up;
+            }
+            if (s == 0 && r < m.rows) m.y[(size_t)t * m.rows + r] = acc;
+        }
+    } else
+    for (int t0 = 0; t0 < d.T; t0 += NT) {
+        const uint8_t *xt = xq + d.xrow * t0;
+        const int nt = d.T - t0 < NT ? d.T - t0 : NT;
+        float acc[NT], up[NT];
+        row_part_n<NT>(m.type, wr, xt, d.xrow, nt, d.cols, s, TPR, acc);
         if (d.glu) {
             const mv_mat u = d.m[1];
             const wrow ur = {u.w, u.rows, rr, u.nb};
-            float up = row_sum<TPR>(row_part(u.type, ur, xt, d.cols, s, TPR), sh);
-            acc = act1(acc, d.act, d.ggml) * up;
+            row_part_n<NT>(u.type, ur, xt, d.xrow, nt, d.cols, s, TPR, up);
         }
-        if (s == 0 && r < m.rows) m.y[(size_t)t * m.rows + r] = acc;
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t >= nt) break; // (the same for every thread: the sums' barriers stay whole)
+            float a = row_sum<TPR>(acc[t], sh);
+            if (d.glu) a = act1(a, d.act, d.ggml) * row_sum<TPR>(up[t], sh);
+            if (s == 0 && r < m.rows) m.y[(size_t)(t0 + t) * m.rows + r] = a;
+        }
     }
 }
 
@@ -778,9 +843,16 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     }
     if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
-    if (tpr == 8) k_mv<8><<<blocks, MV_THREADS, 0, d->stream>>>(k, (const uint8_t *)xq);
-    else if (tpr == 32) k_mv<32><<<blocks, MV_THREADS, 0, d->stream>>>(k, (const uint8_t *)xq);
-    else k_mv<128><<<blocks, MV_THREADS, 0, d->stream>>>(k, (const uint8_t *)xq);
+    const uint8_t *xb = (const uint8_t *)xq;
+    if (T == 1 || !MV_GROUP) {
+        if (tpr == 8) k_mv<8, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        else if (tpr == 32) k_mv<32, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        else k_mv<128, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+    } else {
+        if (tpr == 8) k_mv<8, MV_GROUP><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        else if (tpr == 32) k_mv<32, MV_GROUP><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        else k_mv<128, MV_GROUP><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+    }
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("matmul", e);
 }
@@ -1455,10 +1527,28 @@ template <> struct deq<DT_BF16> {
     }
 };
 
+// The tiles' element type: f16, or bf16 for bf16 weights (their values
+// exactly). Float weights (f16, bf16) keep their precision in the product:
+// each activation goes in as two parts, x = hi + lo (each rounded to the
+// element type), and both are multiplied: about 2^-22 (f16) or 2^-16 (bf16)
+// of each activation is lost instead of 2^-11 or 2^-8.
+template <int TY> struct gel {
+    typedef __half E;
+    static __device__ E cv(float v) { return __float2half_rn(v); }
+    static __device__ float back(E e) { return __half2float(e); }
+};
+template <> struct gel<DT_BF16> {
+    typedef __nv_bfloat16 E;
+    static __device__ E cv(float v) { return __float2bfloat16_rn(v); }
+    static __device__ float back(E e) { return __bfloat162float(e); }
+};
+
 template <int TY>
 static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
     using namespace nvcuda;
-    __shared__ __align__(32) __half sw[GM][GLD], sx[GN][GLD];
+    typedef typename gel<TY>::E E;
+    enum { NS = TY == DT_F16 || TY == DT_BF16 ? 2 : 1 }; // activation parts
+    __shared__ __align__(32) E sw[GM][GLD], sx[NS][GN][GLD];
     __shared__ __align__(32) float sc[GN][GCL];
     const int tid = threadIdx.x, warp = tid / 32, r0 = blockIdx.x * GM, t0 = blockIdx.y * GN;
     const int lr = tid / 2, lh = tid % 2; // this thread's tile row (or token) and half of the 32 columns
@@ -1471,25 +1561,32 @@ static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows,
     for (int kb = 0; kb < cols / GK; kb++) {
         float v[16];
         deq<TY>::get(m, kb, lh, v);
-        for (int k = 0; k < 16; k++) sw[lr][16 * lh + k] = __float2half_rn(v[k]);
+        for (int k = 0; k < 16; k++) sw[lr][16 * lh + k] = gel<TY>::cv(v[k]);
         if (t < T) {
             const float4 *xp = (const float4 *)(x + (size_t)t * cols + GK * kb + 16 * lh);
             for (int k = 0; k < 4; k++) {
-                float4 f = xp[k];
-                sx[lr][16 * lh + 4 * k] = __float2half_rn(f.x), sx[lr][16 * lh + 4 * k + 1] = __float2half_rn(f.y);
-                sx[lr][16 * lh + 4 * k + 2] = __float2half_rn(f.z), sx[lr][16 * lh + 4 * k + 3] = __float2half_rn(f.w);
+                float4 f4 = xp[k];
+                float f[4] = {f4.x, f4.y, f4.z, f4.w};
+                for (int e = 0; e < 4; e++) {
+                    E hi = gel<TY>::cv(f[e]);
+                    sx[0][lr][16 * lh + 4 * k + e] = hi;
+                    if (NS == 2) sx[NS - 1][lr][16 * lh + 4 * k + e] = gel<TY>::cv(f[e] - gel<TY>::back(hi));
+                }
             }
         } else {
-            for (int k = 0; k < 16; k++) sx[lr][16 * lh + k] = __float2half_rn(0.0f);
+            for (int p = 0; p < NS; p++)
+                for (int k = 0; k < 16; k++) sx[p][lr][16 * lh + k] = gel<TY>::cv(0.0f);
         }
         __syncthreads();
         for (int kk = 0; kk < GK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b[2];
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major> a[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major> b[2];
             for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], &sw[32 * wr + 16 * i][kk], GLD);
-            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], &sx[32 * wt + 16 * j][kk], GLD);
-            for (int i = 0; i < 2; i++)
-                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+            for (int p = NS - 1; p >= 0; p--) { // (the small parts first)
+                for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], &sx[p][32 * wt + 16 * j][kk], GLD);
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+            }
         }
         __syncthreads();
     }
