@@ -282,20 +282,27 @@ static void free_pieces(pieces *p) {
     free(p->piece), free(p->len);
 }
 
+// UTF-8 characters of s
+static size_t chars(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 // schema B's own check (the subset it uses)
 static int valid_b(const cJSON *j) {
     if (!cJSON_IsObject(j)) return 0;
     const cJSON *x;
     int seen = 0;
     cJSON_ArrayForEach(x, j) {
-        if (!strcmp(x->string, "name")) { if (!cJSON_IsString(x)) return 0; seen |= 1; }
+        if (!strcmp(x->string, "name")) { if (!cJSON_IsString(x) || chars(x->valuestring) > 12) return 0; seen |= 1; }
         else if (!strcmp(x->string, "age")) { if (!cJSON_IsNumber(x) || x->valuedouble != (double)(long long)x->valuedouble) return 0; seen |= 2; }
         else if (!strcmp(x->string, "color")) {
             if (!cJSON_IsString(x) || (strcmp(x->valuestring, "red") && strcmp(x->valuestring, "green"))) return 0;
         } else if (!strcmp(x->string, "tags")) {
             if (!cJSON_IsArray(x) || cJSON_GetArraySize(x) > 3) return 0;
             const cJSON *t;
-            cJSON_ArrayForEach(t, x) if (!cJSON_IsString(t) || strlen(t->valuestring) > 8) return 0; // (bytes >= characters)
+            cJSON_ArrayForEach(t, x) if (!cJSON_IsString(t) || chars(t->valuestring) > 8) return 0;
         } else if (!strcmp(x->string, "ok")) { if (!cJSON_IsBool(x)) return 0; }
         else return 0;
     }
@@ -471,6 +478,26 @@ static void test_tokens(const char *path, int full) {
     CHECK(infer_grammar_from_json_schema(m, "{\"type\":\"string\",\"pattern\":\"a\"}", &g) == INFER_ERR_UNSUPPORTED &&
               strstr(infer_last_error(), "pattern") && !g, "pattern: %s", infer_last_error());
     CHECK(infer_grammar_from_gbnf(m, "root ::= x\n", NULL, &g) == INFER_ERR_ARG && !g, "undefined rule: %s", infer_last_error());
+    // the mask's worst case: inside a string, where most tokens may come (the first mask fills the memo)
+    if (!infer_grammar_from_json_schema(m, "{\"type\":\"string\"}", &g)) {
+        int32_t *ids = NULL;
+        int n = 0, V = infer_model_n_vocab(m), n_ok = 0;
+        float *lg = malloc(sizeof *lg * (size_t)V);
+        if (!infer_tokenize(m, "\"a", 2, 0, 0, &ids, &n))
+            for (int i = 0; i < n; i++) infer_grammar_accept(g, ids[i]);
+        double first = 0, t = 0;
+        for (int r = 0; r < 11; r++) {
+            for (int i = 0; i < V; i++) lg[i] = 0;
+            double t0 = now_ms();
+            n_ok = infer_grammar_mask(g, lg);
+            if (r) t += now_ms() - t0;
+            else first = now_ms() - t0;
+        }
+        printf("  inside a string: %d of %d tokens allowed, mask %.2f ms (the first %.2f ms)\n", n_ok, V, t / 10, first);
+        CHECK(n_ok > V / 2, "inside a string most tokens may come (%d of %d)", n_ok, V);
+        free(lg), free(ids);
+        infer_grammar_free(g);
+    }
     pieces pc = get_pieces(m);
     walks(m, &pc, NULL, valid_object, full ? 8 : 3, 3);
     walks(m, &pc, g_schema_b, valid_b, full ? 8 : 3, 12);

@@ -214,8 +214,7 @@ infer_status tokenizer_piece(const tokenizer *t, int32_t id, char **text, size_t
     buf b = {0};
     infer_status st = put(&b, "", 0);
     int ty = t->type[id];
-    int special = ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_UNKNOWN || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNUSED ||
-                  ty == TOK_TYPE_UNDEFINED;
+    int special = ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_UNKNOWN || ty == TOK_TYPE_UNUSED || ty == TOK_TYPE_UNDEFINED;
     if (!st && !special) st = t->flavor == TOK_FLAVOR_LLAMACPP ? piece_llamacpp(t, id, &b) : decode_one_hf(t, id, 0, &b);
     if (st) { free(b.v); return st; }
     *text = b.v;
