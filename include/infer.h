@@ -390,6 +390,32 @@ INFER_API void infer_sampler_free(infer_sampler *s);
 // penalties). Does not modify logits.
 INFER_API int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *history, int n_history);
 
+// ---------------------------------------------------------------------------
+// Constrained generation: a grammar the generated text must match (as
+// llama.cpp's grammars: GBNF, or a JSON Schema compiled to one). The text is
+// the tokens' decoded bytes, one after another; control and other special
+// tokens never match, end-of-generation tokens only where the text may end.
+
+typedef struct infer_grammar infer_grammar;
+// schema: JSON Schema text, or NULL for any JSON object (response_format
+// json_object). INFER_ERR_UNSUPPORTED names a keyword the compiler does not
+// handle (e.g. "pattern"), INFER_ERR_ARG a malformed schema.
+INFER_API infer_status infer_grammar_from_json_schema(infer_model *model, const char *schema, infer_grammar **out);
+// gbnf: llama.cpp's grammar text; root: the start rule (NULL: "root").
+INFER_API infer_status infer_grammar_from_gbnf(infer_model *model, const char *gbnf, const char *root, infer_grammar **out);
+INFER_API void infer_grammar_free(infer_grammar *g);
+// Sets to -INFINITY the logits (n_vocab) of tokens that cannot continue the
+// text; returns how many tokens remain (0: none can, the grammar is stuck).
+INFER_API int infer_grammar_mask(infer_grammar *g, float *logits);
+// 1 if `token` may come next (cheap: check the sampled token first, mask
+// only when it is rejected, as llama.cpp does).
+INFER_API int infer_grammar_allows(infer_grammar *g, int32_t token);
+// Advances past a generated token (INFER_ERR_ARG if it is not allowed).
+INFER_API infer_status infer_grammar_accept(infer_grammar *g, int32_t token);
+// 1 when the text so far is a complete match and nothing but
+// end-of-generation may follow.
+INFER_API int infer_grammar_complete(const infer_grammar *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "inference/grammar.h"
 #include "base/error.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -61,6 +62,7 @@ void infer_model_free(infer_model *m) {
     free(m->walk);
     vindex_close(m->vx);
     tokenizer_free(m->tok);
+    grammar_vocab_free(m->gvocab);
     free(m->chat_tmpl);
     model_release(m);
     pthread_mutex_destroy(&m->lazy_mu);

@@ -7,6 +7,7 @@
 #include "models/gguf.h"
 #include "base/error.h"
 #include "inference/chat.h"
+#include "inference/grammar.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -61,6 +62,19 @@ infer_status infer_detokenize(infer_model *m, const int32_t *ids, int n, int ski
     infer_status st = get_tok(m, &t);
     if (st) return st;
     return tokenizer_decode(t, ids, n < 0 ? 0 : (size_t)n, skip_special != 0, text, len);
+}
+
+// The grammar's view of the vocabulary, made once whichever thread asks first.
+infer_status model_grammar_vocab(infer_model *m, const gvocab **out) {
+    int32_t eog[16];
+    int n_eog = infer_model_eog(m, eog, 16);
+    pthread_mutex_lock(&m->lazy_mu);
+    tokenizer *t;
+    infer_status st = get_tok_locked(m, &t);
+    if (!st && !m->gvocab) st = grammar_vocab_build(t, eog, n_eog, &m->gvocab);
+    *out = m->gvocab;
+    pthread_mutex_unlock(&m->lazy_mu);
+    return st;
 }
 
 int infer_model_eog(infer_model *m, int32_t *ids, int max) {

@@ -46,7 +46,8 @@ struct infer_model {
     int tok_loaded;                          // 1 once built
     char *chat_tmpl;                         // a checkpoint's chat template (HF directories)
     int chat_tmpl_loaded;
-    pthread_mutex_t lazy_mu;                 // guards the four fields above (contexts on many threads)
+    struct gvocab *gvocab;                   // the vocabulary's trie for grammars, built on first use (inference/grammar.c)
+    pthread_mutex_t lazy_mu;                 // guards the five fields above (contexts on many threads)
     char *path;
     double load_seconds;
     const tensor *tok_embd;                  // (n_vocab, n_embd)

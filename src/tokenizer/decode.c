@@ -206,3 +206,18 @@ infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, 
     *len = b.n;
     return INFER_OK;
 }
+
+infer_status tokenizer_piece(const tokenizer *t, int32_t id, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    if (id < 0 || id >= t->n) return fail(INFER_ERR_ARG, "tokenizer: piece: id %d outside [0, %d)", id, t->n);
+    buf b = {0};
+    infer_status st = put(&b, "", 0);
+    int ty = t->type[id];
+    int special = ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_UNKNOWN || ty == TOK_TYPE_UNUSED || ty == TOK_TYPE_UNDEFINED;
+    if (!st && !special) st = t->flavor == TOK_FLAVOR_LLAMACPP ? piece_llamacpp(t, id, &b) : decode_one_hf(t, id, 0, &b);
+    if (st) { free(b.v); return st; }
+    *text = b.v;
+    *len = b.n;
+    return INFER_OK;
+}

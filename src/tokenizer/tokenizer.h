@@ -167,6 +167,12 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len,
 infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n,
                               bool skip_special, char **text, size_t *len);
 
+// One token's bytes as they appear inside a decoded text (not as the first
+// token: no space prefix dropped, no spaces cleaned up), malloc'd; nothing
+// for control, unknown and unused tokens (constrained generation never
+// picks them). User-defined tokens are text (Gemma's "\n", runs of spaces).
+infer_status tokenizer_piece(const tokenizer *t, int32_t id, char **text, size_t *len);
+
 int32_t tokenizer_n_vocab(const tokenizer *t);
 tok_kind tokenizer_kind(const tokenizer *t);
 // Token ids of BOS, EOS, end-of-turn, padding, unknown; -1 when absent.

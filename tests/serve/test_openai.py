@@ -1,6 +1,7 @@
 """infer serve through PyPI's `openai` client: chat and completions, streamed
 and not, models, and an error as the client raises it. usage:
 test_openai.py BASE_URL"""
+import json
 import sys
 
 import openai
@@ -45,4 +46,85 @@ try:
     check(False, "temperature 5 accepted")
 except openai.BadRequestError as e:
     check(e.status_code == 400 and "temperature" in str(e), f"the error as the client sees it: {e}")
+
+# response_format: JSON by grammar-constrained sampling
+person = {"type": "object", "additionalProperties": False, "required": ["name", "age", "city"],
+          "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer"},
+                         "city": {"enum": ["Paris", "London", "Rome"]}, "retired": {"type": "boolean"},
+                         "pets": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}}}
+
+
+def valid(v, s):
+    """v against schema s (the subset used here)"""
+    if "enum" in s:
+        return v in s["enum"]
+    t = s.get("type")
+    if t == "object":
+        props = s.get("properties", {})
+        return (isinstance(v, dict) and all(k in v for k in s.get("required", [])) and
+                (s.get("additionalProperties", True) is not False or all(k in props for k in v)) and
+                all(valid(v[k], props[k]) for k in v if k in props))
+    if t == "array":
+        return (isinstance(v, list) and s.get("minItems", 0) <= len(v) <= s.get("maxItems", len(v)) and
+                all(valid(x, s.get("items", {})) for x in v))
+    if t == "string":
+        return isinstance(v, str) and len(v) <= s.get("maxLength", len(v))
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "boolean":
+        return isinstance(v, bool)
+    return t is None
+
+
+def parsed(text):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": person, "strict": True}}
+pm = [{"role": "user", "content": "Invent a person who lives in a European capital. Answer in JSON."}]
+answers = []
+for kw in (dict(temperature=0), dict(temperature=0.8, seed=7), dict(temperature=0.8, seed=8)):
+    r = client.chat.completions.create(model="any", messages=pm, response_format=rf, max_tokens=300, **kw)
+    out = r.choices[0].message.content
+    check(valid(parsed(out), person) and r.choices[0].finish_reason == "stop", f"json_schema {kw}: {out!r} ({r.choices[0].finish_reason})")
+    answers.append(out)
+parts = [c.delta.content or "" for ch in client.chat.completions.create(model="any", messages=pm, response_format=rf, max_tokens=300,
+                                                                         temperature=0, stream=True) for c in ch.choices]
+check("".join(parts) == answers[0], f"json_schema streamed: {''.join(parts)!r} vs {answers[0]!r}")
+r = client.chat.completions.create(model="any", messages=pm, response_format=rf, max_tokens=300, temperature=0.8, seed=9,
+                                   logprobs=True, top_logprobs=3)
+ents = r.choices[0].logprobs.content
+check(valid(parsed(r.choices[0].message.content), person) and len(ents) >= r.usage.completion_tokens - 1 and
+      all(e.logprob <= 0 and all(t.logprob > -1e30 for t in e.top_logprobs) for e in ents),
+      f"json_schema with logprobs (of the masked distribution): {r.choices[0].message.content!r}")
+r = client.chat.completions.create(model="any", messages=[{"role": "user", "content": "List three fruits and their colors as a JSON object."}],
+                                   response_format={"type": "json_object"}, max_tokens=300, temperature=0)
+v = parsed(r.choices[0].message.content)
+check(isinstance(v, dict) and r.choices[0].finish_reason == "stop", f"json_object: {r.choices[0].message.content!r}")
+c = client.completions.create(model="any", prompt="The capital of France, as JSON:", temperature=0, max_tokens=100,
+                              extra_body={"json_schema": {"type": "object", "properties": {"capital": {"type": "string", "maxLength": 30}},
+                                                          "required": ["capital"]}})
+v = parsed(c.choices[0].text)
+check(isinstance(v, dict) and isinstance(v.get("capital"), str) and list(v) == ["capital"], f"completions with json_schema: {c.choices[0].text!r}")
+c = client.completions.create(model="any", prompt="Is Paris in France? Answer:", temperature=0.8, seed=3, max_tokens=10,
+                              extra_body={"grammar": 'root ::= " " ("yes" | "no") "."'})
+check(c.choices[0].text in (" yes.", " no.") and c.choices[0].finish_reason == "stop", f"completions with a GBNF grammar: {c.choices[0].text!r}")
+for bad_rf, want in (({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a"}}}, "pattern"),
+                     ({"type": "json_schema", "json_schema": {"name": "x"}}, "schema"),
+                     ({"type": "json_schema"}, "json_schema"),
+                     ({"type": "xml"}, "type"),
+                     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array", "maxItems": 100000}}}, "maxItems")):
+    try:
+        client.chat.completions.create(model="any", messages=pm, response_format=bad_rf, max_tokens=5)
+        check(False, f"response_format {bad_rf} accepted")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and e.param == "response_format" and want in str(e), f"response_format {bad_rf}: {e}")
+try:
+    client.completions.create(model="any", prompt="x", max_tokens=5, extra_body={"grammar": "root ::= undefined"})
+    check(False, "a grammar with an undefined rule accepted")
+except openai.BadRequestError as e:
+    check(e.status_code == 400 and e.param == "grammar" and "undefined" in str(e), f"bad grammar: {e}")
 report("openai")

@@ -31,24 +31,68 @@ static const char *g_usage =
     "  -t, --threads N        threads (default 1)\n"
     "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU)\n"
     "      --ignore-eos       do not stop at end-of-generation tokens\n"
+    "      --json             the output is a JSON object (grammar-constrained sampling)\n"
+    "      --json-schema S    the output is JSON valid against schema S: its text ({...}) or a file holding it\n"
+    "      --grammar FILE     the output matches the GBNF grammar in FILE (llama.cpp's format, rule root)\n"
     "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
     "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
     "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
 
-enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS };
+enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPTS_SAMPLING,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
     {"n-predict", required_argument, NULL, 'n'},
     {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"json-schema", required_argument, NULL, OPT_JSON_SCHEMA},
+    {"grammar", required_argument, NULL, OPT_GRAMMAR},
     {0},
 };
 
+// A whole file, NUL-terminated (malloc'd), or NULL.
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t n = 0, cap = 4096;
+    char *s = malloc(cap);
+    for (size_t k; s && (k = fread(s + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            char *p = realloc(s, cap *= 2);
+            if (!p) free(s);
+            s = p;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = 0;
+    return s;
+}
+
+// The grammar of --json, --json-schema or --grammar (NULL: none, or *failed).
+static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, const char *gbnf_file, int *failed) {
+    infer_grammar *g = NULL;
+    char *text = NULL;
+    infer_status st = INFER_OK;
+    *failed = 0;
+    if (schema) {
+        text = schema[0] == '{' ? strdup(schema) : read_text(schema);
+        if (!text) { *failed = 1; cli_error("run: --json-schema %s: cannot read it", schema); return NULL; }
+        st = infer_grammar_from_json_schema(m, text, &g);
+    } else if (gbnf_file) {
+        if (!(text = read_text(gbnf_file))) { *failed = 1; cli_error("run: --grammar %s: cannot read it", gbnf_file); return NULL; }
+        st = infer_grammar_from_gbnf(m, text, NULL, &g);
+    } else if (json) st = infer_grammar_from_json_schema(m, NULL, &g);
+    free(text);
+    if (st) *failed = 1, cli_error("run: %s", infer_last_error());
+    return g;
+}
+
 int cmd_run(int argc, char **argv) {
-    const char *ids_s = NULL, *prompt = NULL, *device = NULL;
+    const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL;
     long n_new = 128;
-    int ignore_eos = 0, opt;
+    int ignore_eos = 0, json = 0, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
     while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:", g_opts)) > 0) {
@@ -59,6 +103,9 @@ int cmd_run(int argc, char **argv) {
             if ((n_new = cli_parse_count("-n", optarg, 1 << 24)) < 0) return 1;
             break;
         case OPT_IGNORE_EOS: ignore_eos = 1; break;
+        case OPT_JSON: json = 1; break;
+        case OPT_JSON_SCHEMA: schema = optarg; break;
+        case OPT_GRAMMAR: gbnf_file = optarg; break;
         case OPT_DEVICE: device = optarg; break;
         }
     }
@@ -69,6 +116,7 @@ int cmd_run(int argc, char **argv) {
     infer_sampling sp = o.sampling;
     if (!prompt && !ids_s) return cli_error("run: no prompt given (-p TEXT or --ids 1,2,3)");
     if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
+    if (json + !!schema + !!gbnf_file > 1) return cli_error("run: give one of --json, --json-schema and --grammar");
     if (!model && !(model = cli_default_model())) return 1;
 
     int rc = 1, n = 0;
@@ -76,7 +124,8 @@ int cmd_run(int argc, char **argv) {
     infer_model *m = NULL;
     infer_ctx *c = NULL;
     infer_sampler *smp = NULL;
-    float *logits = NULL;
+    infer_grammar *g = NULL;
+    float *logits = NULL, *masked = NULL;
     char *text = NULL;
     double t0 = cli_now();
     if (infer_model_load(model, &m)) { cli_error("%s", infer_last_error()); goto done; }
@@ -91,12 +140,14 @@ int cmd_run(int argc, char **argv) {
         cli_error("%s", infer_last_error());
         goto done;
     }
-    int V = infer_model_n_vocab(m);
+    int V = infer_model_n_vocab(m), failed;
+    if (!(g = run_grammar(m, json, schema, gbnf_file, &failed)) && failed) goto done;
     int32_t eog[8];
     int n_eog = ignore_eos ? 0 : (prompt ? infer_model_eog(m, eog, 8) : infer_model_eos(m, eog, 8));
     logits = malloc(sizeof(float) * (size_t)V);
+    masked = malloc(sizeof(float) * (size_t)V);
     hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1));
-    if (!logits || !hist) { cli_error("out of memory"); goto done; }
+    if (!logits || !masked || !hist) { cli_error("out of memory"); goto done; }
     memcpy(hist, ids, sizeof(int32_t) * (size_t)n);
     double t1 = cli_now();
     if (infer_eval(c, ids, n, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
@@ -105,9 +156,15 @@ int cmd_run(int argc, char **argv) {
     size_t printed = 0;
     while (gen < n_new) {
         int32_t tok = infer_sample(smp, logits, hist, n + gen);
+        if (g && !infer_grammar_allows(g, tok)) { // drawn again from the logits the grammar allows
+            memcpy(masked, logits, sizeof(float) * (size_t)V);
+            if (!infer_grammar_mask(g, masked)) break;
+            tok = infer_sample(smp, masked, hist, n + gen);
+        }
         int stop = 0;
         for (int k = 0; k < n_eog; k++) stop |= tok == eog[k];
         if (stop) break;
+        if (g && infer_grammar_accept(g, tok)) { cli_error("%s", infer_last_error()); goto done; }
         hist[n + gen++] = tok;
         if (prompt) {
             // print what the new token completes; hold back a split UTF-8 character
@@ -121,7 +178,7 @@ int cmd_run(int argc, char **argv) {
             printf("%s%d", gen > 1 ? "," : "", tok);
         }
         fflush(stdout);
-        if (gen == n_new) break;
+        if (gen == n_new || (g && infer_grammar_complete(g))) break;
         if (infer_eval(c, &tok, 1, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
     }
     if (prompt && text) {
@@ -136,7 +193,9 @@ int cmd_run(int argc, char **argv) {
 done:
     free(text);
     free(logits);
+    free(masked);
     free(hist);
+    infer_grammar_free(g);
     free(ids);
     infer_sampler_free(smp);
     infer_ctx_free(c);

@@ -164,14 +164,10 @@ typedef struct {
 } gen_opts;
 
 static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx, int chat) {
-    static const char *const unsupported[] = {"tools", "tool_choice", "functions", "logit_bias", "response_format",
-                                              "grammar", "json_schema"};
+    static const char *const unsupported[] = {"tools", "tool_choice", "functions", "logit_bias"};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, unsupported[i]);
-        if (f && !cJSON_IsNull(f) && !cJSON_IsFalse(f) && !(cJSON_IsObject(f) && !f->child) &&
-            !(!strcmp(unsupported[i], "response_format") && cJSON_IsObject(f) &&
-              cJSON_IsString(cJSON_GetObjectItemCaseSensitive(f, "type")) &&
-              !strcmp(cJSON_GetObjectItemCaseSensitive(f, "type")->valuestring, "text")))
+        if (f && !cJSON_IsNull(f) && !cJSON_IsFalse(f) && !(cJSON_IsObject(f) && !f->child))
             bad(k, unsupported[i], "'%s' is unsupported by this server", unsupported[i]);
     }
     double n = 1;
@@ -236,7 +232,57 @@ static void common_fields(check *k, const cJSON *o, gen_opts *g, int n_ctx, int 
     }
 }
 
+// The grammar the text must match, compiled here (a bad schema fails before
+// the queue): response_format {"type": "json_object"} (any object; with
+// llama-server's "schema", that schema) or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict"}} (OpenAI's), or llama-server's
+// "json_schema" (a schema) and "grammar" (GBNF text). "strict" changes
+// nothing: the output always matches the schema.
+static void grammar_field(check *k, server *sv, const cJSON *o, gen_opts *g) {
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "response_format"), *js = cJSON_GetObjectItemCaseSensitive(o, "json_schema"),
+                *gr = cJSON_GetObjectItemCaseSensitive(o, "grammar"), *schema = NULL;
+    const char *param = NULL, *gbnf = NULL;
+    int any_object = 0;
+    if (rf && !cJSON_IsNull(rf)) {
+        const cJSON *ty = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        param = "response_format";
+        if (!cJSON_IsString(ty)) { bad(k, param, "'response_format' must be an object with a string 'type'"); return; }
+        if (!strcmp(ty->valuestring, "text")) param = NULL;
+        else if (!strcmp(ty->valuestring, "json_object")) {
+            schema = cJSON_GetObjectItemCaseSensitive(rf, "schema");
+            if (schema && !cJSON_IsNull(schema) && !cJSON_IsObject(schema)) { bad(k, param, "'response_format.schema' must be an object"); return; }
+            if (!cJSON_IsObject(schema)) schema = NULL, any_object = 1;
+        } else if (!strcmp(ty->valuestring, "json_schema")) {
+            const cJSON *w = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+            schema = cJSON_IsObject(w) ? cJSON_GetObjectItemCaseSensitive(w, "schema") : NULL;
+            if (!cJSON_IsObject(w)) { bad(k, param, "'response_format.json_schema' must be an object {\"name\", \"schema\", \"strict\"}"); return; }
+            if (!cJSON_IsObject(schema)) { bad(k, param, "'response_format.json_schema.schema' must be a JSON Schema object"); return; }
+        } else {
+            bad(k, param, "'response_format.type' must be text, json_object or json_schema (got '%.40s')", ty->valuestring);
+            return;
+        }
+    }
+    if (js && !cJSON_IsNull(js)) {
+        if (param) { bad(k, "json_schema", "give one of 'response_format', 'json_schema' and 'grammar'"); return; }
+        if (!cJSON_IsObject(js)) { bad(k, "json_schema", "'json_schema' must be a JSON Schema object"); return; }
+        param = "json_schema", schema = js;
+    }
+    if (gr && !cJSON_IsNull(gr)) {
+        if (param) { bad(k, "grammar", "give one of 'response_format', 'json_schema' and 'grammar'"); return; }
+        if (!cJSON_IsString(gr)) { bad(k, "grammar", "'grammar' must be a string of GBNF"); return; }
+        param = "grammar", gbnf = gr->valuestring;
+    }
+    if (!param || k->status) return;
+    char *text = schema ? cJSON_PrintUnformatted(schema) : NULL;
+    infer_status st = gbnf ? infer_grammar_from_gbnf(sv->m, gbnf, NULL, &g->r.grammar)
+                    : text || any_object ? infer_grammar_from_json_schema(sv->m, text, &g->r.grammar) : INFER_ERR_NOMEM;
+    free(text);
+    if (st == INFER_ERR_NOMEM) k->status = 500, snprintf(k->msg, sizeof k->msg, "%s", infer_last_error());
+    else if (st) bad(k, param, "'%s': %s", param, infer_last_error());
+}
+
 static void gen_free(gen_opts *g) {
+    infer_grammar_free(g->r.grammar);
     free(g->r.prompt);
     for (int i = 0; i < g->r.n_stop; i++) free(g->r.stop[i]);
     free(g->r.stop);
@@ -629,6 +675,7 @@ static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, reque
     g.r.sampling = infer_sampling_default();
     g.r.sampling.seed = cli_seed();
     common_fields(&k, o, &g, sv->n_ctx, chat);
+    if (!k.status) grammar_field(&k, sv, o, &g);
     if (chat) {
         char *prompt = k.status ? NULL : chat_prompt(&k, sv, o);
         if (prompt) tokenize_prompt(&k, sv, prompt, 0, &g);

@@ -24,6 +24,7 @@ typedef struct {
     int n_stop;
     int top_logprobs;         // -1: no log-probabilities; else each token's and its top n (n <= 20)
     int ignore_eos;           // generate past end-of-generation tokens (llama-server's ignore_eos, for benchmarks)
+    infer_grammar *grammar;   // or NULL: the text must match it, and ends ("stop") when complete (the task takes it)
 } serve_request;
 
 // A generated token's log-probability under the model (its logits'

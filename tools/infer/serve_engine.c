@@ -50,6 +50,7 @@ struct serve_engine {
     infer_batch *batch;
     int32_t eog[16];
     int n_eog;
+    float *masked;      // (V) logits under a grammar (the slot's stay as the model gave them)
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -57,6 +58,7 @@ struct serve_engine {
 };
 
 static void task_free(serve_task *t) {
+    infer_grammar_free(t->req.grammar);
     free(t->req.prompt);
     for (int i = 0; i < t->req.n_stop; i++) free(t->req.stop[i]);
     free(t->req.stop);
@@ -122,7 +124,8 @@ static void logprob_of(const float *lg, int V, int32_t tok, int n, serve_logprob
     for (int i = 0; i < V; i++) sum += exp((double)lg[i] - mx);
     double lse = mx + log(sum);
     out->id = tok, out->logprob = (float)(lg[tok] - lse), out->n_top = 0;
-    for (int i = 0; i < V; i++) { // insertion into the top n (ties: the lower id first)
+    for (int i = 0; i < V; i++) { // insertion into the top n (ties: the lower id first; none masked out)
+        if (lg[i] == -INFINITY) continue;
         int k = out->n_top;
         if (k == n && (n == 0 || lg[i] <= lg[out->top_id[n - 1]])) continue;
         if (k < n) out->n_top++;
@@ -133,14 +136,41 @@ static void logprob_of(const float *lg, int V, int32_t tok, int n, serve_logprob
     for (int k = 0; k < out->n_top; k++) out->top_logprob[k] = (float)(lg[out->top_id[k]] - lse);
 }
 
-// After the slot's new token: the text so far, a stop string, the limits.
-static void slot_token(serve_engine *e, slot *s, int32_t tok) {
+// The slot's next token (-1: the grammar allows none), and in *lg the logits
+// it was drawn from. Under a grammar (llama.cpp's order): the token drawn
+// from the model's logits when the grammar allows it, else one drawn from
+// the logits masked by the grammar. When log-probabilities are asked for,
+// always the masked ones, so that they are those of what was drawn from.
+static int32_t slot_pick(serve_engine *e, slot *s, const float **lg) {
+    infer_grammar *g = s->t->req.grammar;
+    *lg = s->logits;
+    if (!g) return infer_sample(s->smp, s->logits, s->hist, s->n_hist);
+    if (s->t->req.top_logprobs < 0) {
+        int32_t tok = infer_sample(s->smp, s->logits, s->hist, s->n_hist);
+        if (infer_grammar_allows(g, tok)) return tok;
+    }
+    memcpy(e->masked, s->logits, sizeof(float) * (size_t)e->V);
+    if (!infer_grammar_mask(g, e->masked)) return -1;
+    *lg = e->masked;
+    return infer_sample(s->smp, e->masked, s->hist, s->n_hist);
+}
+
+// After the slot's new token (drawn from logits lg): the text so far, a stop
+// string, the grammar, the limits.
+static void slot_token(serve_engine *e, slot *s, int32_t tok, const float *lg) {
     serve_task *t = s->t;
+    infer_grammar *g = t->req.grammar;
+    if (tok < 0) {
+        if (g && infer_grammar_complete(g)) slot_end(s, "stop", NULL);
+        else slot_end(s, NULL, "the grammar allows no token to continue the text");
+        return;
+    }
     for (int i = 0; i < e->n_eog && !t->req.ignore_eos; i++)
         if (tok == e->eog[i]) { slot_end(s, "stop", NULL); return; }
+    if (g && infer_grammar_accept(g, tok)) { slot_end(s, NULL, infer_last_error()); return; }
     if (t->req.top_logprobs >= 0) {
         serve_logprob lp;
-        logprob_of(s->logits, e->V, tok, t->req.top_logprobs > 20 ? 20 : t->req.top_logprobs, &lp);
+        logprob_of(lg, e->V, tok, t->req.top_logprobs > 20 ? 20 : t->req.top_logprobs, &lp);
         pthread_mutex_lock(&t->mu);
         if (t->n_lp == t->cap_lp) {
             int cap = t->cap_lp ? 2 * t->cap_lp : 64;
@@ -167,9 +197,11 @@ static void slot_token(serve_engine *e, slot *s, int32_t tok) {
         return;
     }
     int full = (t->req.max_tokens > 0 && s->n_gen >= t->req.max_tokens) || infer_ctx_n_past(s->ctx) + 1 >= e->n_ctx;
-    task_publish(t, text, full ? len : serve_visible(text, len, t->req.stop, t->req.n_stop));
+    int matched = g && infer_grammar_complete(g); // (only end-of-generation may follow: it need not be waited for)
+    task_publish(t, text, full || matched ? len : serve_visible(text, len, t->req.stop, t->req.n_stop));
     free(text);
-    if (full) slot_end(s, "length", NULL);
+    if (matched) slot_end(s, "stop", NULL);
+    else if (full) slot_end(s, "length", NULL);
 }
 
 // The slot takes the task, keeping the `shared` first prompt tokens its
@@ -257,7 +289,9 @@ static void step(serve_engine *e) {
             if (s->n_fed < s->t->req.n_prompt) continue;
             s->generating = 1;
         }
-        slot_token(e, s, infer_sample(s->smp, s->logits, s->hist, s->n_hist));
+        const float *lg;
+        int32_t tok = slot_pick(e, s, &lg);
+        slot_token(e, s, tok, lg);
     }
 }
 
@@ -319,6 +353,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
              (e->s[i].logits = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx);
+    if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     if (ok) ok = !infer_batch_new(m, &e->batch);
     if (ok) {
         pthread_mutex_init(&e->mu, NULL);
@@ -330,7 +365,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
         snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
         for (int i = 0; e->s && i < slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits);
         infer_batch_free(e->batch);
-        free(e->s), free(e);
+        free(e->masked), free(e->s), free(e);
         return NULL;
     }
     return e;
@@ -353,6 +388,7 @@ void serve_engine_free(serve_engine *e) {
     infer_batch_free(e->batch);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    free(e->masked);
     free(e->s);
     free(e);
 }
@@ -377,6 +413,7 @@ serve_task *serve_submit(serve_engine *e, serve_request *r) {
         pthread_cond_init(&t->cv, NULL);
     } else {
         serve_request tmp = *r;
+        infer_grammar_free(tmp.grammar);
         free(tmp.prompt);
         for (int i = 0; i < tmp.n_stop; i++) free(tmp.stop[i]);
         free(tmp.stop);
