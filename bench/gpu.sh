@@ -18,7 +18,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/gpu.txt"; }
-dpkg -i device-carry/debs/*.deb >/dev/null 2>&1
+dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
 
 # Decode's share of the copy bandwidth: the file's weight bytes read once a
 # token, times tg t/s, over BW (reads the bench table on stdin).
@@ -30,25 +30,29 @@ bw_fraction() {
     }' | tee -a "$OUT/gpu.txt"
 }
 
+# llama.cpp builds in the background while infer builds and the parity tests run (waited for before any timing)
+if [ "${LLAMA:-0}" = 1 ]; then
+    log "build llama-bench and llama-batched-bench (CUDA), in the background"
+    mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
+    srv=OFF targets="llama-bench llama-batched-bench"
+    [ "${SERVE:-0}" = 1 ] && srv=ON targets="$targets llama-server"
+    ( cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=$srv >/dev/null 2>>"$OUT/llama-build.txt" &&
+        cmake --build /tmp/lcp/build-cuda --target $targets -j16 >/dev/null 2>>"$OUT/llama-build.txt" ) &
+    LLAMA_BUILD=$!
+fi
+
 log "build infer (CUDA)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_SHARED="$PWD/device-carry" 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
 cmake --build build -j16 --target infer_cli test_cuda test_fixtures test_batch >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/gpu.txt"
 
-# llama.cpp builds in the background while the parity tests run (waited for before any timing)
-if [ "${LLAMA:-0}" = 1 ]; then
-    log "build llama-bench and llama-batched-bench (CUDA), in the background"
-    mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
-    ( cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/llama-build.txt" &&
-        cmake --build /tmp/lcp/build-cuda --target llama-bench llama-batched-bench -j16 >/dev/null 2>>"$OUT/llama-build.txt" ) &
-    LLAMA_BUILD=$!
-fi
 
 if [ "${PARITY:-1}" = 1 ]; then
     log "parity: kernels"
     ./build/tests/test_cuda >"$OUT/test_cuda.txt" 2>&1
     grep -v "^ok\|^  ok" "$OUT/test_cuda.txt" | tail -15 | tee -a "$OUT/gpu.txt"
+    INFER_CUDA_MV_GROUP=4 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(groups of 4 tokens) /' | tee -a "$OUT/gpu.txt"
     log "parity: batched decode on the GPU against each sequence alone (test_batch)"
     ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
     grep -E "cuda|checks|differ" "$OUT/test_batch.txt" | tail -20 | tee -a "$OUT/gpu.txt"
@@ -100,20 +104,29 @@ EOF
 )
 log "copy bandwidth: ${BW:-?} GB/s"
 
-log "infer bench"
-B=${BENCH:--p 512 -n 128}
-./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt" | bw_fraction "$M"
-INFER_CUDA_FUSE=0 ./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | sed 's/CUDA/CUDA unfused/' | tee -a "$OUT/gpu.txt"
-./build/infer bench -m $M -t 16 -r 2 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
-
-# SHAPES: "1b 4b" (q4_k_m) or "4b:f16 4b:bf16" (shape:type)
+# SHAPES: "1b 4b" (q4_k_m) or "4b:f16 4b:bf16" (shape:type); made before any timing
 FILES=""
 for st in ${SHAPES:-}; do
     shape=${st%%:*}; type=q4_k_m; [ "$st" != "$shape" ] && type=${st#*:}
     f=/tmp/ckpt/gemma3-$shape-$type.gguf
-    log "infer bench: Gemma 3 $shape shape (infer synth, $type)"
+    log "checkpoint: infer synth, Gemma 3 $shape shape, $type"
     ./build/infer synth --shape $shape --type $type -o $f >>"$OUT/log.txt" 2>&1 || { log "synth $shape $type failed"; continue; }
     FILES="$FILES $f"
+done
+if [ "${LLAMA:-0}" = 1 ]; then # (the timings below on an idle machine)
+    wait $LLAMA_BUILD || { log "llama.cpp build failed"; tail -5 "$OUT/llama-build.txt"; exit 1; }
+    log "llama.cpp built"
+fi
+
+log "infer bench"
+B=${BENCH:--p 512 -n 128}
+./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt" | bw_fraction "$M"
+if [ "${EXTRA:-1}" = 1 ]; then # (the kernels apart, and the CPU)
+    INFER_CUDA_FUSE=0 ./build/infer bench -m $M --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | sed 's/CUDA/CUDA unfused/' | tee -a "$OUT/gpu.txt"
+    ./build/infer bench -m $M -t 16 -r 2 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt"
+fi
+for f in $FILES; do
+    log "infer bench: $(basename $f)"
     ./build/infer bench -m $f --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt" | bw_fraction $f
 done
 if [ "${GEMM:-0}" = 1 ]; then
@@ -130,10 +143,17 @@ if [ -n "${NPL:-}" ]; then
         log "infer bench --batch $NPL: $(basename $f)"
         ./build/infer bench -m $f --device cuda -r 2 -p 128 -n 128 --batch $NPL 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
     done
+    if [ "${VARIANTS:-0}" = 1 ]; then # (groups of 4 tokens; every pass of 16+ rows on the tensor cores)
+        for f in $BATCHED; do
+            for v in INFER_CUDA_MV_GROUP=4 INFER_CUDA_BATCH_GEMM=1; do
+                log "infer bench --batch $NPL, $v: $(basename $f)"
+                env $v ./build/infer bench -m $f --device cuda -r 2 -p 128 -n 128 --batch $NPL 2>>"$OUT/log.txt" | grep tg | tee -a "$OUT/gpu.txt"
+            done
+        done
+    fi
 fi
 
 if [ "${LLAMA:-0}" = 1 ]; then
-    wait $LLAMA_BUILD || { log "llama.cpp build failed"; tail -5 "$OUT/llama-build.txt"; exit 1; }
     log "llama-bench -ngl 99 -fa 1 on the same files"
     for f in $M $FILES; do
         [ -f "$f" ] && /tmp/lcp/build-cuda/bin/llama-bench -m "$f" -ngl 99 -fa 1 -r 3 $B 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
@@ -145,5 +165,14 @@ if [ "${LLAMA:-0}" = 1 ]; then
                 -npp 128 -ntg 128 -npl $NPL 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
         done
     fi
+fi
+# SERVE=1 (with LLAMA=1): infer serve against llama-server on the GPU, bench/serve-load's scenarios with
+# PARALLEL slots (default 64), on the 270M shape with llama.cpp's SPM vocabulary (so both tokenize text)
+if [ "${SERVE:-0}" = 1 ] && [ "${LLAMA:-0}" = 1 ]; then
+    log "infer serve and llama-server on the GPU"
+    V=/tmp/ckpt/gemma3-270m-spm-q4_k_m.gguf
+    ./build/infer synth --shape 270m --type q4_k_m --vocab-from device-carry/vocab/ggml-vocab-llama-spm.gguf -o $V >>"$OUT/log.txt" 2>&1 &&
+        DEVICE=cuda SERVER=/tmp/lcp/build-cuda/bin/llama-server THREADS=4 PARALLEL=${PARALLEL:-64} CTX=${CTX:-512} \
+            bash bench/serve-compare.sh $V 2>&1 | tee -a "$OUT/gpu.txt"
 fi
 log "done"

@@ -81,6 +81,11 @@ INFER_API const char *infer_ctx_backend(const infer_ctx *ctx);
 // or why none ("NVIDIA H200", "built without CUDA ...", "no CUDA device: ...").
 INFER_API int infer_gpu_count(void);
 INFER_API const char *infer_gpu_status(void);
+// Host memory for logits: page-locked where a GPU is present, so that the
+// GPU's logits land in it at full speed (malloc's otherwise); NULL when none
+// is left. Free it with infer_host_free.
+INFER_API void *infer_host_alloc(size_t bytes);
+INFER_API void infer_host_free(void *p);
 
 // ---------------------------------------------------------------------------
 // Text: the model's tokenizer (GGUF tokenizer.ggml.* metadata, or
@@ -362,6 +367,10 @@ INFER_API int infer_ftype_known(const char *ftype);
 // The model (normally a Hugging Face checkpoint) as llama.cpp's
 // convert_hf_to_gguf.py writes it, matrices in ftype.
 INFER_API infer_status infer_convert_gguf(const infer_model *model, const char *path, const char *ftype);
+// ... with the tokenizer.* metadata of another GGUF (vocab_from; its token
+// count must be the model's), so the file tokenizes text: a vocabulary for
+// `infer synth`'s random weights, or for a checkpoint whose tokenizer is elsewhere.
+INFER_API infer_status infer_convert_gguf_vocab(const infer_model *model, const char *path, const char *ftype, const char *vocab_from);
 // A model loaded from a GGUF file, its matrices re-encoded to ftype as
 // llama-quantize does.
 INFER_API infer_status infer_quantize_gguf(const infer_model *model, const char *path, const char *ftype);

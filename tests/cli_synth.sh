@@ -15,6 +15,19 @@ done
 "$infer" run -m "$tmp/s.gguf" --ids 1,2,3 -n 4 --temp 0 >/dev/null 2>"$tmp/err" || { echo "FAILED: run on synth's file: $(cat "$tmp/err")"; fail=1; }
 ls -a "$tmp" | grep -q infer-synth && { echo "FAILED: synth left its temporary directory"; fail=1; }
 
+# with another GGUF's vocabulary: the file tokenizes text as that vocabulary does
+# (llama.cpp's vocabulary files, from the llama-cpp-python sdist in the cache: fetched if absent)
+vocab=${INFER_CACHE:-$HOME/.cache/infer}/llama.cpp/llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf
+[ -f "$vocab" ] || (cd "$(dirname "$0")/.." && python3 scripts/gen-tokenizer-llamacpp.py --fetch >&2)
+if [ -f "$vocab" ]; then
+    "$infer" synth --shape 270m --layers 1 --vocab-from "$vocab" --type q8_0 -o "$tmp/v.gguf" 2>"$tmp/err" || { echo "FAILED: synth --vocab-from: $(cat "$tmp/err")"; fail=1; }
+    a=$("$infer" tokenize -m "$tmp/v.gguf" "Hello world, a test" 2>&1); b=$("$infer" tokenize -m "$vocab" "Hello world, a test" 2>&1)
+    [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: synth --vocab-from: tokens \"$a\", the vocabulary's own \"$b\""; fail=1; }
+    grep -qF "n_vocab              = 32000" <<<"$("$infer" info -m "$tmp/v.gguf" 2>&1)" || { echo "FAILED: synth --vocab-from: not 32000 tokens"; fail=1; }
+else
+    echo "FAILED: no $vocab"; fail=1
+fi
+
 expect_err() { # message fragment, args...
     local want=$1; shift
     if "$infer" synth "$@" >/dev/null 2>"$tmp/err"; then echo "FAILED: synth $* succeeded"; fail=1;
@@ -25,5 +38,6 @@ expect_err 'unknown --arch "llama"' --arch llama --shape 1b -o "$tmp/x.gguf"
 expect_err '-o OUT.gguf is required' --shape 1b
 expect_err 'exceeds the 270m shape' --shape 270m --layers 99 -o "$tmp/x.gguf"
 expect_err '--vocab must be at least 256' --shape 1b --vocab 10 -o "$tmp/x.gguf"
+expect_err 'synth: --vocab-from' --shape 1b --vocab-from /nonexistent.gguf -o "$tmp/x.gguf"
 [ $fail = 0 ] && echo "cli_synth: ok"
 exit $fail

@@ -328,3 +328,21 @@ const char *infer_gpu_status(void) {
     cuda_close(d);
     return name;
 }
+
+// Each block: a 64-byte header saying how it was made (1: page-locked), then the bytes.
+enum { HOST_HDR = 64 };
+void *infer_host_alloc(size_t bytes) {
+    if (bytes > SIZE_MAX - HOST_HDR) return NULL;
+    unsigned char *p = cuda_device_count() > 0 ? cuda_host_alloc(bytes + HOST_HDR) : NULL;
+    int pinned = p != NULL;
+    if (!p && !(p = malloc(bytes + HOST_HDR))) return NULL;
+    p[0] = (unsigned char)pinned;
+    return p + HOST_HDR;
+}
+
+void infer_host_free(void *ptr) {
+    if (!ptr) return;
+    unsigned char *p = (unsigned char *)ptr - HOST_HDR;
+    if (p[0]) cuda_host_free(p);
+    else free(p);
+}

@@ -33,6 +33,10 @@ infer_status infer_convert_gguf(const infer_model *m, const char *path, const ch
     return gguf_convert_mix(m, path, ftype);
 }
 
+infer_status infer_convert_gguf_vocab(const infer_model *m, const char *path, const char *ftype, const char *vocab_from) {
+    return gguf_convert_mix_vocab(m, path, ftype, vocab_from);
+}
+
 infer_status infer_quantize_gguf(const infer_model *m, const char *path, const char *ftype) {
     return gguf_quantize(m, path, ftype);
 }

@@ -102,6 +102,7 @@ typedef struct {
     int type;
     quant_mix *mix;     // a named mix (q4_k_m, ...) picks per tensor; NULL: every matrix is `type`
     gguf_convert_opts o;
+    gguf_file *vocab;   // o.vocab_from, opened
     rows_src **srcs;
     int n_srcs, cap_srcs;
     infer_status st;
@@ -333,6 +334,11 @@ static void put_metadata(conv *c, const char *a, const char *name) {
         SET(gguf_set_u32(c->w, key(a, "embedding_length_per_layer_input"), (uint32_t)cf->ple_dim));
         SET(gguf_set_u32(c->w, key(a, "attention.shared_kv_layers"), (uint32_t)cf->n_kv_shared));
     }
+    if (c->vocab) { // another GGUF's vocabulary: its tokenizer.* keys as they are
+        for (uint64_t i = 0; i < c->vocab->n_kv; i++)
+            if (!strncmp(c->vocab->keys[i], "tokenizer.", 10)) SET(gguf_set_value(c->w, c->vocab->keys[i], &c->vocab->vals[i]));
+        return;
+    }
     // No vocabulary yet: convert_hf_to_gguf.py's _set_vocab_none. llama.cpp
     // then makes <arch>.vocab_size dummy tokens, so token ids still work.
     SET(gguf_set_str(c->w, "tokenizer.ggml.model", "none"));
@@ -446,10 +452,22 @@ static infer_status convert(const infer_model *m, const char *out_path, int type
     if (cf->from_gguf) return fail(INFER_ERR_UNSUPPORTED, "convert: the source is already a GGUF file");
     const dtype_traits *tr = dtype_get(type);
     if (!tr || !tr->from_float) return fail(INFER_ERR_UNSUPPORTED, "convert: no encoder for type %d yet", type);
-    conv c = {m, gguf_writer_new(), type, mix, {0}, NULL, 0, 0, INFER_OK};
+    conv c = {m, gguf_writer_new(), type, mix, {0}, NULL, NULL, 0, 0, INFER_OK};
     if (!c.w) return fail(INFER_ERR_NOMEM, "out of memory");
     if (o) c.o = *o;
     if (c.o.skip_ffn && cf->n_expert) { gguf_writer_free(c.w); return fail(INFER_ERR_UNSUPPORTED, "convert: leaving out the FFN of a mixture of experts"); }
+    if (c.o.vocab_from) {
+        const gguf_value *tok;
+        if ((c.st = gguf_open(&c.vocab, c.o.vocab_from)) == INFER_OK &&
+            (c.st = gguf_get_arr(c.vocab, "tokenizer.ggml.tokens", GGUF_STRING, &tok)) == INFER_OK && tok->n != (uint64_t)cf->n_vocab)
+            c.st = fail(INFER_ERR_ARG, "convert: %s has a vocabulary of %llu tokens, the model %d", c.o.vocab_from,
+                        (unsigned long long)tok->n, cf->n_vocab);
+        if (c.st) {
+            gguf_close(c.vocab);
+            gguf_writer_free(c.w);
+            return c.st;
+        }
+    }
 
     const char *base = strrchr(m->path, '/');
     base = base && base[1] ? base + 1 : m->path;
@@ -477,6 +495,7 @@ static infer_status convert(const infer_model *m, const char *out_path, int type
     }
     free(c.srcs);
     gguf_writer_free(c.w);
+    gguf_close(c.vocab);
     return c.st;
 }
 
@@ -486,10 +505,15 @@ infer_status gguf_convert_part(const infer_model *m, const char *out_path, const
     return convert(m, out_path, DT_F16, NULL, o);
 }
 
-infer_status gguf_convert_mix(const infer_model *m, const char *out_path, const char *mix_name) {
+infer_status gguf_convert_mix_vocab(const infer_model *m, const char *out_path, const char *mix_name, const char *vocab_from) {
     quant_mix mix;
     int tied = !m->output.w || m->output.w == m->tok_embd;
     if (!quant_mix_init(&mix, mix_name, m->cfg.n_layer, m->cfg.n_expert, tied))
         return fail(INFER_ERR_ARG, "convert: unknown type \"%s\" (%s)", mix_name, quant_mix_names());
-    return convert(m, out_path, mix.base, &mix, NULL);
+    gguf_convert_opts o = {.vocab_from = vocab_from};
+    return convert(m, out_path, mix.base, &mix, &o);
+}
+
+infer_status gguf_convert_mix(const infer_model *m, const char *out_path, const char *mix_name) {
+    return gguf_convert_mix_vocab(m, out_path, mix_name, NULL);
 }

@@ -69,7 +69,7 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
     for (int i = 0; i < n_batch; i++) Bmax = batch[i] > Bmax ? batch[i] : Bmax;
     infer_ctx **c = calloc((size_t)Bmax, sizeof *c);
     int32_t *ids = malloc(sizeof *ids * ((size_t)Bmax * n_pp + 1));
-    float *logits = malloc(sizeof(float) * (size_t)Bmax * V);
+    float *logits = infer_host_alloc(sizeof(float) * (size_t)Bmax * V); // (page-locked with a GPU: as llama.cpp's output buffer)
     double *pp = malloc(sizeof *pp * (size_t)reps), *tg = malloc(sizeof *tg * (size_t)reps);
     infer_batch *b = NULL;
     if (!c || !ids || !logits || !pp || !tg) rc = cli_error("out of memory");
@@ -113,7 +113,8 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
     if (!rc && json) printf("\n]\n");
     for (int i = 0; c && i < Bmax; i++) infer_ctx_free(c[i]);
     infer_batch_free(b);
-    free(c), free(ids), free(logits), free(pp), free(tg);
+    free(c), free(ids), free(pp), free(tg);
+    infer_host_free(logits);
     infer_model_free(m);
     return rc;
 }
@@ -214,7 +215,7 @@ int cmd_bench(int argc, char **argv) {
     result res[2];
     int nres = 0, rc = 0;
     double *v = malloc(sizeof *v * (size_t)reps);
-    float *logits = malloc(sizeof(float) * (size_t)V);
+    float *logits = infer_host_alloc(sizeof(float) * (size_t)V);
     for (int pp = 1; pp >= 0 && !rc; pp--) {
         int n = (int)(pp ? n_pp : n_tg);
         if (n <= 0) continue;
@@ -245,7 +246,7 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     free(v);
-    free(logits);
+    infer_host_free(logits);
     free(ids);
     infer_ctx_free(c);
     infer_model_free(m);

@@ -144,7 +144,7 @@ int cmd_run(int argc, char **argv) {
     if (!(g = run_grammar(m, json, schema, gbnf_file, &failed)) && failed) goto done;
     int32_t eog[8];
     int n_eog = ignore_eos ? 0 : (prompt ? infer_model_eog(m, eog, 8) : infer_model_eos(m, eog, 8));
-    logits = malloc(sizeof(float) * (size_t)V);
+    logits = infer_host_alloc(sizeof(float) * (size_t)V);
     masked = malloc(sizeof(float) * (size_t)V);
     hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1));
     if (!logits || !masked || !hist) { cli_error("out of memory"); goto done; }
@@ -192,7 +192,7 @@ int cmd_run(int argc, char **argv) {
     rc = 0;
 done:
     free(text);
-    free(logits);
+    infer_host_free(logits);
     free(masked);
     free(hist);
     infer_grammar_free(g);

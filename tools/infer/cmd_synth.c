@@ -19,9 +19,11 @@ static const char *g_usage =
     "      --type TYPE        the file type: f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m ... (default q4_k_m)\n"
     "      --layers N         fewer layers than the shape has (default: all)\n"
     "      --vocab N          a smaller vocabulary (small files for tests; default: the shape's 262,144)\n"
+    "      --vocab-from GGUF  the vocabulary (tokenizer.* metadata) of this GGUF, so the file tokenizes text\n"
+    "                         (a server's benchmark); its token count becomes the vocabulary's size\n"
     "  -o, --output PATH      the GGUF file to write\n";
 
-enum { OPT_ARCH = OPT_LOCAL, OPT_SHAPE, OPT_TYPE, OPT_LAYERS, OPT_VOCAB };
+enum { OPT_ARCH = OPT_LOCAL, OPT_SHAPE, OPT_TYPE, OPT_LAYERS, OPT_VOCAB, OPT_VOCAB_FROM };
 static const struct option g_opts[] = {
     CLI_OPT_HELP,
     {"arch", required_argument, NULL, OPT_ARCH},
@@ -29,12 +31,13 @@ static const struct option g_opts[] = {
     {"type", required_argument, NULL, OPT_TYPE},
     {"layers", required_argument, NULL, OPT_LAYERS},
     {"vocab", required_argument, NULL, OPT_VOCAB},
+    {"vocab-from", required_argument, NULL, OPT_VOCAB_FROM},
     {"output", required_argument, NULL, 'o'},
     {0},
 };
 
 int cmd_synth(int argc, char **argv) {
-    const char *arch = "gemma3", *shape = NULL, *type = "q4_k_m", *out = NULL;
+    const char *arch = "gemma3", *shape = NULL, *type = "q4_k_m", *out = NULL, *vocab_from = NULL;
     long layers = 0, vocab = 0;
     cli_opts o;
     cli_opts_init(&o, "synth", g_usage);
@@ -52,6 +55,7 @@ int cmd_synth(int argc, char **argv) {
             if ((vocab = cli_parse_count("--vocab", optarg, 262144)) < 0) return 1;
             if (vocab < 256) return cli_error("synth: --vocab must be at least 256");
             break;
+        case OPT_VOCAB_FROM: vocab_from = optarg; break;
         case 'o': out = optarg; break;
         }
     }
@@ -63,6 +67,14 @@ int cmd_synth(int argc, char **argv) {
     if (!sh) return cli_error("synth: unknown --shape \"%s\" (shapes: 270m, 1b, 4b, 12b)", shape);
     if (!out) return cli_error("synth: -o OUT.gguf is required");
     if (layers > sh->layers) return cli_error("synth: --layers %ld exceeds the %s shape's %d", layers, shape, sh->layers);
+    if (vocab_from) {
+        if (vocab) return cli_error("synth: --vocab and --vocab-from: one or the other");
+        infer_vocab *v;
+        if (infer_vocab_load(vocab_from, &v)) return cli_error("synth: --vocab-from: %s", infer_last_error());
+        vocab = infer_vocab_size(v);
+        infer_vocab_free(v);
+        if (vocab < 256 || vocab > (1 << 20)) return cli_error("synth: --vocab-from %s: %ld tokens (256 to %d)", vocab_from, vocab, 1 << 20);
+    }
 
     // the bf16 checkpoint goes beside the output (it can be large: 24 GB for 12b)
     char dir[4200];
@@ -73,7 +85,7 @@ int cmd_synth(int argc, char **argv) {
     int rc = 1;
     infer_model *m = NULL;
     if (!synth_write(dir, sh, (int)layers, (int)vocab)) cli_error("synth: cannot write the bf16 checkpoint in %s", dir);
-    else if (infer_model_load(dir, &m) || infer_convert_gguf(m, out, type)) cli_error("%s", infer_last_error());
+    else if (infer_model_load(dir, &m) || infer_convert_gguf_vocab(m, out, type, vocab_from)) cli_error("%s", infer_last_error());
     else {
         fprintf(stderr, "infer: wrote %s (Gemma 3 %s shape, %ld layers, random weights, %s)\n", out, shape,
                 layers ? layers : (long)sh->layers, type);

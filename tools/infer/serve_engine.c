@@ -350,7 +350,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     int ok = e->s != NULL;
     for (int i = 0; i < slots && ok; i++) {
         ok = !infer_ctx_new(m, n_ctx, &e->s[i].ctx) && (!device || !infer_ctx_set_backend(e->s[i].ctx, device)) &&
-             (e->s[i].logits = malloc(sizeof(float) * (size_t)e->V)) != NULL;
+             (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx);
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
@@ -363,7 +363,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     }
     if (!ok) {
         snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
-        for (int i = 0; e->s && i < slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits);
+        for (int i = 0; e->s && i < slots; i++) infer_ctx_free(e->s[i].ctx), infer_host_free(e->s[i].logits);
         infer_batch_free(e->batch);
         free(e->masked), free(e->s), free(e);
         return NULL;
@@ -384,7 +384,7 @@ void serve_engine_stop(serve_engine *e) {
 void serve_engine_free(serve_engine *e) {
     if (!e) return;
     serve_engine_stop(e);
-    for (int i = 0; i < e->n_slots; i++) infer_ctx_free(e->s[i].ctx), free(e->s[i].logits), free(e->s[i].cache);
+    for (int i = 0; i < e->n_slots; i++) infer_ctx_free(e->s[i].ctx), infer_host_free(e->s[i].logits), free(e->s[i].cache);
     infer_batch_free(e->batch);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

@@ -105,6 +105,8 @@ typedef struct {
     // and a gate and up product waits for the activation that joins them
     int fuse;
     int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=0: the q8 products)
+    int batch_gemm;              // INFER_CUDA_BATCH_GEMM=1: every pass of 16+ rows on the tensor cores (decode rows
+                                 // of a batch then differ from alone by the f16 inputs' rounding; for measurement)
     int ch_on, ch_rows;
     cuda_chain ch;
     struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
@@ -151,6 +153,8 @@ static cuda_state *state(backend *b) {
     s->fuse = !fz || !*fz || *fz != '0';
     const char *gz = getenv("INFER_CUDA_GEMM");
     s->gemm = !gz || !*gz || *gz != '0';
+    const char *bz = getenv("INFER_CUDA_BATCH_GEMM");
+    s->batch_gemm = bz && *bz == '1';
     b->dev = s;
     return s;
 }
@@ -410,7 +414,7 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     for (int t = 0; t < T;) {
         int e = t + 1;
         while (e < T && !run[e]) e++;
-        int g = s->gemm && e - t >= CUDA_GEMM_MIN_T;
+        int g = s->gemm && (e - t >= CUDA_GEMM_MIN_T || (s->batch_gemm && T >= CUDA_GEMM_MIN_T));
         if (!s->n_seg || s->seg_gemm[s->n_seg - 1] != g) s->seg0[s->n_seg] = t, s->seg_gemm[s->n_seg++] = g;
         t = e;
     }

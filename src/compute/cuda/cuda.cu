@@ -23,6 +23,7 @@
 
 struct cuda_dev {
     int ordinal;
+    int mv_group;        // tokens whose products share their weight loads (INFER_CUDA_MV_GROUP: 4 or 8)
     cudaStream_t stream;
     char name[256];
     unsigned char *ring; // pinned staging for cuda_upload_async
@@ -62,6 +63,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     cuda_dev *d = (cuda_dev *)calloc(1, sizeof *d);
     if (!d) return NULL;
     d->ordinal = ordinal;
+    const char *g = getenv("INFER_CUDA_MV_GROUP");
+    d->mv_group = g && atoi(g) == 4 ? 4 : 8; // (k_mv's MV_GROUP)
     if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         set_status("cudaStreamCreate", e);
         free(d);
@@ -123,6 +126,15 @@ extern "C" HIDDEN int cuda_download(cuda_dev *d, void *dst, const void *src, siz
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
     return e == cudaSuccess ? 0 : set_status("download", e);
+}
+
+extern "C" HIDDEN void *cuda_host_alloc(size_t bytes) {
+    void *p = NULL;
+    return cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) == cudaSuccess ? p : NULL;
+}
+
+extern "C" HIDDEN void cuda_host_free(void *p) {
+    if (p) cudaFreeHost(p);
 }
 
 extern "C" HIDDEN int cuda_sync(cuda_dev *d) {
@@ -844,7 +856,11 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
     const uint8_t *xb = (const uint8_t *)xq;
-    if (T == 1 || !MV_GROUP) {
+    if (T > 1 && d->mv_group == 4) {
+        if (tpr == 8) k_mv<8, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        else if (tpr == 32) k_mv<32, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        else k_mv<128, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+    } else if (T == 1 || !MV_GROUP) {
         if (tpr == 8) k_mv<8, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
         else if (tpr == 32) k_mv<32, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
         else k_mv<128, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);

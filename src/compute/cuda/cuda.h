@@ -42,6 +42,10 @@ int cuda_sync(cuda_dev *d);
 // order without waiting: src is staged in a pinned ring that is reused only
 // after 4 MiB of later staging (a pass synchronizes long before that).
 int cuda_upload_async(cuda_dev *d, void *d_dst, const void *src, size_t bytes);
+// Page-locked host memory (the GPU copies into it at full speed), or NULL;
+// cuda_host_free frees it.
+void *cuda_host_alloc(size_t bytes);
+void cuda_host_free(void *p);
 
 // Bytes of one token's activations for weights of type wtype (n columns):
 // the CPU quantizer's values (q8_0 blocks for the 32-element types, q8_K for

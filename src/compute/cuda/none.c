@@ -13,6 +13,8 @@ void cuda_free(cuda_dev *d, void *p) { (void)d, (void)p; }
 int cuda_upload(cuda_dev *d, void *dst, const void *src, size_t bytes) { (void)d, (void)dst, (void)src, (void)bytes; return -1; }
 int cuda_download(cuda_dev *d, void *dst, const void *src, size_t bytes) { (void)d, (void)dst, (void)src, (void)bytes; return -1; }
 int cuda_sync(cuda_dev *d) { (void)d; return -1; }
+void *cuda_host_alloc(size_t bytes) { (void)bytes; return NULL; }
+void cuda_host_free(void *p) { (void)p; }
 size_t cuda_act_row_size(int wtype, int n) { (void)wtype, (void)n; return 0; }
 int cuda_quantize(cuda_dev *d, int wtype, const float *x, int T, int n, void *xq) { (void)d, (void)wtype, (void)x, (void)T, (void)n, (void)xq; return -1; }
 void *cuda_weight_upload(cuda_dev *d, int type, const void *host, int rows, int cols) {
