@@ -53,6 +53,7 @@ if [ "${PARITY:-1}" = 1 ]; then
     ./build/tests/test_cuda >"$OUT/test_cuda.txt" 2>&1
     grep -v "^ok\|^  ok" "$OUT/test_cuda.txt" | tail -15 | tee -a "$OUT/gpu.txt"
     INFER_CUDA_MV_GROUP=4 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(groups of 4 tokens) /' | tee -a "$OUT/gpu.txt"
+    INFER_CUDA_GEMM_KERNEL=1 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(the first tensor-core kernel) /' | tee -a "$OUT/gpu.txt"
     log "parity: batched decode on the GPU against each sequence alone (test_batch)"
     ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
     grep -E "cuda|checks|differ" "$OUT/test_batch.txt" | tail -20 | tee -a "$OUT/gpu.txt"
@@ -143,7 +144,11 @@ if [ -n "${NPL:-}" ]; then
         log "infer bench --batch $NPL: $(basename $f)"
         ./build/infer bench -m $f --device cuda -r 2 -p 128 -n 128 --batch $NPL 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
     done
-    if [ "${VARIANTS:-0}" = 1 ]; then # (groups of 4 tokens; every pass of 16+ rows on the tensor cores)
+    if [ "${VARIANTS:-0}" = 1 ]; then # (groups of 4 tokens; every pass of 16+ rows on the tensor cores; the first tensor-core kernel)
+        for f in $M $FILES; do
+            log "infer bench pp512, INFER_CUDA_GEMM_KERNEL=1: $(basename $f)"
+            INFER_CUDA_GEMM_KERNEL=1 ./build/infer bench -m $f --device cuda -r 3 -p 512 -n 0 2>>"$OUT/log.txt" | tail -1 | tee -a "$OUT/gpu.txt"
+        done
         for f in $BATCHED; do
             for v in INFER_CUDA_MV_GROUP=4 INFER_CUDA_BATCH_GEMM=1; do
                 log "infer bench --batch $NPL, $v: $(basename $f)"

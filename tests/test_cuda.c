@@ -400,6 +400,8 @@ int main(void) {
     for (int k = 0; k < 11; k++) check_type(d, wide[k], 2100, 512, 2), check_type(d, wide[k], 8200, 256, 1);
     int gt[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16};
     for (int k = 0; k < 8; k++) check_gemm(d, gt[k], 100, 512, 16), check_gemm(d, gt[k], 130, 768, 70);
+    // blocks of 128 rows (a large product), and columns k_gemm2 does not take (96: k_gemm)
+    check_gemm(d, DT_Q4_K, 20000, 256, 130), check_gemm(d, DT_F16, 20000, 256, 130), check_gemm(d, DT_Q8_0, 70, 96, 20);
     CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
     check_fused(d);

@@ -24,6 +24,8 @@
 struct cuda_dev {
     int ordinal;
     int mv_group;        // tokens whose products share their weight loads (INFER_CUDA_MV_GROUP: 4 or 8)
+    int gemm_kernel;     // the tensor-core kernel: 2 k_gemm2 (default), 1 k_gemm (INFER_CUDA_GEMM_KERNEL=1)
+    int sms;             // multiprocessors
     cudaStream_t stream;
     char name[256];
     unsigned char *ring; // pinned staging for cuda_upload_async
@@ -65,6 +67,9 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->ordinal = ordinal;
     const char *g = getenv("INFER_CUDA_MV_GROUP");
     d->mv_group = g && atoi(g) == 4 ? 4 : 8; // (k_mv's MV_GROUP)
+    const char *gk = getenv("INFER_CUDA_GEMM_KERNEL");
+    d->gemm_kernel = gk && atoi(gk) == 1 ? 1 : 2;
+    if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, ordinal) != cudaSuccess || d->sms < 1) d->sms = 1;
     if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         set_status("cudaStreamCreate", e);
         free(d);
@@ -631,6 +636,9 @@ static __device__ float row_part(int type, const wrow &m, const uint8_t *xt, int
 // weights are loaded and unpacked once for all of them (the loads and the
 // unpacking are the same expressions in each token's step: the compiler
 // keeps one of each). Other types: row_part a token at a time.
+// (a compiler barrier: one unit's loads are not hoisted above the previous
+// unit's arithmetic, which with 8 tokens took every register and spilled)
+#define UNIT_FENCE() asm volatile("" ::: "memory")
 #define UNITS_N(fn, per_block, mk)                                                       \
     {                                                                                    \
         const int nu = m.nb * (per_block);                                               \
@@ -641,11 +649,15 @@ static __device__ float row_part(int type, const wrow &m, const uint8_t *xt, int
             a0[t] = a1[t] = a2[t] = a3[t] = 0.0f;                                        \
         }                                                                                \
         int u = s;                                                                       \
-        for (; u + 3 * st < nu; u += 4 * st) {                                           \
-            _Pragma("unroll") for (int t = 0; t < NT; t++) {                             \
-                a0[t] += fn(m, x[t], u), a1[t] += fn(m, x[t], u + st);                   \
-                a2[t] += fn(m, x[t], u + 2 * st), a3[t] += fn(m, x[t], u + 3 * st);      \
-            }                                                                            \
+        for (; u + 3 * st < nu; u += 4 * st) { /* (a unit at a time: the tokens are the loads in flight) */ \
+            _Pragma("unroll") for (int t = 0; t < NT; t++) a0[t] += fn(m, x[t], u);      \
+            UNIT_FENCE();                                                                \
+            _Pragma("unroll") for (int t = 0; t < NT; t++) a1[t] += fn(m, x[t], u + st); \
+            UNIT_FENCE();                                                                \
+            _Pragma("unroll") for (int t = 0; t < NT; t++) a2[t] += fn(m, x[t], u + 2 * st); \
+            UNIT_FENCE();                                                                \
+            _Pragma("unroll") for (int t = 0; t < NT; t++) a3[t] += fn(m, x[t], u + 3 * st); \
+            UNIT_FENCE();                                                                \
         }                                                                                \
         for (; u < nu; u += st) {                                                        \
             _Pragma("unroll") for (int t = 0; t < NT; t++) a0[t] += fn(m, x[t], u);      \
@@ -667,6 +679,7 @@ static __device__ void row_part_n(int type, const wrow &m, const uint8_t *xt, si
     for (int t = 0; t < NT; t++) out[t] = row_part(type, m, xt + xr * (size_t)(t < nt ? t : 0), cols, s, st);
 }
 #undef UNITS_N
+#undef UNIT_FENCE
 
 // Up to 4 products of the same activations in one launch: blocks of 128
 // threads, 128 / TPR rows a block, the blocks of matrix i from m[i].blk0 on.
@@ -1616,6 +1629,84 @@ static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows,
     }
 }
 
+// The second tensor-core kernel: a block of 2 GR threads takes GR weight rows
+// x 64 tokens (warps of 32 x 32, GR / 32 along the rows, 2 along the tokens),
+// 64 columns a step (two 32-blocks: a thread dequantizes one block of one
+// row, the tokens' activations go in 16 at a time), so that a block's
+// barriers and tile stores are a quarter of k_gemm's per product, its warps
+// twice as many. Each warp's results go out through shared memory, a row of
+// 32 outputs a store. Columns a multiple of 64 (cuda_gemm falls back to
+// k_gemm otherwise). Same arithmetic as k_gemm (the dequantized weights in
+// the element type, the activations in NS parts, f32 sums).
+enum { G2N = 64, G2K = 64, G2LD = G2K + 8, G2CL = 32 + 4 };
+template <int TY, int GR>
+static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
+    using namespace nvcuda;
+    typedef typename gel<TY>::E E;
+    enum { NS = TY == DT_F16 || TY == DT_BF16 ? 2 : 1, NT = 2 * GR, NW = NT / 32 };
+    enum { LOOP = (GR + NS * G2N) * G2LD * sizeof(E), OUT = NW * 32 * G2CL * sizeof(float) };
+    __shared__ __align__(128) unsigned char smem[LOOP > OUT ? LOOP : OUT];
+    E(*sw)[G2LD] = (E(*)[G2LD])smem;                                  // [GR][G2LD]
+    E(*sx)[G2N][G2LD] = (E(*)[G2N][G2LD])(smem + GR * G2LD * sizeof(E)); // [NS][G2N][G2LD]
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, r0 = blockIdx.x * GR, t0 = blockIdx.y * G2N;
+    const int wr = warp / 2, wt = warp % 2;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    const int lr = tid / 2, kh = tid % 2; // this thread's weight row and 32-block of the step
+    const wrow m = {w, rows, r0 + lr < rows ? r0 + lr : rows - 1, nb};
+    // activations: EPT columns of one token a thread
+    enum { EPT = G2N * G2K / NT };
+    const int xt = tid / (G2K / EPT), xc = tid % (G2K / EPT) * EPT;
+    const float *xrow = t0 + xt < T ? x + (size_t)(t0 + xt) * cols : NULL;
+    for (int k0 = 0; k0 < cols; k0 += G2K) {
+        for (int h = 0; h < 2; h++) {
+            float v[16];
+            __align__(16) E e[16];
+            deq<TY>::get(m, k0 / 32 + kh, h, v);
+            for (int k = 0; k < 16; k++) e[k] = gel<TY>::cv(v[k]);
+            int4 *dst = (int4 *)&sw[lr][32 * kh + 16 * h];
+            dst[0] = ((const int4 *)e)[0], dst[1] = ((const int4 *)e)[1];
+        }
+        for (int c = 0; c < EPT; c += 8) {
+            __align__(16) E hi[8], lo[8];
+            float f[8];
+            if (xrow) {
+                float4 a = *(const float4 *)(xrow + k0 + xc + c), b = *(const float4 *)(xrow + k0 + xc + c + 4);
+                f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+            } else {
+                for (int k = 0; k < 8; k++) f[k] = 0.0f;
+            }
+            for (int k = 0; k < 8; k++) hi[k] = gel<TY>::cv(f[k]), lo[k] = gel<TY>::cv(f[k] - gel<TY>::back(hi[k]));
+            *(int4 *)&sx[0][xt][xc + c] = *(const int4 *)hi;
+            if (NS == 2) *(int4 *)&sx[NS - 1][xt][xc + c] = *(const int4 *)lo;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < G2K; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major> a[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major> b[2];
+            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], &sw[32 * wr + 16 * i][kk], G2LD);
+            for (int p = NS - 1; p >= 0; p--) { // (the small parts first)
+                for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], &sx[p][32 * wt + 16 * j][kk], G2LD);
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+            }
+        }
+        __syncthreads();
+    }
+    // the warp's 32 rows x 32 tokens -> its staging [token][row] -> y
+    float(*cs)[G2CL] = (float(*)[G2CL])(smem + (size_t)warp * 32 * G2CL * sizeof(float));
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) wmma::store_matrix_sync(&cs[16 * j][16 * i], acc[i][j], G2CL, wmma::mem_col_major);
+    __syncwarp();
+    const int r = r0 + 32 * wr + lane;
+    for (int tt = 0; tt < 32; tt++) {
+        int t = t0 + 32 * wt + tt;
+        if (t < T && r < rows) y[(size_t)t * rows + r] = cs[tt][lane];
+    }
+}
+
 static int gemm_type(int t) {
     return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || t == DT_F16 || t == DT_BF16;
 }
@@ -1627,8 +1718,24 @@ extern "C" HIDDEN int cuda_gemm_ok(int wtype, int cols, int T) {
 extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
     if (!cuda_gemm_ok(wtype, cols, T) || rows <= 0) return -1;
     int nb = is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK);
-    dim3 g((rows + GM - 1) / GM, (T + GN - 1) / GN);
     const uint8_t *wb = (const uint8_t *)w;
+    if (d->gemm_kernel == 2 && cols % G2K == 0) {
+        // 128 rows a block where that still gives two blocks an SM's worth, else 64
+        int tiles = (T + G2N - 1) / G2N, big = (long)((rows + 127) / 128) * tiles >= 2L * d->sms;
+        dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles);
+        switch (wtype) {
+#define G(t)                                                                                   \
+    case t:                                                                                    \
+        if (big) k_gemm2<t, 128><<<g, 256, 0, d->stream>>>(wb, rows, cols, nb, x, T, y);        \
+        else k_gemm2<t, 64><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, y);            \
+        break;
+        G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
+#undef G
+        default: return -1;
+        }
+        return launched("gemm");
+    }
+    dim3 g((rows + GM - 1) / GM, (T + GN - 1) / GN);
     switch (wtype) {
 #define G(t) case t: k_gemm<t><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, y); break;
     G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
