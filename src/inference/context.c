@@ -174,7 +174,6 @@ infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     if (!ops->host) { // what the device backends do not run yet
-        if (cf->n_expert) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run mixture-of-experts layers yet", ops->name);
         if (m->walk) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run the vindex walk yet", ops->name);
         if (c->plan) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run layer graphs yet", ops->name);
     }

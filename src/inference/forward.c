@@ -393,7 +393,9 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     // kernels each time (positions and the token's row come up before), so
     // they are captured once and replayed.
     int g = -1;
-    if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer)
+    // (not a mixture of experts: its routing is read on the host mid-pass)
+    if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer &&
+        !cf->n_expert)
         g = OPS->graph(BE, GRAPH_BEGIN, (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48));
     double t0 = 0;
     if (g != 1) {

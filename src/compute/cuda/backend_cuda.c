@@ -538,6 +538,11 @@ static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int ac
 }
 static void cu_act(backend *b, float *x, int rows, int n, int act, int ggml) { cu_glu(b, x, NULL, rows, n, act, ggml); }
 
+static void cu_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
+    cuda_state *s = state_flushed(b);
+    if (!s || cuda_glu_oss(s->d, out, gate, gs, up, us, n)) fail_op(b);
+}
+
 static void cu_residual(backend *b, float *x, const float *o, float sc, int rows, int n) {
     cuda_state *s = state(b);
     if (!s) { fail_op(b); return; }
@@ -649,6 +654,7 @@ static const backend_ops cuda_ops = {
     .qkv_prep = cu_qkv_prep,
     .act = cu_act,
     .glu = cu_glu,
+    .glu_oss = cu_glu_oss,
     .residual = cu_residual,
     .round_f16 = cu_round_f16,
     .softmax = cu_softmax,

@@ -1171,6 +1171,21 @@ extern "C" HIDDEN int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, 
     return launched("activation");
 }
 
+// host_glu_oss's expression: gate capped at 7, up clamped to +-7, (up + 1) gate sigmoid(1.702 gate)
+static __global__ void k_glu_oss(float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float gv = gate[(size_t)i * gs], uv = up[(size_t)i * us];
+    gv = gv > 7.0f ? 7.0f : gv;
+    uv = uv > 7.0f ? 7.0f : uv < -7.0f ? -7.0f : uv;
+    out[i] = (uv + 1.0f) * gv / (1.0f + expf(-1.702f * gv));
+}
+extern "C" HIDDEN int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
+    if (n <= 0) return 0;
+    k_glu_oss<<<grid_for((size_t)n, 256), 256, 0, d->stream>>>(out, gate, gs, up, us, n);
+    return launched("gpt-oss activation");
+}
+
 static __global__ void k_axpy(float *x, const float *o, float s, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = __fmaf_rn(o[i], s, x[i]); // (k_chain's expression)

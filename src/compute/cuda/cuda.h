@@ -94,6 +94,8 @@ int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV
                    const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                    float *scores, int stride);
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
+// gpt-oss's expert activation (backend.h's glu_oss): out[i] from gate[i gs], up[i us]
+int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
 int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n);          // x += o * s
 int cuda_round_f16(cuda_dev *d, float *x, size_t n);
 int cuda_softmax(cuda_dev *d, float *x, int n);

@@ -61,6 +61,10 @@ int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV
     return -1;
 }
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
+int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
+    (void)d, (void)out, (void)gate, (void)gs, (void)up, (void)us, (void)n;
+    return -1;
+}
 int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n) { (void)d, (void)x, (void)o, (void)s, (void)n; return -1; }
 int cuda_round_f16(cuda_dev *d, float *x, size_t n) { (void)d, (void)x, (void)n; return -1; }
 int cuda_softmax(cuda_dev *d, float *x, int n) { (void)d, (void)x, (void)n; return -1; }
