@@ -171,6 +171,13 @@ if [ "${LLAMA:-0}" = 1 ]; then
         done
     fi
 fi
+# gate KNN at the Gemma 3 4B shape (10240 x 2560, top 1024) on the GPU and on the CPU's 16 threads
+if [ "${KNN:-0}" = 1 ]; then
+    log "gate KNN (infer bench-knn)"
+    ./build/infer bench-knn --device cuda -r 50 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+    ./build/infer bench-knn -t 16 -r 20 2>>"$OUT/log.txt" | tee -a "$OUT/gpu.txt"
+fi
+
 # SERVE=1 (with LLAMA=1): infer serve against llama-server on the GPU, bench/serve-load's scenarios with
 # PARALLEL slots (default 64), on the 270M shape with llama.cpp's SPM vocabulary (so both tokenize text)
 if [ "${SERVE:-0}" = 1 ] && [ "${LLAMA:-0}" = 1 ]; then

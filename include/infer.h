@@ -270,6 +270,12 @@ INFER_API void infer_knn_free(infer_knn *knn);
 INFER_API size_t infer_knn_bytes(const infer_knn *knn);
 // scores (n) = gate vectors . x (n_embd).
 INFER_API void infer_knn_scores(infer_knn *knn, const float *x, float *scores);
+// Where the gate vectors are scored: "cpu" (the default) or "cuda" (copied to
+// the first GPU; the scores and the top-K run there).
+INFER_API infer_status infer_knn_set_device(infer_knn *knn, const char *device);
+// idx[0..k) = the k vectors of largest |score| for x, ascending (the same as
+// infer_knn_scores then infer_topk_abs); idx has room for n.
+INFER_API infer_status infer_knn_topk(infer_knn *knn, const float *x, int k, int32_t *idx);
 // The k indices of largest |s[i]| (infer_topk_max: largest s[i]) among n,
 // ascending by index; ties go to the lower index. k <= n; idx has room for n.
 INFER_API void infer_topk_abs(const float *s, int n, int k, int32_t *idx);

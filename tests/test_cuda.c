@@ -9,6 +9,8 @@
 #include "tensor/vecdot.h"
 #include "compute/cpu/ops.h"
 #include "base/half.h"
+#include "vindex/walk.h"
+#include "infer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -378,6 +380,53 @@ static void check_gemm(cuda_dev *d, int wt, int rows, int cols, int T) {
     free(w), free(wf), free(x), free(y);
 }
 
+// The GPU's top-K (one block) against walk.c's, index for index: scores with
+// many ties, k from 1 to n; then gate KNN (infer_knn) on the GPU against the CPU's.
+static void check_topk(cuda_dev *d) {
+    enum { N = 10240 };
+    float *s = malloc(sizeof(float) * N);
+    int32_t *want = malloc(sizeof(int32_t) * N), *got = malloc(sizeof(int32_t) * N);
+    float *ds = cuda_alloc(d, sizeof(float) * N);
+    int *di = cuda_alloc(d, sizeof(int) * N);
+    for (int i = 0; i < N; i++) s[i] = i % 7 == 0 ? (float)(i % 5) - 2.0f : frand() * 3.0f; // (ties: -2 .. 2, and +-0)
+    int ks[] = {1, 2, 100, 1024, 5000, N - 1, N}, ok_all = 1;
+    int up = ds && di && !cuda_upload(d, ds, s, sizeof(float) * N);
+    CHECK(up, "top-k: %s", cuda_status());
+    for (int j = 0; j < 7 && up; j++) {
+        int k = ks[j];
+        topk_abs(s, N, k, want);
+        int ok = !cuda_topk_abs(d, ds, N, k, di) && !cuda_download(d, got, di, sizeof(int) * (size_t)k) &&
+                 !memcmp(got, want, sizeof(int32_t) * (size_t)k);
+        CHECK(ok, "top-k of %d, k %d: the GPU's indices differ from topk_abs's (%s)", N, k, cuda_status());
+        ok_all &= ok;
+    }
+    cuda_free(d, ds), cuda_free(d, di);
+    // gate KNN at a small layer's shape, each type: the same K vectors on both
+    enum { F = 3000, H = 512, K = 300 };
+    float *rows = malloc(sizeof(float) * F * H), x[H];
+    for (int i = 0; i < F * H; i++) rows[i] = frand() * 0.05f;
+    for (int i = 0; i < H; i++) x[i] = frand();
+    const int types[] = {INFER_TYPE_F32, INFER_TYPE_F16, INFER_TYPE_Q4_0};
+    for (int t = 0; t < 3; t++) {
+        infer_knn *c = NULL, *g = NULL;
+        int ok = !infer_knn_new(types[t], rows, F, H, &c) && !infer_knn_new(types[t], rows, F, H, &g) &&
+                 !infer_knn_set_device(g, "cuda") && !infer_knn_topk(c, x, K, want) && !infer_knn_topk(g, x, K, got);
+        CHECK(ok, "gate KNN %s: %s", infer_type_name(types[t]), infer_last_error());
+        if (ok) { // (sums in another order: a vector at the K-th score's edge may swap; no more than 1 in 100)
+            int same = 0;
+            for (int a = 0, b = 0; a < K && b < K;) {
+                if (want[a] == got[b]) same++, a++, b++;
+                else if (want[a] < got[b]) a++;
+                else b++;
+            }
+            CHECK(same >= K - K / 100, "gate KNN %s on the GPU: %d of the CPU's %d vectors", infer_type_name(types[t]), same, K);
+        }
+        infer_knn_free(c), infer_knn_free(g);
+    }
+    free(rows), free(s), free(want), free(got);
+    (void)ok_all;
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -405,6 +454,7 @@ int main(void) {
     CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
     check_fused(d);
+    check_topk(d);
     cuda_close(d);
     return check_summary("cuda");
 }

@@ -46,6 +46,22 @@ static void check_topk(void) {
         for (int i = 0; i < N; i++) if (!sel[i]) mx = fmaxf(mx, s[i]);
         CHECK(ok && (k == N || mn >= mx), "topk_max k=%d: not the k largest s in index order", k);
     }
+    // gate KNN's top-K in one call (infer_knn_topk) = its scores, then topk_abs; bad k refused
+    enum { F = 200, H = 64 };
+    static float rows[F * H], x[H], sc[F];
+    int32_t a[F], b[F];
+    for (int i = 0; i < F * H; i++) rows[i] = frand();
+    for (int i = 0; i < H; i++) x[i] = frand();
+    infer_knn *g = NULL;
+    CHECK(infer_knn_new(INFER_TYPE_Q4_0, rows, F, H, &g) == INFER_OK, "%s", infer_last_error());
+    if (g) {
+        infer_knn_scores(g, x, sc);
+        topk_abs(sc, F, 20, a);
+        CHECK(infer_knn_topk(g, x, 20, b) == INFER_OK && !memcmp(a, b, sizeof(int32_t) * 20), "infer_knn_topk differs from scores + topk_abs");
+        CHECK(infer_knn_topk(g, x, F + 1, b) == INFER_ERR_ARG && infer_knn_topk(g, x, 0, b) == INFER_ERR_ARG, "a bad k was taken");
+        CHECK(infer_knn_set_device(g, "nosuch") == INFER_ERR_ARG, "an unknown device was taken");
+        infer_knn_free(g);
+    }
 }
 
 static void check_family(const char *fam) {

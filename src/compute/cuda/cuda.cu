@@ -1171,6 +1171,77 @@ extern "C" HIDDEN int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, 
     return launched("activation");
 }
 
+// Top k by |s| in one block: a radix select of the k-th largest key (|s|'s
+// bits: their order is the values'), 8 bits a round from the top, then the
+// indices in order, those above the key and the first of those equal to it
+// (ties to the lower index), each chunk of the block's width compacted by
+// warp ballots.
+enum { TOPK_THREADS = 1024 };
+static __device__ int block_excl_scan(int flag, int *warp_tot, int *total) { // (every thread calls it)
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    unsigned m = __ballot_sync(0xffffffffu, flag);
+    int in_warp = __popc(m & ((1u << lane) - 1));
+    __syncthreads();
+    if (lane == 0) warp_tot[wp] = __popc(m);
+    __syncthreads();
+    if (wp == 0) {
+        int v = lane < nw ? warp_tot[lane] : 0, s = v;
+        for (int o = 1; o < 32; o <<= 1) {
+            int u = __shfl_up_sync(0xffffffffu, s, o);
+            if (lane >= o) s += u;
+        }
+        if (lane < nw) warp_tot[lane] = s - v; // exclusive
+        if (lane == 31) *total = s;
+    }
+    __syncthreads();
+    return warp_tot[wp] + in_warp;
+}
+static __global__ void __launch_bounds__(TOPK_THREADS) k_topk_abs(const float *s, int n, int k, int *idx) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned sh_pre, sh_msk;
+    __shared__ int sh_kk, warp_tot[32], total;
+    const int tid = threadIdx.x;
+    if (tid == 0) sh_pre = 0, sh_msk = 0, sh_kk = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        unsigned pre = sh_pre, msk = sh_msk;
+        for (int i = tid; i < n; i += blockDim.x) {
+            unsigned key = __float_as_uint(fabsf(s[i]));
+            if ((key & msk) == pre) atomicAdd(&hist[(key >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int kk = sh_kk, cum = 0, b = 255;
+            for (; b > 0; b--) {
+                if (cum + (int)hist[b] >= kk) break;
+                cum += (int)hist[b];
+            }
+            sh_kk = kk - cum, sh_pre = pre | (unsigned)b << shift, sh_msk = msk | 255u << shift;
+        }
+        __syncthreads();
+    }
+    const unsigned key_k = sh_pre;
+    const int take_eq = sh_kk; // of the keys equal to the k-th, the first take_eq
+    int base = 0, eq_before = 0;
+    for (int i0 = 0; i0 < n; i0 += blockDim.x) {
+        int i = i0 + tid;
+        unsigned key = i < n ? __float_as_uint(fabsf(s[i])) : 0;
+        int gt = i < n && key > key_k, eq = i < n && key == key_k;
+        int eq_rank = block_excl_scan(eq, warp_tot, &total), eq_total = total;
+        int take = gt || (eq && eq_before + eq_rank < take_eq);
+        int pos = block_excl_scan(take, warp_tot, &total);
+        if (take) idx[base + pos] = i;
+        base += total, eq_before += eq_total;
+        __syncthreads(); // (total is read before the next chunk writes it)
+    }
+}
+extern "C" HIDDEN int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) {
+    if (n < 1 || k < 1 || k > n) return -1;
+    k_topk_abs<<<1, TOPK_THREADS, 0, d->stream>>>(s, n, k, idx);
+    return launched("top-k");
+}
+
 // host_glu_oss's expression: gate capped at 7, up clamped to +-7, (up + 1) gate sigmoid(1.702 gate)
 static __global__ void k_glu_oss(float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -94,6 +94,9 @@ int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV
                    const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                    float *scores, int stride);
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
+// idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
+// ties to the lower index: walk.c's topk_abs, on the GPU (one block).
+int cuda_topk_abs(cuda_dev *d, const float *d_s, int n, int k, int *d_idx);
 // gpt-oss's expert activation (backend.h's glu_oss): out[i] from gate[i gs], up[i us]
 int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
 int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n);          // x += o * s

@@ -61,6 +61,7 @@ int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV
     return -1;
 }
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
+int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) { (void)d, (void)s, (void)n, (void)k, (void)idx; return -1; }
 int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
     (void)d, (void)out, (void)gate, (void)gs, (void)up, (void)us, (void)n;
     return -1;
