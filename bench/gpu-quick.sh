@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A short GPU run without a build there: the binaries built on the development
+# machine (where nvcc compiles for sm_90 but nothing CUDA runs), carried as
+# device-carry/bin.tgz, saving the few minutes cuda.cu takes to compile on the
+# H200 machine. Make the tarball here (after `cmake --build build`):
+#   mkdir -p device-carry/bin && cp build/infer build/tests/test_{cuda,batch,fixtures} device-carry/bin/ &&
+#     tar czf device-carry/bin.tgz -C device-carry bin && rm -rf device-carry/bin
+# then, through `device`, carrying device-carry/debs, device-carry/fixtures and device-carry/bin.tgz:
+#   bash bench/gpu-quick.sh
+# Runs the GPU parity tests (test_cuda, test_batch on every fixture family,
+# the fixtures on cuda), then `infer bench` on synthetic 270M and 1B shapes
+# (prompt with each tensor-core kernel, batched decode at 16 and 64
+# sequences), and gate KNN at the 4B shape. Output: $OUT/quick.txt.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+B=/tmp/bin
+dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
+tar xzf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
+# (the tests look for the fixtures where they were built: /work/shared and /work/main)
+mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf
+[ -e /work/main ] || ln -s "$PWD" /work/main
+{
+    timeout 120 $B/test_cuda >"$OUT/test_cuda.txt" 2>&1; tail -1 "$OUT/test_cuda.txt"; grep -m8 FAIL "$OUT/test_cuda.txt"
+    timeout 120 $B/test_batch fixtures 2>&1 | grep -E "cuda|checks|FAIL" | tail -20
+    for f in device-carry/fixtures/hf/*/; do timeout 30 $B/test_fixtures "$(basename "$f")" device-carry/fixtures/hf 2>&1 | grep -E "cuda|FAIL"; done
+    for s in 270m 1b; do
+        $B/infer synth --shape $s -o /tmp/$s.gguf >/dev/null 2>&1 || { echo "synth $s failed"; continue; }
+        for k in 2 1; do echo "INFER_CUDA_GEMM_KERNEL=$k"; INFER_CUDA_GEMM_KERNEL=$k timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 3 -p 512 -n 128 | tail -2; done
+        timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg
+    done
+    timeout 60 $B/infer bench-knn --device cuda -r 50
+} 2>&1 | tee "$OUT/quick.txt"
