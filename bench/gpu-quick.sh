@@ -10,7 +10,8 @@
 # Runs the GPU parity tests (test_cuda, test_batch on every fixture family,
 # the fixtures on cuda), then `infer bench` on synthetic 270M and 1B shapes
 # (prompt with each tensor-core kernel, batched decode at 16 and 64
-# sequences), and gate KNN at the 4B shape. Output: $OUT/quick.txt.
+# sequences), gate KNN at the 4B shape, and with PROFILE=KERNEL ncu's
+# analysis of that kernel. Output: $OUT/quick.txt (and ncu.txt).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -30,4 +31,12 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
         timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg
     done
     timeout 60 $B/infer bench-knn --device cuda -r 50
+    # PROFILE=KERNEL (a regex, e.g. k_gemm2 or k_mv): ncu's speed-of-light, memory, warp-state and occupancy
+    # sections for 3 launches of it in a 1B-shape prompt of 512 tokens
+    if [ -n "${PROFILE:-}" ] && [ -f /tmp/1b.gguf ]; then
+        timeout 240 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+            --section LaunchStats -k "regex:${PROFILE}" -s 20 -c 3 $B/infer bench -m /tmp/1b.gguf --device cuda -r 1 -p 512 -n 0 \
+            >"$OUT/ncu.txt" 2>&1
+        grep -E "^  [a-z_]+|Duration|Throughput|Warp Cycles|Stall|Achieved Occupancy|Registers|Theoretical Occupancy|Block Limit|Memory \[%\]|L1/TEX Hit|L2 Hit|Issued" "$OUT/ncu.txt" | head -80
+    fi
 } 2>&1 | tee "$OUT/quick.txt"

@@ -1573,11 +1573,16 @@ extern "C" HIDDEN int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const
 enum { GM = 64, GN = 64, GK = 32, GLD = GK + 8, GCL = GM + 4 };
 
 // the 16 weights (half h of 32-block kb) of row r as floats
+// 16 bytes at a 16-byte boundary in one load (every field deq reads 16 of is
+// so placed: the split arrays, the k-quant blocks of 144 and 176 bytes)
+static __device__ __forceinline__ void ld16(const uint8_t *p, uint8_t *o) { *(int4 *)o = *(const int4 *)p; }
+
 template <int T> struct deq;
 template <> struct deq<DT_Q8_0> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
         size_t blk = (size_t)m.r * m.nb + kb;
-        const int8_t *q = (const int8_t *)(m.w + 32 * blk + 16 * h);
+        __align__(16) int8_t q[16];
+        ld16(m.w + 32 * blk + 16 * h, (uint8_t *)q);
         float d = ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * blk);
         for (int k = 0; k < 16; k++) v[k] = d * (float)q[k];
     }
@@ -1585,7 +1590,8 @@ template <> struct deq<DT_Q8_0> {
 template <> struct deq<DT_Q4_0> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
         size_t blk = (size_t)m.r * m.nb + kb;
-        const uint8_t *q = m.w + 16 * blk;
+        __align__(16) uint8_t q[16];
+        ld16(m.w + 16 * blk, q);
         float d = ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * blk);
         for (int k = 0; k < 16; k++) v[k] = d * (float)((h ? q[k] >> 4 : q[k] & 15) - 8);
     }
@@ -1593,7 +1599,8 @@ template <> struct deq<DT_Q4_0> {
 template <> struct deq<DT_Q5_0> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
         size_t blk = (size_t)m.r * m.nb + kb, nall = (size_t)m.rows * m.nb;
-        const uint8_t *q = m.w + 16 * blk;
+        __align__(16) uint8_t q[16];
+        ld16(m.w + 16 * blk, q);
         uint32_t qh = *(const uint32_t *)(m.w + 16 * nall + 4 * blk);
         float d = ld_h2(m.w + 20 * nall + 2 * blk);
         for (int k = 0; k < 16; k++) v[k] = d * (float)(((h ? q[k] >> 4 : q[k] & 15) | (int)((qh >> (16 * h + k)) & 1) << 4) - 16);
@@ -1605,7 +1612,8 @@ template <> struct deq<DT_Q4_K> {
         const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q4_K_B;
         scales_k4(w, j & ~1, &sc0, &m0, &sc1, &m1);
         float d = ld_h2(w) * (float)(j & 1 ? sc1 : sc0), mn = ld_h2(w + 2) * (float)(j & 1 ? m1 : m0);
-        const uint8_t *q = w + 16 + 32 * (j / 2) + 16 * h;
+        __align__(16) uint8_t q[16];
+        ld16(w + 16 + 32 * (j / 2) + 16 * h, q);
         for (int k = 0; k < 16; k++) v[k] = __fsub_rn(__fmul_rn(d, (float)(j & 1 ? q[k] >> 4 : q[k] & 15)), mn);
     }
 };
@@ -1615,7 +1623,8 @@ template <> struct deq<DT_Q5_K> {
         const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
         scales_k4(w, j & ~1, &sc0, &m0, &sc1, &m1);
         float d = ld_h2(w) * (float)(j & 1 ? sc1 : sc0), mn = ld_h2(w + 2) * (float)(j & 1 ? m1 : m0);
-        const uint8_t *q = w + 48 + 32 * (j / 2) + 16 * h, *qh = w + 16 + 16 * h;
+        __align__(16) uint8_t q[16], qh[16];
+        ld16(w + 48 + 32 * (j / 2) + 16 * h, q), ld16(w + 16 + 16 * h, qh);
         for (int k = 0; k < 16; k++) v[k] = __fsub_rn(__fmul_rn(d, (float)((j & 1 ? q[k] >> 4 : q[k] & 15) | ((qh[k] >> j) & 1) << 4)), mn);
     }
 };
@@ -1623,7 +1632,8 @@ template <> struct deq<DT_Q6_K> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
         int b = kb / 8, j = kb % 8, hh = j / 4, g = j % 4;
         size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
-        const uint8_t *ql = m.w + 128 * blk + 64 * hh + 32 * (g & 1) + 16 * h, *qh = m.w + 128 * nall + 64 * blk + 32 * hh + 16 * h;
+        __align__(16) uint8_t ql[16], qh[16];
+        ld16(m.w + 128 * blk + 64 * hh + 32 * (g & 1) + 16 * h, ql), ld16(m.w + 128 * nall + 64 * blk + 32 * hh + 16 * h, qh);
         const int8_t *sc = (const int8_t *)(m.w + 192 * nall + 16 * blk);
         float d = ld_h2(m.w + 208 * nall + 2 * blk) * (float)sc[8 * hh + 2 * g + h];
         for (int k = 0; k < 16; k++) v[k] = d * (float)(((g >= 2 ? ql[k] >> 4 : ql[k] & 15) | ((qh[k] >> (2 * g)) & 3) << 4) - 32);
@@ -1631,13 +1641,17 @@ template <> struct deq<DT_Q6_K> {
 };
 template <> struct deq<DT_F16> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
-        const __half *p = (const __half *)m.w + (size_t)m.r * m.nb + 32 * kb + 16 * h; // (nb: the row's length)
+        __align__(16) __half p[16]; // (nb: the row's length)
+        const uint8_t *src = m.w + 2 * ((size_t)m.r * m.nb + 32 * kb + 16 * h);
+        ld16(src, (uint8_t *)p), ld16(src + 16, (uint8_t *)p + 16);
         for (int k = 0; k < 16; k++) v[k] = __half2float(p[k]);
     }
 };
 template <> struct deq<DT_BF16> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
-        const uint16_t *p = (const uint16_t *)m.w + (size_t)m.r * m.nb + 32 * kb + 16 * h;
+        __align__(16) uint16_t p[16];
+        const uint8_t *src = m.w + 2 * ((size_t)m.r * m.nb + 32 * kb + 16 * h);
+        ld16(src, (uint8_t *)p), ld16(src + 16, (uint8_t *)p + 16);
         for (int k = 0; k < 16; k++) v[k] = __uint_as_float((uint32_t)p[k] << 16);
     }
 };
