@@ -90,10 +90,15 @@ static void top_k(cand *c, int n, int k) {
 int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *hist, int n_hist) {
     const infer_sampling *p = &s->p;
     int V = s->n_vocab;
+    int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+    if (p->temp <= 0 && !use_pen) { // greedy: the first largest logit, read in place
+        int b = 0;
+        for (int i = 1; i < V; i++) if (logits[i] > logits[b]) b = i;
+        return b;
+    }
     for (int i = 0; i < V; i++) { s->c[i].logit = logits[i]; s->c[i].id = i; }
 
     // penalties over the last repeat_last_n tokens (llama.cpp's penalties sampler)
-    int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
     if (use_pen && s->counts && p->repeat_last_n > 0 && n_hist > 0) {
         int from = n_hist > p->repeat_last_n ? n_hist - p->repeat_last_n : 0;
         for (int i = from; i < n_hist; i++)
