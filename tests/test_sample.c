@@ -37,6 +37,26 @@ int main(void) {
     freq(&p, lg, 4, 100, f);
     CHECK(f[0] > 0.9999, "greedy picks the argmax");
 
+    // greedy: the first index of the largest logit, for every length and with the
+    // largest value planted twice (the earlier must win) anywhere, the tail included
+    {
+        enum { N = 203 };
+        static float x[N];
+        int bad = 0;
+        unsigned r = 7;
+        for (int n = 1; n <= N && !bad; n++)
+            for (int a = 0; a < n && !bad; a += 1 + n / 17)
+                for (int b = a; b < n && !bad; b += 1 + n / 13) {
+                    for (int i = 0; i < n; i++) x[i] = (float)((r = r * 1103515245u + 12345u) >> 16 & 1023) / 1024.0f;
+                    x[a] = x[b] = 2.0f;
+                    infer_sampler *g = NULL;
+                    if (infer_sampler_new(&p, n, &g)) { bad = 1; break; }
+                    bad |= infer_sample(g, x, NULL, 0) != a;
+                    infer_sampler_free(g);
+                }
+        CHECK(!bad, "greedy: not the first index of the largest logit");
+    }
+
     p = plain(); p.top_k = 2;
     freq(&p, lg, 4, 20000, f);
     CHECK(f[2] == 0 && f[3] == 0 && fabs(f[0] - 0.625) < 0.02, "top-k 2: %.3f %.3f %.3f", f[0], f[1], f[2]);

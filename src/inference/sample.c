@@ -87,15 +87,35 @@ static void top_k(cand *c, int n, int k) {
     qsort(c, (size_t)k, sizeof *c, by_logit_desc);
 }
 
+// The first index of the largest value: eight lanes, each the first of its
+// largest (so the compares do not wait on one another), then the lanes' best,
+// the lower index among equals.
+static int argmax_first(const float *x, int n) {
+    enum { L = 8 };
+    int b = 0;
+    if (n < 2 * L) {
+        for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
+        return b;
+    }
+    float mv[L];
+    int mi[L];
+    for (int l = 0; l < L; l++) mv[l] = x[l], mi[l] = l;
+    int i = L;
+    for (; i + L <= n; i += L)
+        for (int l = 0; l < L; l++)
+            if (x[i + l] > mv[l]) mv[l] = x[i + l], mi[l] = i + l;
+    for (; i < n; i++) // (past every lane's indices: a tie there never wins)
+        if (x[i] > mv[0]) mv[0] = x[i], mi[0] = i;
+    for (int l = 1; l < L; l++)
+        if (mv[l] > mv[b] || (mv[l] == mv[b] && mi[l] < mi[b])) b = l;
+    return mi[b];
+}
+
 int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *hist, int n_hist) {
     const infer_sampling *p = &s->p;
     int V = s->n_vocab;
     int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
-    if (p->temp <= 0 && !use_pen) { // greedy: the first largest logit, read in place
-        int b = 0;
-        for (int i = 1; i < V; i++) if (logits[i] > logits[b]) b = i;
-        return b;
-    }
+    if (p->temp <= 0 && !use_pen) return argmax_first(logits, V); // greedy, read in place
     for (int i = 0; i < V; i++) { s->c[i].logit = logits[i]; s->c[i].id = i; }
 
     // penalties over the last repeat_last_n tokens (llama.cpp's penalties sampler)

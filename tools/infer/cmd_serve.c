@@ -443,6 +443,7 @@ typedef struct {
     size_t pend_len, pend_at;
     long created;
     int fd;                         // the connection's socket (-1: unknown)
+    int pause;                      // a delta went out: pause before waiting for the next (STREAM_PAUSE_MS)
 } stream;
 
 // the client has hung up (a FIN or an error seen on its socket)
@@ -512,6 +513,8 @@ static void emit(stream *s, cJSON *j) {
     free(txt);
 }
 
+enum { STREAM_PAUSE_MS = 20 };
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     stream *s = cls;
     (void)pos;
@@ -529,6 +532,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             continue;
         }
         if (hung_up(s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR; // (stream_free cancels the task)
+        // (after a delta has gone out, a pause before the next wait: the text of the tokens made
+        // meanwhile goes in one write, and this thread wakes once for them, not once a token, taking
+        // less time from the engine's threads where cores are few)
+        if (s->pause) nanosleep(&(struct timespec){0, STREAM_PAUSE_MS * 1000000L}, NULL), s->pause = 0;
         char *text;
         size_t len;
         serve_state st;
@@ -536,6 +543,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
         free(text);
+        s->pause = len && !st.done;
         if (st.done && s->phase == 1) {
             if (!st.finish) { // failed or cancelled: the stream ends without a finish
                 s->phase = 4;
