@@ -28,17 +28,5 @@ for shape in ${SHAPES:-270m}; do
     ncu --cache-control none --launch-skip ${SKIP:-900} --launch-count ${COUNT:-300} --metrics gpu__time_duration.sum \
         ./build/infer run -m $M --ids 2,100,200,300 -n 12 --ignore-eos --temp 0 --device cuda >"$OUT/ncu-$shape.txt" 2>&1
     fi
-    python3 - "$OUT/ncu-$shape.txt" <<'PY' | tee -a "$OUT/profile.txt"
-import re, sys, collections
-tot = collections.defaultdict(float); cnt = collections.Counter(); name = None; allt = 0
-for line in open(sys.argv[1]):
-    m = re.match(r"\s+(\w+)(\(.*?\))? \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)", line)
-    if m: name = f"{m.group(1)} grid {m.group(3)}x{m.group(4)}"
-    m2 = re.match(r"\s+gpu__time_duration.sum\s+(\S+)\s+([\d.,]+)", line)
-    if m2 and name:
-        v = float(m2.group(2).replace(",", "")) * {"nsecond": 1e-3, "usecond": 1, "msecond": 1e3}.get(m2.group(1), 1)
-        tot[name] += v; cnt[name] += 1; allt += v; name = None
-print(f"kernels {sum(cnt.values())}, total {allt:.0f} us")
-for k in sorted(tot, key=lambda k: -tot[k])[:25]: print(f"{tot[k]:9.1f} us {cnt[k]:5d} x {tot[k]/cnt[k]:7.2f} us  {k}")
-PY
+    python3 bench/ncu-summary.py "$OUT/ncu-$shape.txt" | tee -a "$OUT/profile.txt"
 done

@@ -31,6 +31,14 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
         timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg
     done
     timeout 60 $B/infer bench-knn --device cuda -r 50
+    # STEPS=1: every kernel's time (ncu) in batched decode steps of 64 sequences at the 1B shape (one
+    # token each: -p 1), against the steps' wall time with and without the logits read back
+    if [ "${STEPS:-0}" = 1 ] && [ -f /tmp/1b.gguf ]; then
+        for nl in "" --no-logits; do timeout 60 $B/infer bench -m /tmp/1b.gguf --device cuda -r 2 -p 1 -n 32 --batch 64 $nl | grep tg; done
+        timeout 240 ncu --metrics gpu__time_duration.sum $B/infer bench -m /tmp/1b.gguf --device cuda -r 1 -p 1 -n 3 --batch 64 \
+            >"$OUT/ncu-steps.txt" 2>&1
+        python3 bench/ncu-summary.py "$OUT/ncu-steps.txt" 30
+    fi
     # PROFILE=KERNEL (a regex, e.g. k_gemm2 or k_mv): ncu's speed-of-light, memory, warp-state and occupancy
     # sections for 3 launches of it in a 1B-shape prompt of 512 tokens
     if [ -n "${PROFILE:-}" ] && [ -f /tmp/1b.gguf ]; then
