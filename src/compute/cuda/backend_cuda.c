@@ -87,7 +87,8 @@ typedef struct {
     // the pass's rows by how their products run: runs of a sequence of at
     // least CUDA_GEMM_MIN_T rows on the tensor cores, the others as decode
     // rows (q8 products), so a sequence's rows in a batch are computed as
-    // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not.
+    // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not (a
+    // gemm segment is one sequence's run).
     int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
     float *host;                 // host staging (embedding rows)
     size_t host_cap;
@@ -411,13 +412,18 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     if (!s || T > N_ROWS_MAX) { fail_op(b); return; }
     if (s->n_ptab > PTAB_MAX) ptab_drop(s); // (a server's changing batches would grow them without end)
     s->pass_T = T, s->n_seg = 0;
+    if (s->gemm && s->batch_gemm && T >= CUDA_GEMM_MIN_T) // (the whole pass one product on the tensor cores)
+        s->seg0[s->n_seg] = 0, s->seg_gemm[s->n_seg++] = 1, T = 0;
     for (int t = 0; t < T;) {
         int e = t + 1;
         while (e < T && !run[e]) e++;
-        int g = s->gemm && (e - t >= CUDA_GEMM_MIN_T || (s->batch_gemm && T >= CUDA_GEMM_MIN_T));
-        if (!s->n_seg || s->seg_gemm[s->n_seg - 1] != g) s->seg0[s->n_seg] = t, s->seg_gemm[s->n_seg++] = g;
+        int g = s->gemm && e - t >= CUDA_GEMM_MIN_T;
+        // (decode rows join the segment before them; a tensor-core run stays its own, as its product's
+        // column split follows its row count)
+        if (!s->n_seg || g || s->seg_gemm[s->n_seg - 1]) s->seg0[s->n_seg] = t, s->seg_gemm[s->n_seg++] = g;
         t = e;
     }
+    T = s->pass_T;
     s->seg0[s->n_seg] = T;
     if ((size_t)T > s->rows_cap) {
         graph_drop(s);

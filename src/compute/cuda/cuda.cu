@@ -26,6 +26,9 @@ struct cuda_dev {
     int mv_group;        // tokens whose products share their weight loads (INFER_CUDA_MV_GROUP: 4 or 8)
     int gemm_kernel;     // the tensor-core kernel: 2 k_gemm2 (default), 1 k_gemm (INFER_CUDA_GEMM_KERNEL=1)
     int sms;             // multiprocessors
+    int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
+    float *part;         // its partial sums
+    size_t part_cap;
     cudaStream_t stream;
     char name[256];
     unsigned char *ring; // pinned staging for cuda_upload_async
@@ -69,6 +72,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->mv_group = g && atoi(g) == 4 ? 4 : 8; // (k_mv's MV_GROUP)
     const char *gk = getenv("INFER_CUDA_GEMM_KERNEL");
     d->gemm_kernel = gk && atoi(gk) == 1 ? 1 : 2;
+    const char *gs = getenv("INFER_CUDA_GEMM_SPLIT");
+    d->gemm_split = !gs || *gs != '0';
     if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, ordinal) != cudaSuccess || d->sms < 1) d->sms = 1;
     if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         set_status("cudaStreamCreate", e);
@@ -92,6 +97,7 @@ extern "C" HIDDEN void cuda_close(cuda_dev *d) {
     cudaStreamSynchronize(d->stream);
     cudaStreamDestroy(d->stream);
     cudaFreeHost(d->ring);
+    cudaFree(d->part);
     free(d);
 }
 
@@ -1740,6 +1746,10 @@ static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows,
 // the element type, the activations in NS parts, f32 sums).
 enum { G2N = 64, G2K = 64, G2LD = G2K + 8, G2CL = 32 + 4 };
 template <int TY, int GR>
+// Split over the columns (blockIdx.z of gridDim.z slices, each a run of whole
+// 64-column steps): slice z writes its partial sums to y + z T rows, and
+// k_gemm_sum adds the slices in order (the same sums every run). For few
+// tokens, where rows / GR x tokens / 64 blocks would leave multiprocessors idle.
 static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
     using namespace nvcuda;
     typedef typename gel<TY>::E E;
@@ -1759,7 +1769,10 @@ static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int r
     enum { EPT = G2N * G2K / NT };
     const int xt = tid / (G2K / EPT), xc = tid % (G2K / EPT) * EPT;
     const float *xrow = t0 + xt < T ? x + (size_t)(t0 + xt) * cols : NULL;
-    for (int k0 = 0; k0 < cols; k0 += G2K) {
+    const int steps = cols / G2K, per = (steps + gridDim.z - 1) / gridDim.z;
+    const int k_lo = (int)blockIdx.z * per * G2K, k_hi = min(cols, k_lo + per * G2K);
+    y += (size_t)blockIdx.z * T * rows;
+    for (int k0 = k_lo; k0 < k_hi; k0 += G2K) {
         for (int h = 0; h < 2; h++) {
             float v[16];
             __align__(16) E e[16];
@@ -1807,6 +1820,15 @@ static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int r
     }
 }
 
+// y = the sum of n slices of T x rows (slices ys apart), in slice order
+static __global__ void k_gemm_sum(float *y, const float *part, size_t ys, int n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ys) return;
+    float a = part[i];
+    for (int z = 1; z < n; z++) a += part[(size_t)z * ys + i];
+    y[i] = a;
+}
+
 static int gemm_type(int t) {
     return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || t == DT_F16 || t == DT_BF16;
 }
@@ -1822,16 +1844,35 @@ extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows,
     if (d->gemm_kernel == 2 && cols % G2K == 0) {
         // 128 rows a block where that still gives two blocks an SM's worth, else 64
         int tiles = (T + G2N - 1) / G2N, big = (long)((rows + 127) / 128) * tiles >= 2L * d->sms;
-        dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles);
+        long blocks = (long)(big ? (rows + 127) / 128 : (rows + 63) / 64) * tiles;
+        // few blocks (few tokens): the columns split in up to 8 slices, to two blocks an SM's worth
+        int ks = 1, steps = cols / G2K;
+        while (d->gemm_split && ks < 8 && ks * 2 <= steps && blocks * ks < 2L * d->sms) ks *= 2;
+        float *out = y;
+        if (ks > 1) {
+            size_t need = sizeof(float) * (size_t)ks * T * rows;
+            if (need > d->part_cap) {
+                cudaFree(d->part);
+                d->part = NULL, d->part_cap = 0;
+                if (cudaMalloc((void **)&d->part, need) != cudaSuccess) return set_status("gemm partial sums", cudaGetLastError());
+                d->part_cap = need;
+            }
+            out = d->part;
+        }
+        dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles, ks);
         switch (wtype) {
 #define G(t)                                                                                   \
     case t:                                                                                    \
-        if (big) k_gemm2<t, 128><<<g, 256, 0, d->stream>>>(wb, rows, cols, nb, x, T, y);        \
-        else k_gemm2<t, 64><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, y);            \
+        if (big) k_gemm2<t, 128><<<g, 256, 0, d->stream>>>(wb, rows, cols, nb, x, T, out);      \
+        else k_gemm2<t, 64><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, out);          \
         break;
         G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
 #undef G
         default: return -1;
+        }
+        if (ks > 1) {
+            size_t ys = (size_t)T * rows;
+            k_gemm_sum<<<grid_for(ys, 256), 256, 0, d->stream>>>(y, d->part, ys, ks);
         }
         return launched("gemm");
     }
