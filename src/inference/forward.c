@@ -448,17 +448,37 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     if (OPS->begin_pass) OPS->begin_pass(BE, R->pos, R->run, T);
     TIMED(PH_EMBED, embed(c, ids, T));
     if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
-    for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
+    // A decode step of a batch on a device backend with a graph (every row a
+    // sequence's one token, each with logits): the same kernels each step
+    // while the batch's sequences stay the same, captured once and replayed,
+    // as forward's one-sequence steps (positions come up in begin_pass).
+    int g = -1, all = n_out == T;
+    for (int t = 0; t < T && all; t++) all = R->run[t] && (t + 1 == T || R->run[t + 1]);
+    if (OPS->graph && all && !c->profiling && !cf->n_expert) {
+        uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)T ^ ((uint64_t)(uintptr_t)lbuf << 16);
+        for (int t = 0; t < T; t++) key = (key ^ (uint64_t)(uintptr_t)R->seq[t]) * 0x100000001b3ull;
+        g = OPS->graph(BE, GRAPH_BEGIN, key | 1); // (never 0: forward's keys are its logits' address)
+    }
+    double t0 = 0;
+    if (g != 1) {
+        for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
+        t0 = c->profiling ? now_s() : 0;
+        if (n_out) { // logits of the rows that want them: gathered (unless all do), one product for all
+            const float *xs = c->x;
+            if (n_out < T) {
+                for (int t = 0, k = 0; t < T; t++)
+                    if (dst[t]) OPS->copy(BE, c->o + (size_t)k++ * E, 0, c->x + (size_t)t * E, 0, 1, E);
+                xs = c->o;
+            }
+            norm(c, c->xn, xs, m->output_norm, m->output_norm_b, n_out);
+            mm(c, lbuf, c->xn, &m->output, NULL, n_out, E, V);
+            if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
+            if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
+        }
+        if (g == 0) OPS->graph(BE, GRAPH_END, 0);
+    } else
+        OPS->graph(BE, GRAPH_LAUNCH, 0);
     for (int t = 0; t < T; t++) R->seq[t]->n_past++;
-    if (!n_out) return oom_check(c);
-    // logits of the rows that want them: gathered, one product for all
-    double t0 = c->profiling ? now_s() : 0;
-    for (int t = 0, k = 0; t < T; t++)
-        if (dst[t]) OPS->copy(BE, c->o + (size_t)k++ * E, 0, c->x + (size_t)t * E, 0, 1, E);
-    norm(c, c->xn, c->o, m->output_norm, m->output_norm_b, n_out);
-    mm(c, lbuf, c->xn, &m->output, NULL, n_out, E, V);
-    if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
-    if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
     for (int t = 0, k = 0; t < T; t++)
         if (dst[t]) OPS->download(BE, dst[t], lbuf + (size_t)k++ * V, V);
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
