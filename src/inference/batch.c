@@ -66,13 +66,13 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
             return fail(INFER_ERR_ARG, "batch: sequence %d runs on the \"%s\" backend, sequence 0 on \"%s\"; a batch runs on one", i,
                         c->be.ops->name, ctx[0]->be.ops->name);
     }
-    if (b->ws->be.ops != ctx[0]->be.ops) return infer_ctx_set_backend(b->ws, ctx[0]->be.ops->name);
     return INFER_OK;
 }
 
 infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
                               float *const *logits) {
     infer_status st = check(b, ctx, n, ids, n_ids);
+    if (!st && b->ws->be.ops != ctx[0]->be.ops) st = infer_ctx_set_backend(b->ws, ctx[0]->be.ops->name); // (the workspace follows)
     if (st) return st;
     int *done = calloc((size_t)n, sizeof *done), *past = malloc(sizeof *past * (size_t)n);
     if (!done || !past) {

@@ -1678,6 +1678,26 @@ template <> struct gel<DT_BF16> {
     static __device__ float back(E e) { return __bfloat162float(e); }
 };
 
+// One step of K columns of a warp's 32 rows x 32 tokens, on the tensor cores:
+// a0 its weight rows (ld elements apart), b0 its tokens' activations (ld
+// apart), in NS parts pstride elements apart, the small parts first.
+typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc_frag;
+template <typename E, int NS, int K>
+static __device__ __forceinline__ void warp_mma(acc_frag (&acc)[2][2], const E *a0, const E *b0, int ld, size_t pstride) {
+    using namespace nvcuda;
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major> a[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major> b[2];
+        for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], a0 + 16 * i * ld + kk, ld);
+        for (int p = NS - 1; p >= 0; p--) {
+            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], b0 + p * pstride + 16 * j * ld + kk, ld);
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+    }
+}
+
 template <int TY>
 static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
     using namespace nvcuda;
@@ -1688,7 +1708,7 @@ static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows,
     const int tid = threadIdx.x, warp = tid / 32, r0 = blockIdx.x * GM, t0 = blockIdx.y * GN;
     const int lr = tid / 2, lh = tid % 2; // this thread's tile row (or token) and half of the 32 columns
     const int wr = warp / 2, wt = warp % 2;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+    acc_frag acc[2][2];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
     const int r = r0 + lr < rows ? r0 + lr : rows - 1, t = t0 + lr;
@@ -1713,16 +1733,7 @@ static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows,
                 for (int k = 0; k < 16; k++) sx[p][lr][16 * lh + k] = gel<TY>::cv(0.0f);
         }
         __syncthreads();
-        for (int kk = 0; kk < GK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major> a[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major> b[2];
-            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], &sw[32 * wr + 16 * i][kk], GLD);
-            for (int p = NS - 1; p >= 0; p--) { // (the small parts first)
-                for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], &sx[p][32 * wt + 16 * j][kk], GLD);
-                for (int i = 0; i < 2; i++)
-                    for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-            }
-        }
+        warp_mma<E, NS, GK>(acc, &sw[32 * wr][0], &sx[0][32 * wt][0], GLD, (size_t)GN * GLD);
         __syncthreads();
     }
     // (tile rows i, tokens j) -> sc[token][row], then out with bounds
@@ -1760,7 +1771,7 @@ static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int r
     E(*sx)[G2N][G2LD] = (E(*)[G2N][G2LD])(smem + GR * G2LD * sizeof(E)); // [NS][G2N][G2LD]
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, r0 = blockIdx.x * GR, t0 = blockIdx.y * G2N;
     const int wr = warp / 2, wt = warp % 2;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+    acc_frag acc[2][2];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
     const int lr = tid / 2, kh = tid % 2; // this thread's weight row and 32-block of the step
@@ -1795,17 +1806,7 @@ static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int r
             if (NS == 2) *(int4 *)&sx[NS - 1][xt][xc + c] = *(const int4 *)lo;
         }
         __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < G2K; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major> a[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major> b[2];
-            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], &sw[32 * wr + 16 * i][kk], G2LD);
-            for (int p = NS - 1; p >= 0; p--) { // (the small parts first)
-                for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], &sx[p][32 * wt + 16 * j][kk], G2LD);
-                for (int i = 0; i < 2; i++)
-                    for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-            }
-        }
+        warp_mma<E, NS, G2K>(acc, &sw[32 * wr][0], &sx[0][32 * wt][0], G2LD, (size_t)G2N * G2LD);
         __syncthreads();
     }
     // the warp's 32 rows x 32 tokens -> its staging [token][row] -> y
