@@ -8,9 +8,9 @@
 # then, through `device`, carrying device-carry/debs, device-carry/fixtures and device-carry/bin.tgz:
 #   bash bench/gpu-quick.sh
 # Runs the GPU parity tests (test_cuda, test_batch on every fixture family,
-# the fixtures on cuda), then `infer bench` on synthetic 270M and 1B shapes
-# (prompt with each tensor-core kernel, batched decode at 16 and 64
-# sequences), gate KNN at the 4B shape, and with PROFILE=KERNEL ncu's
+# the fixtures on cuda), then on synthetic 270M and 1B shapes test_batch and
+# `infer bench` (prompt and decode; batched decode at 16 and 64 sequences with
+# k_mmv and without), gate KNN at the 4B shape, and with PROFILE=KERNEL ncu's
 # analysis of that kernel. Output: $OUT/quick.txt (and ncu.txt).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -27,8 +27,10 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
     for f in device-carry/fixtures/hf/*/; do timeout 30 $B/test_fixtures "$(basename "$f")" device-carry/fixtures/hf 2>&1 | grep -E "cuda|FAIL"; done
     for s in 270m 1b; do
         $B/infer synth --shape $s -o /tmp/$s.gguf >/dev/null 2>&1 || { echo "synth $s failed"; continue; }
-        for k in 2 1; do echo "INFER_CUDA_GEMM_KERNEL=$k"; INFER_CUDA_GEMM_KERNEL=$k timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 3 -p 512 -n 128 | tail -2; done
-        timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg
+        # batched decode of the quantized shape, every sequence bit for bit as alone (k_mmv's rows)
+        timeout 120 $B/test_batch /tmp/$s.gguf 2>&1 | grep -E "checks|FAIL|differs" | head -5
+        timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 3 -p 512 -n 128 | tail -2
+        for v in 1 0; do echo "INFER_CUDA_MMV=$v"; INFER_CUDA_MMV=$v timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg; done
     done
     timeout 60 $B/infer bench-knn --device cuda -r 50
     # STEPS=1: every kernel's time (ncu) in batched decode steps of 64 sequences at the 1B shape (one

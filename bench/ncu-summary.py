@@ -11,7 +11,7 @@ for line in open(sys.argv[1], errors="replace"):
         name = f"{m.group(1)} grid {m.group(2)}x{m.group(3)}"
     m2 = re.match(r"\s+gpu__time_duration.sum\s+(\S+)\s+([\d.,]+)", line)
     if m2 and name:
-        v = float(m2.group(2).replace(",", "")) * {"nsecond": 1e-3, "usecond": 1, "msecond": 1e3}.get(m2.group(1), 1)
+        v = float(m2.group(2).replace(",", "")) * {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1, "us": 1, "msecond": 1e3, "ms": 1e3, "s": 1e6, "second": 1e6}.get(m2.group(1), 1)
         tot[name] += v; cnt[name] += 1; allt += v; name = None
 print(f"kernels {sum(cnt.values())}, total {allt:.0f} us")
 for k in sorted(tot, key=lambda k: -tot[k])[: int(sys.argv[2]) if len(sys.argv) > 2 else 25]:

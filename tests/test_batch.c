@@ -159,7 +159,14 @@ static void check_model(const char *name, const char *path, int threads, const c
 
 int main(int argc, char **argv) {
     char **dirs;
-    // (argument: one family, "default" (the default model), or "fixtures" (every family, not the default model))
+    // (argument: one family, "default" (the default model), "fixtures" (every family, not the default model), or
+    // a .gguf file (on the GPU where there is one: quantized products of several decode rows, on the tensor cores))
+    size_t al = argc > 1 ? strlen(argv[1]) : 0;
+    if (al > 5 && !strcmp(argv[1] + al - 5, ".gguf")) {
+        int gpu = infer_gpu_count() > 0;
+        check_model(argv[1], argv[1], 1, gpu ? "cuda" : NULL);
+        return check_summary("test_batch");
+    }
     int all = argc < 2 || !strcmp(argv[1], "fixtures");
     int n = test_fixture_dirs(&dirs, all ? NULL : argv[1]), gpu = infer_gpu_count() > 0;
     if (!gpu) printf("cuda: skipped (%s)\n", infer_gpu_status());

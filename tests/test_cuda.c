@@ -443,6 +443,11 @@ int main(void) {
     for (int k = 0; k < 6; k++) check_type(d, q32[k], 37, 96, 3), check_type(d, q32[k], 100, 2048, 8), check_type(d, q32[k], 9, 640, 1);
     for (int k = 0; k < 5; k++) check_type(d, kq[k], 37, 256, 3), check_type(d, kq[k], 100, 2560, 8), check_type(d, kq[k], 9, 2304, 1);
     for (int k = 0; k < 5; k++) check_type(d, kq[k], 1100, 2560, 19), check_type(d, q32[k], 3000, 1024, 19); // (groups of 8 tokens, 8 or 32 threads a row)
+    // several tokens on the tensor cores (k_mmv) at each thread count a row (8, 32, 128), tails of units and of rows
+    int mmv[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q5_K, DT_Q6_K};
+    for (int k = 0; k < 6; k++)
+        check_type(d, mmv[k], 2500, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 1030, 2304, 5),
+            check_type(d, mmv[k], 300, 8192, 17), check_type(d, mmv[k], 5, 4608, 2);
     for (int k = 0; k < 3; k++) check_type(d, fl[k], 37, 100, 3), check_type(d, fl[k], 100, 2048, 8), check_type(d, fl[k], 9, 2304, 1);
     // many rows: the products' other thread counts a row (32, 8)
     int wide[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q2_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16, DT_F32};

@@ -26,6 +26,7 @@ struct cuda_dev {
     int mv_group;        // tokens whose products share their weight loads (INFER_CUDA_MV_GROUP: 4 or 8)
     int gemm_kernel;     // the tensor-core kernel: 2 k_gemm2 (default), 1 k_gemm (INFER_CUDA_GEMM_KERNEL=1)
     int sms;             // multiprocessors
+    int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     float *part;         // its partial sums
     size_t part_cap;
@@ -74,6 +75,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->gemm_kernel = gk && atoi(gk) == 1 ? 1 : 2;
     const char *gs = getenv("INFER_CUDA_GEMM_SPLIT");
     d->gemm_split = !gs || *gs != '0';
+    const char *mm = getenv("INFER_CUDA_MMV");
+    d->mmv = !mm || *mm != '0';
     if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, ordinal) != cudaSuccess || d->sms < 1) d->sms = 1;
     if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         set_status("cudaStreamCreate", e);
@@ -312,6 +315,18 @@ static __device__ __forceinline__ int spread4(uint32_t b) { return (int)(((b & 1
 
 struct wrow { const uint8_t *w; int rows, r, nb; }; // matrix, its row count, the row, blocks a row
 
+// A unit's value from its integer sums and scales. Every rounding is
+// explicit (no multiply-add contraction), so that the batched tensor-core
+// product (k_mmv) computes each unit's value exactly as k_mv does.
+// the 32-element types: s * (d_w * d_x)
+static __device__ __forceinline__ float v_q32(float dw, float dx, int s) { return __fmul_rn((float)s, __fmul_rn(dw, dx)); }
+// q4_K / q5_K: d_x * (d sumi - dmin summ)
+static __device__ __forceinline__ float v_k4(float dx, float d, float dmin, int sumi, int summ) {
+    return __fmul_rn(dx, __fsub_rn(__fmul_rn(d, (float)sumi), __fmul_rn(dmin, (float)summ)));
+}
+// q6_K: (d_x d) sumi
+static __device__ __forceinline__ float v_q6K(float dx, float d, int sumi) { return __fmul_rn(__fmul_rn(dx, d), (float)sumi); }
+
 // q8_0 (split): unit (block b, half i): 16 quants
 static __device__ __forceinline__ float u_q8_0(const wrow &m, const xrow &x, int u) {
     int b = u >> 1, i = u & 1;
@@ -319,7 +334,7 @@ static __device__ __forceinline__ float u_q8_0(const wrow &m, const xrow &x, int
     int4 q = *(const int4 *)(m.w + 32 * blk + 16 * i), y = *(const int4 *)(x.qs + 32 * b + 16 * i);
     int s = __dp4a(q.x, y.x, 0);
     s = __dp4a(q.y, y.y, s), s = __dp4a(q.z, y.z, s), s = __dp4a(q.w, y.w, s);
-    return (float)s * (ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * blk) * xd0(x, b));
+    return v_q32(ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * blk), xd0(x, b), s);
 }
 
 // q4_0 (split): unit = block b: byte l holds element l (low) and 16 + l (high)
@@ -332,7 +347,7 @@ static __device__ __forceinline__ float u_q4_0(const wrow &m, const xrow &x, int
         s = __dp4a(vsub4(qv[k] & 0x0f0f0f0f, 0x08080808), lo[k], s);
         s = __dp4a(vsub4((qv[k] >> 4) & 0x0f0f0f0f, 0x08080808), hi[k], s);
     }
-    return (float)s * (ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * blk) * xd0(x, b));
+    return v_q32(ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * blk), xd0(x, b), s);
 }
 
 // q5_0 (split): as q4_0 with the fifth bits (qh bit l: element l, bit 16 + l: element 16 + l)
@@ -346,7 +361,7 @@ static __device__ __forceinline__ float u_q5_0(const wrow &m, const xrow &x, int
         s = __dp4a(vsub4((qv[k] & 0x0f0f0f0f) | spread4(qh >> (4 * k)), 0x10101010), lo[k], s);
         s = __dp4a(vsub4(((qv[k] >> 4) & 0x0f0f0f0f) | spread4(qh >> (16 + 4 * k)), 0x10101010), hi[k], s);
     }
-    return (float)s * (ld_h2(m.w + 20 * nall + 2 * blk) * xd0(x, b));
+    return v_q32(ld_h2(m.w + 20 * nall + 2 * blk), xd0(x, b), s);
 }
 
 // q6_K (split): unit (super-block b, quarter i): half h = i / 2 of the
@@ -372,7 +387,7 @@ static __device__ __forceinline__ float u_q6_K(const wrow &m, const xrow &x, int
         s4 = __dp4a(vsub4(((bb >> 4) & 0x0f0f0f0f) | (((c >> 6) & 0x03030303) << 4), 0x20202020), x4[k], s4);
     }
     int sumi = sc[0] * s1 + sc[2] * s2 + sc[4] * s3 + sc[6] * s4;
-    return xdK(x, b) * ld_h2(m.w + 208 * nall + 2 * blk) * (float)sumi;
+    return v_q6K(xdK(x, b), ld_h2(m.w + 208 * nall + 2 * blk), sumi);
 }
 
 // scale and min of sub-blocks j and j + 1 (j even) from the 12 scale bytes (3 words)
@@ -412,7 +427,7 @@ static __device__ __forceinline__ float u_q4_K(const wrow &m, const xrow &x, int
     scales_k4(w, 2 * p, &sc0, &m0, &sc1, &m1);
     const int16_t *bs = x.bs + 16 * b;
     int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
-    return xdK(x, b) * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
+    return v_k4(xdK(x, b), ld_h2(w), ld_h2(w + 2), sumi, summ);
 }
 
 // q5_K (ggml blocks): as q4_K, the fifth bits from qh (bits 2p and 2p + 1 of bytes 16h..)
@@ -433,7 +448,7 @@ static __device__ __forceinline__ float u_q5_K(const wrow &m, const xrow &x, int
     scales_k4(w, 2 * p, &sc0, &m0, &sc1, &m1);
     const int16_t *bs = x.bs + 16 * b;
     int sumi = sc0 * s0 + sc1 * s1, summ = m0 * bs[4 * p + h] + m1 * bs[4 * p + 2 + h];
-    return xdK(x, b) * (ld_h2(w) * (float)sumi - ld_h2(w + 2) * (float)summ);
+    return v_k4(xdK(x, b), ld_h2(w), ld_h2(w + 2), sumi, summ);
 }
 
 // The other block types, a block per lane (q4_1, q5_1, mxfp4: the oracle's
@@ -759,6 +774,296 @@ static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const
 }
 
 // ---------------------------------------------------------------------------
+// Batched decode products on the tensor cores: k_mmv computes what k_mv
+// computes for each token, bit for bit, with the integer sums of the units
+// made by int8 mma.sync (m16n8k16: 16 rows x 8 tokens x 16 weights, exact)
+// instead of __dp4a. The float part is k_mv's, operation for operation: slot
+// s of a row's TPR slots takes units s, s + TPR, ... into four sums (UNITS'
+// pattern), a slot's value is (a0 + a1) + (a2 + a3), and the slots are
+// added in row_sum's tree. A block is 8 warps over 16 rows x 16 tokens; warp
+// w takes slots w, w + 8, ... of a group of up to 32 slots at a time, whose
+// values meet in shared memory.
+//
+// mq<T>: a unit's G groups of 16 weights: aw = the packed int8 weights
+// 4 tig .. 4 tig + 3 of group j (row m.r), xo = where group j's 16
+// activations start in the token's quants, val = the unit's value (k_mv's).
+template <int T> struct mq;
+template <> struct mq<DT_Q8_0> {
+    enum { UPB = 2, G = 1 };
+    struct W { float d; };
+    struct X { float d; };
+    static __device__ void a(const wrow &m, int u, int tig, int *aw) {
+        aw[0] = *(const int *)(m.w + 32 * ((size_t)m.r * m.nb + (u >> 1)) + 16 * (u & 1) + 4 * tig);
+    }
+    static __device__ int xo(int u, int j) { return 16 * u; }
+    static __device__ W w(const wrow &m, int u) { return {ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * ((size_t)m.r * m.nb + (u >> 1)))}; }
+    static __device__ X x(const xrow &x, int u) { return {xd0(x, u >> 1)}; }
+    static __device__ float val(const W &w, const X &x, const int *sg) { return v_q32(w.d, x.d, sg[0]); }
+};
+template <> struct mq<DT_Q4_0> {
+    enum { UPB = 1, G = 2 };
+    struct W { float d; };
+    struct X { float d; };
+    static __device__ void a(const wrow &m, int u, int tig, int *aw) {
+        int q = *(const int *)(m.w + 16 * ((size_t)m.r * m.nb + u) + 4 * tig);
+        aw[0] = vsub4(q & 0x0f0f0f0f, 0x08080808), aw[1] = vsub4((q >> 4) & 0x0f0f0f0f, 0x08080808);
+    }
+    static __device__ int xo(int u, int j) { return 32 * u + 16 * j; }
+    static __device__ W w(const wrow &m, int u) { return {ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * ((size_t)m.r * m.nb + u))}; }
+    static __device__ X x(const xrow &x, int u) { return {xd0(x, u)}; }
+    static __device__ float val(const W &w, const X &x, const int *sg) { return v_q32(w.d, x.d, sg[0] + sg[1]); }
+};
+template <> struct mq<DT_Q5_0> {
+    enum { UPB = 1, G = 2 };
+    struct W { float d; };
+    struct X { float d; };
+    static __device__ void a(const wrow &m, int u, int tig, int *aw) {
+        size_t blk = (size_t)m.r * m.nb + u, nall = (size_t)m.rows * m.nb;
+        int q = *(const int *)(m.w + 16 * blk + 4 * tig);
+        uint32_t qh = *(const uint32_t *)(m.w + 16 * nall + 4 * blk);
+        aw[0] = vsub4((q & 0x0f0f0f0f) | spread4(qh >> (4 * tig)), 0x10101010);
+        aw[1] = vsub4(((q >> 4) & 0x0f0f0f0f) | spread4(qh >> (16 + 4 * tig)), 0x10101010);
+    }
+    static __device__ int xo(int u, int j) { return 32 * u + 16 * j; }
+    static __device__ W w(const wrow &m, int u) { return {ld_h2(m.w + 20 * (size_t)m.rows * m.nb + 2 * ((size_t)m.r * m.nb + u))}; }
+    static __device__ X x(const xrow &x, int u) { return {xd0(x, u)}; }
+    static __device__ float val(const W &w, const X &x, const int *sg) { return v_q32(w.d, x.d, sg[0] + sg[1]); }
+};
+// q4_K / q5_K: unit (b, p, h) as u_q4_K's; groups: sub-block 2p's 16 weights, then 2p + 1's
+struct k4_w { float d, dmin; int sc0, m0, sc1, m1; };
+struct k4_x { float d; int b0, b1; };
+static __device__ __forceinline__ k4_w k4_scales(const uint8_t *blk, int u) {
+    k4_w w;
+    w.d = ld_h2(blk), w.dmin = ld_h2(blk + 2);
+    scales_k4(blk, 2 * ((u & 7) >> 1), &w.sc0, &w.m0, &w.sc1, &w.m1);
+    return w;
+}
+static __device__ __forceinline__ k4_x k4_act(const xrow &x, int u) {
+    int b = u >> 3, p = (u & 7) >> 1, h = u & 1;
+    const int16_t *bs = x.bs + 16 * b;
+    return {xdK(x, b), bs[4 * p + h], bs[4 * p + 2 + h]};
+}
+static __device__ __forceinline__ float k4_val(const k4_w &w, const k4_x &x, const int *sg) {
+    return v_k4(x.d, w.d, w.dmin, w.sc0 * sg[0] + w.sc1 * sg[1], w.m0 * x.b0 + w.m1 * x.b1);
+}
+template <> struct mq<DT_Q4_K> {
+    enum { UPB = 8, G = 2 };
+    typedef k4_w W;
+    typedef k4_x X;
+    static __device__ void a(const wrow &m, int u, int tig, int *aw) {
+        int b = u >> 3, i = u & 7;
+        int q = *(const int *)(m.w + ((size_t)m.r * m.nb + b) * Q4_K_B + 16 + 32 * (i >> 1) + 16 * (i & 1) + 4 * tig);
+        aw[0] = q & 0x0f0f0f0f, aw[1] = (q >> 4) & 0x0f0f0f0f;
+    }
+    static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
+    static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * Q4_K_B, u); }
+    static __device__ X x(const xrow &x, int u) { return k4_act(x, u); }
+    static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
+};
+template <> struct mq<DT_Q5_K> {
+    enum { UPB = 8, G = 2 };
+    typedef k4_w W;
+    typedef k4_x X;
+    static __device__ void a(const wrow &m, int u, int tig, int *aw) {
+        int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
+        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
+        int q = *(const int *)(w + 48 + 32 * p + 16 * h + 4 * tig), qh = *(const int *)(w + 16 + 16 * h + 4 * tig);
+        aw[0] = (q & 0x0f0f0f0f) | (((qh >> (2 * p)) & 0x01010101) << 4);
+        aw[1] = ((q >> 4) & 0x0f0f0f0f) | (((qh >> (2 * p + 1)) & 0x01010101) << 4);
+    }
+    static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
+    static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * Q5_K_B, u); }
+    static __device__ X x(const xrow &x, int u) { return k4_act(x, u); }
+    static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
+};
+// q6_K: unit (b, i) as u_q6_K's; groups: rows A, B of ql (low nibbles with qh bits 0-1, 2-3), then their high nibbles (4-5, 6-7)
+template <> struct mq<DT_Q6_K> {
+    enum { UPB = 4, G = 4 };
+    struct W { float d; int s0, s1, s2, s3; };
+    struct X { float d; };
+    static __device__ void a(const wrow &m, int u, int tig, int *aw) {
+        int b = u >> 2, i = u & 3, h = i >> 1, l0 = 16 * (i & 1);
+        size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
+        const uint8_t *ql = m.w + 128 * blk + 64 * h + l0 + 4 * tig;
+        int A = *(const int *)ql, B = *(const int *)(ql + 32), C = *(const int *)(m.w + 128 * nall + 64 * blk + 32 * h + l0 + 4 * tig);
+        aw[0] = vsub4((A & 0x0f0f0f0f) | ((C & 0x03030303) << 4), 0x20202020);
+        aw[1] = vsub4((B & 0x0f0f0f0f) | (((C >> 2) & 0x03030303) << 4), 0x20202020);
+        aw[2] = vsub4(((A >> 4) & 0x0f0f0f0f) | (((C >> 4) & 0x03030303) << 4), 0x20202020);
+        aw[3] = vsub4(((B >> 4) & 0x0f0f0f0f) | (((C >> 6) & 0x03030303) << 4), 0x20202020);
+    }
+    static __device__ int xo(int u, int j) { return 256 * (u >> 2) + 128 * ((u & 3) >> 1) + 16 * (u & 1) + 32 * j; }
+    static __device__ W w(const wrow &m, int u) {
+        int b = u >> 2, i = u & 3;
+        size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
+        const int8_t *sc = (const int8_t *)(m.w + 192 * nall + 16 * blk) + 8 * (i >> 1) + (i & 1);
+        return {ld_h2(m.w + 208 * nall + 2 * blk), sc[0], sc[2], sc[4], sc[6]};
+    }
+    static __device__ X x(const xrow &x, int u) { return {xdK(x, u >> 2)}; }
+    static __device__ float val(const W &w, const X &x, const int *sg) {
+        return v_q6K(x.d, w.d, w.s0 * sg[0] + w.s1 * sg[1] + w.s2 * sg[2] + w.s3 * sg[3]);
+    }
+};
+
+// c (16 x 8, s32) += a (16 x 16, s8, rows g and g + 8) b (16 x 8, s8, token g), g = lane / 4
+static __device__ __forceinline__ void mma_s8(int (&c)[4], int a0, int a1, int b0) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0));
+}
+
+enum { MMV_ROWS = 16, MMV_WARPS = 8 };
+
+// unit u of rows w0 (g) and w1 (g + 8) against the warp's 8 NN tokens, added into a
+template <int TY, int NN>
+static __device__ __forceinline__ void mmv_unit(const wrow &w0, const wrow &w1, const int8_t *const (&xb)[NN], const xrow (&xc)[NN][2], int u,
+                                                int tig, float (&a)[NN][4]) {
+    typedef mq<TY> Q;
+    int A0[Q::G], A1[Q::G];
+    Q::a(w0, u, tig, A0), Q::a(w1, u, tig, A1);
+    const typename Q::W W0 = Q::w(w0, u), W1 = Q::w(w1, u);
+#pragma unroll
+    for (int n = 0; n < NN; n++) {
+        int acc[Q::G][4];
+#pragma unroll
+        for (int j = 0; j < Q::G; j++) {
+            acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0;
+            mma_s8(acc[j], A0[j], A1[j], *(const int *)(xb[n] + Q::xo(u, j)));
+        }
+        const typename Q::X X0 = Q::x(xc[n][0], u), X1 = Q::x(xc[n][1], u);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            int sg[Q::G];
+#pragma unroll
+            for (int j = 0; j < Q::G; j++) sg[j] = acc[j][c];
+            a[n][c] = __fadd_rn(a[n][c], Q::val(c >> 1 ? W1 : W0, c & 1 ? X1 : X0, sg));
+        }
+    }
+}
+
+// One slot's value (k_mv's (a0 + a1) + (a2 + a3)) for the warp's 16 rows x
+// 8 NN tokens: v[n][c] = row g + 8 (c >> 1), token 8 n + 2 tig + (c & 1).
+template <int TY, int NN>
+static __device__ void mmv_slot(const mv_mat &mt, int r0, const uint8_t *xq, size_t xr, int t0, int T, int s, int st, float (&v)[NN][4]) {
+    const int lane = threadIdx.x % 32, g = lane >> 2, tig = lane & 3;
+    const int rows = mt.rows;
+    const wrow w0 = {mt.w, rows, min(r0 + g, rows - 1), mt.nb}, w1 = {mt.w, rows, min(r0 + g + 8, rows - 1), mt.nb};
+    // the tokens this lane loads (b: token g of each tile) and scales (c: 2 tig, 2 tig + 1)
+    const int8_t *xb[NN];
+    xrow xc[NN][2];
+#pragma unroll
+    for (int n = 0; n < NN; n++) {
+        xb[n] = (const int8_t *)(xq + xr * min(t0 + 8 * n + g, T - 1)) + 4 * tig;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const uint8_t *row = xq + xr * min(t0 + 8 * n + 2 * tig + k, T - 1);
+            xc[n][k] = TY == DT_Q4_K || TY == DT_Q5_K || TY == DT_Q6_K ? x_q8_K(row, mt.nb) : x_q8_0(row, mt.nb);
+        }
+    }
+    float a[4][NN][4];
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+#pragma unroll
+        for (int n = 0; n < NN; n++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) a[q][n][c] = 0.0f;
+    // UNITS' pattern: four units at a time into a[0..3] while all four exist, then the rest into a[0]
+    const int nu = mt.nb * mq<TY>::UPB;
+    int u = s;
+    for (; u + 3 * st < nu; u += 4 * st) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) mmv_unit<TY, NN>(w0, w1, xb, xc, u + q * st, tig, a[q]);
+    }
+    for (; u < nu; u += st) mmv_unit<TY, NN>(w0, w1, xb, xc, u, tig, a[0]);
+#pragma unroll
+    for (int n = 0; n < NN; n++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) v[n][c] = __fadd_rn(__fadd_rn(a[0][n][c], a[1][n][c]), __fadd_rn(a[2][n][c], a[3][n][c]));
+}
+
+// a row's slot values (red[slot * outs + o]) added in row_sum's order: at
+// TPR <= 32 the lanes' xor tree from slot bit 0 up, at TPR 128 (a group of
+// 32 slots a warp) from bit 4 down
+template <int GS, int UP>
+static __device__ __forceinline__ float mmv_tree(const float *red, int outs, int o) {
+    float v[GS];
+#pragma unroll
+    for (int k = 0; k < GS; k++) v[k] = red[k * outs + o];
+    if (UP) {
+#pragma unroll
+        for (int step = 1; step < GS; step <<= 1)
+#pragma unroll
+            for (int k = 0; k < GS; k += 2 * step) v[k] = __fadd_rn(v[k], v[k + step]);
+    } else {
+#pragma unroll
+        for (int step = GS / 2; step >= 1; step >>= 1)
+#pragma unroll
+            for (int k = 0; k < step; k++) v[k] = __fadd_rn(v[k], v[k + step]);
+    }
+    return v[0];
+}
+
+// blocks of 16 rows x 8 NN tokens; shared memory: min(TPR, 32) x 16 x 8 NN floats
+template <int TPR, int NN>
+static __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const mv_desc d, const uint8_t *xq) {
+    enum { GS = TPR < 32 ? TPR : 32, TOK = 8 * NN, OUTS = MMV_ROWS * TOK, PER = OUTS / (MMV_WARPS * 32) };
+    extern __shared__ float red[]; // [GS][OUTS]
+    int mi = 0;
+    while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
+    const int r0 = ((int)blockIdx.x - d.m[mi].blk0) * MMV_ROWS, t0 = (int)blockIdx.y * TOK;
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, tig = lane & 3;
+    float res[2][PER];
+    for (int k = 0; k <= d.glu; k++) {
+        const mv_mat mt = d.m[k ? 1 : mi];
+        float total[PER];
+        for (int g0 = 0; g0 < TPR; g0 += GS) {
+            for (int sl = w; sl < GS; sl += MMV_WARPS) {
+                float v[NN][4];
+                const int s = g0 + sl;
+                switch (mt.type) {
+                case DT_Q8_0: mmv_slot<DT_Q8_0, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
+                case DT_Q4_0: mmv_slot<DT_Q4_0, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
+                case DT_Q5_0: mmv_slot<DT_Q5_0, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
+                case DT_Q4_K: mmv_slot<DT_Q4_K, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
+                case DT_Q5_K: mmv_slot<DT_Q5_K, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
+                default: mmv_slot<DT_Q6_K, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
+                }
+#pragma unroll
+                for (int n = 0; n < NN; n++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) red[sl * OUTS + (g + 8 * (c >> 1)) * TOK + 8 * n + 2 * tig + (c & 1)] = v[n][c];
+            }
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                float val = mmv_tree<GS, (TPR <= 32)>(red, OUTS, (int)threadIdx.x + i * MMV_WARPS * 32);
+                total[i] = g0 == 0 ? val : __fadd_rn(total[i], val); // (TPR 128: the warps' sums in order, as row_sum)
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int i = 0; i < PER; i++) res[k][i] = total[i];
+    }
+    const mv_mat m = d.m[mi];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int o = (int)threadIdx.x + i * MMV_WARPS * 32, r = r0 + o / TOK, t = t0 + o % TOK;
+        float a = res[0][i];
+        if (d.glu) a = act1(a, d.act, d.ggml) * res[1][i];
+        if (r < m.rows && t < d.T) m.y[(size_t)t * m.rows + r] = a;
+    }
+}
+
+template <int TPR, int NN>
+static void mmv_launch(cuda_dev *dv, dim3 grid, const mv_desc &k, const uint8_t *xb) {
+    const int bytes = (TPR < 32 ? TPR : 32) * MMV_ROWS * 8 * NN * (int)sizeof(float);
+    static int attr; // (once: more than 48 KiB of shared memory is asked for)
+    if (!attr) attr = cudaFuncSetAttribute(k_mmv<TPR, NN>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess ? 1 : -1;
+    k_mmv<TPR, NN><<<grid, MMV_WARPS * 32, bytes, dv->stream>>>(k, xb);
+}
+
+static int mmv_type(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
+
+// ---------------------------------------------------------------------------
 // activation quantizers: the CPU's values (act_quant_q8_0, q8_K_from_float),
 // in the split rows above
 
@@ -875,7 +1180,27 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
     const uint8_t *xb = (const uint8_t *)xq;
-    if (T > 1 && d->mv_group == 4) {
+    int mmv = T > 1 && d->mmv;
+    for (int i = 0; i < n && mmv; i++) mmv = mmv_type(m[i].type);
+    if (mmv) { // the same values on the tensor cores: blocks of 16 rows x 16 or 32 tokens
+        int nblk = 0;
+        for (int i = 0; i < n; i++) {
+            k.m[i].blk0 = nblk;
+            if (glu_act < 0 || i == 0) nblk += (m[i].rows + MMV_ROWS - 1) / MMV_ROWS;
+        }
+        if (glu_act >= 0) k.m[1].blk0 = nblk;
+        int nn = T > 16 ? 4 : 2;
+        dim3 grid((unsigned)nblk, (unsigned)((T + 8 * nn - 1) / (8 * nn)));
+        if (nn == 2) {
+            if (tpr == 8) mmv_launch<8, 2>(d, grid, k, xb);
+            else if (tpr == 32) mmv_launch<32, 2>(d, grid, k, xb);
+            else mmv_launch<128, 2>(d, grid, k, xb);
+        } else {
+            if (tpr == 8) mmv_launch<8, 4>(d, grid, k, xb);
+            else if (tpr == 32) mmv_launch<32, 4>(d, grid, k, xb);
+            else mmv_launch<128, 4>(d, grid, k, xb);
+        }
+    } else if (T > 1 && d->mv_group == 4) {
         if (tpr == 8) k_mv<8, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
         else if (tpr == 32) k_mv<32, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
         else k_mv<128, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
