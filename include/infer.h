@@ -341,9 +341,9 @@ INFER_API infer_status infer_vindex_extract(const infer_model *model, const char
 //   cached:0-B           layers 0..B replaced by the residual and K/V that a
 //                        template prompt left there (infer_ctx_set_template);
 //                        valid only for that template's tokens and positions
-//   pipelined[:A-B]      the attention on the CPU, the FFN on the GPU (exact, as
-//                        dense; needs a GPU backend: set the context's backend
-//                        first; refused on the CPU)
+//   pipelined[:A-B]      dense, with the attention on the CPU and the FFN on the
+//                        GPU (needs a GPU backend, set before the graph; refused
+//                        on the CPU; before the first evaluation)
 // Items are joined by commas, e.g. "cached:0-12,walk:13-23@10%,dense:24-33".
 INFER_API infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k);
 // Records the template for the graph's cached layers (a dense pass over ids);

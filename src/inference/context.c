@@ -128,8 +128,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->alt.v_cache = calloc((size_t)L, sizeof(float *));
     // every layer on the context's backend until told otherwise
     c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1;
-    if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L);
-    c->ffn_dev = c->att_dev + L;
+    if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L), c->ffn_dev = c->att_dev + L;
     c->arena_ops = c->be.ops; // the KV cache and scratch are the backend's memory
     c->arena = c->be.ops->alloc(&c->be, sizeof(float) * floats);
     if (!c->k_cache || !c->v_cache || !c->alt.k_cache || !c->alt.v_cache || !c->att_dev || !c->arena) ok = 0;
