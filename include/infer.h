@@ -77,6 +77,20 @@ INFER_API int infer_ctx_threads(const infer_ctx *ctx);
 // or cannot run this model (the message says which).
 INFER_API infer_status infer_ctx_set_backend(infer_ctx *ctx, const char *name);
 INFER_API const char *infer_ctx_backend(const infer_ctx *ctx);
+// llama.cpp's -ngl: on a GPU backend ("cuda"), the last n layers run there and
+// the first n_layer - n on the CPU (each side keeps the KV cache of its
+// layers; the residual stream crosses once per pass); the final norm and the
+// logits run on the GPU only when n > n_layer (so 99 is everything, as in
+// llama.cpp). -1 (the default): everything on the context's backend. On a
+// host backend the count is kept and has no effect (everything runs on the
+// CPU). Set it before the first evaluation (INFER_ERR_ARG after); either
+// before or after infer_ctx_set_backend (before: the device's memory is laid
+// out once). INFER_ERR_UNSUPPORTED where a part would land where it cannot
+// run (a vindex walk's FFN on the GPU).
+INFER_API infer_status infer_ctx_set_gpu_layers(infer_ctx *ctx, int n);
+// 1 when the context's layers run on two backends (infer_ctx_set_gpu_layers,
+// pipelined layers): batched passes (infer_batch_eval) refuse it.
+INFER_API int infer_ctx_split(const infer_ctx *ctx);
 // The GPUs this build and machine can use (0: none), and a line saying which
 // or why none ("NVIDIA H200", "built without CUDA ...", "no CUDA device: ...").
 INFER_API int infer_gpu_count(void);
@@ -327,8 +341,9 @@ INFER_API infer_status infer_vindex_extract(const infer_model *model, const char
 //   cached:0-B           layers 0..B replaced by the residual and K/V that a
 //                        template prompt left there (infer_ctx_set_template);
 //                        valid only for that template's tokens and positions
-//   pipelined[:A-B]      attention and FFN on two devices (needs a GPU backend;
-//                        refused by a CPU-only build)
+//   pipelined[:A-B]      dense, with the attention on the CPU and the FFN on the
+//                        GPU (needs a GPU backend, set before the graph; refused
+//                        on the CPU; before the first evaluation)
 // Items are joined by commas, e.g. "cached:0-12,walk:13-23@10%,dense:24-33".
 INFER_API infer_status infer_ctx_set_graph(infer_ctx *ctx, const char *spec, int default_k);
 // Records the template for the graph's cached layers (a dense pass over ids);

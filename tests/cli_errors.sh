@@ -60,6 +60,10 @@ expect_error "serve on a host name" "is not an IPv4 address" "$bin" serve -m "$m
 expect_error "serve with no slots" "--parallel must be at least 1" "$bin" serve -m "$m" --parallel 0
 expect_error "serve on a bad port" "--port" "$bin" serve -m "$m" --port 70000
 expect_error "bench-components no tokens" "at least 1" "$bin" bench-components -p 0
+expect_error "-ngl not a count" "-ngl" "$bin" run -m "$m" --ids 1 -ngl x
+expect_error "-ngl below -1" "-ngl" "$bin" logits -m "$m" --ids 1 --out "$tmp/x" --n-gpu-layers -2
+expect_error "-ngl without a value" "needs a value" "$bin" bench -m "$m" -ngl
+expect_error "-ngl where it means nothing" "unknown option" "$bin" tokenize -m "$m" -ngl 3 -p hi
 
 # -h and --help: every subcommand prints its usage to stdout and exits 0
 for cmd in info logits run chat serve bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk; do
@@ -82,6 +86,13 @@ if ! "$bin" logits -m "$m" --ids 1,2,3 --out "$tmp/ok.f32" 2>"$tmp/err" || [ "$(
 fi
 n=$((n + 1))
 if ! "$bin" info -m "$m" | grep -q "parameters"; then echo "FAILED: info"; fail=$((fail + 1)); fi
+# -ngl on the CPU: said, and nothing changes
+n=$((n + 1))
+want=$("$bin" run -m "$m" --device cpu --ids 1,2,3 -n 4 --temp 0 2>/dev/null)
+got=$("$bin" run -m "$m" --device cpu --ids 1,2,3 -n 4 --temp 0 -ngl 1 2>"$tmp/err")
+if [ -z "$want" ] || [ "$got" != "$want" ] || ! grep -q -- "-ngl 1: the model runs on the cpu" "$tmp/err"; then
+    echo "FAILED: -ngl on the CPU: \"$got\" against \"$want\""; cat "$tmp/err"; fail=$((fail + 1))
+fi
 
 echo "cli_errors: $n checks, $fail failed"
 [ "$fail" = 0 ]

@@ -50,6 +50,8 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
         const infer_ctx *c = ctx[i];
         if (!c || !ids || !ids[i] || !n_ids) return fail(INFER_ERR_ARG, "batch: sequence %d has no context or no ids", i);
         if (c->m != m) return fail(INFER_ERR_ARG, "batch: sequence %d is a context of another model", i);
+        if (c->split)
+            return fail(INFER_ERR_UNSUPPORTED, "batch: sequence %d is split over two devices (-ngl / pipelined); batched passes run on one", i);
         if (c->plan || c->capture)
             return fail(INFER_ERR_UNSUPPORTED, "batch: sequence %d has a layer graph; batched passes run dense layers", i);
         if (n_ids[i] < 1) return fail(INFER_ERR_ARG, "batch: sequence %d has %d tokens", i, n_ids[i]);
@@ -119,6 +121,8 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     if (dst->m != src->m) return fail(INFER_ERR_ARG, "context copy: the contexts are of different models");
     if (n < 0 || n > src->n_past) return fail(INFER_ERR_ARG, "context copy: %d positions of a context that holds %d", n, src->n_past);
     if (n > dst->n_ctx) return fail(INFER_ERR_ARG, "context copy: %d positions into a context of %d", n, dst->n_ctx);
+    if (dst->split || src->split) // (each side's caches would need copying; nothing asks for it yet)
+        return fail(INFER_ERR_UNSUPPORTED, "context copy: the %s context is split over two devices (-ngl / pipelined)", src->split ? "source" : "destination");
     if (dst->arena_ops != src->arena_ops)
         return fail(INFER_ERR_ARG, "context copy: the contexts' caches are in different memories (\"%s\" and \"%s\")",
                     src->arena_ops->name, dst->arena_ops->name);

@@ -18,18 +18,19 @@ static float *alloc_f(size_t n, int *ok) {
     return p;
 }
 
-// A context's buffers are one allocation, carved by this layout (floats, each
-// part 64-byte aligned): the KV cache of every layer that keeps its own, then
-// the layer loop's scratch for n_batch rows. With c NULL it only sums the
-// sizes. The attention scores (they follow the thread count) and a template's
-// copies live beside it.
+// A side's buffers are one allocation, carved by this layout (floats, each
+// part 64-byte aligned): the KV cache of every layer that keeps its own (of
+// those kv_here marks, where it is not NULL), then the layer loop's scratch
+// for n_batch rows. With sd NULL it only sums the sizes. The attention
+// scores (they follow the thread count) and a template's copies live beside it.
 enum { ALIGN_FLOATS = 16 };
 
-static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, infer_ctx *c, float *arena, size_t *kv_floats) {
+static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, side *sd, float *arena,
+                         size_t *kv_floats) {
     size_t at = 0, kv = 0;
 #define PART(dst, count)                                                   \
     do {                                                                   \
-        if (c) (dst) = arena + at;                                         \
+        if (sd) (dst) = arena + at;                                        \
         at += ((size_t)(count) + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS; \
     } while (0)
     int hd_max = 0, kv_max = 0;
@@ -37,10 +38,11 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, infer_c
         const layer_config *lc = &cf->layers[i];
         if (lc->head_dim > hd_max) hd_max = lc->head_dim;
         if (lc->n_kv_head > kv_max) kv_max = lc->n_kv_head;
-        if (lc->kv_source != i) continue;
+        if (sd) sd->k_cache[i] = sd->v_cache[i] = NULL;
+        if (lc->kv_source != i || (kv_here && !kv_here[i])) continue;
         size_t n = (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
-        PART(c->k_cache[i], n);
-        PART(c->v_cache[i], n);
+        PART(sd->k_cache[i], n);
+        PART(sd->v_cache[i], n);
         kv += 2 * n;
     }
     size_t T = (size_t)n_batch, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
@@ -48,23 +50,39 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, infer_c
     size_t F = (size_t)(cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
     size_t LP = (size_t)cf->n_layer * cf->ple_dim;
     size_t nrow = E > (size_t)cf->n_expert ? E : (size_t)cf->n_expert;
-    PART(c->x, T * E);
-    PART(c->xn, T * E);
-    PART(c->q, T * nq);
-    PART(c->k, T * nkv);
-    PART(c->v, T * nkv);
-    PART(c->qkv, T * (nq + 2 * nkv));
-    PART(c->att, T * nq);
-    PART(c->o, T * E);
-    PART(c->ff, T * 2 * F);
-    PART(c->ff2, T * 2 * F);
-    PART(c->ple, T * LP);
-    PART(c->ple_tmp, T * LP + E);
-    PART(c->row, nrow);
-    PART(c->eo, E);
+    scratch *s = sd ? &sd->s : NULL;
+    PART(s->x, T * E);
+    PART(s->xn, T * E);
+    PART(s->q, T * nq);
+    PART(s->k, T * nkv);
+    PART(s->v, T * nkv);
+    PART(s->qkv, T * (nq + 2 * nkv));
+    PART(s->att, T * nq);
+    PART(s->o, T * E);
+    PART(s->ff, T * 2 * F);
+    PART(s->ff2, T * 2 * F);
+    PART(s->ple, T * LP);
+    PART(s->ple_tmp, T * LP + E);
+    PART(s->row, nrow);
+    PART(s->eo, E);
 #undef PART
     if (kv_floats) *kv_floats = kv;
     return at;
+}
+
+// The context's own side (its fields), and back.
+static side side_of(const infer_ctx *c) { return (side){c->be, c->arena_ops, c->arena, c->k_cache, c->v_cache, c->s}; }
+
+static void side_set(infer_ctx *c, side d) {
+    c->be = d.be, c->arena_ops = d.arena_ops, c->arena = d.arena;
+    c->k_cache = d.k_cache, c->v_cache = d.v_cache, c->s = d.s;
+}
+
+void ctx_swap_sides(infer_ctx *c) {
+    side a = c->alt;
+    c->alt = side_of(c);
+    side_set(c, a);
+    c->on_dev ^= 1;
 }
 
 static int default_n_ctx(const infer_config *cf) { return cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096; }
@@ -73,7 +91,7 @@ infer_status infer_ctx_memory(const infer_model *m, int n_ctx, size_t *kv_bytes,
     const infer_config *cf = &m->cfg;
     if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
     if (n_ctx == 0) n_ctx = default_n_ctx(cf);
-    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, &kv);
+    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, NULL, &kv);
     int tokens = (int)((1 << 22) / ((size_t)cf->n_head * ((size_t)n_ctx + 1)));
     tokens = tokens < 1 ? 1 : tokens > 8 ? 8 : tokens;
     all += (size_t)infer_get_threads() * tokens * cf->n_head * ((size_t)n_ctx + 1); // attention scores
@@ -90,7 +108,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (cf->fam->learned_pos && n_ctx > cf->n_ctx_train)
         return fail(INFER_ERR_ARG, "context size %d exceeds the model's %d learned positions", n_ctx, cf->n_ctx_train);
     int L = cf->n_layer;
-    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, &kv);
+    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, NULL, &kv);
     if (kv * sizeof(float) > MAX_CTX_BYTES)
         return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
                     kv * sizeof(float) >> 20);
@@ -106,10 +124,19 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m};
     c->k_cache = calloc((size_t)L, sizeof(float *));
     c->v_cache = calloc((size_t)L, sizeof(float *));
+    c->alt.k_cache = calloc((size_t)L, sizeof(float *));
+    c->alt.v_cache = calloc((size_t)L, sizeof(float *));
+    // every layer on the context's backend until told otherwise
+    c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1;
+    if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L), c->ffn_dev = c->att_dev + L;
     c->arena_ops = c->be.ops; // the KV cache and scratch are the backend's memory
     c->arena = c->be.ops->alloc(&c->be, sizeof(float) * floats);
-    if (!c->k_cache || !c->v_cache || !c->arena) ok = 0;
-    else ctx_layout(cf, n_ctx, c->n_batch, c, c->arena, NULL);
+    if (!c->k_cache || !c->v_cache || !c->alt.k_cache || !c->alt.v_cache || !c->att_dev || !c->arena) ok = 0;
+    else {
+        side h = side_of(c);
+        ctx_layout(cf, n_ctx, c->n_batch, NULL, &h, c->arena, NULL);
+        side_set(c, h);
+    }
     size_t H = (size_t)cf->n_head;
     c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
     c->attn_tokens = c->attn_tokens < 1 ? 1 : c->attn_tokens > 8 ? 8 : c->attn_tokens;
@@ -132,9 +159,14 @@ void infer_ctx_free(infer_ctx *c) {
     if (!c) return;
     free(c->k_cache);
     free(c->v_cache);
+    free(c->alt.k_cache);
+    free(c->alt.v_cache);
+    free(c->att_dev);
     if (c->arena) c->arena_ops->release(&c->be, c->arena);
     if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
     if (c->be.ops->done) c->be.ops->done(&c->be);
+    if (c->alt.arena) c->alt.arena_ops->release(&c->alt.be, c->alt.arena);
+    if (c->alt.be.ops && c->alt.be.ops->done) c->alt.be.ops->done(&c->alt.be);
     free(c->scores);
     free(c->hrow);
     free_template(c);
@@ -166,45 +198,130 @@ infer_status infer_ctx_set_threads(infer_ctx *c, int n) {
 
 int infer_ctx_threads(const infer_ctx *c) { return pool_size(c->pool); }
 
+// ---------------------------------------------------------------------------
+// Where the layers run: the context's backend, or a host side beside it
+
+// The FFN of layer il is the vindex walk (forward.c's choice).
+static int ffn_walks(const infer_model *m, const layer_plan *plan, int il) {
+    return !m->cfg.n_expert && ((plan && plan[il].kind == G_WALK) || (m->walk && !m->layers[il].ffn_down.w));
+}
+
+// Makes ops the context's backend under the layer plan, gpu_layers and the
+// host side pick (NULL: the default), after checking that each part runs
+// where it lands; the memory is laid out again where that changes (only on
+// a fresh context). what names the request in errors. On an error nothing
+// changes.
+static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_plan *plan, int gpu_layers,
+                            const backend_ops *pick, const char *what) {
+    const infer_model *m = c->m;
+    const infer_config *cf = &m->cfg;
+    int L = cf->n_layer;
+    // the host side: the one picked, else the CPU beside a device
+    const backend_ops *hs = pick ? pick : ops->host ? NULL : &backend_cpu_ops;
+    unsigned char *att = malloc(4 * (size_t)L); // att, ffn, then the KV caches each side holds
+    if (!att) return fail(INFER_ERR_NOMEM, "out of memory");
+    unsigned char *ffn = att + L, *kv_dev = att + 2 * L, *kv_host = att + 3 * L;
+    // llama.cpp's -ngl N: the last N layers on the device, the output too when N > n_layer
+    int out = !hs || gpu_layers < 0 || gpu_layers > L, split = !out, piped = 0, cached = 0;
+    for (int il = 0; il < L; il++) {
+        int kind = plan ? plan[il].kind : G_DENSE, dev = gpu_layers < 0 || il >= L - gpu_layers;
+        piped |= kind == G_PIPELINED, cached |= kind == G_CACHED;
+        // pipelined: the attention on the host side, the FFN on the device
+        att[il] = !hs || (dev && kind != G_PIPELINED);
+        ffn[il] = !hs || dev || kind == G_PIPELINED;
+        split |= !att[il] || !ffn[il];
+    }
+    // a layer's K/V cache lives where the attention of the layers reading it runs (both sides, when shared across)
+    memset(kv_dev, 0, 2 * (size_t)L);
+    for (int il = 0; il < L; il++) (att[il] ? kv_dev : kv_host)[cf->layers[il].kv_source] = 1;
+    infer_status st = INFER_OK;
+    if (piped && !hs)
+        st = fail(INFER_ERR_UNSUPPORTED,
+                  "%s: pipelined layers (attention on the CPU, FFN on a GPU) need a GPU backend; the context runs on \"%s\" (set its backend to cuda first)",
+                  what, ops->name);
+    else if (cached && !ops->host)
+        st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" does not run cached layers yet", what, ops->name);
+    else if (cached && split)
+        st = fail(INFER_ERR_UNSUPPORTED, "%s: cached layers do not run on a context split over two backends (GPU layers, pipelined)", what);
+    for (int il = 0; !st && il < L; il++)
+        if (ffn_walks(m, plan, il) && !(ffn[il] ? ops : hs)->host)
+            st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" does not run the vindex walk yet (layer %d's FFN; on the CPU it does)", what,
+                      ops->name, il);
+    // the memory: laid out again where its kind or the split changes
+    int same_mem = ops == c->arena_ops || (ops->host && c->arena_ops->host);
+    int relay = !same_mem || split != c->split || (split && memcmp(att, c->att_dev, (size_t)L));
+    if (!st && relay && c->n_past)
+        st = fail(INFER_ERR_ARG, "%s: the context holds %d positions laid out for another placement; set where it runs before the first evaluation",
+                  what, c->n_past);
+    if (!st && relay) {
+        int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
+        int keep = ops == c->be.ops; // (a device backend keeps its state: its copies of the weights)
+        backend nb = keep ? c->be : (backend){ops, &c->ex, NULL, m}, hb = {hs, &c->ex, NULL, m};
+        size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, NULL, NULL, NULL);
+        size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, NULL, NULL, NULL) : 0;
+        float *da = ops->alloc(&nb, sizeof(float) * fd), *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
+        if (!da || (split && !ha)) {
+            if (da) ops->release(&nb, da);
+            if (!keep && ops->done) ops->done(&nb);
+            free(att);
+            return fail(INFER_ERR_NOMEM, "%s: no memory for a context of %d positions (%zu MiB)%s%s", what, c->n_ctx,
+                        sizeof(float) * (fd + fh) >> 20, ops->host ? "" : ": ", ops->host ? "" : cuda_status());
+        }
+        c->arena_ops->release(&c->be, c->arena);
+        if (c->alt.arena) c->alt.arena_ops->release(&c->alt.be, c->alt.arena);
+        if (c->alt.be.ops && c->alt.be.ops->done) c->alt.be.ops->done(&c->alt.be);
+        if (!keep) {
+            if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
+            if (c->be.ops->done) c->be.ops->done(&c->be);
+            c->dev_logits = NULL, c->dev_logit_cap = 0;
+        }
+        c->be = nb, c->arena_ops = ops, c->arena = da, c->n_batch = n_batch;
+        side d = side_of(c);
+        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, &d, da, NULL);
+        side_set(c, d);
+        c->alt = (side){hb, hs, ha, c->alt.k_cache, c->alt.v_cache, {0}};
+        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, &c->alt, ha, NULL);
+        else {
+            c->alt.arena_ops = NULL, c->alt.be.ops = NULL;
+            memset(c->alt.k_cache, 0, sizeof(float *) * (size_t)L);
+            memset(c->alt.v_cache, 0, sizeof(float *) * (size_t)L);
+        }
+    }
+    if (!st) {
+        c->be.ops = ops;
+        if (split) c->alt.be.ops = hs; // (a host backend for another: the same memory)
+        memcpy(c->att_dev, att, 2 * (size_t)L); // (att, then ffn)
+        c->out_dev = out, c->split = split, c->gpu_layers = gpu_layers, c->host_pick = pick;
+    }
+    free(att);
+    return st;
+}
+
 infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     const backend_ops *ops = backend_find(name);
     if (!ops && name && !strcmp(name, "cuda")) return fail(INFER_ERR_UNSUPPORTED, "backend \"cuda\": %s", cuda_status());
     if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference, cuda)", name ? name : "(null)");
     if (ops == c->be.ops) return INFER_OK;
-    const infer_model *m = c->m;
-    const infer_config *cf = &m->cfg;
-    if (!ops->host) { // what the device backends do not run yet
-        if (m->walk) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run the vindex walk yet", ops->name);
-        if (c->plan) return fail(INFER_ERR_UNSUPPORTED, "backend \"%s\" does not run layer graphs yet", ops->name);
-    }
-    if (ops->host && c->arena_ops->host) { // the same memory: switch
-        c->be.ops = ops;
-        return INFER_OK;
-    }
-    // The KV cache and scratch move to the new backend's memory: only on a
-    // fresh context.
-    if (c->n_past)
-        return fail(INFER_ERR_ARG, "backend \"%s\": the context holds %d positions in another backend's memory; switch before the first evaluation",
-                    ops->name, c->n_past);
-    int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
-    size_t kv, floats = ctx_layout(cf, c->n_ctx, n_batch, NULL, NULL, &kv);
-    backend nb = {ops, &c->ex, NULL, c->m};
-    float *arena = ops->alloc(&nb, sizeof(float) * floats);
-    if (!arena) {
-        if (ops->done) ops->done(&nb);
-        return fail(INFER_ERR_NOMEM, "backend \"%s\": no memory for a context of %d positions (%zu MiB)%s%s", ops->name, c->n_ctx,
-                    sizeof(float) * floats >> 20, ops->host ? "" : ": ", ops->host ? "" : cuda_status());
-    }
-    c->arena_ops->release(&c->be, c->arena);
-    if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
-    if (c->be.ops->done) c->be.ops->done(&c->be);
-    c->dev_logits = NULL, c->dev_logit_cap = 0;
-    c->be = nb;
-    c->arena_ops = ops;
-    c->arena = arena;
-    c->n_batch = n_batch;
-    ctx_layout(cf, c->n_ctx, n_batch, c, arena, NULL);
-    return INFER_OK;
+    char what[64];
+    snprintf(what, sizeof what, "backend \"%s\"", ops->name);
+    return arrange(c, ops, c->plan, c->gpu_layers, c->host_pick, what);
+}
+
+infer_status infer_ctx_set_gpu_layers(infer_ctx *c, int n) {
+    if (n < -1) return fail(INFER_ERR_ARG, "GPU layers %d: a count of layers (0 or more), or -1 for all", n);
+    char what[64];
+    snprintf(what, sizeof what, "%d GPU layers", n);
+    return arrange(c, c->be.ops, c->plan, n, c->host_pick, what);
+}
+
+int infer_ctx_split(const infer_ctx *c) { return c->split; }
+
+infer_status ctx_set_host_side(infer_ctx *c, const char *name) {
+    const backend_ops *ops = backend_find(name);
+    if (!ops || !ops->host) return fail(INFER_ERR_ARG, "host side \"%s\": not a host backend (cpu, reference)", name ? name : "(null)");
+    char what[64];
+    snprintf(what, sizeof what, "host side \"%s\"", ops->name);
+    return arrange(c, c->be.ops, c->plan, c->gpu_layers, ops, what);
 }
 
 const char *infer_ctx_backend(const infer_ctx *c) { return c->be.ops->name; }
@@ -226,15 +343,18 @@ infer_status infer_ctx_set_graph(infer_ctx *c, const char *spec, int default_k) 
     if (!plan) return fail(INFER_ERR_NOMEM, "out of memory");
     char err[256];
     if (!graph_parse(spec, L, default_k, plan, err, sizeof err)) { free(plan); return fail(INFER_ERR_ARG, "%s", err); }
-    int n_cached = 0, walks = 0, piped = 0;
-    for (int i = 0; i < L; i++) n_cached += plan[i].kind == G_CACHED, walks += plan[i].kind == G_WALK, piped += plan[i].kind == G_PIPELINED;
-    if (piped) { free(plan); return fail(INFER_ERR_UNSUPPORTED, "graph \"%s\": pipelined layers (attention and FFN on two devices) need a GPU backend, which this build does not have", spec); }
+    int n_cached = 0, walks = 0;
+    for (int i = 0; i < L; i++) n_cached += plan[i].kind == G_CACHED, walks += plan[i].kind == G_WALK;
     if (walks && !m->walk) { free(plan); return fail(INFER_ERR_ARG, "graph \"%s\": walk layers need a vindex (-x)", spec); }
     if (walks && m->cfg.n_expert) { free(plan); return fail(INFER_ERR_UNSUPPORTED, "graph \"%s\": walk layers of a mixture of experts are not supported", spec); }
     if ((walks || m->walk) && !c->ws) {
         c->ws = walk_scratch_new(m->walk_max_features, m->cfg.n_embd, &c->ex);
         if (!c->ws) { free(plan); return fail(INFER_ERR_NOMEM, "out of memory for the walk"); }
     }
+    char what[300];
+    snprintf(what, sizeof what, "graph \"%s\"", spec);
+    infer_status st = arrange(c, c->be.ops, plan, c->gpu_layers, c->host_pick, what);
+    if (st) { free(plan); return st; }
     free(c->plan);
     c->plan = plan;
     c->n_cached = n_cached;

@@ -36,6 +36,34 @@ typedef struct {
     int stride; // scores per head row: the largest n_ctx + 1
 } pass_rows;
 
+// The layer loop's scratch for up to n_batch rows, in one memory.
+typedef struct {
+    float *x;           // (T, n_embd) residual stream
+    float *xn;          // (T, n_embd) normed input of a block
+    float *q;           // (T, n_head*hd_max)
+    float *k, *v;       // (T, n_kv*hd_max)
+    float *qkv;         // (T, q + 2 kv) fused projections
+    float *att;         // (T, n_head*hd_max) attention output
+    float *o;           // (T, n_embd) block output
+    float *ff;          // (T, 2*n_ff_max) FFN hidden
+    float *ff2;         // (T, n_ff_max)
+    float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
+    float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
+    float *row;         // (max(n_embd, n_expert)) one decoded row / router logits
+    float *eo;          // (n_embd) one expert's output
+} scratch;
+
+// One side of a context split over two backends: what runs there, and its
+// memory (the KV caches of the layers whose attention runs there, and a
+// scratch). The same fields as the context's own below.
+typedef struct {
+    backend be;
+    const backend_ops *arena_ops;
+    float *arena;
+    float **k_cache, **v_cache;
+    scratch s;
+} side;
+
 struct infer_ctx {
     infer_model *m;
     pool *pool;         // this context's threads (infer_ctx_set_threads)
@@ -49,25 +77,24 @@ struct infer_ctx {
     size_t dev_logit_cap;
     const backend_ops *arena_ops; // the backend whose memory the arena is
     // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
-    // NULL for layers that read another layer's K/V.
+    // NULL for layers that read another layer's K/V (or whose attention runs
+    // on the other side of a split context).
     float **k_cache, **v_cache;
-    // scratch, for up to n_batch tokens
-    float *x;           // (T, n_embd) residual stream
-    float *xn;          // (T, n_embd) normed input of a block
-    float *q;           // (T, n_head*hd_max)
-    float *k, *v;       // (T, n_kv*hd_max)
-    float *qkv;         // (T, q + 2 kv) fused projections
-    float *att;         // (T, n_head*hd_max) attention output
-    float *o;           // (T, n_embd) block output
-    float *ff;          // (T, 2*n_ff_max) FFN hidden
-    float *ff2;         // (T, n_ff_max)
+    scratch s;          // for up to n_batch tokens
     float *scores;      // (pool threads, attn_tokens, n_head, n_ctx + 1) attention scores per thread
     int attn_tokens;    // query tokens per attention task (a few, bounded by memory)
-    float *ple;         // (T, n_layer*ple_dim) Gemma 4 per-layer inputs
-    float *ple_tmp;     // (T, max(n_layer*ple_dim, n_embd))
-    float *row;         // (max(n_embd, n_expert)) one decoded row / router logits
-    float *hrow;        // the same size in host memory (the router's logits, read there)
-    float *eo;          // (n_embd) one expert's output
+    float *hrow;        // (max(n_embd, n_expert)) in host memory (the router's logits, read there)
+    // A context split over two backends (infer_ctx_set_gpu_layers, pipelined
+    // layers): the fields above are the active side's; forward moves between
+    // them (ctx_swap_sides) and ends every pass on the context's own.
+    side alt;           // the other side: the host side's between passes
+    const backend_ops *host_pick; // the host side's backend where chosen (ctx_set_host_side), else NULL
+    int gpu_layers;     // the last gpu_layers layers on the context's backend, the others on the host side (-1: all)
+    unsigned char *att_dev, *ffn_dev; // (n_layer) where each layer's attention and FFN run: 1 the context's backend, 0 the host side
+    int out_dev;        // where the final norm and logits run
+    int split;          // some part runs on the host side
+    int on_dev;         // the active side (1: the context's own)
+    int ple_sides;      // the sides (bit 1 << on_dev) whose scratch holds this pass's per-layer inputs
     // layer graph (infer_ctx_set_graph): NULL is dense everywhere
     layer_plan *plan;
     int n_cached;       // layers [0, n_cached) come from the template
@@ -94,6 +121,17 @@ void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T);
 // used), ids (T); dst[t]: where row t's logits go, or NULL. Each sequence's
 // n_past advances by its rows.
 infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst);
+
+// Makes the other side of a split context the active one (its backend,
+// memory, caches and scratch in the context's fields).
+void ctx_swap_sides(infer_ctx *c);
+
+// The backend of the host side of a split context (a host backend: "cpu" or
+// "reference"; the default is "cpu", where the context's backend is a
+// device's). With it, a context on a host backend splits too: the tests run
+// a split between the two host backends, on a machine without a GPU. Only
+// on a fresh context.
+infer_status ctx_set_host_side(infer_ctx *c, const char *name);
 
 // Runs T <= n_batch tokens at positions n_past.. through every layer.
 // logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)); hidden: NULL or

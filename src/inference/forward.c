@@ -56,15 +56,50 @@ static void norm(infer_ctx *c, float *out, const float *x, const tensor *w, cons
 }
 
 // ---------------------------------------------------------------------------
+// a context split over two backends (context.h): the pass moves between them
+
+// n floats from src in from's memory to dst in to's: a copy between host
+// memories, else the device's download or upload (the host side is always
+// a host backend, so never two devices).
+static void move(backend *to, float *dst, backend *from, const float *src, size_t n) {
+    if (to->ops->host && from->ops->host) memcpy(dst, src, sizeof(float) * n);
+    else if (to->ops->host) from->ops->download(from, dst, src, n);
+    else to->ops->upload(to, dst, src, n);
+}
+
+// Makes side dev the active one (1: the context's backend, 0: the host
+// side); 1 when it changed, and the buffers the pass needs there are to be
+// carried over (CARRY).
+static int go(infer_ctx *c, int dev) {
+    if (c->on_dev == dev) return 0;
+    ctx_swap_sides(c);
+    return 1;
+}
+
+// n floats at offset at of scratch buffer buf, from the side just left to the active one
+#define CARRY(buf, at, n) move(&c->be, c->s.buf + (at), &c->alt.be, c->alt.s.buf + (at), (n))
+
+// The pass moves to side dev with the residual stream's T rows, and the
+// per-layer inputs where the side has not had this pass's yet.
+static void go_with_x(infer_ctx *c, int dev, int T) {
+    const infer_config *cf = &c->m->cfg;
+    if (go(c, dev)) CARRY(x, 0, (size_t)T * cf->n_embd);
+    if (cf->ple_dim && !(c->ple_sides & 1 << c->on_dev)) {
+        CARRY(ple, 0, (size_t)T * cf->n_layer * cf->ple_dim);
+        c->ple_sides |= 1 << c->on_dev;
+    }
+}
+
+// ---------------------------------------------------------------------------
 // embeddings
 
 static void embed(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
-    OPS->embed(BE, c->x, m->tok_embd, ids, T, cf->embed_scale);
+    OPS->embed(BE, c->s.x, m->tok_embd, ids, T, cf->embed_scale);
     if (m->pos_embd) { // GPT-2: x += the learned position rows
-        OPS->embed(BE, c->xn, m->pos_embd, c->rows.pos, T, 1.0f);
-        OPS->residual(BE, c->x, c->xn, 1.0f, T, cf->n_embd);
+        OPS->embed(BE, c->s.xn, m->pos_embd, c->rows.pos, T, 1.0f);
+        OPS->residual(BE, c->s.x, c->s.xn, 1.0f, T, cf->n_embd);
     }
 }
 
@@ -74,13 +109,13 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int P = cf->ple_dim, LP = cf->n_layer * P;
-    mm(c, c->ple, c->x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
-    OPS->scale(BE, c->ple, (size_t)T * LP, 1.0f / sqrtf((float)cf->n_embd));
-    OPS->norm(BE, c->ple, c->ple, m->ple_proj_norm->f32, NULL, T * cf->n_layer, P, (float)cf->norm_eps, NORM_OP_RMS);
+    mm(c, c->s.ple, c->s.x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
+    OPS->scale(BE, c->s.ple, (size_t)T * LP, 1.0f / sqrtf((float)cf->n_embd));
+    OPS->norm(BE, c->s.ple, c->s.ple, m->ple_proj_norm->f32, NULL, T * cf->n_layer, P, (float)cf->norm_eps, NORM_OP_RMS);
     // (p + row * sqrt(P)) / sqrt(2), one operation at a time
-    OPS->embed(BE, c->ple_tmp, m->ple_embd, ids, T, sqrtf((float)P));
-    OPS->residual(BE, c->ple, c->ple_tmp, 1.0f, T, LP);
-    OPS->scale(BE, c->ple, (size_t)T * LP, 1.0f / sqrtf(2.0f));
+    OPS->embed(BE, c->s.ple_tmp, m->ple_embd, ids, T, sqrtf((float)P));
+    OPS->residual(BE, c->s.ple, c->s.ple_tmp, 1.0f, T, LP);
+    OPS->scale(BE, c->s.ple, (size_t)T * LP, 1.0f / sqrtf(2.0f));
 }
 
 // ---------------------------------------------------------------------------
@@ -100,22 +135,22 @@ static void attention(infer_ctx *c, int il, int T) {
     double t0 = c->profiling ? now_s() : 0;
     if (l->wqkv.w) {
         int n = nq + 2 * nkv;
-        mm(c, c->qkv, c->xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
-        OPS->copy(BE, c->q, nq, c->qkv, n, T, nq);
-        OPS->copy(BE, c->k, nkv, c->qkv + nq, n, T, nkv);
-        OPS->copy(BE, c->v, nkv, c->qkv + nq + nkv, n, T, nkv);
+        mm(c, c->s.qkv, c->s.xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
+        OPS->copy(BE, c->s.q, nq, c->s.qkv, n, T, nq);
+        OPS->copy(BE, c->s.k, nkv, c->s.qkv + nq, n, T, nkv);
+        OPS->copy(BE, c->s.v, nkv, c->s.qkv + nq + nkv, n, T, nkv);
     } else if (own_kv && l->wv.w) { // the three products in one job
-        float *ys[] = {c->q, c->k, c->v};
+        float *ys[] = {c->s.q, c->s.k, c->s.v};
         const weight *ws[] = {&l->wq, &l->wk, &l->wv};
         const float *bs[] = {f32_or_null(l->bq), f32_or_null(l->bk), f32_or_null(l->bv)};
         int ns[] = {nq, nkv, nkv};
-        OPS->matmul_multi(BE, 3, ys, c->xn, ws, bs, T, E, ns);
+        OPS->matmul_multi(BE, 3, ys, c->s.xn, ws, bs, T, E, ns);
     } else {
-        mm(c, c->q, c->xn, &l->wq, f32_or_null(l->bq), T, E, nq);
+        mm(c, c->s.q, c->s.xn, &l->wq, f32_or_null(l->bq), T, E, nq);
         if (own_kv) {
-            mm(c, c->k, c->xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
-            if (l->wv.w) mm(c, c->v, c->xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
-            else OPS->copy(BE, c->v, 0, c->k, 0, 1, T * nkv); // Gemma 4 attention_k_eq_v
+            mm(c, c->s.k, c->s.xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
+            if (l->wv.w) mm(c, c->s.v, c->s.xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
+            else OPS->copy(BE, c->s.v, 0, c->s.k, 0, 1, T * nkv); // Gemma 4 attention_k_eq_v
         }
     }
     if (c->profiling) c->prof[PH_QKV] += now_s() - t0;
@@ -126,7 +161,7 @@ static void attention(infer_ctx *c, int il, int T) {
     float *kd[N_BATCH_MAX], *vd[N_BATCH_MAX];
     for (int t = 0; t < T && own_kv; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
     qkv_desc qd = {
-        .q = c->q, .k = own_kv ? c->k : NULL, .v = c->v, .T = T, .H = H, .KV = KV, .hd = hd,
+        .q = c->s.q, .k = own_kv ? c->s.k : NULL, .v = c->s.v, .T = T, .H = H, .KV = KV, .hd = hd,
         // (OLMo 2 norms each token's whole q and k rather than each head)
         .qn = f->qk_norm_full ? nq : hd, .kn = f->qk_norm_full ? nkv : hd, .v_norm = f->v_norm,
         .norm_kind = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS, .round = m->ggml_numerics,
@@ -142,7 +177,7 @@ static void attention(infer_ctx *c, int il, int T) {
     const float *kc[N_BATCH_MAX], *vc[N_BATCH_MAX];
     for (int t = 0; t < T; t++) kc[t] = R->seq[t]->k_cache[lc->kv_source], vc[t] = R->seq[t]->v_cache[lc->kv_source];
     attn_desc d = {
-        .q = c->q, .out = c->att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
+        .q = c->s.q, .out = c->s.att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
         .k = kc, .v = vc, .blk0 = R->blk0, .blk_n = R->blk_n, .n_blk = R->n_blk,
         .scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd), .softcap = cf->attn_softcap,
         .sinks = l->sinks ? l->sinks->f32 : NULL, .ggml_numerics = m->ggml_numerics,
@@ -150,7 +185,7 @@ static void attention(infer_ctx *c, int il, int T) {
     };
     OPS->attention(BE, &d);
     if (c->profiling) c->prof[PH_ATTN] += now_s() - t0;
-    TIMED(PH_O, mm(c, c->o, c->att, &l->wo, f32_or_null(l->bo), T, nq, E));
+    TIMED(PH_O, mm(c, c->s.o, c->s.att, &l->wo, f32_or_null(l->bo), T, nq, E));
 }
 
 // ---------------------------------------------------------------------------
@@ -161,28 +196,28 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
-        TIMED(PH_GATE_UP, mm(c, c->ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
-        TIMED(PH_ACT, act(c, c->ff, T, F));
+        TIMED(PH_GATE_UP, mm(c, c->s.ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
+        TIMED(PH_ACT, act(c, c->s.ff, T, F));
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
-        TIMED(PH_GATE_UP, mm(c, c->ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
+        TIMED(PH_GATE_UP, mm(c, c->s.ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
         TIMED(PH_ACT, {
-            float *u = c->ff + (size_t)T * F; // (ff holds 2F per token: gate rows, then up rows)
-            OPS->copy(BE, c->ff, F, c->ff2, 2 * F, T, F);
-            OPS->copy(BE, u, F, c->ff2 + F, 2 * F, T, F);
-            OPS->glu(BE, c->ff, u, T, F, cf->act, c->m->ggml_numerics);
+            float *u = c->s.ff + (size_t)T * F; // (ff holds 2F per token: gate rows, then up rows)
+            OPS->copy(BE, c->s.ff, F, c->s.ff2, 2 * F, T, F);
+            OPS->copy(BE, u, F, c->s.ff2 + F, 2 * F, T, F);
+            OPS->glu(BE, c->s.ff, u, T, F, cf->act, c->m->ggml_numerics);
         });
     } else {
         TIMED(PH_GATE_UP, {
-            float *ys[] = {c->ff, c->ff2};
+            float *ys[] = {c->s.ff, c->s.ff2};
             const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
             const float *bs[] = {NULL, NULL};
             int ns[] = {F, F};
             OPS->matmul_multi(BE, 2, ys, xn, ws, bs, T, E, ns);
         });
-        TIMED(PH_ACT, OPS->glu(BE, c->ff, c->ff2, T, F, cf->act, c->m->ggml_numerics));
+        TIMED(PH_ACT, OPS->glu(BE, c->s.ff, c->s.ff2, T, F, cf->act, c->m->ggml_numerics));
     }
-    TIMED(PH_DOWN, mm(c, out, c->ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
+    TIMED(PH_DOWN, mm(c, out, c->s.ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
 
 // The walk FFN of each token over the plan's top-K features of the layer
@@ -195,33 +230,33 @@ static void walk(infer_ctx *c, int il, int T) {
         k = lp->pct ? (int)((long long)F * lp->k / 100) : lp->k;
         k = k < 1 ? 1 : k > F ? F : k;
     }
-    for (int t = 0; t < T; t++) walk_ffn(wl, c->xn + (size_t)t * E, k, c->o + (size_t)t * E, c->ws);
+    for (int t = 0; t < T; t++) walk_ffn(wl, c->s.xn + (size_t)t * E, k, c->s.o + (size_t)t * E, c->ws);
 }
 
 // One expert on one token: out = down(act(gate x) * up x).
 static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, float *out) {
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff_expert;
-    float *g = c->ff, *u = c->ff + F;
+    float *g = c->s.ff, *u = c->s.ff + F;
     if (cf->fam->ffn == FFN_OSS) {
         // gpt-oss: gate/up with biases (interleaved in one matrix in HF files,
         // split in GGUF), clamped, (up + 1) * gate * sigmoid(1.702 gate)
         int fused = l->exp_gate_up[e].w != NULL;
         if (fused) {
-            mm(c, c->ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+            mm(c, c->s.ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
         } else {
-            mm(c, c->ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
-            mm(c, c->ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
+            mm(c, c->s.ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
+            mm(c, c->s.ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
         }
-        if (fused) OPS->glu_oss(BE, g, c->ff2, 2, c->ff2 + 1, 2, F); // (interleaved gate, up)
-        else OPS->glu_oss(BE, g, c->ff2, 1, c->ff2 + F, 1, F);
+        if (fused) OPS->glu_oss(BE, g, c->s.ff2, 2, c->s.ff2 + 1, 2, F); // (interleaved gate, up)
+        else OPS->glu_oss(BE, g, c->s.ff2, 1, c->s.ff2 + F, 1, F);
         mm(c, out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
         return;
     }
     if (l->exp_gate_up[e].w) {
-        mm(c, c->ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
-        OPS->copy(BE, g, 0, c->ff2, 0, 1, F);
-        OPS->copy(BE, u, 0, c->ff2 + F, 0, 1, F);
+        mm(c, c->s.ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
+        OPS->copy(BE, g, 0, c->s.ff2, 0, 1, F);
+        OPS->copy(BE, u, 0, c->s.ff2 + F, 0, 1, F);
     } else {
         mm(c, g, x, &l->exp_gate[e], NULL, 1, E, F);
         mm(c, u, x, &l->exp_up[e], NULL, 1, E, F);
@@ -241,10 +276,10 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     for (int t = 0; t < T; t++) {
         const float *x = xn + (size_t)t * E;
         float *o = out + (size_t)t * E;
-        mm(c, c->row, x, &router, f32_or_null(l->router_b), 1, E, NE);
-        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, c->row, NE);
+        mm(c, c->s.row, x, &router, f32_or_null(l->router_b), 1, E, NE);
+        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, c->s.row, NE);
         float *logit = c->hrow; // (the routing is decided on the host)
-        OPS->download(BE, logit, c->row, NE);
+        OPS->download(BE, logit, c->s.row, NE);
         // top-k, ties to the lower index (as torch.topk on distinct values)
         for (int k = 0; k < K; k++) {
             int best = -1;
@@ -267,8 +302,8 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
         }
         OPS->scale(BE, o, (size_t)E, 0.0f);
         for (int k = 0; k < K; k++) {
-            expert(c, l, sel[k], x, c->eo);
-            OPS->residual(BE, o, c->eo, w[k], 1, E);
+            expert(c, l, sel[k], x, c->s.eo);
+            OPS->residual(BE, o, c->s.eo, w[k], 1, E);
         }
     }
 }
@@ -286,36 +321,47 @@ static void layer(infer_ctx *c, int il, int T) {
     // x = x + post_norm(attn(norm(x))) * residual_scale; blocks without a
     // norm in front (OLMo 2) read x itself
     int block = cf->fam->block;
-    if (block == BLOCK_POST) OPS->copy(BE, c->xn, 0, c->x, 0, 1, (int)TE);
-    else TIMED(PH_NORM, norm(c, c->xn, c->x, l->attn_norm, l->attn_norm_b, T));
+    if (block == BLOCK_POST) OPS->copy(BE, c->s.xn, 0, c->s.x, 0, 1, (int)TE);
+    else TIMED(PH_NORM, norm(c, c->s.xn, c->s.x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T);
-    if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->o, c->o, l->post_attn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, OPS->residual(BE, c->x, c->o, cf->residual_scale, T, E));
+    if (c->split && cf->layers[il].kv_source == il && c->alt.k_cache[il]) {
+        // a layer on the other side reads this layer's K/V: the new rows (one
+        // sequence's, at consecutive positions) to its copy there
+        size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim, at = (size_t)c->rows.pos[0] * nkv;
+        move(&c->alt.be, c->alt.k_cache[il] + at, &c->be, c->k_cache[il] + at, (size_t)T * nkv);
+        move(&c->alt.be, c->alt.v_cache[il] + at, &c->be, c->v_cache[il] + at, (size_t)T * nkv);
+    }
+    if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_attn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale; a parallel block
     // (Cohere) feeds the FFN the attention's input: (x + attn) + ffn
-    if (block == BLOCK_POST) OPS->copy(BE, c->xn, 0, c->x, 0, 1, (int)TE);
-    else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->xn, c->x, l->ffn_norm, l->ffn_norm_b, T));
-    if (c->ffn_in) OPS->download(BE, c->ffn_in + (size_t)il * E, c->xn + (size_t)(T - 1) * E, E);
+    if (block == BLOCK_POST) OPS->copy(BE, c->s.xn, 0, c->s.x, 0, 1, (int)TE);
+    else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->s.xn, c->s.x, l->ffn_norm, l->ffn_norm_b, T));
+    if (c->ffn_in) OPS->download(BE, c->ffn_in + (size_t)il * E, c->s.xn + (size_t)(T - 1) * E, E);
+    // (the FFN on the other side of a split context: its input there, its output back)
+    int home = c->on_dev;
+    if (go(c, c->ffn_dev[il])) CARRY(xn, 0, TE);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
-    if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->xn, c->o, T));
+    if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->s.xn, c->s.o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
-    else mlp(c, l, c->xn, c->o, T);
-    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->o, c->o, l->post_ffn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, OPS->residual(BE, c->x, c->o, cf->residual_scale, T, E));
+    else mlp(c, l, c->s.xn, c->s.o, T);
+    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_ffn_norm, NULL, T));
+    if (go(c, home)) CARRY(o, 0, TE);
+    TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
     double t0 = c->profiling ? now_s() : 0;
     if (cf->ple_dim) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
-        mm(c, c->ple_tmp, c->x, &l->ple_gate, NULL, T, E, P);
-        act(c, c->ple_tmp, T, P);
-        OPS->mul(BE, c->ple_tmp, P, c->ple + (size_t)il * P, LP, T, P);
-        mm(c, c->o, c->ple_tmp, &l->ple_proj, NULL, T, P, E);
-        norm(c, c->o, c->o, l->ple_norm, NULL, T);
-        OPS->residual(BE, c->x, c->o, 1.0f, T, E);
+        mm(c, c->s.ple_tmp, c->s.x, &l->ple_gate, NULL, T, E, P);
+        act(c, c->s.ple_tmp, T, P);
+        OPS->mul(BE, c->s.ple_tmp, P, c->s.ple + (size_t)il * P, LP, T, P);
+        mm(c, c->s.o, c->s.ple_tmp, &l->ple_proj, NULL, T, P, E);
+        norm(c, c->s.o, c->s.o, l->ple_norm, NULL, T);
+        OPS->residual(BE, c->s.x, c->s.o, 1.0f, T, E);
     }
-    if (l->layer_scalar) OPS->scale(BE, c->x, TE, l->layer_scalar->f32[0]);
+    if (l->layer_scalar) OPS->scale(BE, c->s.x, TE, l->layer_scalar->f32[0]);
     if (c->profiling) c->prof[PH_PLE] += now_s() - t0;
 }
 
@@ -364,6 +410,13 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     for (int t = 0; t < T; t++) self[t] = c;
     pass_rows_set(c, self, T);
     if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, T);
+    if (c->split && c->alt.be.ops->begin_pass) c->alt.be.ops->begin_pass(&c->alt.be, c->rows.pos, c->rows.run, T);
+
+    int first = last_only ? T - 1 : 0, n = T - first;
+    // (a host backend writes the caller's buffer; a device one its own, then copies)
+    const backend_ops *out_ops = c->out_dev ? OPS : c->alt.be.ops;
+    float *lg = !logits || out_ops->host ? logits : device_logits(c, (size_t)n * V);
+    if (logits && !lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
 
     int first_layer = 0;
     if (c->plan && c->n_cached > 0) {
@@ -372,7 +425,7 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
             return fail(INFER_ERR_ARG, "the graph's cached layers 0-%d need a template recorded for them", c->n_cached - 1);
         if (pos0 + T > c->tmpl_n)
             return fail(INFER_ERR_ARG, "cached layers: positions up to %d are beyond the template's %d tokens", pos0 + T - 1, c->tmpl_n);
-        memcpy(c->x, c->tmpl_x + (size_t)pos0 * E, sizeof(float) * (size_t)T * E);
+        memcpy(c->s.x, c->tmpl_x + (size_t)pos0 * E, sizeof(float) * (size_t)T * E);
         for (int il = 0; il < c->n_cached; il++) {
             if (!c->tmpl_k[il]) continue;
             size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
@@ -382,36 +435,38 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         first_layer = c->n_cached;
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     } else {
+        // (a split context embeds on the side of the first layer's attention)
+        go(c, c->att_dev[0]);
         TIMED(PH_EMBED, embed(c, ids, T));
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
-    int first = last_only ? T - 1 : 0, n = T - first;
-    // (a host backend writes the caller's buffer; a device one its own, then copies)
-    float *lg = !logits || OPS->host ? logits : device_logits(c, (size_t)n * V);
-    if (logits && !lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
+    c->ple_sides = 1 << c->on_dev;
     // A decode step of a device backend with a graph: the steps are the same
     // kernels each time (positions and the token's row come up before), so
     // they are captured once and replayed.
     int g = -1;
-    // (not a mixture of experts: its routing is read on the host mid-pass)
+    // (not a mixture of experts: its routing is read on the host mid-pass;
+    // not a split context: the host side's work is no kernel)
     if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer &&
-        !cf->n_expert)
+        !cf->n_expert && !c->split)
         g = OPS->graph(BE, GRAPH_BEGIN, (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48));
     double t0 = 0;
     if (g != 1) {
         if (hidden)
-            for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->x + (size_t)(T - 1) * E, E);
+            for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->s.x + (size_t)(T - 1) * E, E);
         for (int il = first_layer; il < cf->n_layer; il++) {
+            go_with_x(c, c->att_dev[il], T); // (the residual stream lives where the layer's attention runs)
             layer(c, il, T);
-            if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->x, (size_t)T * E);
-            if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->x + (size_t)(T - 1) * E, E);
+            if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->s.x, (size_t)T * E);
+            if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->s.x + (size_t)(T - 1) * E, E);
         }
         // logits = final_norm(x) W_out^T * logit_scale, softcapped
         t0 = c->profiling ? now_s() : 0;
-        norm(c, c->xn, c->x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
-        if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->xn + (size_t)(n - 1) * E, E);
+        if (go(c, c->out_dev)) CARRY(x, (size_t)first * E, (size_t)n * E);
+        norm(c, c->s.xn, c->s.x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
+        if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->s.xn + (size_t)(n - 1) * E, E);
         if (lg) {
-            mm(c, lg, c->xn, &m->output, NULL, n, E, V);
+            mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
             if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
             if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
         }
@@ -420,6 +475,7 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         OPS->graph(BE, GRAPH_LAUNCH, 0);
     c->n_past += T;
     if (lg && lg != logits) OPS->download(BE, logits, lg, (size_t)n * V);
+    go(c, 1); // (between passes the context is on its own side)
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
 }
@@ -464,14 +520,14 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
         for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
         t0 = c->profiling ? now_s() : 0;
         if (n_out) { // logits of the rows that want them: gathered (unless all do), one product for all
-            const float *xs = c->x;
+            const float *xs = c->s.x;
             if (n_out < T) {
                 for (int t = 0, k = 0; t < T; t++)
-                    if (dst[t]) OPS->copy(BE, c->o + (size_t)k++ * E, 0, c->x + (size_t)t * E, 0, 1, E);
-                xs = c->o;
+                    if (dst[t]) OPS->copy(BE, c->s.o + (size_t)k++ * E, 0, c->s.x + (size_t)t * E, 0, 1, E);
+                xs = c->s.o;
             }
-            norm(c, c->xn, xs, m->output_norm, m->output_norm_b, n_out);
-            mm(c, lbuf, c->xn, &m->output, NULL, n_out, E, V);
+            norm(c, c->s.xn, xs, m->output_norm, m->output_norm_b, n_out);
+            mm(c, lbuf, c->s.xn, &m->output, NULL, n_out, E, V);
             if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
             if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
         }

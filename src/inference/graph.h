@@ -2,9 +2,9 @@
 // "Layer-graph strategies"). Dense is the reference; walk computes the FFN
 // from the top-K features of a vindex; cached replaces a prefix of layers by
 // the residual (and K/V) a template prompt left there, valid only for that
-// template and length. Pipelined runs a layer's attention and its FFN on
-// two devices (CPU attention + GPU FFN in the seeds): the spec names it
-// here; it needs a GPU backend to run.
+// template and length. Pipelined runs a layer's attention on the CPU and its
+// FFN on the context's GPU (context.c places it; forward.c moves between the
+// two): the spec names it here.
 #ifndef INFER_INFERENCE_GRAPH_H
 #define INFER_INFERENCE_GRAPH_H
 

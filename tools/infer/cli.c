@@ -107,6 +107,21 @@ const char *cli_default_model(void) { return cached_model("gemma3", "gemma-3-270
 
 const char *cli_chat_model(void) { return cached_model("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "default chat model"); }
 
+int cli_place(infer_ctx *c, const char *device, long ngl) {
+    static int said_ngl, said_cpu;
+    if (infer_ctx_set_gpu_layers(c, (int)ngl)) return -1;
+    if (device) {
+        if (infer_ctx_set_backend(c, device)) return -1;
+    } else if (infer_gpu_count() > 0) {
+        infer_status st = infer_ctx_set_backend(c, "cuda");
+        if (st && st != INFER_ERR_UNSUPPORTED) return -1;
+        if (st && !said_cpu++) fprintf(stderr, "infer: running on the CPU: %s\n", infer_last_error()); // (the context stays there)
+    }
+    if (ngl >= 0 && strcmp(infer_ctx_backend(c), "cuda") && !said_ngl++)
+        fprintf(stderr, "infer: -ngl %ld: the model runs on the %s, not a GPU; every layer there\n", ngl, infer_ctx_backend(c));
+    return 0;
+}
+
 uint64_t cli_seed(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -117,7 +132,7 @@ uint64_t cli_seed(void) {
 // Options
 
 void cli_opts_init(cli_opts *o, const char *cmd, const char *usage) {
-    *o = (cli_opts){.cmd = cmd, .usage = usage, .sampling = infer_sampling_default()};
+    *o = (cli_opts){.cmd = cmd, .usage = usage, .sampling = infer_sampling_default(), .ngl = -1};
     o->sampling.seed = cli_seed();
 }
 
@@ -169,6 +184,10 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
         if ((o->threads = cli_parse_count("-t", arg, 256)) < 0) return -1;
         infer_set_threads(o->threads ? (int)o->threads : 1);
         return 1;
+    case OPT_NGL: // (llama.cpp takes any count; -1: all)
+        if (!strcmp(arg, "-1")) o->ngl = -1;
+        else if ((o->ngl = cli_parse_count("-ngl", arg, 1 << 20)) < 0) return -1;
+        return 1;
     case 's': {
         char *end;
         errno = 0;
@@ -191,6 +210,10 @@ int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const st
     char spec[128];
     snprintf(spec, sizeof spec, ":%s", shortopts); // ':': a missing value is told apart from an unknown option
     opterr = 0;
+    // llama.cpp's "-ngl" is one flag, which getopt would read as -n -g -l
+    for (int i = 1; i < argc && !o->ngl_read && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-ngl")) argv[i] = "--n-gpu-layers";
+    o->ngl_read = 1;
     for (;;) {
         int opt = getopt_long(argc, argv, spec, longopts, NULL);
         if (opt == -1) return CLI_END;

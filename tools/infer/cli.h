@@ -35,7 +35,7 @@ int cmd_serve(int argc, char **argv);
 // own from OPT_LOCAL.
 enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
-    OPT_FREQUENCY_PENALTY, OPT_DEVICE,
+    OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL,
     OPT_LOCAL = 300,
 };
 
@@ -45,6 +45,12 @@ enum {
 #define CLI_OPT_CTX {"ctx-size", required_argument, NULL, 'c'}
 // --device cpu|cuda: the backend a context runs on (cuda: the first GPU)
 #define CLI_OPT_DEVICE {"device", required_argument, NULL, OPT_DEVICE}
+// -ngl, --n-gpu-layers N: llama.cpp's layers on the GPU (cli_next reads "-ngl" as the long flag)
+#define CLI_OPT_NGL {"n-gpu-layers", required_argument, NULL, OPT_NGL}
+#define CLI_USAGE_DEVICE                                                                                          \
+    "      --device cpu|cuda  where the model runs (default: cuda when a GPU is present, else cpu)\n"                 \
+    "  -ngl, --n-gpu-layers N with cuda: the last N layers on the GPU, the others on the CPU; the output\n"         \
+    "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n"
 // llama.cpp's sampling flags (short: -s)
 #define CLI_OPTS_SAMPLING                                                                                            \
     {"seed", required_argument, NULL, 's'}, {"temp", required_argument, NULL, OPT_TEMP},                              \
@@ -62,7 +68,9 @@ typedef struct {
     long n_ctx;              // -c, --ctx-size: 0 until given
     long threads;            // -t, --threads: 0 until given (also handed to infer_set_threads)
     infer_sampling sampling; // -s, --seed, --temp, ...: llama.cpp's defaults and a seed from cli_seed()
+    long ngl;                // -ngl, --n-gpu-layers: -1 (all) until given
     int status;              // the exit status when cli_next returns CLI_STOP
+    int ngl_read;            // (cli_next has rewritten "-ngl" as "--n-gpu-layers")
 } cli_opts;
 
 enum { CLI_END = 0, CLI_STOP = -1 };
@@ -75,6 +83,13 @@ void cli_opts_init(cli_opts *o, const char *cmd, const char *usage);
 // bad command line was reported in one line on stderr (status 1). shortopts:
 // getopt's string for the table (without a leading ':').
 int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+// Places a new context where the flags say: ngl GPU layers (-1: all) first,
+// so that a device lays its memory out once, then the backend: device's, or
+// with device NULL cuda where a GPU is present and runs the model (else cpu;
+// what made it fall back is said on stderr, once). 0, or -1 with the reason
+// in infer_last_error().
+int cli_place(infer_ctx *c, const char *device, long ngl);
 
 // A seed that differs from run to run (wall-clock nanoseconds and the process id).
 uint64_t cli_seed(void);

@@ -62,9 +62,19 @@ static int run_batch(infer_model *m, infer_batch *b, infer_ctx **c, int B, const
     return 0;
 }
 
+// llama-bench's ngl column: the layers on the GPU (-ngl as given, "all" by
+// default), 0 off a GPU; gpu_layers: the same as a number (-1: all).
+static const char *ngl_column(const infer_ctx *c, long ngl, char *buf, size_t cap, long *gpu_layers) {
+    int gpu = !strcmp(infer_ctx_backend(c), "cuda");
+    *gpu_layers = gpu ? ngl : 0;
+    if (gpu && ngl < 0) return "all";
+    snprintf(buf, cap, "%ld", *gpu_layers);
+    return buf;
+}
+
 // --batch: a row per count and phase.
 static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, int n_tg, int reps, const char *fmt,
-                       long threads, const char *device, int no_logits) {
+                       long threads, const char *device, long ngl, int no_logits) {
     int Bmax = 0, V = infer_model_n_vocab(m), rc = 0;
     for (int i = 0; i < n_batch; i++) Bmax = batch[i] > Bmax ? batch[i] : Bmax;
     infer_ctx **c = calloc((size_t)Bmax, sizeof *c);
@@ -80,14 +90,20 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
         ids[i] = (int32_t)((r >> 33) % (uint64_t)V);
     }
     for (int i = 0; !rc && i < Bmax; i++)
-        if (infer_ctx_new(m, n_pp + n_tg + 1, &c[i]) || (device && infer_ctx_set_backend(c[i], device)))
+        if (infer_ctx_new(m, n_pp + n_tg + 1, &c[i]) || cli_place(c[i], device, ngl))
             rc = cli_error("%s", infer_last_error());
-    const char *be = device ? device : "cpu";
+    if (!rc && infer_ctx_split(c[0])) // (before the model's tables are printed)
+        rc = cli_error("bench: -ngl %ld splits the model between the GPU and the CPU; batched passes (--batch) run on one", ngl);
+    const char *be = rc ? "" : infer_ctx_backend(c[0]);
+    char nbuf[24];
+    long gl = 0;
+    const char *ngl_s = rc ? "" : ngl_column(c[0], ngl, nbuf, sizeof nbuf, &gl);
     char name[96];
     snprintf(name, sizeof name, "%s %.0fM %s", infer_model_arch(m), infer_model_n_params(m) / 1e6, infer_model_ftype(m));
     int json = !strcmp(fmt, "json"), first = 1;
     if (!rc && json) printf("[\n");
-    if (!rc && !json) printf("| model | backend | threads | B | test | t/s (all sequences) |\n| --- | --- | ---: | ---: | ---: | ---: |\n");
+    if (!rc && !json)
+        printf("| model | backend | ngl | threads | B | test | t/s (all sequences) |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
     for (int k = 0; k < n_batch && !rc; k++) {
         int B = batch[k];
         double w1, w2;
@@ -103,9 +119,9 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
             char test[32];
             snprintf(test, sizeof test, "%s%d", ph ? "tg" : "pp", ph ? n_tg : n_pp);
             if (json)
-                printf("%s  {\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %ld, \"batch\": %d, \"test\": \"%s\", "
-                       "\"avg_ts\": %.3f, \"stddev_ts\": %.3f}", first ? "" : ",\n", name, be, threads, B, test, mean[ph], sd[ph]);
-            else printf("| %s | %s | %ld | %d | %s | %.2f ± %.2f |\n", name, be, threads, B, test, mean[ph], sd[ph]);
+                printf("%s  {\"model\": \"%s\", \"backend\": \"%s\", \"n_gpu_layers\": %ld, \"threads\": %ld, \"batch\": %d, \"test\": \"%s\", "
+                       "\"avg_ts\": %.3f, \"stddev_ts\": %.3f}", first ? "" : ",\n", name, be, gl, threads, B, test, mean[ph], sd[ph]);
+            else printf("| %s | %s | %s | %ld | %d | %s | %.2f ± %.2f |\n", name, be, ngl_s, threads, B, test, mean[ph], sd[ph]);
             first = 0;
         }
         fflush(stdout);
@@ -120,13 +136,13 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
 }
 
 static const char *g_usage =
-    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]\n"
+    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-ngl N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]\n"
     "  a llama-bench-shaped table: prompt processing (pp, all tokens in one call) and text generation (tg,\n"
     "  one token at a time), mean +- stddev of r runs. With --batch: for each count B, B sequences each take a\n"
     "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "  -t, --threads N        threads (default 1)\n"
-    "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU)\n"
+    CLI_USAGE_DEVICE
     "  -p, --n-prompt N       prompt tokens (default 512)\n"
     "  -n, --n-gen N          generated tokens (default 128)\n"
     "  -r, --repetitions N    runs of each test (default 5)\n"
@@ -136,7 +152,7 @@ static const char *g_usage =
 
 enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL,
     {"n-prompt", required_argument, NULL, 'p'},
     {"n-gen", required_argument, NULL, 'n'},
     {"repetitions", required_argument, NULL, 'r'},
@@ -197,16 +213,19 @@ int cmd_bench(int argc, char **argv) {
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
-    if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, no_logits);
+    if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, o.ngl, no_logits);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
     if (infer_ctx_new(m, n_max > 0 ? n_max : 1, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
-    if (device && infer_ctx_set_backend(c, device)) {
+    if (cli_place(c, device, o.ngl)) {
         cli_error("%s", infer_last_error());
         infer_ctx_free(c), infer_model_free(m);
         return 1;
     }
     const char *be = !strcmp(infer_ctx_backend(c), "cuda") ? "CUDA" : "CPU";
+    char nbuf[24];
+    long gl;
+    const char *ngl_s = ngl_column(c, o.ngl, nbuf, sizeof nbuf, &gl);
     int32_t *ids = malloc(sizeof *ids * (size_t)(n_max > 0 ? n_max : 1));
     int V = infer_model_n_vocab(m);
     uint64_t r = 12345;
@@ -233,15 +252,15 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(fmt, "json")) {
             printf("[\n");
             for (int i = 0; i < nres; i++)
-                printf("  {\"model\": \"%s\", \"size\": %lld, \"params\": %lld, \"backend\": \"%s\", \"threads\": %ld, "
+                printf("  {\"model\": \"%s\", \"size\": %lld, \"params\": %lld, \"backend\": \"%s\", \"n_gpu_layers\": %ld, \"threads\": %ld, "
                        "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}%s\n",
-                       name, bytes, params, be, threads ? threads : 1, res[i].test, res[i].mean, res[i].sd, i + 1 < nres ? "," : "");
+                       name, bytes, params, be, gl, threads ? threads : 1, res[i].test, res[i].mean, res[i].sd, i + 1 < nres ? "," : "");
             printf("]\n");
         } else {
-            printf("| model | size | params | backend | threads | test | t/s |\n");
-            printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+            printf("| model | size | params | backend | ngl | threads | test | t/s |\n");
+            printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
             for (int i = 0; i < nres; i++)
-                printf("| %s | %.2f MiB | %.2f M | %s | %ld | %s | %.2f ± %.2f |\n", name, bytes / 1048576.0, params / 1e6, be,
+                printf("| %s | %.2f MiB | %.2f M | %s | %s | %ld | %s | %.2f ± %.2f |\n", name, bytes / 1048576.0, params / 1e6, be, ngl_s,
                        threads ? threads : 1, res[i].test, res[i].mean, res[i].sd);
         }
     }

@@ -9,18 +9,20 @@
 #include <unistd.h>
 
 static const char *g_usage =
-    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME]\n"
+    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME] [-ngl N]\n"
     "  writes little-endian f32 logits, T x V, for every position of exactly these ids (no BOS added),\n"
     "  from the exact dense path.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "      --ids 1,2,3        the token ids\n"
     "  -o, --out FILE         where the logits go\n"
     "  -t, --threads N        threads (default 1)\n"
-    "      --backend NAME     cpu (default), reference (the scalar oracles, one thread: slow, for checking) or cuda\n";
+    "      --backend NAME     cpu (default), reference (the scalar oracles, one thread: slow, for checking) or cuda\n"
+    "  -ngl, --n-gpu-layers N with cuda: the last N layers on the GPU, the others on the CPU; the output\n"
+    "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n";
 
 enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NGL,
     {"ids", required_argument, NULL, OPT_IDS},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"out", required_argument, NULL, 'o'},
@@ -55,7 +57,7 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     FILE *f = NULL;
     char tmp[4200] = "";
-    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || (backend && infer_ctx_set_backend(c, backend))) {
+    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || cli_place(c, backend ? backend : "cpu", o.ngl)) {
         cli_error("%s", infer_last_error());
         goto done;
     }

@@ -20,7 +20,7 @@ static size_t utf8_complete(const char *s, size_t n) {
 }
 
 static const char *g_usage =
-    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [--ignore-eos] [sampling]\n"
+    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -29,7 +29,7 @@ static const char *g_usage =
     "  -n, --n-predict N      tokens to generate (default 128)\n"
     "  -c, --ctx-size N       context positions (default: prompt + N)\n"
     "  -t, --threads N        threads (default 1)\n"
-    "      --device cpu|cuda  where the model runs (default cpu; cuda: the first GPU)\n"
+    CLI_USAGE_DEVICE
     "      --ignore-eos       do not stop at end-of-generation tokens\n"
     "      --json             the output is a JSON object (grammar-constrained sampling)\n"
     "      --json-schema S    the output is JSON valid against schema S: its text ({...}) or a file holding it\n"
@@ -40,7 +40,7 @@ static const char *g_usage =
 
 enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPTS_SAMPLING,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_SAMPLING,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
     {"n-predict", required_argument, NULL, 'n'},
@@ -135,7 +135,7 @@ int cmd_run(int argc, char **argv) {
     } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (n_ctx == 0) n_ctx = n + n_new;
     if (n + n_new > n_ctx) { cli_error("run: prompt (%d tokens) + %ld new tokens exceed the context (%ld)", n, n_new, n_ctx); goto done; }
-    if (infer_ctx_new(m, (int)n_ctx, &c) || (device && infer_ctx_set_backend(c, device)) ||
+    if (infer_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) ||
         infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
         cli_error("%s", infer_last_error());
         goto done;

@@ -29,7 +29,7 @@
 #include <pthread.h>
 
 static const char g_usage[] =
-    "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda]\n"
+    "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
     "                   [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
     "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions; GET /v1/models, /health\n"
     "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
@@ -38,7 +38,8 @@ static const char g_usage[] =
     "      --parallel N       sequences decoded together, each of -c positions (default 4)\n"
     "  -c, --ctx-size N       positions of each sequence (default 4096)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "      --device cpu|cuda  where the model runs (default cpu)\n"
+    CLI_USAGE_DEVICE
+    "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
     "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
     "      --max-body BYTES   the largest request body (default 1048576)\n"
     "      --api-key KEY      requests must carry Authorization: Bearer KEY\n"
@@ -46,7 +47,7 @@ static const char g_usage[] =
 
 enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
     {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"api-key", required_argument, NULL, OPT_API_KEY},
@@ -879,7 +880,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *host = "127.0.0.1", *device = "cpu", *api_key = NULL, *alias = NULL;
+    const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
     long port = 8080, parallel = 4, queue = 64, max_body = 1 << 20;
     int opt;
     cli_opts o;
@@ -899,7 +900,7 @@ int cmd_serve(int argc, char **argv) {
     }
     if (opt == CLI_STOP) return o.status;
     if (optind < argc) return cli_error("serve: unexpected argument \"%s\"", argv[optind]);
-    if (strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_error("serve: --device must be cpu or cuda (got \"%s\")", device);
+    if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_error("serve: --device must be cpu or cuda (got \"%s\")", device);
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET, addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return cli_error("serve: --host \"%s\" is not an IPv4 address", host);
@@ -911,7 +912,7 @@ int cmd_serve(int argc, char **argv) {
     g_sv = &sv;
     if (infer_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
     char err[256];
-    if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, (int)queue, err, sizeof err))) {
+    if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, o.ngl, (int)queue, err, sizeof err))) {
         infer_model_free(sv.m);
         return cli_error("serve: %s", err);
     }
@@ -920,8 +921,9 @@ int cmd_serve(int argc, char **argv) {
     sv.alias = alias ? alias : base && base[1] ? base + 1 : model;
     size_t kv = 0, total = 0;
     infer_ctx_memory(sv.m, sv.n_ctx, &kv, &total);
-    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %.1f MiB in all), %s\n", sv.alias, parallel, sv.n_ctx,
-            (double)kv * (double)parallel / (1 << 20), device);
+    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %.1f MiB in all), %s%s\n", sv.alias, parallel, sv.n_ctx,
+            (double)kv * (double)parallel / (1 << 20), serve_engine_backend(sv.e),
+            serve_engine_split(sv.e) ? " and cpu (-ngl: the slots' steps one at a time)" : "");
 
     // SIGINT / SIGTERM end the server: blocked here, waited for below
     sigset_t sigs;

@@ -48,15 +48,21 @@ typedef struct {
 } serve_state;
 
 // The engine over `slots` contexts of n_ctx positions each on device ("cpu"
-// or "cuda"), queueing at most queue_max waiting tasks; NULL with the reason
-// in err.
-serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, int queue_max, char *err, size_t errlen);
+// or "cuda"; NULL: the GPU where there is one) with ngl layers on a GPU (-1:
+// all; fewer: each step runs the slots one after the other, as batched
+// passes run on one device), queueing at most queue_max waiting tasks; NULL
+// with the reason in err.
+serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, char *err,
+                               size_t errlen);
 // Stops the engine: running and queued tasks end (done, finish NULL), the
 // thread is joined, and later submissions are refused. Idempotent.
 void serve_engine_stop(serve_engine *e);
 // Stops it (when running) and frees the contexts.
 void serve_engine_free(serve_engine *e);
 int serve_engine_n_ctx(const serve_engine *e);
+// The backend the slots run on ("cpu", "cuda"), and whether they are split between the GPU and the CPU (-ngl).
+const char *serve_engine_backend(const serve_engine *e);
+int serve_engine_split(const serve_engine *e);
 
 // Queues a request (taking its arrays, freed also on failure): the task, or
 // NULL when the queue is full.

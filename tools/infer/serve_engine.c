@@ -1,5 +1,6 @@
 // The server's engine thread (serve.h): slots, the queue, one step at a time.
 #include "serve.h"
+#include "cli.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -44,6 +45,7 @@ typedef struct {
 struct serve_engine {
     infer_model *m;
     int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
+    int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
     long steps;
     serve_counts counts; // (the engine's lock)
     slot *s;
@@ -267,7 +269,9 @@ static void step(serve_engine *e) {
     }
     if (!n) return;
     infer_status st = INFER_OK;
-    st = infer_batch_eval(e->batch, cx, n, ids, nids, lg);
+    if (!e->split) st = infer_batch_eval(e->batch, cx, n, ids, nids, lg);
+    else // (a context split over two devices runs alone: batched passes run on one)
+        for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
     if (st) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", infer_last_error());
@@ -337,7 +341,8 @@ static void *engine_main(void *arg) {
     return NULL;
 }
 
-serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, int queue_max, char *err, size_t errlen) {
+serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, char *err,
+                               size_t errlen) {
     if (slots < 1 || slots > MAX_SLOTS) {
         snprintf(err, errlen, "--parallel %d: between 1 and %d", slots, MAX_SLOTS);
         return NULL;
@@ -349,10 +354,10 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     e->s = calloc((size_t)slots, sizeof *e->s);
     int ok = e->s != NULL;
     for (int i = 0; i < slots && ok; i++) {
-        ok = !infer_ctx_new(m, n_ctx, &e->s[i].ctx) && (!device || !infer_ctx_set_backend(e->s[i].ctx, device)) &&
+        ok = !infer_ctx_new(m, n_ctx, &e->s[i].ctx) && !cli_place(e->s[i].ctx, device, ngl) &&
              (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
-    if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx);
+    if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx);
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     if (ok) ok = !infer_batch_new(m, &e->batch);
     if (ok) {
@@ -394,6 +399,8 @@ void serve_engine_free(serve_engine *e) {
 }
 
 int serve_engine_n_ctx(const serve_engine *e) { return e->n_ctx; }
+const char *serve_engine_backend(const serve_engine *e) { return infer_ctx_backend(e->s[0].ctx); }
+int serve_engine_split(const serve_engine *e) { return e->split; }
 
 void serve_engine_counts(serve_engine *e, serve_counts *c) {
     pthread_mutex_lock(&e->mu);
