@@ -3,7 +3,7 @@
 # machine (where nvcc compiles for sm_90 but nothing CUDA runs), carried as
 # device-carry/bin.tgz, saving the few minutes cuda.cu takes to compile on the
 # H200 machine. Make the tarball here (after `cmake --build build`):
-#   mkdir -p device-carry/bin && cp build/infer build/tests/test_{cuda,batch,fixtures} device-carry/bin/ &&
+#   mkdir -p device-carry/bin && cp build/infer build/tests/test_{cuda,batch,fixtures,split} device-carry/bin/ &&
 #     tar czf device-carry/bin.tgz -C device-carry bin && rm -rf device-carry/bin
 # then, through `device`, carrying device-carry/debs, device-carry/fixtures and device-carry/bin.tgz:
 #   bash bench/gpu-quick.sh
@@ -24,7 +24,9 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
 {
     timeout 120 $B/test_cuda >"$OUT/test_cuda.txt" 2>&1; tail -1 "$OUT/test_cuda.txt"; grep -m8 FAIL "$OUT/test_cuda.txt"
     timeout 120 $B/test_batch fixtures 2>&1 | grep -E "cuda|checks|FAIL" | tail -20
-    for f in device-carry/fixtures/hf/*/; do timeout 30 $B/test_fixtures "$(basename "$f")" device-carry/fixtures/hf 2>&1 | grep -E "cuda|FAIL"; done
+    [ -x $B/test_fixtures ] && for f in device-carry/fixtures/hf/*/; do timeout 30 $B/test_fixtures "$(basename "$f")" device-carry/fixtures/hf 2>&1 | grep -E "cuda|FAIL"; done
+    # contexts split between the GPU and the CPU (-ngl, pipelined layers) against the unsplit reference
+    timeout 300 $B/test_split 2>&1 | grep -E "cuda|FAIL|checks" | tail -22
     for s in 270m 1b; do
         $B/infer synth --shape $s -o /tmp/$s.gguf >/dev/null 2>&1 || { echo "synth $s failed"; continue; }
         # batched decode of the quantized shape, every sequence bit for bit as alone (k_mmv's rows)

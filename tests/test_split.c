@@ -135,6 +135,42 @@ static void check_family(const char *name, const char *dir, int share_kv) {
             CHECK(test_rel_err(got, want, (size_t)NT * V) <= 1e-4, "%s: again after a reset", what);
         infer_ctx_free(c);
     }
+    // beside a GPU: the cuda backend with the CPU as the host side, against the unsplit reference (the
+    // cuda backend's own tolerance: f16 K/V, its summation order), and against unsplit cuda where all is there
+    if (infer_gpu_count() > 0 && !share_kv) {
+        placement gs[] = {
+            {"cuda", NULL, 0, NULL, 1, 1}, {"cuda", NULL, 1, NULL, 1, 1}, {"cuda", NULL, L - 1, NULL, 1, 1},
+            {"cuda", NULL, L, NULL, 1, 1}, {"cuda", NULL, L + 1, NULL, 1, 0}, {"cuda", NULL, -1, "pipelined", 0, 1},
+            {"cuda", NULL, -1, range, 0, 1},
+        };
+        double gworst = 0;
+        int tried = 0;
+        for (size_t i = 0; i < sizeof gs / sizeof *gs; i++) {
+            const placement *p = &gs[i];
+            char what[160];
+            snprintf(what, sizeof what, "%s: cuda + cpu, %d GPU layers%s%s", name, p->gpu_layers, p->graph ? ", " : "", p->graph ? p->graph : "");
+            infer_ctx *g = NULL;
+            int ok = infer_ctx_new(m, 32, &g) == INFER_OK && infer_ctx_set_gpu_layers(g, p->gpu_layers) == INFER_OK;
+            if (ok && infer_ctx_set_backend(g, "cuda") == INFER_ERR_UNSUPPORTED) { // (a family the GPU does not run yet)
+                printf("%-20s cuda placements not run: %s\n", name, infer_last_error());
+                infer_ctx_free(g);
+                break;
+            }
+            ok = ok && !strcmp(infer_ctx_backend(g), "cuda") && (!p->graph || infer_ctx_set_graph(g, p->graph, 0) == INFER_OK);
+            CHECK(ok, "%s: placing: %s", what, infer_last_error());
+            if (ok) CHECK(infer_ctx_split(g) == p->want_split, "%s: split %d, want %d", what, infer_ctx_split(g), p->want_split);
+            if (ok && run(g, ids, got, V, what)) {
+                tried++;
+                for (int r = 0; r < NT; r++) {
+                    double e = test_rel_err(got + (size_t)r * V, want + (size_t)r * V, (size_t)V);
+                    CHECK(e <= 2e-3, "%s: row %d: max error %.3g of the RMS from the unsplit reference", what, r, e);
+                    if (e > gworst) gworst = e;
+                }
+            }
+            infer_ctx_free(g);
+        }
+        if (tried) printf("%-20s cuda + cpu: %d placements, max error %.2e of the RMS from the unsplit reference\n", name, tried, gworst);
+    }
     // hidden states along a split pass
     if (!share_kv) {
         float *hw = malloc(sizeof(float) * (size_t)(L + 1) * E), *hg = malloc(sizeof(float) * (size_t)(L + 1) * E);
