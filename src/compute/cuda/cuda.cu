@@ -580,19 +580,20 @@ static __device__ float mv_row_e(const uint8_t *wr, const float *xt, int cols, i
     return acc;
 }
 
-// A thread's units of one row: four at a time with no bound checked between
-// them, so that their loads are all in flight at once, then the rest.
+// A thread's units of one row, added in order into one sum: four at a time
+// with no bound checked between them, so that their loads are all in flight
+// at once, then the rest. (One sum, not four: k_mmv keeps a sum per token
+// and slot in registers, as few as possible.)
 #define UNITS(fn, per_block)                                                   \
     {                                                                          \
         const int nu = m.nb * (per_block);                                     \
-        float a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;                                 \
         int u = s;                                                             \
         for (; u + 3 * st < nu; u += 4 * st) {                                 \
-            acc += fn(m, x, u), a1 += fn(m, x, u + st);                        \
-            a2 += fn(m, x, u + 2 * st), a3 += fn(m, x, u + 3 * st);            \
+            acc += fn(m, x, u), acc += fn(m, x, u + st);                       \
+            acc += fn(m, x, u + 2 * st), acc += fn(m, x, u + 3 * st);          \
         }                                                                      \
         for (; u < nu; u += st) acc += fn(m, x, u);                            \
-        return (acc + a1) + (a2 + a3);                                         \
+        return acc;                                                            \
     }
 
 // The thread's part (slot s of st) of row m.r against one token's
@@ -664,26 +665,22 @@ static __device__ float row_part(int type, const wrow &m, const uint8_t *xt, int
     {                                                                                    \
         const int nu = m.nb * (per_block);                                               \
         xrow x[NT];                                                                      \
-        float a0[NT], a1[NT], a2[NT], a3[NT];                                            \
+        float a0[NT];                                                                    \
         _Pragma("unroll") for (int t = 0; t < NT; t++) {                                 \
             x[t] = mk(xt + xr * (size_t)(t < nt ? t : 0), m.nb);                          \
-            a0[t] = a1[t] = a2[t] = a3[t] = 0.0f;                                        \
+            a0[t] = 0.0f;                                                                \
         }                                                                                \
         int u = s;                                                                       \
         for (; u + 3 * st < nu; u += 4 * st) { /* (a unit at a time: the tokens are the loads in flight) */ \
-            _Pragma("unroll") for (int t = 0; t < NT; t++) a0[t] += fn(m, x[t], u);      \
-            UNIT_FENCE();                                                                \
-            _Pragma("unroll") for (int t = 0; t < NT; t++) a1[t] += fn(m, x[t], u + st); \
-            UNIT_FENCE();                                                                \
-            _Pragma("unroll") for (int t = 0; t < NT; t++) a2[t] += fn(m, x[t], u + 2 * st); \
-            UNIT_FENCE();                                                                \
-            _Pragma("unroll") for (int t = 0; t < NT; t++) a3[t] += fn(m, x[t], u + 3 * st); \
-            UNIT_FENCE();                                                                \
+            _Pragma("unroll") for (int q = 0; q < 4; q++) {                              \
+                _Pragma("unroll") for (int t = 0; t < NT; t++) a0[t] += fn(m, x[t], u + q * st); \
+                UNIT_FENCE();                                                            \
+            }                                                                            \
         }                                                                                \
         for (; u < nu; u += st) {                                                        \
             _Pragma("unroll") for (int t = 0; t < NT; t++) a0[t] += fn(m, x[t], u);      \
         }                                                                                \
-        _Pragma("unroll") for (int t = 0; t < NT; t++) out[t] = (a0[t] + a1[t]) + (a2[t] + a3[t]); \
+        _Pragma("unroll") for (int t = 0; t < NT; t++) out[t] = a0[t];                   \
         return;                                                                          \
     }
 template <int NT>
@@ -797,7 +794,7 @@ template <> struct mq<DT_Q8_0> {
     }
     static __device__ int xo(int u, int j) { return 16 * u; }
     static __device__ W w(const wrow &m, int u) { return {ld_h2(m.w + (size_t)32 * m.rows * m.nb + 2 * ((size_t)m.r * m.nb + (u >> 1)))}; }
-    static __device__ X x(const xrow &x, int u) { return {xd0(x, u >> 1)}; }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return {ld_h2(row + 32 * nb + 2 * (u >> 1))}; }
     static __device__ float val(const W &w, const X &x, const int *sg) { return v_q32(w.d, x.d, sg[0]); }
 };
 template <> struct mq<DT_Q4_0> {
@@ -810,7 +807,7 @@ template <> struct mq<DT_Q4_0> {
     }
     static __device__ int xo(int u, int j) { return 32 * u + 16 * j; }
     static __device__ W w(const wrow &m, int u) { return {ld_h2(m.w + (size_t)16 * m.rows * m.nb + 2 * ((size_t)m.r * m.nb + u))}; }
-    static __device__ X x(const xrow &x, int u) { return {xd0(x, u)}; }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return {ld_h2(row + 32 * nb + 2 * u)}; }
     static __device__ float val(const W &w, const X &x, const int *sg) { return v_q32(w.d, x.d, sg[0] + sg[1]); }
 };
 template <> struct mq<DT_Q5_0> {
@@ -826,7 +823,7 @@ template <> struct mq<DT_Q5_0> {
     }
     static __device__ int xo(int u, int j) { return 32 * u + 16 * j; }
     static __device__ W w(const wrow &m, int u) { return {ld_h2(m.w + 20 * (size_t)m.rows * m.nb + 2 * ((size_t)m.r * m.nb + u))}; }
-    static __device__ X x(const xrow &x, int u) { return {xd0(x, u)}; }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return {ld_h2(row + 32 * nb + 2 * u)}; }
     static __device__ float val(const W &w, const X &x, const int *sg) { return v_q32(w.d, x.d, sg[0] + sg[1]); }
 };
 // q4_K / q5_K: unit (b, p, h) as u_q4_K's; groups: sub-block 2p's 16 weights, then 2p + 1's
@@ -838,10 +835,10 @@ static __device__ __forceinline__ k4_w k4_scales(const uint8_t *blk, int u) {
     scales_k4(blk, 2 * ((u & 7) >> 1), &w.sc0, &w.m0, &w.sc1, &w.m1);
     return w;
 }
-static __device__ __forceinline__ k4_x k4_act(const xrow &x, int u) {
+static __device__ __forceinline__ k4_x k4_act(const uint8_t *row, int nb, int u) {
     int b = u >> 3, p = (u & 7) >> 1, h = u & 1;
-    const int16_t *bs = x.bs + 16 * b;
-    return {xdK(x, b), bs[4 * p + h], bs[4 * p + 2 + h]};
+    const int16_t *bs = (const int16_t *)(row + 260 * nb) + 16 * b;
+    return {((const float *)(row + 256 * nb))[b], bs[4 * p + h], bs[4 * p + 2 + h]};
 }
 static __device__ __forceinline__ float k4_val(const k4_w &w, const k4_x &x, const int *sg) {
     return v_k4(x.d, w.d, w.dmin, w.sc0 * sg[0] + w.sc1 * sg[1], w.m0 * x.b0 + w.m1 * x.b1);
@@ -857,7 +854,7 @@ template <> struct mq<DT_Q4_K> {
     }
     static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
     static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * Q4_K_B, u); }
-    static __device__ X x(const xrow &x, int u) { return k4_act(x, u); }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return k4_act(row, nb, u); }
     static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
 };
 template <> struct mq<DT_Q5_K> {
@@ -873,7 +870,7 @@ template <> struct mq<DT_Q5_K> {
     }
     static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
     static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * Q5_K_B, u); }
-    static __device__ X x(const xrow &x, int u) { return k4_act(x, u); }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return k4_act(row, nb, u); }
     static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
 };
 // q6_K: unit (b, i) as u_q6_K's; groups: rows A, B of ql (low nibbles with qh bits 0-1, 2-3), then their high nibbles (4-5, 6-7)
@@ -898,7 +895,7 @@ template <> struct mq<DT_Q6_K> {
         const int8_t *sc = (const int8_t *)(m.w + 192 * nall + 16 * blk) + 8 * (i >> 1) + (i & 1);
         return {ld_h2(m.w + 208 * nall + 2 * blk), sc[0], sc[2], sc[4], sc[6]};
     }
-    static __device__ X x(const xrow &x, int u) { return {xdK(x, u >> 2)}; }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return {((const float *)(row + 256 * nb))[u >> 2]}; }
     static __device__ float val(const W &w, const X &x, const int *sg) {
         return v_q6K(x.d, w.d, w.s0 * sg[0] + w.s1 * sg[1] + w.s2 * sg[2] + w.s3 * sg[3]);
     }
@@ -906,7 +903,7 @@ template <> struct mq<DT_Q6_K> {
 
 // c (16 x 8, s32) += a (16 x 16, s8, rows g and g + 8) b (16 x 8, s8, token g), g = lane / 4
 static __device__ __forceinline__ void mma_s8(int (&c)[4], int a0, int a1, int b0) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a0), "r"(a1), "r"(b0));
 }
@@ -914,9 +911,11 @@ static __device__ __forceinline__ void mma_s8(int (&c)[4], int a0, int a1, int b
 enum { MMV_ROWS = 16, MMV_WARPS = 8 };
 
 // unit u of rows w0 (g) and w1 (g + 8) against the warp's 8 NN tokens, added into a
+// (ob: the byte offsets of the tokens' rows in xq that the lane loads, plus
+// 4 tig; oc: those of the tokens whose sums it holds)
 template <int TY, int NN>
-static __device__ __forceinline__ void mmv_unit(const wrow &w0, const wrow &w1, const int8_t *const (&xb)[NN], const xrow (&xc)[NN][2], int u,
-                                                int tig, float (&a)[NN][4]) {
+static __device__ __forceinline__ void mmv_unit(const wrow &w0, const wrow &w1, const uint8_t *xq, const uint32_t (&ob)[NN],
+                                                const uint32_t (&oc)[NN][2], int u, int tig, float (&a)[NN][4]) {
     typedef mq<TY> Q;
     int A0[Q::G], A1[Q::G];
     Q::a(w0, u, tig, A0), Q::a(w1, u, tig, A1);
@@ -927,9 +926,9 @@ static __device__ __forceinline__ void mmv_unit(const wrow &w0, const wrow &w1, 
 #pragma unroll
         for (int j = 0; j < Q::G; j++) {
             acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0;
-            mma_s8(acc[j], A0[j], A1[j], *(const int *)(xb[n] + Q::xo(u, j)));
+            mma_s8(acc[j], A0[j], A1[j], *(const int *)(xq + ob[n] + Q::xo(u, j)));
         }
-        const typename Q::X X0 = Q::x(xc[n][0], u), X1 = Q::x(xc[n][1], u);
+        const typename Q::X X0 = Q::x(xq + oc[n][0], w0.nb, u), X1 = Q::x(xq + oc[n][1], w0.nb, u);
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             int sg[Q::G];
@@ -940,73 +939,48 @@ static __device__ __forceinline__ void mmv_unit(const wrow &w0, const wrow &w1, 
     }
 }
 
-// One slot's value (k_mv's (a0 + a1) + (a2 + a3)) for the warp's 16 rows x
-// 8 NN tokens: v[n][c] = row g + 8 (c >> 1), token 8 n + 2 tig + (c & 1).
+// One slot's value (k_mv's sum of its units in order) for the warp's 16 rows
+// x 8 NN tokens: a[n][c] = row g + 8 (c >> 1), token 8 n + 2 tig + (c & 1).
 template <int TY, int NN>
-static __device__ void mmv_slot(const mv_mat &mt, int r0, const uint8_t *xq, size_t xr, int t0, int T, int s, int st, float (&v)[NN][4]) {
+static __device__ void mmv_slot(const mv_mat &mt, int r0, const uint8_t *xq, size_t xr, int t0, int T, int s, int st, float (&a)[NN][4]) {
     const int lane = threadIdx.x % 32, g = lane >> 2, tig = lane & 3;
     const int rows = mt.rows;
     const wrow w0 = {mt.w, rows, min(r0 + g, rows - 1), mt.nb}, w1 = {mt.w, rows, min(r0 + g + 8, rows - 1), mt.nb};
-    // the tokens this lane loads (b: token g of each tile) and scales (c: 2 tig, 2 tig + 1)
-    const int8_t *xb[NN];
-    xrow xc[NN][2];
+    // the tokens this lane loads (b: token g of each tile) and scales (c: 2 tig, 2 tig + 1), as offsets (fewer registers)
+    uint32_t ob[NN], oc[NN][2];
 #pragma unroll
     for (int n = 0; n < NN; n++) {
-        xb[n] = (const int8_t *)(xq + xr * min(t0 + 8 * n + g, T - 1)) + 4 * tig;
+        ob[n] = (uint32_t)(xr * min(t0 + 8 * n + g, T - 1)) + 4 * tig;
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
-            const uint8_t *row = xq + xr * min(t0 + 8 * n + 2 * tig + k, T - 1);
-            xc[n][k] = TY == DT_Q4_K || TY == DT_Q5_K || TY == DT_Q6_K ? x_q8_K(row, mt.nb) : x_q8_0(row, mt.nb);
-        }
+        for (int k = 0; k < 2; k++) oc[n][k] = (uint32_t)(xr * min(t0 + 8 * n + 2 * tig + k, T - 1));
     }
-    float a[4][NN][4];
-#pragma unroll
-    for (int q = 0; q < 4; q++)
-#pragma unroll
-        for (int n = 0; n < NN; n++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) a[q][n][c] = 0.0f;
-    // UNITS' pattern: four units at a time into a[0..3] while all four exist, then the rest into a[0]
-    const int nu = mt.nb * mq<TY>::UPB;
-    int u = s;
-    for (; u + 3 * st < nu; u += 4 * st) {
-#pragma unroll
-        for (int q = 0; q < 4; q++) mmv_unit<TY, NN>(w0, w1, xb, xc, u + q * st, tig, a[q]);
-    }
-    for (; u < nu; u += st) mmv_unit<TY, NN>(w0, w1, xb, xc, u, tig, a[0]);
 #pragma unroll
     for (int n = 0; n < NN; n++)
 #pragma unroll
-        for (int c = 0; c < 4; c++) v[n][c] = __fadd_rn(__fadd_rn(a[0][n][c], a[1][n][c]), __fadd_rn(a[2][n][c], a[3][n][c]));
+        for (int c = 0; c < 4; c++) a[n][c] = 0.0f;
+    const int nu = mt.nb * mq<TY>::UPB;
+    for (int u = s; u < nu; u += st) mmv_unit<TY, NN>(w0, w1, xq, ob, oc, u, tig, a);
 }
 
-// a row's slot values (red[slot * outs + o]) added in row_sum's order: at
-// TPR <= 32 the lanes' xor tree from slot bit 0 up, at TPR 128 (a group of
-// 32 slots a warp) from bit 4 down
-template <int GS, int UP>
-static __device__ __forceinline__ float mmv_tree(const float *red, int outs, int o) {
-    float v[GS];
+template <int NN>
+static __device__ __forceinline__ void mmv_add(float (&a)[NN][4], const float (&b)[NN][4]) {
 #pragma unroll
-    for (int k = 0; k < GS; k++) v[k] = red[k * outs + o];
-    if (UP) {
+    for (int n = 0; n < NN; n++)
 #pragma unroll
-        for (int step = 1; step < GS; step <<= 1)
-#pragma unroll
-            for (int k = 0; k < GS; k += 2 * step) v[k] = __fadd_rn(v[k], v[k + step]);
-    } else {
-#pragma unroll
-        for (int step = GS / 2; step >= 1; step >>= 1)
-#pragma unroll
-            for (int k = 0; k < step; k++) v[k] = __fadd_rn(v[k], v[k + step]);
-    }
-    return v[0];
+        for (int c = 0; c < 4; c++) a[n][c] = __fadd_rn(a[n][c], b[n][c]);
 }
 
-// blocks of 16 rows x 8 NN tokens; shared memory: min(TPR, 32) x 16 x 8 NN floats
-template <int TPR, int NN>
+// Blocks of 16 rows x 8 NN tokens. The slots' values are added in row_sum's
+// order: at TPR <= 32 the lanes' xor tree from slot bit 0 up, at TPR 128 (a
+// group of 32 slots a warp, the groups' sums then in order) from bit 4 down.
+// Warp w takes the slots whose first levels it can add itself (TPR 8: slot
+// w; 32: 4w .. 4w + 3; 128: w + 8j of each group), and the warps' values
+// meet in shared memory for the levels over w. One weight type a kernel (the
+// fewer registers, the more warps an SM keeps).
+template <int TY, int TPR, int NN>
 static __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const mv_desc d, const uint8_t *xq) {
-    enum { GS = TPR < 32 ? TPR : 32, TOK = 8 * NN, OUTS = MMV_ROWS * TOK, PER = OUTS / (MMV_WARPS * 32) };
-    extern __shared__ float red[]; // [GS][OUTS]
+    enum { TOK = 8 * NN, OUTS = MMV_ROWS * TOK, PER = OUTS / (MMV_WARPS * 32), UP = TPR <= 32 };
+    __shared__ float red[MMV_WARPS * OUTS];
     int mi = 0;
     while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
     const int r0 = ((int)blockIdx.x - d.m[mi].blk0) * MMV_ROWS, t0 = (int)blockIdx.y * TOK;
@@ -1015,28 +989,48 @@ static __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const mv_desc d, 
     for (int k = 0; k <= d.glu; k++) {
         const mv_mat mt = d.m[k ? 1 : mi];
         float total[PER];
-        for (int g0 = 0; g0 < TPR; g0 += GS) {
-            for (int sl = w; sl < GS; sl += MMV_WARPS) {
-                float v[NN][4];
-                const int s = g0 + sl;
-                switch (mt.type) {
-                case DT_Q8_0: mmv_slot<DT_Q8_0, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
-                case DT_Q4_0: mmv_slot<DT_Q4_0, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
-                case DT_Q5_0: mmv_slot<DT_Q5_0, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
-                case DT_Q4_K: mmv_slot<DT_Q4_K, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
-                case DT_Q5_K: mmv_slot<DT_Q5_K, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
-                default: mmv_slot<DT_Q6_K, NN>(mt, r0, xq, d.xrow, t0, d.T, s, TPR, v); break;
-                }
+        for (int g0 = 0; g0 < TPR; g0 += 32) {
+            float r[NN][4];
+            if (TPR == 8) {
+                mmv_slot<TY, NN>(mt, r0, xq, d.xrow, t0, d.T, w, TPR, r);
+            } else { // four slots: (v0 + v1) + (v2 + v3) of slots 4w + j (32), (v0 + v2) + (v1 + v3) of w + 8j (128)
+                float p[NN][4], q[NN][4];
+                const int s0 = UP ? 4 * w : g0 + w, ds = UP ? 1 : 8;
+                mmv_slot<TY, NN>(mt, r0, xq, d.xrow, t0, d.T, s0, TPR, p);
+                mmv_slot<TY, NN>(mt, r0, xq, d.xrow, t0, d.T, s0 + (UP ? 1 : 2) * ds, TPR, q);
+                mmv_add<NN>(p, q);
+                mmv_slot<TY, NN>(mt, r0, xq, d.xrow, t0, d.T, s0 + (UP ? 2 : 1) * ds, TPR, q);
+                mmv_slot<TY, NN>(mt, r0, xq, d.xrow, t0, d.T, s0 + 3 * ds, TPR, r);
+                mmv_add<NN>(q, r);
+                mmv_add<NN>(p, q);
 #pragma unroll
                 for (int n = 0; n < NN; n++)
 #pragma unroll
-                    for (int c = 0; c < 4; c++) red[sl * OUTS + (g + 8 * (c >> 1)) * TOK + 8 * n + 2 * tig + (c & 1)] = v[n][c];
+                    for (int c = 0; c < 4; c++) r[n][c] = p[n][c];
             }
+#pragma unroll
+            for (int n = 0; n < NN; n++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) red[w * OUTS + (g + 8 * (c >> 1)) * TOK + 8 * n + 2 * tig + (c & 1)] = r[n][c];
             __syncthreads();
 #pragma unroll
-            for (int i = 0; i < PER; i++) {
-                float val = mmv_tree<GS, (TPR <= 32)>(red, OUTS, (int)threadIdx.x + i * MMV_WARPS * 32);
-                total[i] = g0 == 0 ? val : __fadd_rn(total[i], val); // (TPR 128: the warps' sums in order, as row_sum)
+            for (int i = 0; i < PER; i++) { // the levels over w: steps 1, 2, 4 (up) or 4, 2, 1
+                const int o = (int)threadIdx.x + i * MMV_WARPS * 32;
+                float v[MMV_WARPS];
+#pragma unroll
+                for (int j = 0; j < MMV_WARPS; j++) v[j] = red[j * OUTS + o];
+                if (UP) {
+#pragma unroll
+                    for (int step = 1; step < MMV_WARPS; step <<= 1)
+#pragma unroll
+                        for (int j = 0; j < MMV_WARPS; j += 2 * step) v[j] = __fadd_rn(v[j], v[j + step]);
+                } else {
+#pragma unroll
+                    for (int step = MMV_WARPS / 2; step >= 1; step >>= 1)
+#pragma unroll
+                        for (int j = 0; j < step; j++) v[j] = __fadd_rn(v[j], v[j + step]);
+                }
+                total[i] = g0 == 0 ? v[0] : __fadd_rn(total[i], v[0]); // (TPR 128: the warps' sums in order, as row_sum)
             }
             __syncthreads();
         }
@@ -1053,12 +1047,34 @@ static __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const mv_desc d, 
     }
 }
 
-template <int TPR, int NN>
-static void mmv_launch(cuda_dev *dv, dim3 grid, const mv_desc &k, const uint8_t *xb) {
-    const int bytes = (TPR < 32 ? TPR : 32) * MMV_ROWS * 8 * NN * (int)sizeof(float);
-    static int attr; // (once: more than 48 KiB of shared memory is asked for)
-    if (!attr) attr = cudaFuncSetAttribute(k_mmv<TPR, NN>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess ? 1 : -1;
-    k_mmv<TPR, NN><<<grid, MMV_WARPS * 32, bytes, dv->stream>>>(k, xb);
+// k_mmv of type TY for tpr threads a row, 8 nn tokens a block
+template <int TY>
+static void mmv_launch(cuda_dev *dv, int tpr, int nn, dim3 grid, const mv_desc &k, const uint8_t *xb) {
+    dim3 blk(MMV_WARPS * 32);
+    if (tpr == 8) {
+        if (nn == 8) k_mmv<TY, 8, 8><<<grid, blk, 0, dv->stream>>>(k, xb);
+        else if (nn == 4) k_mmv<TY, 8, 4><<<grid, blk, 0, dv->stream>>>(k, xb);
+        else k_mmv<TY, 8, 2><<<grid, blk, 0, dv->stream>>>(k, xb);
+    } else if (tpr == 32) {
+        if (nn == 4) k_mmv<TY, 32, 4><<<grid, blk, 0, dv->stream>>>(k, xb);
+        else k_mmv<TY, 32, 2><<<grid, blk, 0, dv->stream>>>(k, xb);
+    } else {
+        if (nn == 4) k_mmv<TY, 128, 4><<<grid, blk, 0, dv->stream>>>(k, xb);
+        else k_mmv<TY, 128, 2><<<grid, blk, 0, dv->stream>>>(k, xb);
+    }
+}
+
+static void mmv_run(cuda_dev *dv, int ty, int tpr, int T, int rows_blocks, const mv_desc &k, const uint8_t *xb) {
+    int nn = T > 32 && tpr == 8 ? 8 : T > 16 ? 4 : 2; // (tokens a block: 8 nn; at 32 and 128 a warp holds three sets)
+    dim3 grid((unsigned)rows_blocks, (unsigned)((T + 8 * nn - 1) / (8 * nn)));
+    switch (ty) {
+    case DT_Q8_0: mmv_launch<DT_Q8_0>(dv, tpr, nn, grid, k, xb); break;
+    case DT_Q4_0: mmv_launch<DT_Q4_0>(dv, tpr, nn, grid, k, xb); break;
+    case DT_Q5_0: mmv_launch<DT_Q5_0>(dv, tpr, nn, grid, k, xb); break;
+    case DT_Q4_K: mmv_launch<DT_Q4_K>(dv, tpr, nn, grid, k, xb); break;
+    case DT_Q5_K: mmv_launch<DT_Q5_K>(dv, tpr, nn, grid, k, xb); break;
+    default: mmv_launch<DT_Q6_K>(dv, tpr, nn, grid, k, xb); break;
+    }
 }
 
 static int mmv_type(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
@@ -1180,26 +1196,24 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
     const uint8_t *xb = (const uint8_t *)xq;
-    int mmv = T > 1 && d->mmv;
-    for (int i = 0; i < n && mmv; i++) mmv = mmv_type(m[i].type);
-    if (mmv) { // the same values on the tensor cores: blocks of 16 rows x 16 or 32 tokens
-        int nblk = 0;
-        for (int i = 0; i < n; i++) {
-            k.m[i].blk0 = nblk;
-            if (glu_act < 0 || i == 0) nblk += (m[i].rows + MMV_ROWS - 1) / MMV_ROWS;
-        }
-        if (glu_act >= 0) k.m[1].blk0 = nblk;
-        int nn = T > 16 ? 4 : 2;
-        dim3 grid((unsigned)nblk, (unsigned)((T + 8 * nn - 1) / (8 * nn)));
-        if (nn == 2) {
-            if (tpr == 8) mmv_launch<8, 2>(d, grid, k, xb);
-            else if (tpr == 32) mmv_launch<32, 2>(d, grid, k, xb);
-            else mmv_launch<128, 2>(d, grid, k, xb);
-        } else {
-            if (tpr == 8) mmv_launch<8, 4>(d, grid, k, xb);
-            else if (tpr == 32) mmv_launch<32, 4>(d, grid, k, xb);
-            else mmv_launch<128, 4>(d, grid, k, xb);
-        }
+    int mmv = T > 1 && d->mmv, same = 1;
+    for (int i = 0; i < n && mmv; i++) mmv = mmv_type(m[i].type), same &= m[i].type == m[0].type;
+    if (glu_act >= 0 && !same) mmv = 0;
+    if (mmv) { // the same values on the tensor cores: blocks of 16 rows x 16, 32 or 64 tokens, a launch a weight type
+        if (same) {
+            int nblk = 0;
+            for (int i = 0; i < n; i++) {
+                k.m[i].blk0 = nblk;
+                if (glu_act < 0 || i == 0) nblk += (m[i].rows + MMV_ROWS - 1) / MMV_ROWS;
+            }
+            if (glu_act >= 0) k.m[1].blk0 = nblk;
+            mmv_run(d, m[0].type, tpr, T, nblk, k, xb);
+        } else
+            for (int i = 0; i < n; i++) {
+                mv_desc ki = k;
+                ki.n = 1, ki.m[0] = k.m[i], ki.m[0].blk0 = 0;
+                mmv_run(d, m[i].type, tpr, T, (m[i].rows + MMV_ROWS - 1) / MMV_ROWS, ki, xb);
+            }
     } else if (T > 1 && d->mv_group == 4) {
         if (tpr == 8) k_mv<8, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
         else if (tpr == 32) k_mv<32, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
