@@ -11,7 +11,8 @@
 # Carry (gitignored): device-carry/debs (libcjson), device-carry/fixtures
 # (a copy of ../shared/fixtures), device-carry/llama-cuda.tgz (LLAMA=1:
 # llama.cpp from the llama-cpp-python sdist, without models/ and docs/, with
-# ggml-cuda). PARITY=0 skips the parity tests; BENCH="-p 512 -n 128" sets
+# ggml-cuda). PREBUILT=1 takes infer and its tests from device-carry/bin.tgz
+# (built here; see bench/gpu-quick.sh) instead of building. PARITY=0 skips the parity tests; BENCH="-p 512 -n 128" sets
 # infer bench's and llama-bench's tests.
 # Output: $OUT/gpu.txt and logs.
 set -uo pipefail
@@ -42,9 +43,16 @@ if [ "${LLAMA:-0}" = 1 ]; then
     LLAMA_BUILD=$!
 fi
 
-log "build infer (CUDA)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_SHARED="$PWD/device-carry" 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
-cmake --build build -j16 --target infer_cli test_cuda test_fixtures test_batch >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
+if [ "${PREBUILT:-0}" = 1 ]; then # (the binaries built on the development machine: device-carry/bin.tgz, as bench/gpu-quick.sh)
+    log "prebuilt infer (device-carry/bin.tgz)"
+    mkdir -p build/tests /work/shared/fixtures && tar xzf device-carry/bin.tgz -C /tmp || { log "no device-carry/bin.tgz"; exit 1; }
+    cp /tmp/bin/infer build/ && for t in /tmp/bin/test_*; do cp "$t" build/tests/; done
+    ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf; [ -e /work/main ] || ln -s "$PWD" /work/main
+else
+    log "build infer (CUDA)"
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_SHARED="$PWD/device-carry" 2>&1 | grep "infer:" | tee -a "$OUT/gpu.txt"
+    cmake --build build -j16 --target infer_cli test_cuda test_fixtures test_batch >/dev/null 2>>"$OUT/log.txt" || { log "build failed"; exit 1; }
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/gpu.txt"
 
 
@@ -55,10 +63,11 @@ if [ "${PARITY:-1}" = 1 ]; then
     INFER_CUDA_MV_GROUP=4 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(groups of 4 tokens) /' | tee -a "$OUT/gpu.txt"
     INFER_CUDA_GEMM_KERNEL=1 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(the first tensor-core kernel) /' | tee -a "$OUT/gpu.txt"
     log "parity: batched decode on the GPU against each sequence alone (test_batch)"
-    ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
+    [ -d device-carry/fixtures ] && ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
     grep -E "cuda|checks|differ" "$OUT/test_batch.txt" | tail -20 | tee -a "$OUT/gpu.txt"
+    [ -x ./build/tests/test_split ] && ./build/tests/test_split 2>&1 | grep -E "cuda|checks|FAIL" | tail -20 | tee -a "$OUT/gpu.txt"
     log "parity: fixture families on the cuda backend"
-    for f in device-carry/fixtures/hf/*/ tests/data/fixtures/*/; do
+    [ -x ./build/tests/test_fixtures ] && for f in device-carry/fixtures/hf/*/ tests/data/fixtures/*/; do
         [ -f "$f/reference.json" ] || continue
         ./build/tests/test_fixtures "$(basename "$f")" "$(dirname "$f")" 2>&1 | grep -E "cuda|FAILED|checks" | tee -a "$OUT/gpu.txt"
     done
@@ -114,6 +123,12 @@ for st in ${SHAPES:-}; do
     ./build/infer synth --shape $shape --type $type -o $f >>"$OUT/log.txt" 2>&1 || { log "synth $shape $type failed"; continue; }
     FILES="$FILES $f"
 done
+if [ "${PARITY:-1}" = 1 ]; then # batched decode of the quantized shapes: every sequence bit for bit as alone (k_mmv)
+    for f in $M $FILES; do
+        log "parity: test_batch $(basename $f)"
+        ./build/tests/test_batch $f 2>&1 | grep -E "checks|FAIL|differs" | head -5 | tee -a "$OUT/gpu.txt"
+    done
+fi
 if [ "${LLAMA:-0}" = 1 ]; then # (the timings below on an idle machine)
     wait $LLAMA_BUILD || { log "llama.cpp build failed"; tail -5 "$OUT/llama-build.txt"; exit 1; }
     log "llama.cpp built"

@@ -136,7 +136,7 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
 }
 
 static const char *g_usage =
-    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-ngl N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]\n"
+    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-ngl N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16] [--graph SPEC]\n"
     "  a llama-bench-shaped table: prompt processing (pp, all tokens in one call) and text generation (tg,\n"
     "  one token at a time), mean +- stddev of r runs. With --batch: for each count B, B sequences each take a\n"
     "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
@@ -148,9 +148,10 @@ static const char *g_usage =
     "  -r, --repetitions N    runs of each test (default 5)\n"
     "  -o, --output md|json   the table as markdown (default) or JSON\n"
     "      --batch 1,2,...    batched decode at these sequence counts (1 to 256, at most 16 counts)\n"
-    "      --no-logits        (--batch) no logits read back: the passes alone\n";
+    "      --no-logits        (--batch) no logits read back: the passes alone\n"
+    "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n";
 
-enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS };
+enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL,
     {"n-prompt", required_argument, NULL, 'p'},
@@ -159,12 +160,14 @@ static const struct option g_opts[] = {
     {"output", required_argument, NULL, 'o'},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"no-logits", no_argument, NULL, OPT_NO_LOGITS},
+    {"graph", required_argument, NULL, OPT_GRAPH},
     {0},
 };
 
 int cmd_bench(int argc, char **argv) {
     const char *fmt = "md", *batch_list = NULL, *device = NULL;
     int no_logits = 0;
+    const char *graph = NULL;
     long n_pp = 512, n_tg = 128, reps = 5;
     cli_opts o;
     cli_opts_init(&o, "bench", g_usage);
@@ -186,6 +189,7 @@ int cmd_bench(int argc, char **argv) {
             break;
         case OPT_BATCH: batch_list = optarg; break;
         case OPT_NO_LOGITS: no_logits = 1; break;
+        case OPT_GRAPH: graph = optarg; break;
         case OPT_DEVICE: device = optarg; break;
         }
     }
@@ -213,16 +217,20 @@ int cmd_bench(int argc, char **argv) {
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (n_batch && graph) { infer_model_free(m); return cli_error("bench: --graph runs one sequence; not with --batch"); }
     if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, o.ngl, no_logits);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
     if (infer_ctx_new(m, n_max > 0 ? n_max : 1, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
-    if (cli_place(c, device, o.ngl)) {
+    if (cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, 0))) {
         cli_error("%s", infer_last_error());
         infer_ctx_free(c), infer_model_free(m);
         return 1;
     }
-    const char *be = !strcmp(infer_ctx_backend(c), "cuda") ? "CUDA" : "CPU";
+    char bbuf[96]; // (a split context: both; a graph: named)
+    snprintf(bbuf, sizeof bbuf, "%s%s%s%s", !strcmp(infer_ctx_backend(c), "cuda") ? "CUDA" : "CPU", infer_ctx_split(c) ? "+CPU" : "",
+             graph ? " graph " : "", graph ? graph : "");
+    const char *be = bbuf;
     char nbuf[24];
     long gl;
     const char *ngl_s = ngl_column(c, o.ngl, nbuf, sizeof nbuf, &gl);

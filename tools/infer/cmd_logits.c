@@ -9,28 +9,30 @@
 #include <unistd.h>
 
 static const char *g_usage =
-    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME] [-ngl N]\n"
+    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME] [-ngl N] [--graph SPEC]\n"
     "  writes little-endian f32 logits, T x V, for every position of exactly these ids (no BOS added),\n"
-    "  from the exact dense path.\n"
+    "  from the exact dense path (or the layer graph given).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "      --ids 1,2,3        the token ids\n"
     "  -o, --out FILE         where the logits go\n"
     "  -t, --threads N        threads (default 1)\n"
     "      --backend NAME     cpu (default), reference (the scalar oracles, one thread: slow, for checking) or cuda\n"
     "  -ngl, --n-gpu-layers N with cuda: the last N layers on the GPU, the others on the CPU; the output\n"
-    "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n";
+    "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n"
+    "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n";
 
-enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND };
+enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND, OPT_GRAPH };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NGL,
     {"ids", required_argument, NULL, OPT_IDS},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"out", required_argument, NULL, 'o'},
+    {"graph", required_argument, NULL, OPT_GRAPH},
     {0},
 };
 
 int cmd_logits(int argc, char **argv) {
-    const char *ids_s = NULL, *out = NULL, *backend = NULL;
+    const char *ids_s = NULL, *out = NULL, *backend = NULL, *graph = NULL;
     cli_opts o;
     cli_opts_init(&o, "logits", g_usage);
     int opt;
@@ -38,6 +40,7 @@ int cmd_logits(int argc, char **argv) {
         switch (opt) {
         case OPT_IDS: ids_s = optarg; break;
         case OPT_BACKEND: backend = optarg; break;
+        case OPT_GRAPH: graph = optarg; break;
         case 'o': out = optarg; break;
         }
     }
@@ -57,7 +60,8 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     FILE *f = NULL;
     char tmp[4200] = "";
-    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || cli_place(c, backend ? backend : "cpu", o.ngl)) {
+    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || cli_place(c, backend ? backend : "cpu", o.ngl) ||
+        (graph && infer_ctx_set_graph(c, graph, 0))) {
         cli_error("%s", infer_last_error());
         goto done;
     }
