@@ -26,8 +26,9 @@ dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
 bw_fraction() {
     local bytes
     bytes=$(stat -c %s "$1")
-    awk -v bytes="$bytes" -v bw="${BW:-0}" -F'|' '$7 ~ /tg/ && bw > 0 {
-        split($8, v, " "); printf "  %s: %.1f GB/s of weights, %.1f%% of the copy bandwidth\n", $7, bytes * v[1] / 1e9, 100 * bytes * v[1] / 1e9 / bw
+    # (the test and t/s are the table's last two columns, whatever comes before them)
+    awk -v bytes="$bytes" -v bw="${BW:-0}" -F'|' '$(NF-2) ~ /tg/ && bw > 0 {
+        split($(NF-1), v, " "); printf "  %s: %.1f GB/s of weights, %.1f%% of the copy bandwidth\n", $(NF-2), bytes * v[1] / 1e9, 100 * bytes * v[1] / 1e9 / bw
     }' | tee -a "$OUT/gpu.txt"
 }
 
