@@ -149,6 +149,23 @@ static void check_model(const char *fam) {
     e = rel_err(got, dense, (size_t)T * V);
     printf("%s: walk@50%% on layers %d-%d: logits relative error %.3g\n", fam, L / 2, L - 1, e);
     CHECK(e > 0 && e < 0.5, "%s: walk@50%% relative error %g", fam, e);
+    // the same walks on a GPU (the cuda backend's own walk) against the CPU's
+    if (infer_gpu_count() > 0) {
+        float *gpu = malloc(sizeof(float) * (size_t)T * V);
+        infer_ctx *g;
+        CHECK(infer_ctx_new(m, 32, &g) == INFER_OK && infer_ctx_set_backend(g, "cuda") == INFER_OK &&
+              infer_ctx_set_graph(g, spec, 0) == INFER_OK, "%s: walk on cuda: %s", fam, infer_last_error());
+        CHECK(infer_eval(g, ids, T, gpu, 0) == INFER_OK, "%s: walk on cuda: %s", fam, infer_last_error());
+        double eg = rel_err(gpu, got, (size_t)T * V);
+        CHECK(eg < 1e-4, "%s: walk@50%% on cuda vs the CPU's: relative error %g", fam, eg);
+        infer_ctx_reset(g);
+        CHECK(infer_ctx_set_graph(g, "walk", 0) == INFER_OK && infer_eval(g, ids, T, gpu, 0) == INFER_OK, "%s: %s", fam, infer_last_error());
+        double ea = rel_err(gpu, dense, (size_t)T * V);
+        CHECK(ea < 1e-4, "%s: walk over all features on cuda vs dense: relative error %g", fam, ea);
+        printf("%s: on cuda: walk@50%% %.3g from the CPU's, walk over all features %.3g from dense\n", fam, eg, ea);
+        infer_ctx_free(g);
+        free(gpu);
+    }
 
     infer_ctx_free(c);
     free_walk(m, store);

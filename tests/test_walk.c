@@ -1,13 +1,16 @@
 // Gate KNN and the walk FFN: top-K selection against brute force, the walk
 // over all features against the dense FFN of real fixture weights, a walk
 // over K features against a double-precision sum over the same K, and the
-// result independent of the thread count.
+// result independent of the thread count. Where a GPU is: the cuda
+// backend's walk (f32 rows, and q8_0 rows with f16 gate vectors) against the
+// CPU's walk_ffn, over all features and over K.
 #include "check.h"
 #include "infer.h"
 #include "vindex/walk.h"
 #include "models/model.h"
 #include "tensor/dtype.h"
 #include "compute/cpu/ops.h"
+#include "compute/backend.h"
 #include "base/pool.h"
 #include "feature_rows.h"
 
@@ -62,6 +65,32 @@ static void check_topk(void) {
         CHECK(infer_knn_set_device(g, "nosuch") == INFER_ERR_ARG, "an unknown device was taken");
         infer_knn_free(g);
     }
+}
+
+// The cuda backend's walk of layer wl against walk_ffn's, over all features and over k.
+static void check_gpu_walk(const char *what, const walk_layer *wl, const float *x, int H, int F, walk_scratch *ws, const void *owner) {
+    const backend_ops *cu = backend_cuda();
+    if (!cu) return;
+    cpu_exec ex = {0};
+    backend b = {cu, &ex, NULL, owner};
+    float *dx = cu->alloc(&b, sizeof(float) * H), *dout = cu->alloc(&b, sizeof(float) * H);
+    float *want = malloc(sizeof(float) * H), *got = malloc(sizeof(float) * H);
+    CHECK(dx && dout, "%s: cuda alloc", what);
+    int ks[2] = {F, F / 8};
+    for (int i = 0; i < 2 && dx && dout; i++) {
+        walk_ffn(wl, x, ks[i], want, ws);
+        cu->upload(&b, dx, x, (size_t)H);
+        cu->walk(&b, dout, dx, wl, ks[i], 1);
+        cu->download(&b, got, dout, (size_t)H);
+        CHECK(!ex.oom, "%s: the cuda walk failed", what);
+        double e = 0, s = 0;
+        for (int h = 0; h < H; h++) e += (got[h] - want[h]) * (got[h] - want[h]), s += (double)want[h] * want[h];
+        CHECK(e <= 1e-9 * s, "%s: cuda walk over %d of %d features vs the CPU's: relative error %g", what, ks[i], F, sqrt(e / s));
+    }
+    if (dx) cu->release(&b, dx);
+    if (dout) cu->release(&b, dout);
+    if (cu->done) cu->done(&b);
+    free(want), free(got);
 }
 
 static void check_family(const char *fam) {
@@ -126,6 +155,22 @@ static void check_family(const char *fam) {
     e = 0, s = 0;
     for (int i = 0; i < H; i++) e += (out[i] - want[i]) * (out[i] - want[i]), s += want[i] * want[i];
     CHECK(e <= 1e-9 * s, "%s: walk over %d features vs double sum: relative error %g", fam, k, sqrt(e / s));
+
+    // on a GPU: f32 rows, then q8_0 rows with f16 gate vectors
+    if (backend_cuda()) {
+        char what[64];
+        snprintf(what, sizeof what, "%s f32", fam);
+        check_gpu_walk(what, &wl, x, H, F, ws, m);
+        size_t rq = dtype_row_size(DT_Q8_0, H), rh = dtype_row_size(DT_F16, H);
+        unsigned char *q = malloc(rq * 3 * F), *gh = malloc(rh * F);
+        for (int r = 0; r < 3 * F; r++) dtype_get(DT_Q8_0)->from_float(rows + (size_t)r * H, q + rq * r, H);
+        for (int f = 0; f < F; f++) dtype_get(DT_F16)->from_float(gate + (size_t)f * H, gh + rh * f, H);
+        tensor fq = {"ffn", DT_Q8_0, "q8_0", 2, {H, 3 * F}, q, rq * 3 * F, NULL}, gq = {"gate", DT_F16, "f16", 2, {H, F}, gh, rh * F, NULL};
+        walk_layer wq = {&gq, &fq, gated, m->cfg.act, ub, db};
+        snprintf(what, sizeof what, "%s q8_0", fam);
+        if (H % 32 == 0) check_gpu_walk(what, &wq, x, H, F, ws, q);
+        free(q), free(gh);
+    }
 
     // the same bits with 1 and 2 threads
     walk_ffn(&wl, x, F, out, ws);

@@ -58,6 +58,7 @@ typedef struct {
 } qkv_desc;
 
 typedef struct backend backend;
+struct walk_layer_s; // vindex/walk.h
 
 typedef struct {
     const char *name;
@@ -116,6 +117,11 @@ typedef struct {
     // skip the operations), 0 = capturing the operations that follow (end
     // with GRAPH_END, which launches), -1 = run them plainly.
     int (*graph)(backend *b, int phase, uint64_t key);
+    // The vindex walk FFN (vindex/walk.h's walk_ffn) of T rows of x into out
+    // over the k features of layer l whose gate scores are largest in
+    // magnitude (k at least its features: all of them); NULL where the host's
+    // walk_ffn runs it on the backend's memory.
+    void (*walk)(backend *b, float *out, const float *x, const struct walk_layer_s *l, int k, int T);
     // A context's memory: its KV cache and scratch, one zeroed block of the
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);

@@ -2,6 +2,7 @@
 #include "compute/cuda/cuda.h"
 #include "inference/context.h"
 #include "vindex/walk.h"
+#include "tensor/dtype.h"
 #include "base/error.h"
 #include "base/pool.h"
 
@@ -243,10 +244,17 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" does not run cached layers yet", what, ops->name);
     else if (cached && split)
         st = fail(INFER_ERR_UNSUPPORTED, "%s: cached layers do not run on a context split over two backends (GPU layers, pipelined)", what);
-    for (int il = 0; !st && il < L; il++)
-        if (ffn_walks(m, plan, il) && !(ffn[il] ? ops : hs)->host)
-            st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" does not run the vindex walk yet (layer %d's FFN; on the CPU it does)", what,
-                      ops->name, il);
+    for (int il = 0; !st && il < L; il++) {
+        const backend_ops *fo = ffn[il] ? ops : hs;
+        if (!ffn_walks(m, plan, il) || fo->host) continue;
+        int ty = m->walk[il].ffn->type;
+        if (!fo->walk)
+            st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" does not run the vindex walk (layer %d's FFN; on the CPU it does)", what,
+                      fo->name, il);
+        else if (!cuda_walk_ok(ty))
+            st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks f32, f16 or q8_0 feature rows; this vindex's are %s (layer %d; "
+                      "on the CPU it runs)", what, fo->name, dtype_get(ty) ? dtype_get(ty)->name : "of an unknown type", il);
+    }
     // the memory: laid out again where its kind or the split changes
     int same_mem = ops == c->arena_ops || (ops->host && c->arena_ops->host);
     int relay = !same_mem || split != c->split || (split && memcmp(att, c->att_dev, (size_t)L));

@@ -230,6 +230,10 @@ static void walk(infer_ctx *c, int il, int T) {
         k = lp->pct ? (int)((long long)F * lp->k / 100) : lp->k;
         k = k < 1 ? 1 : k > F ? F : k;
     }
+    if (OPS->walk) { // (a device backend's own)
+        OPS->walk(BE, c->s.o, c->s.xn, wl, k, T);
+        return;
+    }
     for (int t = 0; t < T; t++) walk_ffn(wl, c->s.xn + (size_t)t * E, k, c->s.o + (size_t)t * E, c->ws);
 }
 

@@ -15,6 +15,7 @@
 #include "compute/cpu/ops.h"
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
+#include "vindex/walk.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -90,6 +91,8 @@ typedef struct {
     // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not (a
     // gemm segment is one sequence's run).
     int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
+    void *wk;                    // the walk's scratch: scores, indices, activations, chunk sums, x's q8_0 row
+    size_t wk_cap;
     float *host;                 // host staging (embedding rows)
     size_t host_cap;
     // device arrays of row pointers (caches), found by their contents: made
@@ -620,6 +623,38 @@ static void cu_upload(backend *b, float *dst, const float *host, size_t n) {
     if (!s || cuda_upload(s->d, dst, host, sizeof(float) * n)) fail_op(b);
 }
 
+// The vindex walk FFN of each row: the gate vectors' scores (a product of
+// their type), the top k by magnitude on the GPU (k < F), then cuda_walk over
+// the raw feature rows.
+static void cu_walk(backend *b, float *out, const float *x, const walk_layer *l, int k, int T) {
+    cuda_state *s = state(b);
+    const tensor *gv = l->gate_vectors, *ffn = l->ffn;
+    int F = (int)gv->ne[1], H = (int)gv->ne[0], all = k >= F;
+    if (all) k = F;
+    size_t nc = ((size_t)k + 63) / 64, xr = ffn->type == DT_Q8_0 ? cuda_act_row_size(DT_Q8_0, H) : 0;
+    size_t at_idx = sizeof(float) * (size_t)F, at_a = at_idx + sizeof(int) * (size_t)F, at_part = at_a + sizeof(float) * (size_t)F;
+    size_t at_xq = (at_part + sizeof(float) * nc * H + 15) & ~(size_t)15;
+    char *wk = s && !flush(s) ? scratch(s, &s->wk, &s->wk_cap, at_xq + xr) : NULL;
+    const void *dg = all ? NULL : dev_weight(b, gv, H, F), *df = wk ? dev_of(b, ffn->data, ffn->nbytes) : NULL;
+    const float *bias = l->bias ? dev_of(b, l->bias, sizeof(float) * (size_t)F) : NULL;
+    const float *db = l->down_bias ? dev_of(b, l->down_bias, sizeof(float) * (size_t)H) : NULL;
+    if (!wk || !df || (!all && !dg) || (l->bias && !bias) || (l->down_bias && !db)) { fail_op(b); return; }
+    float *sc = (float *)wk, *a = (float *)(wk + at_a), *part = (float *)(wk + at_part);
+    int *idx = all ? NULL : (int *)(wk + at_idx);
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * H;
+        if (!all) {
+            const void *xq = act_in(s, gv->type, xt, 1, H);
+            if (!xq || cuda_matmul(s->d, gv->type, dg, F, H, xq, 1, sc) || cuda_topk_abs(s->d, sc, F, k, idx)) { fail_op(b); return; }
+        }
+        if ((xr && cuda_quantize(s->d, DT_Q8_0, xt, 1, H, wk + at_xq)) ||
+            cuda_walk(s->d, ffn->type, df, H, idx, k, xt, xr ? wk + at_xq : NULL, bias, db, l->gated, l->act, a, part, out + (size_t)t * H)) {
+            fail_op(b);
+            return;
+        }
+    }
+}
+
 static void *cu_alloc(backend *b, size_t bytes) {
     cuda_state *s = state_flushed(b);
     if (s) graph_drop(s);
@@ -643,7 +678,7 @@ static void cu_done(backend *b) {
     cuda_sync(s->d);
     store_put(s->w, s->d);
     ptab_drop(s);
-    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos);
+    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos), cuda_free(s->d, s->wk);
     free(s->host);
     cuda_close(s->d);
     free(s);
@@ -673,6 +708,7 @@ static const backend_ops cuda_ops = {
     .upload = cu_upload,
     .kv_store = cu_kv_store,
     .begin_pass = cu_begin_pass,
+    .walk = cu_walk,
     .graph = cu_graph,
     .alloc = cu_alloc,
     .release = cu_release,

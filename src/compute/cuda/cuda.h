@@ -97,6 +97,16 @@ int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml)
 // idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
 // ties to the lower index: walk.c's topk_abs, on the GPU (one block).
 int cuda_topk_abs(cuda_dev *d, const float *d_s, int n, int k, int *d_idx);
+// The vindex walk FFN (vindex/walk.h) of one row x (H floats; xq: x as the
+// q8_0 activation row when ffn is q8_0) over k features: feature i is idx[i]
+// (device ints; NULL: i itself), ffn the raw [3F, H] rows (gate, up, down of
+// each feature; f32, f16 or q8_0 blocks). out (H) = sum over the features of
+// act(gate . x + bias[f]) (* up . x when gated) * down, added in chunks of 64
+// features in order (part: (k + 63) / 64 x H floats), + down_bias.
+// cuda_walk_ok: the types it takes.
+int cuda_walk_ok(int type);
+int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq, const float *bias,
+              const float *down_bias, int gated, int act, float *a, float *part, float *out);
 // gpt-oss's expert activation (backend.h's glu_oss): out[i] from gate[i gs], up[i us]
 int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
 int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n);          // x += o * s
