@@ -93,6 +93,11 @@ got=$("$bin" run -m "$m" --device cpu --ids 1,2,3 -n 4 --temp 0 -ngl 1 2>"$tmp/e
 if [ -z "$want" ] || [ "$got" != "$want" ] || ! grep -q -- "-ngl 1: the model runs on the cpu" "$tmp/err"; then
     echo "FAILED: -ngl on the CPU: \"$got\" against \"$want\""; cat "$tmp/err"; fail=$((fail + 1))
 fi
+# "-ngl" as an option's value is that value (here the output file "-ngl"), not the flag
+n=$((n + 1))
+if ! (cd "$tmp" && "$bin" logits -m "$m" --ids 1 -o -ngl 2>"$tmp/err") || [ ! -s "$tmp/-ngl" ]; then
+    echo "FAILED: -o -ngl did not write the file \"-ngl\""; cat "$tmp/err"; fail=$((fail + 1))
+fi
 
 echo "cli_errors: $n checks, $fail failed"
 [ "$fail" = 0 ]

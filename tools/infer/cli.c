@@ -206,13 +206,36 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
     return 1;
 }
 
+// arg is an option whose value is the next argument: "-x" with "x:" in shortopts
+// (not "-xVALUE"), or "--name" of a long option with a required value (not "--name=V")
+static int takes_value(const char *arg, const char *shortopts, const struct option *longopts) {
+    if (arg[0] != '-' || !arg[1]) return 0;
+    if (arg[1] != '-') { // a cluster of short options: the last one decides
+        for (const char *p = arg + 1; *p; p++) {
+            const char *s = strchr(shortopts, *p);
+            if (!s || *p == ':') return 0;
+            if (s[1] == ':') return p[1] == '\0';
+        }
+        return 0;
+    }
+    if (strchr(arg, '=')) return 0;
+    for (const struct option *l = longopts; l && l->name; l++)
+        if (!strcmp(arg + 2, l->name)) return l->has_arg == required_argument;
+    return 0;
+}
+
 int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const struct option *longopts) {
     char spec[128];
     snprintf(spec, sizeof spec, ":%s", shortopts); // ':': a missing value is told apart from an unknown option
     opterr = 0;
-    // llama.cpp's "-ngl" is one flag, which getopt would read as -n -g -l
-    for (int i = 1; i < argc && !o->ngl_read && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "-ngl")) argv[i] = "--n-gpu-layers";
+    // llama.cpp's "-ngl" is one flag, which getopt would read as -n -g -l: an
+    // argument "-ngl" in an option's place (not the value of the option before
+    // it, as in -p -ngl) becomes --n-gpu-layers
+    for (int i = 1; i < argc && !o->ngl_read && strcmp(argv[i], "--"); i++) {
+        if (strcmp(argv[i], "-ngl")) continue;
+        if (i > 1 && takes_value(argv[i - 1], shortopts, longopts)) continue;
+        argv[i] = "--n-gpu-layers";
+    }
     o->ngl_read = 1;
     for (;;) {
         int opt = getopt_long(argc, argv, spec, longopts, NULL);
