@@ -33,6 +33,7 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
         timeout 120 $B/test_batch /tmp/$s.gguf 2>&1 | grep -E "checks|FAIL|differs" | head -5
         timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 3 -p 512 -n 128 | tail -2
         for v in 1 0; do echo "INFER_CUDA_MMV=$v"; INFER_CUDA_MMV=$v timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg; done
+        echo "greedy tokens instead of logits"; timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 --greedy | grep tg
     done
     timeout 60 $B/infer bench-knn --device cuda -r 50
     # STEPS=1: every kernel's time (ncu) in batched decode steps of 64 sequences at the 1B shape (one

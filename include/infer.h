@@ -176,6 +176,12 @@ INFER_API infer_status infer_batch_set_threads(infer_batch *batch, int n);
 // error no sequence has advanced.
 INFER_API infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
                               const int *n_ids, float *const *logits);
+// As infer_batch_eval, and tok[i] (tok itself may be NULL): NULL, or where
+// ctx[i]'s greedy next token goes -- the first index of the largest of the
+// logits after its last token (a NaN below every number), picked where the
+// logits are (on a GPU only the ids come back; logits[i] may be NULL).
+INFER_API infer_status infer_batch_eval_tokens(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
+                                     const int *n_ids, float *const *logits, int32_t *const *tok);
 
 // A context of n_ctx positions (0: the model's maximum, capped at 4096).
 INFER_API infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
@@ -419,6 +425,9 @@ INFER_API void infer_sampler_free(infer_sampler *s);
 // Picks the next token from logits (n_vocab) given the tokens so far (for the
 // penalties). Does not modify logits.
 INFER_API int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *history, int n_history);
+// 1 when these settings always pick the largest logit (temperature <= 0, no
+// penalties): infer_batch_eval_tokens' greedy tokens are then infer_sample's.
+INFER_API int infer_sampling_greedy(const infer_sampling *params);
 
 // ---------------------------------------------------------------------------
 // Constrained generation: a grammar the generated text must match (as

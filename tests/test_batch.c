@@ -36,20 +36,27 @@ static int32_t argmax(const float *x, int n) {
     return b;
 }
 
-// One step: sequence seqs[k] takes ids[k][0..n[k]) in both worlds; compares.
-static void step(world *w, int count, const int *seqs, int32_t *const *ids, const int *n, const char *what) {
+// One step: sequence seqs[k] takes ids[k][0..n[k]) in both worlds; compares
+// the logits, and the batch's greedy tokens (infer_batch_eval_tokens) with
+// the first largest logit; tokens_only: the batch gives the tokens alone (on a
+// GPU the logits never leave it), compared with alone's logits.
+static void step(world *w, int count, const int *seqs, int32_t *const *ids, const int *n, const char *what, int tokens_only) {
     infer_ctx *ctx[MAX_SEQ];
     float *out[MAX_SEQ];
-    for (int k = 0; k < count; k++) ctx[k] = w->c[0][seqs[k]], out[k] = w->lg[0][seqs[k]];
-    infer_status st = infer_batch_eval(w->batch, ctx, count, (const int32_t *const *)ids, n, out);
+    int32_t tok[MAX_SEQ], *tk[MAX_SEQ];
+    for (int k = 0; k < count; k++) ctx[k] = w->c[0][seqs[k]], out[k] = tokens_only ? NULL : w->lg[0][seqs[k]], tk[k] = &tok[k], tok[k] = -1;
+    infer_status st = infer_batch_eval_tokens(w->batch, ctx, count, (const int32_t *const *)ids, n, out, tk);
     CHECK(st == INFER_OK, "%s: batch: %s", what, infer_last_error());
     for (int k = 0; k < count; k++) {
         int s = seqs[k];
         CHECK(infer_eval(w->c[1][s], ids[k], n[k], w->lg[1][s], 1) == INFER_OK, "%s: alone: %s", what, infer_last_error());
-        if (!st && memcmp(w->lg[0][s], w->lg[1][s], sizeof(float) * (size_t)w->V)) {
+        if (!st && !tokens_only && memcmp(w->lg[0][s], w->lg[1][s], sizeof(float) * (size_t)w->V)) {
             w->diff++;
             fprintf(stderr, "%s: sequence %d differs from alone\n", what, s);
         }
+        if (tokens_only) memcpy(w->lg[0][s], w->lg[1][s], sizeof(float) * (size_t)w->V);
+        CHECK(st || tok[k] == argmax(w->lg[1][s], w->V), "%s: sequence %d: greedy token %d, the largest logit is at %d", what, s, tok[k],
+              argmax(w->lg[1][s], w->V));
     }
     w->steps++;
 }
@@ -103,9 +110,9 @@ static void check_model(const char *name, const char *path, int threads, const c
         fill(buf[s], plen[s], w.V, 77u + (unsigned)s);
         seqs[s] = s, n[s] = plen[s];
     }
-    step(&w, 4, seqs, ids, n, "prompts");
-    // steps 1..5: everyone decodes its greedy token; more sequences come and go
-    for (int it = 1; it <= 5; it++) {
+    step(&w, 4, seqs, ids, n, "prompts", 0);
+    // steps 1..6: everyone decodes its greedy token; more sequences come and go; step 6 reads back tokens alone
+    for (int it = 1; it <= 6; it++) {
         int count = 0;
         for (int s = 0; s < MAX_SEQ; s++) {
             if (!w.c[0][s]) continue;
@@ -136,7 +143,7 @@ static void check_model(const char *name, const char *path, int threads, const c
             }
         char what[64];
         snprintf(what, sizeof what, "%s, %s, %d threads, step %d", name, backend ? backend : "cpu", threads, it);
-        step(&w, count, seqs, ids, n, what);
+        step(&w, count, seqs, ids, n, what, it == 6);
     }
     CHECK(w.diff == 0, "%s (%s): %d sequence steps differ from their runs alone", name, backend ? backend : "cpu", w.diff);
     printf("%-24s %-4s %d threads: %d batched steps, every sequence bit-identical to alone\n", name, backend ? backend : "cpu",

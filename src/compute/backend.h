@@ -117,6 +117,10 @@ typedef struct {
     // skip the operations), 0 = capturing the operations that follow (end
     // with GRAPH_END, which launches), -1 = run them plainly.
     int (*graph)(backend *b, int phase, uint64_t key);
+    // out[r] (host memory) = the first index of the largest of row r's n
+    // values (NaN counts as below every number), for each of `rows` rows of x
+    // (greedy tokens without the logits leaving a device's memory)
+    void (*argmax)(backend *b, int32_t *out, const float *x, int rows, int n);
     // The vindex walk FFN (vindex/walk.h's walk_ffn) of T rows of x into out
     // over the k features of layer l whose gate scores are largest in
     // magnitude (k at least its features: all of them); NULL where the host's
@@ -152,11 +156,13 @@ void host_download(backend *b, float *host, const float *src, size_t n);
 void host_upload(backend *b, float *dst, const float *host, size_t n);
 void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
 void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
+void host_argmax(backend *b, int32_t *out, const float *x, int rows, int n);
 // qkv_prep as the backend's norm, rope, round_f16 and kv_store in turn
 void qkv_prep_ops(backend *b, const qkv_desc *d);
 #define HOST_DATA_OPS                                                                               \
     .qkv_prep = qkv_prep_ops, .embed = host_embed, .copy = host_copy, .scale = host_scale, .mul = host_mul, .softcap = host_softcap, \
-    .download = host_download, .upload = host_upload, .kv_store = host_kv_store, .glu_oss = host_glu_oss
+    .download = host_download, .upload = host_upload, .kv_store = host_kv_store, .glu_oss = host_glu_oss, \
+    .argmax = host_argmax
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;
 

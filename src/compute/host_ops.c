@@ -63,6 +63,17 @@ void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const fl
     }
 }
 
+void host_argmax(backend *b, int32_t *out, const float *x, int rows, int n) {
+    (void)b;
+    for (int r = 0; r < rows; r++) {
+        const float *v = x + (size_t)r * n;
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (v[i] > v[best] || (v[best] != v[best] && v[i] == v[i])) best = i; // (a NaN is below every number)
+        out[r] = best;
+    }
+}
+
 void qkv_prep_ops(backend *b, const qkv_desc *d) {
     const backend_ops *o = b->ops;
     int T = d->T, nq = d->H * d->hd, nkv = d->KV * d->hd;

@@ -73,6 +73,11 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
 
 infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
                               float *const *logits) {
+    return infer_batch_eval_tokens(b, ctx, n, ids, n_ids, logits, NULL);
+}
+
+infer_status infer_batch_eval_tokens(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
+                                     float *const *logits, int32_t *const *tok) {
     infer_status st = check(b, ctx, n, ids, n_ids);
     if (!st && b->ws->be.ops != ctx[0]->be.ops) st = infer_ctx_set_backend(b->ws, ctx[0]->be.ops->name); // (the workspace follows)
     if (st) return st;
@@ -85,6 +90,7 @@ infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, cons
     infer_ctx *seq[N_BATCH_MAX];
     int32_t row_ids[N_BATCH_MAX];
     float *dst[N_BATCH_MAX];
+    int32_t *tdst[N_BATCH_MAX];
     int cap = b->ws->n_batch;
     for (int left = 1; left && !st;) {
         int T = 0;
@@ -100,14 +106,16 @@ infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, cons
             for (int k = 0; k < chunk; k++) {
                 seq[T] = ctx[i];
                 row_ids[T] = ids[i][done[i] + k];
-                dst[T] = logits && logits[i] && done[i] + k == n_ids[i] - 1 ? logits[i] : NULL;
+                int last = done[i] + k == n_ids[i] - 1;
+                dst[T] = logits && logits[i] && last ? logits[i] : NULL;
+                tdst[T] = tok && tok[i] && last ? tok[i] : NULL;
                 T++;
             }
             done[i] += chunk;
             left |= done[i] < n_ids[i];
         }
         pass_rows_set(b->ws, seq, T);
-        st = forward_rows(b->ws, row_ids, T, dst);
+        st = forward_rows(b->ws, row_ids, T, dst, tok ? tdst : NULL);
     }
     if (st)
         for (int i = 0; i < n; i++) ctx[i]->n_past = past[i]; // nothing of the call counts

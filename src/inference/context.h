@@ -118,9 +118,10 @@ struct infer_ctx {
 void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T);
 
 // One pass of the rows set in ws->rows (ws: the workspace whose scratch is
-// used), ids (T); dst[t]: where row t's logits go, or NULL. Each sequence's
-// n_past advances by its rows.
-infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst);
+// used), ids (T); dst[t]: where row t's logits go, or NULL; tok (NULL, or T
+// pointers): where row t's greedy token goes, or NULL. Each sequence's n_past
+// advances by its rows.
+infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst, int32_t *const *tok);
 
 // Makes the other side of a split context the active one (its backend,
 // memory, caches and scratch in the context's fields).

@@ -484,7 +484,7 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     return oom_check(c);
 }
 
-infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const *dst) {
+infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const *dst, int32_t *const *tok) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab;
@@ -495,8 +495,8 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
         if (!sc) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
         c->scores = sc, c->scores_cap = need;
     }
-    int n_out = 0;
-    for (int t = 0; t < T; t++) n_out += dst[t] != NULL;
+    int n_out = 0, n_tok = 0;
+    for (int t = 0; t < T; t++) n_out += dst[t] || (tok && tok[t]), n_tok += tok && tok[t];
     float *lbuf = NULL;
     if (!OPS->host) lbuf = device_logits(c, (size_t)n_out * V);
     else if ((size_t)n_out * V > c->logit_cap) {
@@ -527,7 +527,7 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
             const float *xs = c->s.x;
             if (n_out < T) {
                 for (int t = 0, k = 0; t < T; t++)
-                    if (dst[t]) OPS->copy(BE, c->s.o + (size_t)k++ * E, 0, c->s.x + (size_t)t * E, 0, 1, E);
+                    if (dst[t] || (tok && tok[t])) OPS->copy(BE, c->s.o + (size_t)k++ * E, 0, c->s.x + (size_t)t * E, 0, 1, E);
                 xs = c->s.o;
             }
             norm(c, c->s.xn, xs, m->output_norm, m->output_norm_b, n_out);
@@ -539,8 +539,14 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     } else
         OPS->graph(BE, GRAPH_LAUNCH, 0);
     for (int t = 0; t < T; t++) R->seq[t]->n_past++;
-    for (int t = 0, k = 0; t < T; t++)
-        if (dst[t]) OPS->download(BE, dst[t], lbuf + (size_t)k++ * V, V);
+    int32_t best[N_BATCH_MAX];
+    if (n_tok) OPS->argmax(BE, best, lbuf, n_out, V); // (greedy tokens: only the ids leave a device)
+    for (int t = 0, k = 0; t < T; t++) {
+        if (!dst[t] && !(tok && tok[t])) continue;
+        if (dst[t]) OPS->download(BE, dst[t], lbuf + (size_t)k * V, V);
+        if (tok && tok[t]) *tok[t] = best[k];
+        k++;
+    }
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
 }

@@ -111,11 +111,15 @@ static int argmax_first(const float *x, int n) {
     return mi[b];
 }
 
+int infer_sampling_greedy(const infer_sampling *p) {
+    return p->temp <= 0 && !(p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f);
+}
+
 int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *hist, int n_hist) {
     const infer_sampling *p = &s->p;
     int V = s->n_vocab;
     int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
-    if (p->temp <= 0 && !use_pen) return argmax_first(logits, V); // greedy, read in place
+    if (p->temp <= 0 && !use_pen) return argmax_first(logits, V); // greedy, read in place (infer_sampling_greedy)
     for (int i = 0; i < V; i++) { s->c[i].logit = logits[i]; s->c[i].id = i; }
 
     // penalties over the last repeat_last_n tokens (llama.cpp's penalties sampler)

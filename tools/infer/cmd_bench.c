@@ -39,22 +39,27 @@ static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logi
 
 // One batched run of B sequences: prompts, then n_tg steps; aggregate t/s of each.
 static int run_batch(infer_model *m, infer_batch *b, infer_ctx **c, int B, const int32_t *ids, int n_pp, int n_tg,
-                     float *logits, double *pp_tps, double *tg_tps) { // (logits NULL: none read back)
+                     float *logits, int greedy, double *pp_tps, double *tg_tps) { // (logits NULL: none read back)
     int V = infer_model_n_vocab(m);
     const int32_t *seq_ids[256];
     int n[256];
     float *out[256];
+    int32_t got[256], *gt[256]; // (greedy: each step's tokens instead of the logits)
+    for (int i = 0; i < 256; i++) gt[i] = &got[i];
+    if (greedy) logits = NULL;
     for (int i = 0; i < B; i++) {
         infer_ctx_reset(c[i]);
         seq_ids[i] = ids + (size_t)i * n_pp, n[i] = n_pp, out[i] = logits ? logits + (size_t)i * V : NULL;
     }
     double t0 = cli_now();
-    if (n_pp > 0 && infer_batch_eval(b, c, B, seq_ids, n, logits ? out : NULL)) return cli_error("%s", infer_last_error());
+    if (n_pp > 0 && infer_batch_eval_tokens(b, c, B, seq_ids, n, logits ? out : NULL, greedy ? gt : NULL))
+        return cli_error("%s", infer_last_error());
     double t1 = cli_now();
     int32_t tok[256];
     for (int s = 0; s < n_tg; s++) {
         for (int i = 0; i < B; i++) tok[i] = ids[(size_t)i * n_pp + (size_t)s % (n_pp ? n_pp : 1)], seq_ids[i] = &tok[i], n[i] = 1;
-        if (infer_batch_eval(b, c, B, seq_ids, n, logits ? out : NULL)) return cli_error("%s", infer_last_error());
+        if (infer_batch_eval_tokens(b, c, B, seq_ids, n, logits ? out : NULL, greedy ? gt : NULL))
+            return cli_error("%s", infer_last_error());
     }
     double t2 = cli_now();
     *pp_tps = n_pp ? (double)B * n_pp / (t1 - t0) : 0;
@@ -107,9 +112,10 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
     for (int k = 0; k < n_batch && !rc; k++) {
         int B = batch[k];
         double w1, w2;
-        float *lg = no_logits ? NULL : logits;
-        if ((rc = run_batch(m, b, c, B, ids, n_pp < 16 ? n_pp : 16, n_tg < 4 ? n_tg : 4, lg, &w1, &w2))) break; // warm-up
-        for (int i = 0; i < reps && !rc; i++) rc = run_batch(m, b, c, B, ids, n_pp, n_tg, lg, &pp[i], &tg[i]);
+        float *lg = no_logits ? NULL : logits; // (no_logits 2: greedy tokens instead)
+        int gr = no_logits == 2;
+        if ((rc = run_batch(m, b, c, B, ids, n_pp < 16 ? n_pp : 16, n_tg < 4 ? n_tg : 4, lg, gr, &w1, &w2))) break; // warm-up
+        for (int i = 0; i < reps && !rc; i++) rc = run_batch(m, b, c, B, ids, n_pp, n_tg, lg, gr, &pp[i], &tg[i]);
         if (rc) break;
         double mean[2], sd[2];
         stats(pp, reps, &mean[0], &sd[0]);
@@ -149,9 +155,10 @@ static const char *g_usage =
     "  -o, --output md|json   the table as markdown (default) or JSON\n"
     "      --batch 1,2,...    batched decode at these sequence counts (1 to 256, at most 16 counts)\n"
     "      --no-logits        (--batch) no logits read back: the passes alone\n"
+    "      --greedy           (--batch) each step's greedy tokens read back instead of the logits\n"
     "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n";
 
-enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH };
+enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH, OPT_GREEDY };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL,
     {"n-prompt", required_argument, NULL, 'p'},
@@ -161,6 +168,7 @@ static const struct option g_opts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
     {"no-logits", no_argument, NULL, OPT_NO_LOGITS},
     {"graph", required_argument, NULL, OPT_GRAPH},
+    {"greedy", no_argument, NULL, OPT_GREEDY},
     {0},
 };
 
@@ -189,6 +197,7 @@ int cmd_bench(int argc, char **argv) {
             break;
         case OPT_BATCH: batch_list = optarg; break;
         case OPT_NO_LOGITS: no_logits = 1; break;
+        case OPT_GREEDY: no_logits = 2; break;
         case OPT_GRAPH: graph = optarg; break;
         case OPT_DEVICE: device = optarg; break;
         }

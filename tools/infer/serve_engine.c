@@ -36,6 +36,7 @@ typedef struct {
     int32_t *hist;      // prompt + generated (the penalties' history)
     int n_hist, n_gen;
     int32_t next;       // the token to feed
+    int32_t greedy;     // the step's greedy token, when the slot takes it without logits
     infer_sampler *smp;
     float *logits;
     int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
@@ -248,6 +249,7 @@ static void step(serve_engine *e) {
     const int32_t *ids[MAX_SLOTS];
     int nids[MAX_SLOTS], n = 0;
     float *lg[MAX_SLOTS];
+    int32_t *tk[MAX_SLOTS];
     slot *sl[MAX_SLOTS];
     int prompt_taken = 0;
     for (int i = 0; i < e->n_slots; i++) {
@@ -265,11 +267,16 @@ static void step(serve_engine *e) {
         } else {
             cx[n] = s->ctx, ids[n] = &s->next, nids[n] = 1, lg[n] = s->logits;
         }
+        // greedy without log-probabilities or a grammar: only the token (picked where the logits are: on a GPU
+        // they stay there)
+        tk[n] = NULL;
+        if (lg[n] && !e->split && !s->t->req.grammar && s->t->req.top_logprobs < 0 && infer_sampling_greedy(&s->t->req.sampling))
+            tk[n] = &s->greedy, lg[n] = NULL;
         sl[n++] = s;
     }
     if (!n) return;
     infer_status st = INFER_OK;
-    if (!e->split) st = infer_batch_eval(e->batch, cx, n, ids, nids, lg);
+    if (!e->split) st = infer_batch_eval_tokens(e->batch, cx, n, ids, nids, lg, tk);
     else // (a context split over two devices runs alone: batched passes run on one)
         for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
     if (st) {
@@ -293,8 +300,8 @@ static void step(serve_engine *e) {
             if (s->n_fed < s->t->req.n_prompt) continue;
             s->generating = 1;
         }
-        const float *lg;
-        int32_t tok = slot_pick(e, s, &lg);
+        const float *lg = NULL;
+        int32_t tok = tk[i] ? s->greedy : slot_pick(e, s, &lg);
         slot_token(e, s, tok, lg);
     }
 }

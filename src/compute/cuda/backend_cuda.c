@@ -91,6 +91,8 @@ typedef struct {
     // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not (a
     // gemm segment is one sequence's run).
     int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
+    void *am;                    // argmax's row results
+    size_t am_cap;
     void *wk;                    // the walk's scratch: scores, indices, activations, chunk sums, x's q8_0 row
     size_t wk_cap;
     float *host;                 // host staging (embedding rows)
@@ -655,6 +657,12 @@ static void cu_walk(backend *b, float *out, const float *x, const walk_layer *l,
     }
 }
 
+static void cu_argmax(backend *b, int32_t *out, const float *x, int rows, int n) {
+    cuda_state *s = state_flushed(b);
+    int *d = s ? scratch(s, &s->am, &s->am_cap, sizeof(int) * (size_t)rows) : NULL;
+    if (!d || cuda_argmax(s->d, x, rows, n, d) || cuda_download(s->d, out, d, sizeof(int) * (size_t)rows)) fail_op(b);
+}
+
 static void *cu_alloc(backend *b, size_t bytes) {
     cuda_state *s = state_flushed(b);
     if (s) graph_drop(s);
@@ -678,7 +686,7 @@ static void cu_done(backend *b) {
     cuda_sync(s->d);
     store_put(s->w, s->d);
     ptab_drop(s);
-    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos), cuda_free(s->d, s->wk);
+    cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos), cuda_free(s->d, s->wk), cuda_free(s->d, s->am);
     free(s->host);
     cuda_close(s->d);
     free(s);
@@ -709,6 +717,7 @@ static const backend_ops cuda_ops = {
     .kv_store = cu_kv_store,
     .begin_pass = cu_begin_pass,
     .walk = cu_walk,
+    .argmax = cu_argmax,
     .graph = cu_graph,
     .alloc = cu_alloc,
     .release = cu_release,

@@ -1648,6 +1648,37 @@ static __global__ void k_walk_sum(const float *part, int nc, int H, const float 
     out[h] = db ? s + db[h] : s;
 }
 
+// (v, i) before (w, j): larger, a NaN below every number, the lower index among equals
+static __device__ __forceinline__ int am_before(float v, int i, float w, int j) {
+    if (v != v) return w != w && i < j;
+    return w != w || v > w || (v == w && i < j);
+}
+
+// a block a row: each thread the best of its elements, then the block's
+static __global__ void k_argmax(const float *x, int n, int *out) {
+    __shared__ float sv[256];
+    __shared__ int si[256];
+    const float *r = x + (size_t)blockIdx.x * n;
+    float bv = r[0];
+    int bi = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        if (am_before(r[i], i, bv, bi)) bv = r[i], bi = i;
+    sv[threadIdx.x] = bv, si[threadIdx.x] = bi;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s && am_before(sv[threadIdx.x + s], si[threadIdx.x + s], sv[threadIdx.x], si[threadIdx.x]))
+            sv[threadIdx.x] = sv[threadIdx.x + s], si[threadIdx.x] = si[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = si[0];
+}
+
+extern "C" HIDDEN int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out) {
+    if (rows < 1 || n < 1) return -1;
+    k_argmax<<<rows, 256, 0, d->stream>>>(x, n, out);
+    return launched("argmax");
+}
+
 extern "C" HIDDEN int cuda_walk_ok(int type) { return type == DT_F32 || type == DT_F16 || type == DT_Q8_0; }
 
 extern "C" HIDDEN int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq,

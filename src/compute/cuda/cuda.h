@@ -105,6 +105,9 @@ int cuda_topk_abs(cuda_dev *d, const float *d_s, int n, int k, int *d_idx);
 // features in order (part: (k + 63) / 64 x H floats), + down_bias.
 // cuda_walk_ok: the types it takes.
 int cuda_walk_ok(int type);
+// out[r] (device ints) = the first index of the largest of row r's n values,
+// a NaN below every number (host_argmax's), for rows rows of x
+int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out);
 int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq, const float *bias,
               const float *down_bias, int gated, int act, float *a, float *part, float *out);
 // gpt-oss's expert activation (backend.h's glu_oss): out[i] from gate[i gs], up[i us]

@@ -63,6 +63,7 @@ int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
 int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) { (void)d, (void)s, (void)n, (void)k, (void)idx; return -1; }
 int cuda_walk_ok(int type) { (void)type; return 0; }
+int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out) { (void)d, (void)x, (void)rows, (void)n, (void)out; return -1; }
 int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq, const float *bias,
               const float *down_bias, int gated, int act, float *a, float *part, float *out) {
     (void)d, (void)type, (void)ffn, (void)H, (void)idx, (void)k, (void)x, (void)xq, (void)bias, (void)down_bias, (void)gated, (void)act;
