@@ -63,6 +63,7 @@ expect_error "bench-components no tokens" "at least 1" "$bin" bench-components -
 expect_error "-ngl not a count" "-ngl" "$bin" run -m "$m" --ids 1 -ngl x
 expect_error "-ngl below -1" "-ngl" "$bin" logits -m "$m" --ids 1 --out "$tmp/x" --n-gpu-layers -2
 expect_error "-ngl without a value" "needs a value" "$bin" bench -m "$m" -ngl
+expect_error "--greedy without --batch" "applies to --batch" "$bin" bench -m "$m" --greedy
 expect_error "-ngl where it means nothing" "unknown option" "$bin" tokenize -m "$m" -ngl 3 -p hi
 
 # -h and --help: every subcommand prints its usage to stdout and exits 0

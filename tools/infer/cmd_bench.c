@@ -221,6 +221,7 @@ int cmd_bench(int argc, char **argv) {
         }
         free(bl);
     }
+    if (no_logits && !batch_list) return cli_error("bench: %s applies to --batch", no_logits == 2 ? "--greedy" : "--no-logits");
     if (!model && !(model = cli_default_model())) return 1;
     if (reps < 1) return cli_error("bench: -r must be at least 1");
     infer_set_threads(threads ? (int)threads : 1);
