@@ -94,6 +94,12 @@ got=$("$bin" run -m "$m" --device cpu --ids 1,2,3 -n 4 --temp 0 -ngl 1 2>"$tmp/e
 if [ -z "$want" ] || [ "$got" != "$want" ] || ! grep -q -- "-ngl 1: the model runs on the cpu" "$tmp/err"; then
     echo "FAILED: -ngl on the CPU: \"$got\" against \"$want\""; cat "$tmp/err"; fail=$((fail + 1))
 fi
+# bench at a depth: the tests named as llama-bench's ("pp4 @ d8"); -d with --batch refused
+n=$((n + 1))
+if [ "$("$bin" bench -m "$m" -d 8 -p 4 -n 2 -r 1 2>"$tmp/err" | grep -c "| pp4 @ d8 |\|| tg2 @ d8 |")" != 2 ]; then
+    echo "FAILED: bench -d 8"; cat "$tmp/err"; fail=$((fail + 1))
+fi
+expect_error "bench -d with --batch" "not with --batch" "$bin" bench -m "$m" -d 8 --batch 2
 # "-ngl" as an option's value is that value (here the output file "-ngl"), not the flag
 n=$((n + 1))
 if ! (cd "$tmp" && "$bin" logits -m "$m" --ids 1 -o -ngl 2>"$tmp/err") || [ ! -s "$tmp/-ngl" ]; then

@@ -1,4 +1,4 @@
-// infer bench -m MODEL [-t N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16]
+// infer bench -m MODEL [-t N] [-p 512] [-n 128] [-d 0] [-r 5] [-o md|json] [--batch 1,2,4,8,16]
 // A llama-bench-shaped table: prompt processing (all tokens in one call) and
 // text generation (one token at a time through the KV cache), mean +- stddev.
 // With --batch: for each count B, B sequences each take a prompt of -p tokens
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { char test[32]; int n; double mean, sd; } result;
+typedef struct { char test[48]; int n; double mean, sd; } result;
 
 static void stats(const double *v, int r, double *mean, double *sd) {
     double s = 0, q = 0;
@@ -24,8 +24,10 @@ static void stats(const double *v, int r, double *mean, double *sd) {
 
 // Tokens per second of one run: pp feeds n tokens at once, tg one by one;
 // as llama-bench, the logits of the last token of each call are computed.
-static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logits, double *tps) {
+// depth: tokens (dids) in the cache first, not timed (llama-bench's -d).
+static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logits, double *tps, const int32_t *dids, int depth) {
     infer_ctx_reset(c);
+    if (depth && infer_eval(c, dids, depth, NULL, 1)) return cli_error("%s", infer_last_error());
     double t0 = cli_now();
     if (pp) {
         if (infer_eval(c, ids, n, logits, 1)) return cli_error("%s", infer_last_error());
@@ -142,7 +144,7 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
 }
 
 static const char *g_usage =
-    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-ngl N] [-p 512] [-n 128] [-r 5] [-o md|json] [--batch 1,2,4,8,16] [--graph SPEC]\n"
+    "usage: infer bench [-m MODEL] [-t N] [--device cpu|cuda] [-ngl N] [-p 512] [-n 128] [-d 0] [-r 5] [-o md|json] [--batch 1,2,4,8,16] [--graph SPEC]\n"
     "  a llama-bench-shaped table: prompt processing (pp, all tokens in one call) and text generation (tg,\n"
     "  one token at a time), mean +- stddev of r runs. With --batch: for each count B, B sequences each take a\n"
     "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
@@ -156,12 +158,14 @@ static const char *g_usage =
     "      --batch 1,2,...    batched decode at these sequence counts (1 to 256, at most 16 counts)\n"
     "      --no-logits        (--batch) no logits read back: the passes alone\n"
     "      --greedy           (--batch) each step's greedy tokens read back instead of the logits\n"
+    "  -d, --n-depth N        tokens in the cache before each test, not timed (as llama-bench's -d)\n"
     "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n";
 
 enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH, OPT_GREEDY };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL,
     {"n-prompt", required_argument, NULL, 'p'},
+    {"n-depth", required_argument, NULL, 'd'},
     {"n-gen", required_argument, NULL, 'n'},
     {"repetitions", required_argument, NULL, 'r'},
     {"output", required_argument, NULL, 'o'},
@@ -176,12 +180,15 @@ int cmd_bench(int argc, char **argv) {
     const char *fmt = "md", *batch_list = NULL, *device = NULL;
     int no_logits = 0;
     const char *graph = NULL;
-    long n_pp = 512, n_tg = 128, reps = 5;
+    long n_pp = 512, n_tg = 128, reps = 5, depth = 0;
     cli_opts o;
     cli_opts_init(&o, "bench", g_usage);
     int opt;
-    while ((opt = cli_next(&o, argc, argv, "hm:t:p:n:r:o:", g_opts)) > 0) {
+    while ((opt = cli_next(&o, argc, argv, "hm:t:p:n:r:o:d:", g_opts)) > 0) {
         switch (opt) {
+        case 'd':
+            if ((depth = cli_parse_count("-d", optarg, 1 << 20)) < 0) return 1;
+            break;
         case 'p':
             if ((n_pp = cli_parse_count("-p", optarg, 1 << 16)) < 0) return 1;
             break;
@@ -227,11 +234,12 @@ int cmd_bench(int argc, char **argv) {
     infer_set_threads(threads ? (int)threads : 1);
     infer_model *m;
     if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (n_batch && depth) { infer_model_free(m); return cli_error("bench: -d runs one sequence; not with --batch"); }
     if (n_batch && graph) { infer_model_free(m); return cli_error("bench: --graph runs one sequence; not with --batch"); }
     if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, o.ngl, no_logits);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
-    if (infer_ctx_new(m, n_max > 0 ? n_max : 1, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
+    if (infer_ctx_new(m, (n_max > 0 ? n_max : 1) + (int)depth, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
     if (cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, 0))) {
         cli_error("%s", infer_last_error());
         infer_ctx_free(c), infer_model_free(m);
@@ -244,10 +252,10 @@ int cmd_bench(int argc, char **argv) {
     char nbuf[24];
     long gl;
     const char *ngl_s = ngl_column(c, o.ngl, nbuf, sizeof nbuf, &gl);
-    int32_t *ids = malloc(sizeof *ids * (size_t)(n_max > 0 ? n_max : 1));
+    int32_t *ids = malloc(sizeof *ids * ((size_t)(n_max > 0 ? n_max : 1) + (size_t)depth)), *dids = ids + (n_max > 0 ? n_max : 1);
     int V = infer_model_n_vocab(m);
     uint64_t r = 12345;
-    for (int i = 0; i < n_max; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; ids[i] = (int32_t)((r >> 33) % (uint64_t)V); }
+    for (long i = 0; i < (n_max > 0 ? n_max : 1) + depth; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; ids[i] = (int32_t)((r >> 33) % (uint64_t)V); }
 
     result res[2];
     int nres = 0, rc = 0;
@@ -257,9 +265,10 @@ int cmd_bench(int argc, char **argv) {
         int n = (int)(pp ? n_pp : n_tg);
         if (n <= 0) continue;
         double warm;
-        if ((rc = run_once(c, ids, pp ? n : (n < 16 ? n : 16), pp, logits, &warm))) break; // warm-up
-        for (int k = 0; k < reps && !rc; k++) rc = run_once(c, ids, n, pp, logits, &v[k]);
-        snprintf(res[nres].test, sizeof res[nres].test, "%s%d", pp ? "pp" : "tg", n);
+        if ((rc = run_once(c, ids, pp ? n : (n < 16 ? n : 16), pp, logits, &warm, dids, (int)depth))) break; // warm-up
+        for (int k = 0; k < reps && !rc; k++) rc = run_once(c, ids, n, pp, logits, &v[k], dids, (int)depth);
+        if (depth) snprintf(res[nres].test, sizeof res[nres].test, "%s%d @ d%ld", pp ? "pp" : "tg", n, depth);
+        else snprintf(res[nres].test, sizeof res[nres].test, "%s%d", pp ? "pp" : "tg", n);
         stats(v, (int)reps, &res[nres].mean, &res[nres].sd);
         nres++;
     }
@@ -271,8 +280,8 @@ int cmd_bench(int argc, char **argv) {
             printf("[\n");
             for (int i = 0; i < nres; i++)
                 printf("  {\"model\": \"%s\", \"size\": %lld, \"params\": %lld, \"backend\": \"%s\", \"n_gpu_layers\": %ld, \"threads\": %ld, "
-                       "\"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}%s\n",
-                       name, bytes, params, be, gl, threads ? threads : 1, res[i].test, res[i].mean, res[i].sd, i + 1 < nres ? "," : "");
+                       "\"n_depth\": %ld, \"test\": \"%s\", \"avg_ts\": %.3f, \"stddev_ts\": %.3f}%s\n",
+                       name, bytes, params, be, gl, threads ? threads : 1, depth, res[i].test, res[i].mean, res[i].sd, i + 1 < nres ? "," : "");
             printf("]\n");
         } else {
             printf("| model | size | params | backend | ngl | threads | test | t/s |\n");
