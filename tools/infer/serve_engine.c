@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ struct serve_task {
 
 typedef struct {
     infer_ctx *ctx;
-    serve_task *t;      // NULL: free
+    serve_task *t;      // NULL: free (the engine thread's)
+    atomic_int busy;    // t != NULL, for the other threads (serve_engine_counts)
     int generating;     // 0: prompt, 1: generating
     int n_fed;          // prompt tokens evaluated
     int32_t *hist;      // prompt + generated (the penalties' history)
@@ -111,6 +113,7 @@ static void slot_free(slot *s) {
     free(s->cache);
     s->cache = s->hist; // (its first n_past tokens are the context's)
     s->smp = NULL, s->hist = NULL, s->t = NULL;
+    atomic_store(&s->busy, 0);
 }
 
 static void slot_end(slot *s, const char *finish, const char *error) {
@@ -214,6 +217,7 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
     int n = t->req.n_prompt, keep = shared < n - 1 ? shared : n - 1;
     infer_ctx_truncate(s->ctx, keep);
     s->t = t, s->generating = 0, s->n_fed = keep, s->n_gen = 0, s->used = ++e->steps;
+    atomic_store(&s->busy, 1);
     pthread_mutex_lock(&t->mu);
     t->n_cached = keep;
     pthread_mutex_unlock(&t->mu);
@@ -413,7 +417,7 @@ void serve_engine_counts(serve_engine *e, serve_counts *c) {
     pthread_mutex_lock(&e->mu);
     *c = e->counts;
     c->busy_slots = 0, c->queued = e->n_queued, c->slots = e->n_slots;
-    for (int i = 0; i < e->n_slots; i++) c->busy_slots += e->s[i].t != NULL;
+    for (int i = 0; i < e->n_slots; i++) c->busy_slots += atomic_load(&e->s[i].busy);
     pthread_mutex_unlock(&e->mu);
 }
 
