@@ -58,7 +58,17 @@ typedef struct {
 } qkv_desc;
 
 typedef struct backend backend;
-struct walk_layer_s; // vindex/walk.h
+
+// One layer of the vindex walk FFN (vindex/walk.h): feature f is rows 3f,
+// 3f + 1, 3f + 2 of ffn (gate, up, down), scored by gate_vectors row f.
+typedef struct walk_layer_s {
+    const tensor *gate_vectors; // [F, H]: the KNN's gate rows (f32, f16 or q4_0)
+    const tensor *ffn;          // [3F, H]: rows 3f, 3f + 1, 3f + 2 = gate, up, down of feature f
+    int gated;                  // 0: plain MLP (rows 3f hold the up row; act(up . x) * down)
+    int act;                    // enum act_kind
+    const float *bias;          // (F) added to row 3f's product (a plain MLP's up bias), or NULL
+    const float *down_bias;     // (H) added once to the output, or NULL
+} walk_layer;
 
 typedef struct {
     const char *name;
@@ -125,7 +135,7 @@ typedef struct {
     // over the k features of layer l whose gate scores are largest in
     // magnitude (k at least its features: all of them); NULL where the host's
     // walk_ffn runs it on the backend's memory.
-    void (*walk)(backend *b, float *out, const float *x, const struct walk_layer_s *l, int k, int T);
+    void (*walk)(backend *b, float *out, const float *x, const walk_layer *l, int k, int T);
     // A context's memory: its KV cache and scratch, one zeroed block of the
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);

@@ -9,17 +9,9 @@
 #ifndef INFER_VINDEX_WALK_H
 #define INFER_VINDEX_WALK_H
 
+#include "compute/backend.h" // (walk_layer: the backends' walk op takes it)
 #include "compute/cpu/ops.h"
 #include "tensor/tensor.h"
-
-typedef struct walk_layer_s {
-    const tensor *gate_vectors; // [F, H]: the KNN's gate rows (f32, f16 or q4_0)
-    const tensor *ffn;          // [3F, H]: rows 3f, 3f + 1, 3f + 2 = gate, up, down of feature f
-    int gated;                  // 0: plain MLP (rows 3f hold the up row; act(up . x) * down)
-    int act;                    // enum act_kind
-    const float *bias;          // (F) added to row 3f's product (a plain MLP's up bias), or NULL
-    const float *down_bias;     // (H) added once to the output, or NULL
-} walk_layer;
 
 // scores[f] = gate_vectors_f . x for the F features (threaded matvec, on ex).
 void gate_scores(cpu_exec *ex, const tensor *gate_vectors, const float *x, float *scores);

@@ -15,7 +15,6 @@
 #include "compute/cpu/ops.h"
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
-#include "vindex/walk.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -843,24 +843,24 @@ static __device__ __forceinline__ k4_x k4_act(const uint8_t *row, int nb, int u)
 static __device__ __forceinline__ float k4_val(const k4_w &w, const k4_x &x, const int *sg) {
     return v_k4(x.d, w.d, w.dmin, w.sc0 * sg[0] + w.sc1 * sg[1], w.m0 * x.b0 + w.m1 * x.b1);
 }
-template <> struct mq<DT_Q4_K> {
+// what q4_K and q5_K units share: blocks of BB bytes with ggml's header (d, dmin, 12 scale bytes)
+template <int BB> struct mq_k4 {
     enum { UPB = 8, G = 2 };
     typedef k4_w W;
     typedef k4_x X;
+    static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
+    static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * BB, u); }
+    static __device__ X x(const uint8_t *row, int nb, int u) { return k4_act(row, nb, u); }
+    static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
+};
+template <> struct mq<DT_Q4_K> : mq_k4<Q4_K_B> {
     static __device__ void a(const wrow &m, int u, int tig, int *aw) {
         int b = u >> 3, i = u & 7;
         int q = *(const int *)(m.w + ((size_t)m.r * m.nb + b) * Q4_K_B + 16 + 32 * (i >> 1) + 16 * (i & 1) + 4 * tig);
         aw[0] = q & 0x0f0f0f0f, aw[1] = (q >> 4) & 0x0f0f0f0f;
     }
-    static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
-    static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * Q4_K_B, u); }
-    static __device__ X x(const uint8_t *row, int nb, int u) { return k4_act(row, nb, u); }
-    static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
 };
-template <> struct mq<DT_Q5_K> {
-    enum { UPB = 8, G = 2 };
-    typedef k4_w W;
-    typedef k4_x X;
+template <> struct mq<DT_Q5_K> : mq_k4<Q5_K_B> {
     static __device__ void a(const wrow &m, int u, int tig, int *aw) {
         int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
         const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
@@ -868,10 +868,6 @@ template <> struct mq<DT_Q5_K> {
         aw[0] = (q & 0x0f0f0f0f) | (((qh >> (2 * p)) & 0x01010101) << 4);
         aw[1] = ((q >> 4) & 0x0f0f0f0f) | (((qh >> (2 * p + 1)) & 0x01010101) << 4);
     }
-    static __device__ int xo(int u, int j) { return 256 * (u >> 3) + 64 * ((u & 7) >> 1) + 16 * (u & 1) + 32 * j; }
-    static __device__ W w(const wrow &m, int u) { return k4_scales(m.w + ((size_t)m.r * m.nb + (u >> 3)) * Q5_K_B, u); }
-    static __device__ X x(const uint8_t *row, int nb, int u) { return k4_act(row, nb, u); }
-    static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
 };
 // q6_K: unit (b, i) as u_q6_K's; groups: rows A, B of ql (low nibbles with qh bits 0-1, 2-3), then their high nibbles (4-5, 6-7)
 template <> struct mq<DT_Q6_K> {
