@@ -52,8 +52,9 @@ try:
     box.send_keys(Keys.ENTER)
     seen, t0 = [], time.time()
     while time.time() - t0 < 60:  # the answer as it grows, until Send is enabled again
-        txt = d.execute_script("const a = document.querySelectorAll('.assistant'); return a.length ? a[a.length - 1].textContent : null;")
+        # done first: text read after Send is enabled again is the final text
         done = d.execute_script("return !document.getElementById('send').disabled;")
+        txt = d.execute_script("const a = document.querySelectorAll('.assistant'); return a.length ? a[a.length - 1].textContent : null;")
         if txt and (not seen or txt != seen[-1]):
             seen.append(txt)
         if done and seen:
