@@ -44,6 +44,16 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
             >"$OUT/ncu-steps.txt" 2>&1
         python3 bench/ncu-summary.py "$OUT/ncu-steps.txt" 30
     fi
+    # STEP1=1: every kernel's time (ncu) in one-sequence decode steps at the 270M and 1B shapes (-p 1 -n 4: five
+    # one-token passes, the last three replayed from the captured graph)
+    if [ "${STEP1:-0}" = 1 ]; then
+        for s in 270m 1b; do
+            [ -f /tmp/$s.gguf ] || continue
+            timeout 240 ncu --metrics gpu__time_duration.sum $B/infer bench -m /tmp/$s.gguf --device cuda -r 1 -p 1 -n 4 \
+                >"$OUT/ncu-step1-$s.txt" 2>&1
+            echo "one-sequence decode, $s shape, 5 passes:"; python3 bench/ncu-summary.py "$OUT/ncu-step1-$s.txt" 40
+        done
+    fi
     # PROFILE=KERNEL (a regex, e.g. k_gemm2 or k_mv): ncu's speed-of-light, memory, warp-state and occupancy
     # sections for 3 launches of it in a 1B-shape prompt of 512 tokens
     if [ -n "${PROFILE:-}" ] && [ -f /tmp/1b.gguf ]; then
