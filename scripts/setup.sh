@@ -4,6 +4,7 @@
 #   BUILD=build-asan SANITIZE=1 bash scripts/setup.sh   ASan + UBSan build
 #   BUILD=build-tsan SANITIZE=thread bash scripts/setup.sh   ThreadSanitizer build
 #   WEB=1 bash scripts/setup.sh      also what the chat page's browser test needs
+#   BUILD=build-clang CC=clang bash scripts/setup.sh   the same with clang
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,11 @@ command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config) # tests/cli_example.sh builds against the installed library
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/microhttpd.h ] || need+=(libmicrohttpd-dev) # infer serve's HTTP (the CLI only)
+# CC=clang: clang and its runtimes (the sanitizers', libFuzzer's: tests/fuzz)
+if [ "${CC:-}" = clang ]; then
+    command -v clang >/dev/null || need+=(clang)
+    ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-dev)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"
     sudo=""

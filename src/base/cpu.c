@@ -1,5 +1,6 @@
 #include "base/cpu.h"
 
+#include <cpuid.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -8,7 +9,10 @@ static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 static void cpu_detect(void) {
     __builtin_cpu_init();
-    g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // (F16C from CPUID leaf 1: clang's __builtin_cpu_supports does not know "f16c")
+    unsigned a, b, c = 0, d;
+    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    g_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     // (libgcc's avx512 bits include the OS's saving of the AVX-512 state)
     const char *off = getenv("INFER_NO_VNNI");
     g_vnni = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&

@@ -87,7 +87,7 @@ PK static void pk_quant(const float *x, void *vy, int n) {
         uint16_t h;
         int32_t sum;
         _mm256_storeu_si256((__m256i *)(q + 32 * (size_t)i), quant_block(x + QK * i, &h, &sum));
-        ns[i] = -sum;
+        ns[i] = (int32_t)(0u - (uint32_t)sum); // (wraps as the vector code does: NaN inputs give INT_MIN)
         d[i] = _cvtsh_ss(h);
     }
     memset(d + nb, 0, act_packed_row_size(n) - 40 * (size_t)nb);

@@ -79,6 +79,24 @@ void serve_task_cancel(serve_task *t);
 // The HTTP side is done with it (the engine frees it when both are).
 void serve_task_release(serve_task *t);
 
+// A generation request's body checked (serve_request.c): status 0, or the
+// HTTP status to answer with, the parameter at fault and the message.
+typedef struct {
+    int status;
+    char param[64], msg[256];
+} serve_check;
+typedef struct {
+    serve_request r;
+    int stream, include_usage;
+} serve_gen;
+// Parses and checks a body of /v1/chat/completions (chat) or /v1/completions
+// into *g (always initialized; free it with serve_gen_free): the fields, the
+// grammar, the chat template rendered, the prompt tokenized and fitted to
+// n_ctx. seed: the sampling seed when the request gives none.
+void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int chat, uint64_t seed,
+                          serve_gen *g);
+void serve_gen_free(serve_gen *g);
+
 // Engine figures for /metrics.
 typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
