@@ -101,6 +101,19 @@ infer_status infer_ctx_memory(const infer_model *m, int n_ctx, size_t *kv_bytes,
     return INFER_OK;
 }
 
+// The memory the kernel says is available (MemAvailable: free plus what it can
+// reclaim), in bytes; 0 when it cannot tell.
+static size_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (size_t)kb << 10;
+}
+
 infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     *out = NULL;
     const infer_config *cf = &m->cfg;
@@ -113,6 +126,12 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (kv * sizeof(float) > MAX_CTX_BYTES)
         return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
                     kv * sizeof(float) >> 20);
+    // (refused here with the numbers rather than failing, or being killed, later as the cache fills)
+    size_t avail = mem_available();
+    if (avail && floats * sizeof(float) > avail)
+        return fail(INFER_ERR_NOMEM, "a context of %d positions needs %.2f GiB (its KV cache %.2f GiB), but %.2f GiB of memory is "
+                    "available; use a smaller context (-c)", n_ctx, floats * sizeof(float) / 1073741824.0,
+                    kv * sizeof(float) / 1073741824.0, avail / 1073741824.0);
 
     infer_ctx *c = calloc(1, sizeof *c);
     if (!c) return fail(INFER_ERR_NOMEM, "out of memory");

@@ -15,6 +15,9 @@
 
 #define MAX_LAYERS 4096
 #define MAX_DIM (1 << 20)
+// layers x head dimension: what the rotary tables hold (a 4096-layer header
+// with 65,536-wide heads would ask for 512 MB of them)
+#define MAX_ROPE_ALL (1 << 22)
 
 // ---------------------------------------------------------------------------
 // JSON helpers: a JSON null is the same as an absent key.
@@ -511,6 +514,12 @@ infer_status config_parse(infer_config *cf, const char *json, const char *path) 
     if ((int64_t)cf->n_expert * cf->n_ff_expert > INT32_MAX / 4) {
         c.st = fail(INFER_ERR_FORMAT, "%s: num_local_experts x moe_intermediate_size (%d x %d) is too large", path,
                     cf->n_expert, cf->n_ff_expert);
+        goto out;
+    }
+    int64_t rot_all = 0; // the rotary tables: head_dim / 2 frequencies a layer
+    for (int i = 0; i < L; i++) rot_all += cf->layers[i].head_dim;
+    if (rot_all > MAX_ROPE_ALL) {
+        c.st = fail(INFER_ERR_FORMAT, "%s: num_hidden_layers x head_dim (%d x %d) is above %d", path, L, cf->head_dim, MAX_ROPE_ALL);
         goto out;
     }
     for (int i = 0; i < L; i++) {

@@ -22,6 +22,7 @@
 
 #define MAX_LAYERS 4096
 #define MAX_DIM (1 << 20)
+#define MAX_ROPE_ALL (1 << 22) // layers x head dimension (config.c)
 
 
 typedef struct {
@@ -318,6 +319,13 @@ infer_status config_from_gguf(infer_config *cf, const gguf_file *g, const float 
         }
     if ((int64_t)cf->n_expert * cf->n_ff_expert > INT32_MAX / 4) {
         c.st = fail(INFER_ERR_FORMAT, "%s: %s x %s is too large", path, K(&c, "expert_count"), K(&c, "expert_feed_forward_length"));
+        goto out;
+    }
+    int64_t rot_all = 0; // the rotary tables: key_length / 2 frequencies a layer
+    for (int i = 0; i < L; i++) rot_all += cf->layers[i].head_dim;
+    if (rot_all > MAX_ROPE_ALL) {
+        c.st = fail(INFER_ERR_FORMAT, "%s: %s x %s (%d x %d) is above %d", path, K(&c, "block_count"), K(&c, "attention.key_length"),
+                    L, cf->head_dim, MAX_ROPE_ALL);
         goto out;
     }
     for (int i = 0; i < L && !fam->learned_pos; i++) {

@@ -391,6 +391,24 @@ infer_status model_bind(infer_model *m) {
     infer_config *c = &m->cfg;
     const family *f = c->fam;
     int L = c->n_layer, E = c->n_expert;
+    int gg = c->from_gguf;
+    // What is sized from the header's counts is checked against what the file
+    // holds first: every layer needs tensors of its own, and every expert of a
+    // layer its rows (a fused tensor's outer dimension counts each expert).
+    if (L > m->store.n)
+        return fail(INFER_ERR_FORMAT, "%s is %d, but the file holds %d tensors (every layer needs its own)",
+                    gg ? "block_count" : "num_hidden_layers", L, m->store.n);
+    if (E) {
+        uint64_t units = 0;
+        for (int i = 0; i < m->store.n; i++) {
+            const tensor *t = &m->store.t[i];
+            units += t->nd >= 3 ? (uint64_t)t->ne[t->nd - 1] : 1;
+        }
+        if ((uint64_t)L * E > units + 16384)
+            return fail(INFER_ERR_FORMAT, "%s x %s is %d x %d, but the file's tensors hold at most %llu experts' rows",
+                        gg ? "block_count" : "num_hidden_layers", gg ? "expert_count" : "num_local_experts", L, E,
+                        (unsigned long long)units);
+    }
     m->layers = calloc((size_t)L, sizeof *m->layers);
     if (!m->layers) return fail(INFER_ERR_NOMEM, "out of memory");
     if (E) {
@@ -413,7 +431,6 @@ infer_status model_bind(infer_model *m) {
                 return fail(INFER_ERR_NOMEM, "out of memory");
         }
     }
-    int gg = c->from_gguf;
     const name_map *names = gg ? g_gguf_layer_names : g_layer_names;
     size_t n_names = gg ? sizeof g_gguf_layer_names / sizeof g_gguf_layer_names[0] : sizeof g_layer_names / sizeof g_layer_names[0];
     int trans = gg ? 0 : f->conv1d; // GGUF stores GPT-2's matrices [out, in]
