@@ -401,6 +401,11 @@ INFER_API infer_status infer_convert_gguf_vocab(const infer_model *model, const 
 // A model loaded from a GGUF file, its matrices re-encoded to ftype as
 // llama-quantize does.
 INFER_API infer_status infer_quantize_gguf(const infer_model *model, const char *path, const char *ftype);
+// Files are written whole or not at all: under a temporary name beside the
+// destination, renamed into place when complete (a vindex: a staging
+// directory). For a signal handler: removes what the writes in progress have
+// written so far (async-signal-safe); the destinations keep their old files.
+INFER_API void infer_abandon_writes(void);
 
 // ---------------------------------------------------------------------------
 // Sampling (llama.cpp's chain and defaults)

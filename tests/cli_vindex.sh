@@ -88,7 +88,7 @@ expect_error "unknown option" "unknown option \"--bogus\"" "$BIN" extract -m "$m
 expect_error "extra argument" "unexpected argument" "$BIN" extract "$m" "$TMP/x" "$TMP/y"
 expect_error "missing model" "no such file" "$BIN" extract -m "$TMP/none" -o "$TMP/x"
 expect_error "mixture of experts" "mixture of experts" "$BIN" extract -m "$FIX/mixtral" -o "$TMP/x"
-expect_error "output is a file" "cannot create the directory" "$BIN" extract -m "$m" -o "$TMP/g.vindex/index.json"
+expect_error "output is a file" "exists and is not a directory" "$BIN" extract -m "$m" -o "$TMP/g.vindex/index.json"
 expect_error "verify without a dir" "usage: infer verify" "$BIN" verify
 expect_error "verify two dirs" "unexpected argument" "$BIN" verify "$TMP/g.vindex" "$TMP/p.vindex"
 expect_error "verify an option" "unknown option" "$BIN" verify --deep "$TMP/g.vindex"

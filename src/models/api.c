@@ -4,7 +4,10 @@
 #include "models/gguf_convert.h"
 #include "models/gguf_quantize.h"
 #include "models/quant_mix.h"
+#include "models/model.h"
 #include "tensor/dtype.h"
+#include "base/error.h"
+#include "base/tmpfile.h"
 
 // infer.h numbers the types as ggml does, and so does enum dtype.
 #define SAME(t) ((int)INFER_TYPE_##t == (int)DT_##t)
@@ -29,14 +32,28 @@ int infer_ftype_known(const char *ftype) {
     return quant_mix_init(&probe, ftype, 1, 0, 0) != 0;
 }
 
+// An output is never one of the files its input is read from (the model's
+// file or directory, its shards, the vocabulary's GGUF).
+static infer_status not_input(const infer_model *m, const char *path, const char *other) {
+    int same = same_file(path, m->path) || (other && same_file(path, other));
+    for (int i = 0; i < m->store.n_files && !same; i++) same = same_file(path, m->store.files[i].path);
+    if (same) return fail(INFER_ERR_ARG, "%s: this is a file the model is read from; write the output to another path", path);
+    return INFER_OK;
+}
+
 infer_status infer_convert_gguf(const infer_model *m, const char *path, const char *ftype) {
-    return gguf_convert_mix(m, path, ftype);
+    infer_status st = not_input(m, path, NULL);
+    return st ? st : gguf_convert_mix(m, path, ftype);
 }
 
 infer_status infer_convert_gguf_vocab(const infer_model *m, const char *path, const char *ftype, const char *vocab_from) {
-    return gguf_convert_mix_vocab(m, path, ftype, vocab_from);
+    infer_status st = not_input(m, path, vocab_from);
+    return st ? st : gguf_convert_mix_vocab(m, path, ftype, vocab_from);
 }
 
 infer_status infer_quantize_gguf(const infer_model *m, const char *path, const char *ftype) {
-    return gguf_quantize(m, path, ftype);
+    infer_status st = not_input(m, path, NULL);
+    return st ? st : gguf_quantize(m, path, ftype);
 }
+
+void infer_abandon_writes(void) { tmp_abandon(); }

@@ -4,6 +4,7 @@
 #include "models/gguf_write.h"
 #include "tensor/dtype.h"
 #include "base/error.h"
+#include "base/tmpfile.h"
 #include "base/pool.h"
 
 #include <errno.h>
@@ -233,9 +234,10 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     // Written beside the destination and renamed into place when whole, so
     // the file appears complete or not at all.
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (tmp_name(tmp, sizeof tmp, path)) { free(h.p); return fail(INFER_ERR_ARG, "%s: the path is too long", path); }
     FILE *f = fopen(tmp, "wb");
     if (!f) { free(h.p); return fail(INFER_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); }
+    int track = tmp_track(tmp, 0); // (removed if a signal stops the process)
     int ok = fwrite(h.p, 1, h.n, f) == h.n;
     free(h.p);
     // rows are read in order (the sources are not thread-safe) in batches of
@@ -266,7 +268,7 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
                 if (e2) enc = e2, enc_cap = (rs ? rs : 1) * (size_t)batch;
             }
             if (n0 * (size_t)batch > row_cap || (rs ? rs : 1) * (size_t)batch > enc_cap) {
-                fclose(f), unlink(tmp), free(row), free(enc), pool_free(pl);
+                fclose(f), unlink(tmp), tmp_untrack(track), free(row), free(enc), pool_free(pl);
                 return fail(INFER_ERR_NOMEM, "%s: out of memory", path);
             }
             for (int64_t r0 = 0; r0 < rows && ok; r0 += batch) {
@@ -287,13 +289,16 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     if (!ok) {
         int e = errno;
         unlink(tmp);
+        tmp_untrack(track);
         return fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(e));
     }
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
+        tmp_untrack(track);
         return fail(INFER_ERR_IO, "%s: cannot replace: %s", path, strerror(e));
     }
+    tmp_untrack(track);
     return INFER_OK;
 }
 

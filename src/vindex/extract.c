@@ -12,12 +12,16 @@
 #include "base/pool.h"
 #include "base/sha256.h"
 #include "base/error.h"
+#include "base/tmpfile.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -343,11 +347,56 @@ static infer_status write_down_meta(extractor *x) {
     return st;
 }
 
-static infer_status make_dir(const char *dir) {
-    if (mkdir(dir, 0777) == 0) return INFER_OK;
+// A vindex is written whole or not at all: into a staging directory beside
+// the destination ("<dir>.tmp.<pid>"), which then takes the destination's
+// place in one step (an existing vindex there is exchanged with it, then
+// removed). Until then the destination keeps what it had; a stopped process
+// leaves at most the staging directory, which is no vindex (index.json comes
+// last). The destination must be new, an empty directory or a vindex.
+static int dir_empty(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n == 0;
+}
+
+static infer_status check_dest(const infer_model *m, const char *dir) {
     struct stat sb;
-    if (errno == EEXIST && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) return INFER_OK;
-    return fail(INFER_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    if (stat(dir, &sb) != 0) return errno == ENOENT ? INFER_OK : fail(INFER_ERR_IO, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return fail(INFER_ERR_ARG, "%s exists and is not a directory", dir);
+    if (same_file(dir, m->path))
+        return fail(INFER_ERR_ARG, "%s: this is the directory the model is read from; write the vindex to another", dir);
+    if (!vindex_is_dir(dir) && !dir_empty(dir))
+        return fail(INFER_ERR_ARG, "%s exists and is neither empty nor a vindex: give a new directory, an empty one or a "
+                    "vindex to replace", dir);
+    return INFER_OK;
+}
+
+static infer_status publish(const char *stage, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && dir_empty(dir)) rmdir(dir);
+    if (rename(stage, dir) == 0) return INFER_OK;
+    if (errno != ENOTEMPTY && errno != EEXIST) return fail(INFER_ERR_IO, "%s: cannot rename %s to it: %s", dir, stage, strerror(errno));
+    // a vindex there: exchanged in one step, the old one then at the staging name
+    if (syscall(SYS_renameat2, AT_FDCWD, stage, AT_FDCWD, dir, 2 /* RENAME_EXCHANGE */) == 0) {
+        if (tmp_remove_dir(stage)) fprintf(stderr, "infer: the replaced vindex is left in %s\n", stage);
+        return INFER_OK;
+    }
+    // (file systems without the exchange: the old one moved aside first)
+    char old[4200];
+    snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
+    if (rename(dir, old) != 0) return fail(INFER_ERR_IO, "%s: cannot move it aside: %s", dir, strerror(errno));
+    if (rename(stage, dir) != 0) {
+        int e = errno;
+        rename(old, dir);
+        return fail(INFER_ERR_IO, "%s: cannot rename %s to it: %s", dir, stage, strerror(e));
+    }
+    if (tmp_remove_dir(old)) fprintf(stderr, "infer: the replaced vindex is left in %s\n", old);
+    return INFER_OK;
 }
 
 // A Hugging Face source's tokenizer files, copied beside weights.gguf (whose
@@ -422,9 +471,14 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     if (o->down_top < 0 || o->down_top > VINDEX_MAX_DOWN_TOP || o->down_top > c->n_vocab)
         return fail(INFER_ERR_ARG, "extract: --down-top %d is outside [0, %d]", o->down_top,
                     c->n_vocab < VINDEX_MAX_DOWN_TOP ? c->n_vocab : VINDEX_MAX_DOWN_TOP);
-    if ((st = make_dir(dir))) return st;
+    if ((st = check_dest(m, dir))) return st;
+    char stage[4200];
+    if (tmp_name(stage, sizeof stage, dir)) return fail(INFER_ERR_ARG, "%s: the path is too long", dir);
+    tmp_remove_dir(stage); // (a stale one of this pid)
+    if (mkdir(stage, 0777) != 0) return fail(INFER_ERR_IO, "%s: cannot create the directory: %s", stage, strerror(errno));
+    int track = tmp_track(stage, 1);
 
-    extractor x = {.m = m, .dir = dir, .o = o, .L = c->n_layer, .F = c->n_ff, .H = c->n_embd, .V = c->n_vocab, .K = o->down_top};
+    extractor x = {.m = m, .dir = stage, .o = o, .L = c->n_layer, .F = c->n_ff, .H = c->n_embd, .V = c->n_vocab, .K = o->down_top};
     for (int k = 0; k < 3; k++) x.types[k] = fit_type(want[k], x.H);
     x.types[3] = m->tok_embd->type;
     x.n_feat = calloc((size_t)x.L, sizeof *x.n_feat);
@@ -454,6 +508,9 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     free(x.scratch);
     cpu_exec_release(&x.ex);
     pool_free(x.ex.pool);
+    if (!st) st = publish(stage, dir);
+    if (st) tmp_remove_dir(stage);
+    tmp_untrack(track);
     if (st) return fail_wrap(st, "extract %s", dir);
     if (info) {
         info->gate_type = x.types[0];

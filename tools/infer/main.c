@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
 
 static const char *g_usage =
@@ -57,7 +58,20 @@ static const struct {
     {"walk", cmd_walk},
 };
 
+// Stopped by a signal: the files being written are removed (their
+// destinations keep what they had), then the signal takes its usual course.
+static void on_stop(int sig) {
+    infer_abandon_writes();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
+    // (a file-size limit makes writes fail with a message instead of killing us)
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
+    signal(SIGHUP, on_stop);
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(g_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
