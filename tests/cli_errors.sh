@@ -35,6 +35,9 @@ expect_error "unknown backend" "unknown backend \"gpu9\"" "$bin" logits -m "$m" 
 expect_error "id outside the vocabulary" "outside the vocabulary" "$bin" logits -m "$m" --ids 1,512 --out "$tmp/x"
 expect_error "missing model dir" "no such file" "$bin" info -m "$tmp/none"
 expect_error "bad -n" "not an integer" "$bin" run -m "$m" --ids 1 -n -3
+expect_error "prompt longer than the context" "exceed the context (4)" "$bin" run -m "$m" --ids 1,2,3,4,5,6 -n 1 -c 4
+expect_error "-n beyond the context" "prompt (2 tokens) + 100 new tokens exceed the context (16)" "$bin" run -m "$m" --ids 1,2 -n 100 -c 16
+expect_error "id outside the vocabulary in run" "outside the vocabulary" "$bin" run -m "$m" --ids 1,100000 -n 1
 expect_error "unwritable output" "cannot open for writing" "$bin" logits -m "$m" --ids 1 --out "$tmp/no/such/dir/x"
 expect_error "prompt beyond learned positions" "learned positions" "$bin" run -m "$fx/gpt2" --ids 1 -n 300
 expect_error "bench-knn hidden not a multiple of 32" "multiple of 32" "$bin" bench-knn --hidden 100
