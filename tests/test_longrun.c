@@ -5,7 +5,8 @@
 // grow by more than 4 MB. The sanitizer build runs the same loops under
 // LeakSanitizer (CI: detect_leaks=1), which fails on anything not freed; its
 // allocator holds freed memory in a quarantine, turned off here so that the
-// resident figures mean the same there.
+// resident figures mean the same there. Also: a model's files replaced on
+// disk (renamed over) while it is loaded.
 #include "check.h"
 #include "infer.h"
 
@@ -95,6 +96,46 @@ static void cycles(infer_model *m, const char *fam) {
     free(logits);
 }
 
+// A model file replaced while it is mapped -- a new download renamed over it
+// -- changes nothing for the model already loaded (its mapping keeps the old
+// file), and a new load reads the new file.
+static void replaced(const char *fam) {
+    char dir[] = "/tmp/infer-replaced-XXXXXX", cmd[2048], st_path[1100];
+    if (!mkdtemp(dir)) { CHECK(0, "mkdtemp"); return; }
+    snprintf(cmd, sizeof cmd, "cp %s/%s/config.json %s/%s/*.safetensors* %s/", FIXTURES_DIR, fam, FIXTURES_DIR, fam, dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    infer_model *m = NULL, *m2 = NULL;
+    infer_status st = infer_model_load(dir, &m);
+    CHECK(!st, "%s: %s", dir, infer_last_error());
+    if (st) return;
+    int V = infer_model_n_vocab(m);
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V), *n = malloc(sizeof(float) * (size_t)V);
+    int32_t ids[4] = {1, 5, 9, 3};
+    infer_ctx *c = NULL;
+    CHECK(!infer_ctx_new(m, 16, &c) && !infer_eval(c, ids, 4, a, 1), "%s: eval: %s", fam, infer_last_error());
+    // every shard rewritten with other values (zeros after each header) and renamed over the old one
+    snprintf(cmd, sizeof cmd,
+             "cd %s && for f in *.safetensors; do python3 -c 'import struct,sys; b=open(sys.argv[1],\"rb\").read(); "
+             "n=8+struct.unpack(\"<Q\",b[:8])[0]; open(sys.argv[1]+\".new\",\"wb\").write(b[:n]+bytes(len(b)-n))' $f && "
+             "mv $f.new $f; done", dir);
+    CHECK(system(cmd) == 0, "rewriting the shards");
+    infer_ctx_reset(c);
+    CHECK(!infer_eval(c, ids, 4, b, 1), "%s: eval after the rename: %s", fam, infer_last_error());
+    CHECK(!memcmp(a, b, sizeof(float) * (size_t)V), "%s: the loaded model's logits changed when its files were replaced", fam);
+    st = infer_model_load(dir, &m2);
+    CHECK(!st, "%s: loading the new files: %s", fam, infer_last_error());
+    infer_ctx *c2 = NULL;
+    if (!st && !infer_ctx_new(m2, 16, &c2) && !infer_eval(c2, ids, 4, n, 1))
+        CHECK(memcmp(a, n, sizeof(float) * (size_t)V) != 0, "%s: a new load did not read the new files", fam);
+    infer_ctx_free(c2);
+    infer_model_free(m2);
+    infer_ctx_free(c);
+    infer_model_free(m);
+    free(a), free(b), free(n);
+    snprintf(st_path, sizeof st_path, "rm -rf %s", dir);
+    if (system(st_path)) {}
+}
+
 int main(void) {
     infer_set_threads(2);
     static const char *const fams[] = {"llama", "gemma3"};
@@ -108,6 +149,7 @@ int main(void) {
         generate(m, fams[i]);
         cycles(m, fams[i]);
         infer_model_free(m);
+        replaced(fams[i]);
     }
     return check_summary("test_longrun");
 }
