@@ -7,7 +7,7 @@
 #include "serve.h"
 
 #ifndef FUZZ_MODEL
-#define FUZZ_MODEL "corpus/gguf/llama-f32-bpe-spm"
+#define FUZZ_MODEL "corpus/gguf/llama-f32-spm"
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
@@ -21,6 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     serve_check k = {0};
     serve_gen g;
     serve_parse_generate(&k, m, 64, (const char *)data + 1, n - 1, data[0] & 1, 1, &g);
+    if (getenv("FUZZ_VERBOSE")) fprintf(stderr, "%s: %d %s %s\n", data[0] & 1 ? "chat" : "completion", k.status, k.param, k.msg);
     serve_gen_free(&g);
     return 0;
 }

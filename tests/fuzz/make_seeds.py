@@ -71,7 +71,7 @@ def shrink_dim(d):
 
 
 tmp = tempfile.mkdtemp()
-models = {}
+models, with_tok = {}, []
 for fam in sorted(os.listdir(fixtures)):
     d = os.path.join(fixtures, fam)
     if not os.path.isfile(os.path.join(d, "config.json")):
@@ -94,6 +94,8 @@ for fam in sorted(os.listdir(fixtures)):
         continue
     models[fam] = md
     out("hf", fam, pack([("config.json", cj), ("model.safetensors", st)]))
+    if fam in ("llama", "gpt2"):  # with a tokenizer (made below) in the directory
+        with_tok.append((fam, cj, st))
     # the same as two shards with their index
     half = len(tensors) // 2
     s1, s2 = st_write(tensors[:half]), st_write(tensors[half:])
@@ -114,6 +116,8 @@ def bytes_to_unicode():
     return [chr(c) for _, c in sorted(zip(bs, cs))]
 
 
+CHATML_HF = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 added = lambda toks: [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
                        "special": True} for i, t in toks]
 b2u = bytes_to_unicode()
@@ -183,6 +187,11 @@ toks["unigram"] = {
               "vocab": [["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["▁", -2.0], ["▁hello", -5.0], ["▁world", -5.5],
                         ["h", -4.0], ["e", -4.0], ["l", -4.0], ["o", -4.0], ["w", -4.5], ["r", -4.5], ["d", -4.5],
                         ["▁he", -6.0], ["llo", -6.0], [",", -3.0], ["!", -3.0]]}}
+for fam, cj, st in with_tok:
+    t = toks["bpe-bytelevel" if fam == "gpt2" else "bpe-spm"]
+    out("hf", fam + "-tokenizer", pack([("config.json", cj), ("model.safetensors", st),
+                                        ("tokenizer.json", json.dumps(t, ensure_ascii=False).encode()),
+                                        ("tokenizer_config.json", json.dumps({"chat_template": CHATML_HF}).encode())]))
 for name, t in toks.items():
     b = json.dumps(t, ensure_ascii=False, indent=1).encode()
     p = os.path.join(tmp, name + ".json")
@@ -192,28 +201,67 @@ for name, t in toks.items():
     out("tokenizer", name, b)
 
 # --- GGUF files -----------------------------------------------------------------------------
-ggufs = []
+# vocabularies of 128 tokens (the shrunk models' size) as GGUF metadata, written by PyPI's gguf:
+# SentencePiece (llama), byte-level BPE (gpt2) and WordPiece (bert), with a chat template
+import gguf
+CHATML = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def vocab_gguf(path, kind):
+    w = gguf.GGUFWriter(path, "llama")
+    if kind == "spm":
+        toks = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "\u2581"] + [f"<0x{b:02X}>" for b in range(32, 64)]
+        toks += [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["\u2581" + chr(c) for c in range(ord("a"), ord("z") + 1)]
+        toks += ["\u2581the", "\u2581hello", "ll", "or", "he", "in", "er", "an"]
+        while len(toks) < 128:
+            toks.append(f"x{len(toks)}")
+        types = [2, 3, 3, 4, 4] + [1] + [6] * 32 + [1] * (128 - 38)
+        w.add_tokenizer_model("llama")
+        w.add_token_list(toks[:128]); w.add_token_scores([-float(i) for i in range(128)]); w.add_token_types(types)
+        w.add_bos_token_id(1); w.add_eos_token_id(2); w.add_unk_token_id(0); w.add_add_bos_token(True)
+    elif kind == "bpe":
+        toks = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + b2u[33:127] + ["\u0120t", "he", "\u0120the", "ll", "o\u0120"]
+        while len(toks) < 128:
+            toks.append(f"y{len(toks)}")
+        w.add_tokenizer_model("gpt2"); w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(toks[:128]); w.add_token_types([3, 4, 4] + [1] * 125)
+        w.add_token_merges(["\u0120 t", "h e", "\u0120t he", "l l", "o \u0120"])
+        w.add_bos_token_id(0); w.add_eos_token_id(0)
+    else:
+        toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+        toks += ["##" + chr(c) for c in range(ord("a"), ord("z") + 1)] + ["hello", "world", "the", ",", "!", "."]
+        while len(toks) < 128:
+            toks.append(f"z{len(toks)}")
+        w.add_tokenizer_model("bert")
+        w.add_token_list(toks[:128]); w.add_token_types([3, 1, 3, 3, 3] + [1] * 123)
+        w.add_bos_token_id(2); w.add_eos_token_id(3); w.add_unk_token_id(1)
+    w.add_chat_template(CHATML)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.close()
+
+
+for kind in ("spm", "bpe", "wpm"):
+    vocab_gguf(os.path.join(tmp, f"vocab-{kind}.gguf"), kind)
 for fam, types in (("llama", ["f32", "q8_0", "q4_k_m"]), ("gemma3", ["f16", "q5_0"]), ("qwen3_moe", ["q4_0"]),
                    ("gpt2", ["f16"]), ("phi3", ["bf16"]), ("gpt_oss", ["q8_0"]), ("gemma4", ["f16"]),
                    ("mixtral", ["q6_k"]), ("starcoder2", ["f16"])):
     if fam not in models:
         continue
     for ty in types:
-        for tk in ("", "bpe-bytelevel", "bpe-spm"):
-            if tk and ty not in ("f32", "f16"):
+        for vk in ("", "spm", "bpe", "wpm"):
+            if vk and ty not in ("f32", "f16"):
                 continue
-            md = models[fam]
-            if tk:
-                md = os.path.join(tmp, f"{fam}-{tk}")
-                shutil.copytree(models[fam], md)
-                shutil.copy(os.path.join(tmp, tk + ".json"), os.path.join(md, "tokenizer.json"))
-            g = os.path.join(tmp, f"{fam}-{ty}{'-' + tk if tk else ''}.gguf")
-            r = subprocess.run([infer, "convert", md, g, "--type", ty], capture_output=True, text=True, errors="replace")
+            g = os.path.join(tmp, f"{fam}-{ty}{'-' + vk if vk else ''}.gguf")
+            cmd = [infer, "convert", models[fam], g, "--type", ty] + (["--vocab-from", os.path.join(tmp, f"vocab-{vk}.gguf")] if vk else [])
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
             if r.returncode:
-                print(f"gguf {fam} {ty} {tk}: {r.stderr.strip()[:200]}")
+                print(f"gguf {fam} {ty} {vk}: {r.stderr.strip()[:200]}")
                 continue
+            if vk:
+                r = subprocess.run([infer, "tokenize", "-m", g, "-p", "hello the world"], capture_output=True, text=True, errors="replace")
+                if r.returncode:
+                    print(f"gguf {fam} {ty} {vk}: does not tokenize: {r.stderr.strip()[:200]}")
             out("gguf", os.path.basename(g)[:-5], open(g, "rb").read())
-            ggufs.append(g)
 
 # --- vindexes ---------------------------------------------------------------------------------
 for fam in ("llama", "gemma3", "qwen3_moe"):
