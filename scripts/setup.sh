@@ -58,6 +58,8 @@ opts=(-DCMAKE_BUILD_TYPE=Release)
 # (the sanitizer builds leave the CUDA runtime out: it is not built for them)
 [ "$sanitize" = 1 ] && opts=(-DCMAKE_BUILD_TYPE=Debug -DINFER_SANITIZE=ON -DINFER_CUDA=OFF)
 [ "$sanitize" = thread ] && opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_CUDA=OFF)
+# CMAKE_EXTRA: more cmake options (e.g. -DINFER_CUDA=OFF)
+[ -n "${CMAKE_EXTRA:-}" ] && read -ra extra <<<"$CMAKE_EXTRA" && opts+=("${extra[@]}")
 cmake -S . -B "$build" "${opts[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 echo "setup: built $build/infer"
