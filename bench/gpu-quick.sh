@@ -24,6 +24,10 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
 {
     timeout 120 $B/test_cuda >"$OUT/test_cuda.txt" 2>&1; tail -1 "$OUT/test_cuda.txt"; grep -m8 FAIL "$OUT/test_cuda.txt"
     timeout 120 $B/test_batch fixtures 2>&1 | grep -E "cuda|checks|FAIL" | tail -20
+    # programmatic dependent launch (INFER_CUDA_PDL=1): the same checks with every kernel launched early
+    echo "INFER_CUDA_PDL=1:"
+    INFER_CUDA_PDL=1 timeout 120 $B/test_cuda >"$OUT/test_cuda_pdl.txt" 2>&1; tail -1 "$OUT/test_cuda_pdl.txt"; grep -m8 FAIL "$OUT/test_cuda_pdl.txt"
+    INFER_CUDA_PDL=1 timeout 120 $B/test_batch fixtures 2>&1 | grep -E "checks|FAIL" | tail -4
     [ -x $B/test_fixtures ] && for f in device-carry/fixtures/hf/*/; do timeout 30 $B/test_fixtures "$(basename "$f")" device-carry/fixtures/hf 2>&1 | grep -E "cuda|FAIL"; done
     # contexts split between the GPU and the CPU (-ngl, pipelined layers) against the unsplit reference
     timeout 300 $B/test_split 2>&1 | grep -E "cuda|FAIL|checks" | tail -22
@@ -31,7 +35,8 @@ mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/
         $B/infer synth --shape $s -o /tmp/$s.gguf >/dev/null 2>&1 || { echo "synth $s failed"; continue; }
         # batched decode of the quantized shape, every sequence bit for bit as alone (k_mmv's rows)
         timeout 120 $B/test_batch /tmp/$s.gguf 2>&1 | grep -E "checks|FAIL|differs" | head -5
-        timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 3 -p 512 -n 128 | tail -2
+        for pdl in 0 1; do echo "INFER_CUDA_PDL=$pdl"; INFER_CUDA_PDL=$pdl timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 3 -p 512 -n 128 | tail -2; done
+        echo "INFER_CUDA_PDL=1, batched"; INFER_CUDA_PDL=1 timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg
         for v in 1 0; do echo "INFER_CUDA_MMV=$v"; INFER_CUDA_MMV=$v timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 | grep tg; done
         echo "greedy tokens instead of logits"; timeout 60 $B/infer bench -m /tmp/$s.gguf --device cuda -r 2 -p 128 -n 128 --batch 16,64 --greedy | grep tg
     done

@@ -40,6 +40,41 @@ enum { RING_BYTES = 4 << 20, RING_MAX_COPY = 64 << 10 };
 
 static char g_status[256] = "not probed";
 
+// Programmatic dependent launch (Hopper): with INFER_CUDA_PDL=1 each kernel is
+// launched as allowed to begin while the kernel before it in the stream is
+// still running -- its blocks are scheduled early, then wait at PDL_ENTRY for
+// that kernel to finish and its writes to be visible -- which hides the gap
+// between one small kernel and the next (decode is hundreds of them a token).
+// Every kernel starts with PDL_ENTRY, before any early return, so a kernel
+// never ends before the one it depends on (which makes the chain transitive);
+// it then lets the next one be scheduled. Without the attribute the two
+// instructions do nothing.
+#define PDL_ENTRY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+
+static int g_pdl = -1;
+static int pdl_on(void) {
+    if (g_pdl < 0) {
+        const char *e = getenv("INFER_CUDA_PDL");
+        g_pdl = e && *e == '1';
+    }
+    return g_pdl;
+}
+
+template <typename... KArgs, typename... Args>
+static void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
+    if (!pdl_on()) {
+        kernel<<<grid, block, smem, stream>>>(args...);
+        return;
+    }
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
+}
+
 static int set_status(const char *what, cudaError_t e) {
     snprintf(g_status, sizeof g_status, "%s: %s", what, cudaGetErrorString(e));
     return -1;
@@ -219,6 +254,7 @@ static int is_split(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0
 
 // one block of a raw matrix into the split arrays (a thread per block)
 static __global__ void k_split(const uint8_t *src, uint8_t *dst, int type, size_t nblk) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nblk) return;
     switch (type) {
@@ -285,7 +321,7 @@ extern "C" HIDDEN void *cuda_weight_upload(cuda_dev *d, int type, const void *ho
     size_t nblk = (size_t)rows * (cols / (type == DT_Q6_K ? QK_K : QK));
     int ok = raw && !cuda_upload(d, raw, host, bytes);
     if (ok) {
-        k_split<<<(unsigned)((nblk + 255) / 256), 256, 0, d->stream>>>((const uint8_t *)raw, (uint8_t *)p, type, nblk);
+        launch(k_split, (unsigned)((nblk + 255) / 256), 256, 0, d->stream, (const uint8_t *)raw, (uint8_t *)p, type, nblk);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
         ok = e == cudaSuccess || set_status("weight layout", e);
@@ -727,6 +763,7 @@ static __device__ __forceinline__ float row_sum(float v, float *sh) {
 // (row_part_n); each token's value is the NT = 1 kernel's, bit for bit.
 template <int TPR, int NT>
 static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const uint8_t *xq) {
+    PDL_ENTRY();
     __shared__ float sh[4];
     int mi = 0;
     while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
@@ -975,6 +1012,7 @@ static __device__ __forceinline__ void mmv_add(float (&a)[NN][4], const float (&
 // fewer registers, the more warps an SM keeps).
 template <int TY, int TPR, int NN>
 static __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const mv_desc d, const uint8_t *xq) {
+    PDL_ENTRY();
     enum { TOK = 8 * NN, OUTS = MMV_ROWS * TOK, PER = OUTS / (MMV_WARPS * 32), UP = TPR <= 32 };
     __shared__ float red[MMV_WARPS * OUTS];
     int mi = 0;
@@ -1048,15 +1086,15 @@ template <int TY>
 static void mmv_launch(cuda_dev *dv, int tpr, int nn, dim3 grid, const mv_desc &k, const uint8_t *xb) {
     dim3 blk(MMV_WARPS * 32);
     if (tpr == 8) {
-        if (nn == 8) k_mmv<TY, 8, 8><<<grid, blk, 0, dv->stream>>>(k, xb);
-        else if (nn == 4) k_mmv<TY, 8, 4><<<grid, blk, 0, dv->stream>>>(k, xb);
-        else k_mmv<TY, 8, 2><<<grid, blk, 0, dv->stream>>>(k, xb);
+        if (nn == 8) launch(k_mmv<TY, 8, 8>, grid, blk, 0, dv->stream, k, xb);
+        else if (nn == 4) launch(k_mmv<TY, 8, 4>, grid, blk, 0, dv->stream, k, xb);
+        else launch(k_mmv<TY, 8, 2>, grid, blk, 0, dv->stream, k, xb);
     } else if (tpr == 32) {
-        if (nn == 4) k_mmv<TY, 32, 4><<<grid, blk, 0, dv->stream>>>(k, xb);
-        else k_mmv<TY, 32, 2><<<grid, blk, 0, dv->stream>>>(k, xb);
+        if (nn == 4) launch(k_mmv<TY, 32, 4>, grid, blk, 0, dv->stream, k, xb);
+        else launch(k_mmv<TY, 32, 2>, grid, blk, 0, dv->stream, k, xb);
     } else {
-        if (nn == 4) k_mmv<TY, 128, 4><<<grid, blk, 0, dv->stream>>>(k, xb);
-        else k_mmv<TY, 128, 2><<<grid, blk, 0, dv->stream>>>(k, xb);
+        if (nn == 4) launch(k_mmv<TY, 128, 4>, grid, blk, 0, dv->stream, k, xb);
+        else launch(k_mmv<TY, 128, 2>, grid, blk, 0, dv->stream, k, xb);
     }
 }
 
@@ -1141,6 +1179,7 @@ static __device__ void warp_q8_K(const float *v, int lane, uint8_t *row, int nb,
 }
 
 static __global__ void k_quant_q8_0(const float *x, int n, int nblk, size_t xr, uint8_t *y) {
+    PDL_ENTRY();
     int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per block of 32
     if (i >= nblk) return;
     int nb = n / QK, t = i / nb, b = i % nb;
@@ -1148,6 +1187,7 @@ static __global__ void k_quant_q8_0(const float *x, int n, int nblk, size_t xr, 
 }
 
 static __global__ void k_quant_q8_K(const float *x, int n, int nblk, size_t xr, uint8_t *y) {
+    PDL_ENTRY();
     int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32; // a warp per super-block of 256
     if (i >= nblk) return;
     int nb = n / QK_K, t = i / nb, b = i % nb;
@@ -1165,8 +1205,8 @@ extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int 
         return e == cudaSuccess ? 0 : set_status("copy", e);
     }
     int nblk = T * (n / (is_k(wtype) ? QK_K : QK));
-    if (is_k(wtype)) k_quant_q8_K<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, xr, (uint8_t *)xq);
-    else k_quant_q8_0<<<(nblk + 3) / 4, 128, 0, d->stream>>>(x, n, nblk, xr, (uint8_t *)xq);
+    if (is_k(wtype)) launch(k_quant_q8_K, (nblk + 3) / 4, 128, 0, d->stream, x, n, nblk, xr, (uint8_t *)xq);
+    else launch(k_quant_q8_0, (nblk + 3) / 4, 128, 0, d->stream, x, n, nblk, xr, (uint8_t *)xq);
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("quantize", e);
 }
@@ -1211,17 +1251,17 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
                 mmv_run(d, m[i].type, tpr, T, (m[i].rows + MMV_ROWS - 1) / MMV_ROWS, ki, xb);
             }
     } else if (T > 1 && d->mv_group == 4) {
-        if (tpr == 8) k_mv<8, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
-        else if (tpr == 32) k_mv<32, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
-        else k_mv<128, 4><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        if (tpr == 8) launch(k_mv<8, 4>, blocks, MV_THREADS, 0, d->stream, k, xb);
+        else if (tpr == 32) launch(k_mv<32, 4>, blocks, MV_THREADS, 0, d->stream, k, xb);
+        else launch(k_mv<128, 4>, blocks, MV_THREADS, 0, d->stream, k, xb);
     } else if (T == 1 || !MV_GROUP) {
-        if (tpr == 8) k_mv<8, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
-        else if (tpr == 32) k_mv<32, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
-        else k_mv<128, 1><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        if (tpr == 8) launch(k_mv<8, 1>, blocks, MV_THREADS, 0, d->stream, k, xb);
+        else if (tpr == 32) launch(k_mv<32, 1>, blocks, MV_THREADS, 0, d->stream, k, xb);
+        else launch(k_mv<128, 1>, blocks, MV_THREADS, 0, d->stream, k, xb);
     } else {
-        if (tpr == 8) k_mv<8, MV_GROUP><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
-        else if (tpr == 32) k_mv<32, MV_GROUP><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
-        else k_mv<128, MV_GROUP><<<blocks, MV_THREADS, 0, d->stream>>>(k, xb);
+        if (tpr == 8) launch(k_mv<8, MV_GROUP>, blocks, MV_THREADS, 0, d->stream, k, xb);
+        else if (tpr == 32) launch(k_mv<32, MV_GROUP>, blocks, MV_THREADS, 0, d->stream, k, xb);
+        else launch(k_mv<128, MV_GROUP>, blocks, MV_THREADS, 0, d->stream, k, xb);
     }
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("matmul", e);
@@ -1243,17 +1283,19 @@ static int launched(const char *what) {
 static unsigned grid_for(size_t n, int block) { return (unsigned)((n + block - 1) / block); }
 
 static __global__ void k_bias(float *y, const float *b, int T, int n) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < (size_t)T * n) y[i] += b[i % n];
 }
 extern "C" HIDDEN int cuda_bias(cuda_dev *d, float *y, const float *b, int T, int n) {
-    k_bias<<<grid_for((size_t)T * n, 256), 256, 0, d->stream>>>(y, b, T, n);
+    launch(k_bias, grid_for((size_t)T * n, 256), 256, 0, d->stream, y, b, T, n);
     return launched("bias");
 }
 
 // W stored [n_in, n_out] (GPT-2's Conv1D), float types: y[t][j] = sum_i x[t][i] W[i][j]
 template <int T>
 static __global__ void k_matmul_trans(const uint8_t *w, int n_in, int n_out, const float *x, int ntok, float *y) {
+    PDL_ENTRY();
     int j = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
     if (j >= n_out || t >= ntok) return;
     float acc = 0.0f;
@@ -1264,9 +1306,9 @@ extern "C" HIDDEN int cuda_matmul_trans(cuda_dev *d, int wtype, const void *w, i
     dim3 g(grid_for((size_t)n_out, 128), T);
     const uint8_t *wb = (const uint8_t *)w;
     switch (wtype) {
-    case DT_F32: k_matmul_trans<DT_F32><<<g, 128, 0, d->stream>>>(wb, n_in, n_out, x, T, y); break;
-    case DT_F16: k_matmul_trans<DT_F16><<<g, 128, 0, d->stream>>>(wb, n_in, n_out, x, T, y); break;
-    case DT_BF16: k_matmul_trans<DT_BF16><<<g, 128, 0, d->stream>>>(wb, n_in, n_out, x, T, y); break;
+    case DT_F32: launch(k_matmul_trans<DT_F32>, g, 128, 0, d->stream, wb, n_in, n_out, x, T, y); break;
+    case DT_F16: launch(k_matmul_trans<DT_F16>, g, 128, 0, d->stream, wb, n_in, n_out, x, T, y); break;
+    case DT_BF16: launch(k_matmul_trans<DT_BF16>, g, 128, 0, d->stream, wb, n_in, n_out, x, T, y); break;
     default: return -1;
     }
     return launched("matmul (transposed)");
@@ -1301,6 +1343,7 @@ static __device__ float block_max(float v, float *sh) {
 
 // kind: 0 rms, 1 rms with (1 + w), 2 layer norm (backend.h's enum norm_op)
 static __global__ void k_norm(float *out, const float *x, const float *w, const float *b, int n, float eps, int kind) {
+    PDL_ENTRY();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * n;
     float *orow = out + (size_t)blockIdx.x * n;
@@ -1323,7 +1366,7 @@ static __global__ void k_norm(float *out, const float *x, const float *w, const 
 }
 extern "C" HIDDEN int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind) {
     if (rows <= 0) return 0;
-    k_norm<<<rows, 256, 0, d->stream>>>(out, x, w, b, n, eps, kind);
+    launch(k_norm, rows, 256, 0, d->stream, out, x, w, b, n, eps, kind);
     return launched("norm");
 }
 
@@ -1336,6 +1379,7 @@ static __device__ __forceinline__ void rot(float *a, float *b, float c, float s)
 
 static __global__ void k_rope(float *x, int rows, int heads, int hd, const int *pos, const float *inv_freq, int n_pairs, int off,
                               int stride, float mscale) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)rows * heads * n_pairs) return;
     int p = (int)(i % n_pairs), h = (int)(i / n_pairs % heads), t = (int)(i / n_pairs / heads);
@@ -1349,7 +1393,7 @@ extern "C" HIDDEN int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int 
                                 int off, int stride, float mscale) {
     size_t n = (size_t)rows * heads * n_pairs;
     if (!n) return 0;
-    k_rope<<<grid_for(n, 256), 256, 0, d->stream>>>(x, rows, heads, hd, pos, inv_freq, n_pairs, off, stride, mscale);
+    launch(k_rope, grid_for(n, 256), 256, 0, d->stream, x, rows, heads, hd, pos, inv_freq, n_pairs, off, stride, mscale);
     return launched("rope");
 }
 
@@ -1366,6 +1410,7 @@ template <int NE>
 static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
                                                           const float *const *kc, const float *const *vc, float scale, float softcap,
                                                           const float *sinks, int ggml, float *scores, int stride) {
+    PDL_ENTRY();
     __shared__ float sh[32];
     __shared__ float part[ATT_THREADS / 32][512];
     int t = blockIdx.x, h = blockIdx.y, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
@@ -1469,7 +1514,7 @@ extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, in
     if (T <= 0) return 0;
     if (hd > 512) return -1;
     dim3 g(T, H);
-#define ATT(ne) k_attention<ne><<<g, ATT_THREADS, 0, d->stream>>>(q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride)
+#define ATT(ne) launch(k_attention<ne>, g, ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride)
     switch (hd) {
     case 32: ATT(1); break;
     case 64: ATT(2); break;
@@ -1501,6 +1546,7 @@ static __device__ float act1(float v, int act, int ggml) {
     }
 }
 static __global__ void k_act(float *g, const float *u, size_t n, int act, int ggml) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float a = act1(g[i], act, ggml);
@@ -1508,7 +1554,7 @@ static __global__ void k_act(float *g, const float *u, size_t n, int act, int gg
 }
 extern "C" HIDDEN int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) {
     if (!n) return 0;
-    k_act<<<grid_for(n, 256), 256, 0, d->stream>>>(g, u, n, act, ggml);
+    launch(k_act, grid_for(n, 256), 256, 0, d->stream, g, u, n, act, ggml);
     return launched("activation");
 }
 
@@ -1538,6 +1584,7 @@ static __device__ int block_excl_scan(int flag, int *warp_tot, int *total) { // 
     return warp_tot[wp] + in_warp;
 }
 static __global__ void __launch_bounds__(TOPK_THREADS) k_topk_abs(const float *s, int n, int k, int *idx) {
+    PDL_ENTRY();
     __shared__ unsigned hist[256];
     __shared__ unsigned sh_pre, sh_msk;
     __shared__ int sh_kk, warp_tot[32], total;
@@ -1614,6 +1661,7 @@ static __device__ __forceinline__ float walk_elt(int type, const uint8_t *row, i
 
 static __global__ void k_walk_act(int type, const uint8_t *ffn, size_t rb, int H, const int *idx, int k, const float *x, const uint8_t *xq,
                                   const float *bias, int gated, int act, float *a) {
+    PDL_ENTRY();
     int i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (i >= k) return;
     int f = idx ? idx[i] : i;
@@ -1625,6 +1673,7 @@ static __global__ void k_walk_act(int type, const uint8_t *ffn, size_t rb, int H
 }
 
 static __global__ void k_walk_down(int type, const uint8_t *ffn, size_t rb, int H, const int *idx, int k, const float *a, float *part) {
+    PDL_ENTRY();
     int h = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
     if (h >= H) return;
     float acc = 0.0f;
@@ -1637,6 +1686,7 @@ static __global__ void k_walk_down(int type, const uint8_t *ffn, size_t rb, int 
 }
 
 static __global__ void k_walk_sum(const float *part, int nc, int H, const float *db, float *out) {
+    PDL_ENTRY();
     int h = blockIdx.x * blockDim.x + threadIdx.x;
     if (h >= H) return;
     float s = part[h];
@@ -1652,6 +1702,7 @@ static __device__ __forceinline__ int am_before(float v, int i, float w, int j) 
 
 // a block a row: each thread the best of its elements, then the block's
 static __global__ void k_argmax(const float *x, int n, int *out) {
+    PDL_ENTRY();
     __shared__ float sv[256];
     __shared__ int si[256];
     const float *r = x + (size_t)blockIdx.x * n;
@@ -1671,7 +1722,7 @@ static __global__ void k_argmax(const float *x, int n, int *out) {
 
 extern "C" HIDDEN int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out) {
     if (rows < 1 || n < 1) return -1;
-    k_argmax<<<rows, 256, 0, d->stream>>>(x, n, out);
+    launch(k_argmax, rows, 256, 0, d->stream, x, n, out);
     return launched("argmax");
 }
 
@@ -1682,21 +1733,22 @@ extern "C" HIDDEN int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, c
     if (!cuda_walk_ok(type) || k < 1 || H < 1 || (type == DT_Q8_0 && (H % QK || !xq))) return -1;
     size_t rb = row_bytes(type, H);
     const uint8_t *w = (const uint8_t *)ffn;
-    k_walk_act<<<(k + 7) / 8, 256, 0, d->stream>>>(type, w, rb, H, idx, k, x, (const uint8_t *)xq, bias, gated, act, a);
+    launch(k_walk_act, (k + 7) / 8, 256, 0, d->stream, type, w, rb, H, idx, k, x, (const uint8_t *)xq, bias, gated, act, a);
     int nc = (k + WALK_CHUNK - 1) / WALK_CHUNK;
-    k_walk_down<<<dim3((unsigned)((H + 127) / 128), (unsigned)nc), 128, 0, d->stream>>>(type, w, rb, H, idx, k, a, part);
-    k_walk_sum<<<(H + 127) / 128, 128, 0, d->stream>>>(part, nc, H, down_bias, out);
+    launch(k_walk_down, dim3((unsigned)((H + 127) / 128), (unsigned)nc), 128, 0, d->stream, type, w, rb, H, idx, k, a, part);
+    launch(k_walk_sum, (H + 127) / 128, 128, 0, d->stream, part, nc, H, down_bias, out);
     return launched("walk");
 }
 
 extern "C" HIDDEN int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) {
     if (n < 1 || k < 1 || k > n) return -1;
-    k_topk_abs<<<1, TOPK_THREADS, 0, d->stream>>>(s, n, k, idx);
+    launch(k_topk_abs, 1, TOPK_THREADS, 0, d->stream, s, n, k, idx);
     return launched("top-k");
 }
 
 // host_glu_oss's expression: gate capped at 7, up clamped to +-7, (up + 1) gate sigmoid(1.702 gate)
 static __global__ void k_glu_oss(float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
+    PDL_ENTRY();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float gv = gate[(size_t)i * gs], uv = up[(size_t)i * us];
@@ -1706,31 +1758,34 @@ static __global__ void k_glu_oss(float *out, const float *gate, size_t gs, const
 }
 extern "C" HIDDEN int cuda_glu_oss(cuda_dev *d, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
     if (n <= 0) return 0;
-    k_glu_oss<<<grid_for((size_t)n, 256), 256, 0, d->stream>>>(out, gate, gs, up, us, n);
+    launch(k_glu_oss, grid_for((size_t)n, 256), 256, 0, d->stream, out, gate, gs, up, us, n);
     return launched("gpt-oss activation");
 }
 
 static __global__ void k_axpy(float *x, const float *o, float s, size_t n) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = __fmaf_rn(o[i], s, x[i]); // (k_chain's expression)
 }
 extern "C" HIDDEN int cuda_axpy(cuda_dev *d, float *x, const float *o, float s, size_t n) {
     if (!n) return 0;
-    k_axpy<<<grid_for(n, 256), 256, 0, d->stream>>>(x, o, s, n);
+    launch(k_axpy, grid_for(n, 256), 256, 0, d->stream, x, o, s, n);
     return launched("residual");
 }
 
 static __global__ void k_round_f16(float *x, size_t n) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = f16_round(x[i]);
 }
 extern "C" HIDDEN int cuda_round_f16(cuda_dev *d, float *x, size_t n) {
     if (!n) return 0;
-    k_round_f16<<<grid_for(n, 256), 256, 0, d->stream>>>(x, n);
+    launch(k_round_f16, grid_for(n, 256), 256, 0, d->stream, x, n);
     return launched("round_f16");
 }
 
 static __global__ void k_softmax(float *x, int n) {
+    PDL_ENTRY();
     __shared__ float sh[32];
     float m = -INFINITY;
     for (int j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, x[j]);
@@ -1742,21 +1797,23 @@ static __global__ void k_softmax(float *x, int n) {
 }
 extern "C" HIDDEN int cuda_softmax(cuda_dev *d, float *x, int n) {
     if (n <= 0) return 0;
-    k_softmax<<<1, 256, 0, d->stream>>>(x, n);
+    launch(k_softmax, 1, 256, 0, d->stream, x, n);
     return launched("softmax");
 }
 
 static __global__ void k_scale(float *x, size_t n, float s) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = s == 0.0f ? 0.0f : x[i] * s;
 }
 extern "C" HIDDEN int cuda_scale(cuda_dev *d, float *x, size_t n, float s) {
     if (!n) return 0;
-    k_scale<<<grid_for(n, 256), 256, 0, d->stream>>>(x, n, s);
+    launch(k_scale, grid_for(n, 256), 256, 0, d->stream, x, n, s);
     return launched("scale");
 }
 
 static __global__ void k_mul(float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)rows * n) return;
     size_t r = i / n, c = i % n;
@@ -1764,17 +1821,18 @@ static __global__ void k_mul(float *x, size_t xs, const float *y, size_t ys, int
 }
 extern "C" HIDDEN int cuda_mul(cuda_dev *d, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
     if (rows <= 0 || n <= 0) return 0;
-    k_mul<<<grid_for((size_t)rows * n, 256), 256, 0, d->stream>>>(x, xs, y, ys, rows, n);
+    launch(k_mul, grid_for((size_t)rows * n, 256), 256, 0, d->stream, x, xs, y, ys, rows, n);
     return launched("mul");
 }
 
 static __global__ void k_softcap(float *x, size_t n, float cap) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = cap * tanhf(x[i] / cap);
 }
 extern "C" HIDDEN int cuda_softcap(cuda_dev *d, float *x, size_t n, float cap) {
     if (!n) return 0;
-    k_softcap<<<grid_for(n, 256), 256, 0, d->stream>>>(x, n, cap);
+    launch(k_softcap, grid_for(n, 256), 256, 0, d->stream, x, n, cap);
     return launched("softcap");
 }
 
@@ -1793,6 +1851,7 @@ extern "C" HIDDEN int cuda_zero(cuda_dev *d, void *p, size_t bytes) {
 }
 
 static __global__ void k_kv_store(float *const *cache, const int *pos, const float *src, int T, int n) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)T * n) return;
     int t = (int)(i / n), c = (int)(i % n);
@@ -1800,7 +1859,7 @@ static __global__ void k_kv_store(float *const *cache, const int *pos, const flo
 }
 extern "C" HIDDEN int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n) {
     if (T <= 0 || n <= 0) return 0;
-    k_kv_store<<<grid_for((size_t)T * n, 256), 256, 0, d->stream>>>(cache, pos, src, T, n);
+    launch(k_kv_store, grid_for((size_t)T * n, 256), 256, 0, d->stream, cache, pos, src, T, n);
     return launched("kv store");
 }
 
@@ -1872,6 +1931,7 @@ static __device__ void norm_quant_row(const float *x, const float *w, float r, i
 // k = b / 8), a q8_K super-block goes through shared memory.
 enum { CHAIN_REG = 24 };
 static __global__ void __launch_bounds__(256) k_chain_reg(cuda_chain c, size_t xr) {
+    PDL_ENTRY();
     __shared__ float sh[32];
     extern __shared__ float row[]; // (q8_K: the normalized row)
     const int n = c.n, t = threadIdx.x;
@@ -1933,6 +1993,7 @@ static __global__ void __launch_bounds__(256) k_chain_reg(cuda_chain c, size_t x
 }
 
 static __global__ void k_chain(cuda_chain c, size_t xr) {
+    PDL_ENTRY();
     __shared__ float sh[32];
     const int n = c.n;
     float *o = c.o ? c.o + (size_t)blockIdx.x * n : NULL, *x = c.x ? c.x + (size_t)blockIdx.x * n : NULL;
@@ -1965,14 +2026,15 @@ extern "C" HIDDEN int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows,
         k.quant = is_k(wtype);
     }
     size_t xr = c->xq ? cuda_act_row_size(wtype, c->n) : 0;
-    if (c->n <= CHAIN_REG * 256) k_chain_reg<<<rows, 256, k.quant == 1 ? sizeof(float) * c->n : 0, d->stream>>>(k, xr);
-    else k_chain<<<rows, 256, 0, d->stream>>>(k, xr);
+    if (c->n <= CHAIN_REG * 256) launch(k_chain_reg, rows, 256, k.quant == 1 ? sizeof(float) * c->n : 0, d->stream, k, xr);
+    else launch(k_chain, rows, 256, 0, d->stream, k, xr);
     return launched("norm chain");
 }
 
 // One block of 256 per (row, head) of q, k and v: the head's norm, its RoPE,
 // the f16 rounding, written back and (k, v) into the row's cache.
 static __global__ void k_qkv(cuda_qkv c, const int *pos) {
+    PDL_ENTRY();
     __shared__ float sh[32], buf[512];
     const int t = blockIdx.x, j = blockIdx.y, hd = c.hd;
     const int kind = j < c.H ? 0 : j < c.H + c.KV ? 1 : 2, h = kind == 0 ? j : kind == 1 ? j - c.H : j - c.H - c.KV;
@@ -2010,7 +2072,7 @@ extern "C" HIDDEN int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const
     if (T <= 0) return 0;
     if (c->hd > 512 || c->kind > 1 || (c->inv_freq && (c->n_pairs < 1 || (c->n_pairs - 1) * c->pair_stride + c->pair_offset >= c->hd))) return -1;
     int heads = c->H + (c->k ? 2 * c->KV : 0);
-    k_qkv<<<dim3(T, heads), 256, 0, d->stream>>>(*c, pos);
+    launch(k_qkv, dim3(T, heads), 256, 0, d->stream, *c, pos);
     return launched("q, k, v");
 }
 
@@ -2147,6 +2209,7 @@ static __device__ __forceinline__ void warp_mma(acc_frag (&acc)[2][2], const E *
 
 template <int TY>
 static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
+    PDL_ENTRY();
     using namespace nvcuda;
     typedef typename gel<TY>::E E;
     enum { NS = TY == DT_F16 || TY == DT_BF16 ? 2 : 1 }; // activation parts
@@ -2209,6 +2272,7 @@ template <int TY, int GR>
 // k_gemm_sum adds the slices in order (the same sums every run). For few
 // tokens, where rows / GR x tokens / 64 blocks would leave multiprocessors idle.
 static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
+    PDL_ENTRY();
     using namespace nvcuda;
     typedef typename gel<TY>::E E;
     enum { NS = TY == DT_F16 || TY == DT_BF16 ? 2 : 1, NT = 2 * GR, NW = NT / 32 };
@@ -2270,6 +2334,7 @@ static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int r
 
 // y = the sum of n slices of T x rows (slices ys apart), in slice order
 static __global__ void k_gemm_sum(float *y, const float *part, size_t ys, int n) {
+    PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= ys) return;
     float a = part[i];
@@ -2311,8 +2376,8 @@ extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows,
         switch (wtype) {
 #define G(t)                                                                                   \
     case t:                                                                                    \
-        if (big) k_gemm2<t, 128><<<g, 256, 0, d->stream>>>(wb, rows, cols, nb, x, T, out);      \
-        else k_gemm2<t, 64><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, out);          \
+        if (big) launch(k_gemm2<t, 128>, g, 256, 0, d->stream, wb, rows, cols, nb, x, T, out);      \
+        else launch(k_gemm2<t, 64>, g, 128, 0, d->stream, wb, rows, cols, nb, x, T, out);          \
         break;
         G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
 #undef G
@@ -2320,13 +2385,13 @@ extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows,
         }
         if (ks > 1) {
             size_t ys = (size_t)T * rows;
-            k_gemm_sum<<<grid_for(ys, 256), 256, 0, d->stream>>>(y, d->part, ys, ks);
+            launch(k_gemm_sum, grid_for(ys, 256), 256, 0, d->stream, y, d->part, ys, ks);
         }
         return launched("gemm");
     }
     dim3 g((rows + GM - 1) / GM, (T + GN - 1) / GN);
     switch (wtype) {
-#define G(t) case t: k_gemm<t><<<g, 128, 0, d->stream>>>(wb, rows, cols, nb, x, T, y); break;
+#define G(t) case t: launch(k_gemm<t>, g, 128, 0, d->stream, wb, rows, cols, nb, x, T, y); break;
     G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
 #undef G
     default: return -1;
