@@ -3,7 +3,9 @@
 #ifndef INFER_FUZZ_H
 #define INFER_FUZZ_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -17,7 +19,7 @@
 #include "infer.h"
 
 // Writes data to path whole (a harness's own scratch file); 0 on success.
-static int fuzz_write(const char *path, const uint8_t *data, size_t n) {
+__attribute__((unused)) static int fuzz_write(const char *path, const uint8_t *data, size_t n) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) return -1;
     size_t off = 0;
@@ -32,7 +34,7 @@ static int fuzz_write(const char *path, const uint8_t *data, size_t n) {
 
 // An anonymous file holding data, named as /proc/self/fd/N in *path (the
 // caller closes the returned descriptor); -1 on failure.
-static int fuzz_memfile(const uint8_t *data, size_t n, char *path, size_t cap) {
+__attribute__((unused)) static int fuzz_memfile(const uint8_t *data, size_t n, char *path, size_t cap) {
     int fd = memfd_create("fuzz", 0);
     if (fd < 0) return -1;
     size_t off = 0;
@@ -47,7 +49,7 @@ static int fuzz_memfile(const uint8_t *data, size_t n, char *path, size_t cap) {
 }
 
 // A scratch directory of this process (made once, emptied by fuzz_clear).
-static const char *fuzz_dir(void) {
+__attribute__((unused)) static const char *fuzz_dir(void) {
     static char dir[64];
     if (!dir[0]) {
         snprintf(dir, sizeof dir, "%s/infer-fuzz-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
@@ -56,7 +58,7 @@ static const char *fuzz_dir(void) {
     return dir;
 }
 
-static void fuzz_clear(const char *dir) {
+__attribute__((unused)) static void fuzz_clear(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
@@ -73,7 +75,7 @@ static void fuzz_clear(const char *dir) {
 // and a newline; its bytes run to the next FUZZ_SEP (or the end). Names not in
 // `allowed` (NULL-terminated) are skipped. Returns the number written.
 #define FUZZ_SEP "\n@@file:"
-static int fuzz_unpack(const uint8_t *data, size_t n, const char *dir, const char *const *allowed) {
+__attribute__((unused)) static int fuzz_unpack(const uint8_t *data, size_t n, const char *dir, const char *const *allowed) {
     const size_t sl = sizeof FUZZ_SEP - 1;
     int written = 0;
     const uint8_t *p = memmem(data, n, FUZZ_SEP, sl);
@@ -100,7 +102,7 @@ static int fuzz_unpack(const uint8_t *data, size_t n, const char *dir, const cha
 
 // The short run a loaded model meets: a context, two tokens evaluated, a
 // text tokenized and detokenized.
-static void fuzz_exercise(infer_model *m) {
+__attribute__((unused)) static void fuzz_exercise(infer_model *m) {
     int nv = infer_model_n_vocab(m);
     infer_ctx *c = NULL;
     if (nv > 0 && !infer_ctx_new(m, 8, &c)) {
