@@ -25,7 +25,7 @@ run() {
     local inputs=("$seeds")
     [ -d "$here/regress/$kind" ] && inputs+=("$here/regress/$kind")
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
+        /usr/bin/time -f "%U %S" -o "$work/cpu" "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
         -dict="$here/dict/${dict[$kind]}.dict" -artifact_prefix="$work/" "$work/new" "${inputs[@]}" >"$work/log" 2>&1
     local rc=$?
     local execs cov
@@ -36,7 +36,9 @@ run() {
         grep -E "ERROR|SUMMARY|runtime error|Test unit written|==[0-9]+==" "$work/log" | head -12
         return 1
     fi
-    echo "fuzz $kind: ok, ${execs:-?} runs in ${secs} s, $cov, $(ls "$work/new" | wc -l) new inputs"
+    local cpu
+    cpu=$(awk 'END{printf "%.0f", $1 + $2}' "$work/cpu" 2>/dev/null)
+    echo "fuzz $kind: ok, ${execs:-?} runs in ${secs} s (${cpu:-?} s of CPU), $cov, $(ls "$work/new" | wc -l) new inputs"
 }
 
 fail=0
