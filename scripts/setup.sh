@@ -19,6 +19,7 @@ command -v pkg-config >/dev/null || need+=(pkg-config) # tests/cli_example.sh bu
 if [ "${CC:-}" = clang ]; then
     command -v clang >/dev/null || need+=(clang)
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-dev)
+    [ -x /usr/bin/time ] || need+=(time) # (tests/fuzz/run.sh reports CPU time)
 fi
 if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"
