@@ -10,7 +10,7 @@
 # a random Hugging Face checkpoint of ~60 MB made here.
 # usage: cli_atomic.sh INFER_BIN FIXTURES_DIR
 set -u
-BIN=$1
+BIN=$1 FIX=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -112,6 +112,13 @@ for tool in convert quantize extract; do
     [ -e "$T/fresh$ext" ] && fail "$tool under ulimit -f: a partial $T/fresh$ext was left"
     ls "$T" | grep -q "\.tmp\." && fail "$tool under ulimit -f left a temporary: $(ls "$T")"
 done
+
+# a vindex destination given with a trailing slash: replaced in place, nothing left beside or inside it
+"$BIN" extract -m "$FIX/llama" -o "$T/slash.vindex/" >/dev/null 2>&1 &&
+    "$BIN" extract -m "$FIX/llama" -o "$T/slash.vindex//" >/dev/null 2>"$T/err" ||
+    fail "extract to a path with a trailing slash: $(cat "$T/err")"
+"$BIN" verify "$T/slash.vindex" >/dev/null 2>&1 || fail "the vindex written through a trailing slash does not verify"
+ls -a "$T/slash.vindex" "$T" | grep -q "tmp\." && fail "extract through a trailing slash left a staging directory"
 
 # an output that is its own input
 "$BIN" quantize "$model" "$model" q8_0 >/dev/null 2>"$T/err" && fail "quantize onto its input was accepted"

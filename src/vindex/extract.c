@@ -471,6 +471,12 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     if (o->down_top < 0 || o->down_top > VINDEX_MAX_DOWN_TOP || o->down_top > c->n_vocab)
         return fail(INFER_ERR_ARG, "extract: --down-top %d is outside [0, %d]", o->down_top,
                     c->n_vocab < VINDEX_MAX_DOWN_TOP ? c->n_vocab : VINDEX_MAX_DOWN_TOP);
+    char dir_buf[4096]; // (without trailing slashes: the staging directory goes beside it, not inside)
+    size_t dl = strlen(dir);
+    if (dl >= sizeof dir_buf) return fail(INFER_ERR_ARG, "%s: the path is too long", dir);
+    memcpy(dir_buf, dir, dl + 1);
+    while (dl > 1 && dir_buf[dl - 1] == '/') dir_buf[--dl] = 0;
+    dir = dir_buf;
     if ((st = check_dest(m, dir))) return st;
     char stage[4200];
     if (tmp_name(stage, sizeof stage, dir)) return fail(INFER_ERR_ARG, "%s: the path is too long", dir);
