@@ -39,7 +39,7 @@ def logits(path, what):
     return None
 
 
-VALUES = [0, -1, 1, 65, 4096, 2**31 - 1, 2**31, 65537, 1e30, 0.5, "x", None, [], [1, 2]]
+VALUES = [0, -1, 1, False, True, 65, 4096, 2**31 - 1, 2**31, 65537, 1e30, 0.5, "x", None, [], [1, 2]]
 jobs = []
 fams = sorted(f for f in os.listdir(fixtures) if os.path.isfile(os.path.join(fixtures, f, "config.json")))
 for fam in fams:

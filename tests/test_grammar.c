@@ -91,6 +91,20 @@ static void test_gbnf(void) {
               st ? infer_last_error() : "ok");
         grammar_rules_free(x);
     }
+    // groups nested 128 deep parse; deeper ones are refused before the parser's recursion can exhaust the stack
+    char deep[4096];
+    for (int depth = 128; depth <= 129; depth++) {
+        int n = snprintf(deep, sizeof deep, "root ::= ");
+        for (int i = 0; i < depth; i++) deep[n++] = '(';
+        deep[n++] = '"', deep[n++] = 'a', deep[n++] = '"';
+        for (int i = 0; i < depth; i++) deep[n++] = ')';
+        deep[n++] = '\n', deep[n] = 0;
+        grules *x = NULL;
+        infer_status st = grammar_parse(deep, NULL, &x);
+        if (depth == 128) CHECK(st == INFER_OK, "groups 128 deep: %s", infer_last_error());
+        else CHECK(st != INFER_OK && strstr(infer_last_error(), "nested too deeply"), "groups 129 deep: %s", st ? infer_last_error() : "ok");
+        grammar_rules_free(x);
+    }
 }
 
 static void test_json_object(void) {

@@ -29,6 +29,7 @@ enum {
     GRAMMAR_MAX_REPEAT = 1024,     // x{m,n}: m and n
     GRAMMAR_MAX_STACKS = 1024,     // stacks of a match in progress
     GRAMMAR_MAX_DEPTH = 1024,      // positions on one stack (nesting of rules)
+    GRAMMAR_MAX_NEST = 128,        // groups open at once in the text (the parser recurses into each)
 };
 
 // Parsed rules: rule r's alternatives are el[start[r] ..], separated by

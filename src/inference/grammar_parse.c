@@ -27,6 +27,7 @@ typedef struct {
     int *hash;         // (n_hash) rule ids by name, -1 empty (open addressing)
     int n_hash;
     long n_el;         // elements in all, for the bound
+    int depth;         // groups open at this point (the parser recurses into each)
     infer_status failed; // the first failure
 } parser;
 
@@ -266,9 +267,12 @@ static const char *parse_sequence(parser *ps, const char *p, evec *out, int nest
             if (id < 0 || push(ps, out, GE_RULE, (uint32_t)id)) return NULL;
             p = q;
         } else if (*p == '(') {
+            if (ps->depth >= GRAMMAR_MAX_NEST) return perr(ps, p, "groups nested too deeply (at most 128)", NULL);
             int id = new_rule(ps, NULL, 0);
             if (id < 0) return NULL;
+            ps->depth++;
             p = parse_alternates(ps, skip_space(p + 1, 1), id, 1);
+            ps->depth--;
             if (!p) return NULL;
             if (*p != ')') return perr(ps, p, "expecting ')'", NULL);
             p++;

@@ -34,13 +34,13 @@ static int get_int(ctx *c, const cJSON *o, const char *k, long long lo, long lon
     const cJSON *j = get(o, k);
     if (!j) return 0;
     if (c->st) return 0;
-    if (cJSON_IsBool(j)) { *out = cJSON_IsTrue(j); return 1; }
-    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble) || j->valuedouble < (double)lo ||
-        j->valuedouble > (double)hi) {
+    // (a boolean is 0 or 1, as Python reads it, and meets the same bounds)
+    double v = cJSON_IsBool(j) ? (double)cJSON_IsTrue(j) : j->valuedouble;
+    if (!(cJSON_IsNumber(j) || cJSON_IsBool(j)) || v != floor(v) || v < (double)lo || v > (double)hi) {
         c->st = fail(INFER_ERR_FORMAT, "%s: field \"%s\" must be an integer in [%lld, %lld]", c->path, k, lo, hi);
         return 0;
     }
-    *out = (int)j->valuedouble;
+    *out = (int)v;
     return 1;
 }
 

@@ -8,7 +8,7 @@ static const char *const g_files[] = {
     "index.json", "weights.gguf", "embeddings.bin", "gate_vectors.bin", "ffn.bin", "lm_head.bin", "down_meta.bin", NULL,
 };
 
-static volatile int sink; // (down_meta's values read, as a user would)
+static volatile float sink; // (down_meta's values read, as a user would)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     static int init;
@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
             const float *scores = NULL;
             for (int f = -1; f <= nf && f < 4; f++) {
                 int got = infer_vindex_feature_tokens(vx, l, f, &ids, &scores);
-                for (int i = 0; i < got; i++) sink += ids[i] + (int)scores[i];
+                for (int i = 0; i < got; i++) sink += (float)ids[i] + scores[i];
             }
         }
         infer_vindex_close(vx);
