@@ -34,6 +34,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,9 +155,12 @@ static const cJSON *field(const cJSON *s, const char *name) { return cJSON_GetOb
 static long count_field(jsc *c, const cJSON *s, const char *name, long def, const char *path) {
     const cJSON *f = field(s, name);
     if (!f) return def;
-    if (!cJSON_IsNumber(f) || f->valuedouble < 0 || f->valuedouble != (double)(long)f->valuedouble)
-        return err(c, INFER_ERR_ARG, path, "'%s' must be a non-negative integer", name), -2;
-    return (long)f->valuedouble;
+    // (bounded before the conversion: a double beyond long's range has no defined conversion; the
+    // keywords' own bounds, far below 2^52, are checked by the callers)
+    double v = cJSON_IsNumber(f) ? f->valuedouble : -1;
+    if (!(v >= 0 && v <= 4503599627370496.0) || v != floor(v))
+        return err(c, INFER_ERR_ARG, path, "'%s' must be a non-negative integer (at most 2^52)", name), -2;
+    return (long)v;
 }
 
 // The target of a $ref: a JSON pointer into the document ("#", "#/$defs/a").

@@ -214,13 +214,22 @@ const char *act_kind_name(int a) {
     return "?";
 }
 
+// a token id: a whole number in int's range (others are no id)
+static int id_value(const cJSON *e, int *v) {
+    double d = cJSON_IsNumber(e) ? e->valuedouble : 0.5;
+    if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != floor(d)) return 0;
+    *v = (int)d;
+    return 1;
+}
+
 static void read_ids(const cJSON *j, int *ids, int *n, int max) {
     if (!j) return;
-    if (cJSON_IsNumber(j)) { if (*n < max) ids[(*n)++] = (int)j->valuedouble; return; }
+    int v;
+    if (cJSON_IsNumber(j)) { if (*n < max && id_value(j, &v)) ids[(*n)++] = v; return; }
     if (cJSON_IsArray(j))
         for (const cJSON *e = j->child; e; e = e->next)
-            if (cJSON_IsNumber(e) && *n < max) {
-                int v = (int)e->valuedouble, dup = 0;
+            if (*n < max && id_value(e, &v)) {
+                int dup = 0;
                 for (int i = 0; i < *n; i++) dup |= ids[i] == v;
                 if (!dup) ids[(*n)++] = v;
             }
