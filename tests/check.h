@@ -28,6 +28,17 @@ static inline int check_summary(const char *name) {
     return g_failed ? 1 : 0;
 }
 
+// Resident memory of this process in KB (/proc/self/statm), 0 when unknown.
+static inline long test_rss_kb(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 // A whole file, NUL-terminated (malloc'd; NULL if unreadable); *n its length.
 static inline char *test_read_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");

@@ -25,16 +25,6 @@ typedef struct {
     char msg[240];
 } outcome;
 
-static long rss_now_kb(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
-        fclose(f);
-    }
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static double cpu_s(const struct rusage *r) {
     return r->ru_utime.tv_sec + r->ru_stime.tv_sec + (r->ru_utime.tv_usec + r->ru_stime.tv_usec) * 1e-6;
 }
@@ -47,7 +37,7 @@ static void run_case(const char *path, const char *what, int may_load) {
     pid_t p = fork();
     if (p == 0) {
         close(fd[0]);
-        long rss0 = rss_now_kb();
+        long rss0 = test_rss_kb();
         struct rusage r0, r1;
         getrusage(RUSAGE_SELF, &r0);
         outcome o = {0};

@@ -24,16 +24,6 @@ const char *__asan_default_options(void) { return "quarantine_size_mb=0:thread_l
 
 #define FLAT_KB 4096
 
-static long rss_kb(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
-        fclose(f);
-    }
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 // 10,000 tokens: a context of 512 positions, refilled from its last 32
 // positions when full (as a chat that drops old turns would), each token
 // sampled from the logits with temperature and penalties over the history.
@@ -63,10 +53,10 @@ static void generate(infer_model *m, const char *fam) {
         int n_hist = i + 1 < 64 ? i + 1 : 64;
         tok = infer_sample(s, logits, hist + i + 1 - n_hist, n_hist);
         bad |= tok < 0 || tok >= V;
-        if (i == 2 * C + 100) warm = rss_kb(); // (the cache and scratch have been touched by then)
+        if (i == 2 * C + 100) warm = test_rss_kb(); // (the cache and scratch have been touched by then)
     }
     CHECK(!bad, "%s: generation failed: %s", fam, infer_last_error());
-    long end = rss_kb();
+    long end = test_rss_kb();
     CHECK(end - warm < FLAT_KB, "%s: resident memory grew by %ld KB from token %d to token %d", fam, end - warm, 2 * C + 100, N);
     printf("%s: %d tokens, resident %ld KB after %d, %ld KB at the end\n", fam, N, warm, 2 * C + 100, end);
     free(logits);
@@ -87,10 +77,10 @@ static void cycles(infer_model *m, const char *fam) {
         int32_t ids[3] = {1, (i * 7) % V, (i * 13) % V};
         bad |= infer_eval(c, ids, 3, logits, 1) != INFER_OK;
         infer_ctx_free(c);
-        if (i == 20) warm = rss_kb();
+        if (i == 20) warm = test_rss_kb();
     }
     CHECK(!bad, "%s: a context cycle failed: %s", fam, infer_last_error());
-    long end = rss_kb();
+    long end = test_rss_kb();
     CHECK(end - warm < FLAT_KB, "%s: resident memory grew by %ld KB over 980 context cycles", fam, end - warm);
     printf("%s: 1000 contexts, resident %ld KB after 20, %ld KB at the end\n", fam, warm, end);
     free(logits);

@@ -18,18 +18,24 @@
 
 #include "infer.h"
 
+// Writes all n bytes to fd; 0 on success.
+__attribute__((unused)) static int fuzz_write_fd(int fd, const uint8_t *data, size_t n) {
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, data + off, n - off);
+        if (w <= 0) return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
 // Writes data to path whole (a harness's own scratch file); 0 on success.
 __attribute__((unused)) static int fuzz_write(const char *path, const uint8_t *data, size_t n) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) return -1;
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, data + off, n - off);
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
+    int st = fuzz_write_fd(fd, data, n);
     close(fd);
-    return off == n ? 0 : -1;
+    return st;
 }
 
 // An anonymous file holding data, named as /proc/self/fd/N in *path (the
@@ -37,13 +43,7 @@ __attribute__((unused)) static int fuzz_write(const char *path, const uint8_t *d
 __attribute__((unused)) static int fuzz_memfile(const uint8_t *data, size_t n, char *path, size_t cap) {
     int fd = memfd_create("fuzz", 0);
     if (fd < 0) return -1;
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, data + off, n - off);
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    if (off != n) return close(fd), -1;
+    if (fuzz_write_fd(fd, data, n)) return close(fd), -1;
     snprintf(path, cap, "/proc/self/fd/%d", fd);
     return fd;
 }
@@ -98,6 +98,16 @@ __attribute__((unused)) static int fuzz_unpack(const uint8_t *data, size_t n, co
         p = next;
     }
     return written;
+}
+
+// The input unpacked into this process's scratch directory, emptied first
+// (one thread, one input at a time); the directory.
+__attribute__((unused)) static const char *fuzz_unpack_dir(const uint8_t *data, size_t n, const char *const *allowed) {
+    infer_set_threads(1);
+    const char *dir = fuzz_dir();
+    fuzz_clear(dir);
+    fuzz_unpack(data, n, dir, allowed);
+    return dir;
 }
 
 // The short run a loaded model meets: a context, two tokens evaluated, a

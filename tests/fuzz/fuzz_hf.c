@@ -9,11 +9,7 @@ static const char *const g_files[] = {
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
-    static int init;
-    if (!init) infer_set_threads(1), init = 1;
-    const char *dir = fuzz_dir();
-    fuzz_clear(dir);
-    fuzz_unpack(data, n, dir, g_files);
+    const char *dir = fuzz_unpack_dir(data, n, g_files);
     infer_model *m = NULL;
     if (!infer_model_load(dir, &m)) {
         fuzz_exercise(m);

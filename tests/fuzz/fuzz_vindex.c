@@ -11,11 +11,7 @@ static const char *const g_files[] = {
 static volatile float sink; // (down_meta's values read, as a user would)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
-    static int init;
-    if (!init) infer_set_threads(1), init = 1;
-    const char *dir = fuzz_dir();
-    fuzz_clear(dir);
-    fuzz_unpack(data, n, dir, g_files);
+    const char *dir = fuzz_unpack_dir(data, n, g_files);
     infer_vindex_verify(dir);
     infer_vindex *vx = NULL;
     if (!infer_vindex_open(dir, &vx)) {
