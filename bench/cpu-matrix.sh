@@ -38,7 +38,7 @@ if [ -z "${INFER_BIN:-}" ]; then
     ib=$!
 fi
 if [ -z "${LLAMA_BENCH:-}" ]; then
-    mkdir -p /tmp/lcp && tar xzf device-carry/llama-full.tgz -C /tmp/lcp
+    mkdir -p /tmp/lcp && tar xf device-carry/llama-full.tgz -C /tmp/lcp
     cmake -S /tmp/lcp/llama.cpp -B /tmp/lcp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
         cmake --build /tmp/lcp/build --target llama-bench -j"$J" >/dev/null 2>>"$OUT/log.txt" ||

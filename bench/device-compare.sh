@@ -23,12 +23,12 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build
 BEFORE=()
 if [ -f device-carry/before.tgz ]; then
     log "build the earlier infer"
-    rm -rf /tmp/before && mkdir -p /tmp/before && tar xzf device-carry/before.tgz -C /tmp/before
+    rm -rf /tmp/before && mkdir -p /tmp/before && tar xf device-carry/before.tgz -C /tmp/before
     (cd /tmp/before && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j16 --target infer_cli >/dev/null) &&
         BEFORE=(--before /tmp/before/build/infer --before-label "${BEFORE_LABEL:-earlier}")
 fi
 log "build llama-bench"
-mkdir -p /tmp/lcp && tar xzf device-carry/llama-full.tgz -C /tmp/lcp
+mkdir -p /tmp/lcp && tar xf device-carry/llama-full.tgz -C /tmp/lcp
 cmake -S /tmp/lcp/llama.cpp -B /tmp/lcp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
     cmake --build /tmp/lcp/build --target llama-bench llama-batched-bench -j16 >/dev/null 2>>"$OUT/log.txt" ||

@@ -10,7 +10,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
-tar xzf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
+tar xf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
 I=/tmp/bin/infer S=${SHAPE:-1b} M=/tmp/$S.gguf
 {
     $I synth --shape $S -o $M >/dev/null 2>&1 || { echo "synth failed"; exit 1; }

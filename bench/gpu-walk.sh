@@ -9,7 +9,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
-tar xzf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
+tar xf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
 mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf
 [ -e /work/main ] || ln -s "$PWD" /work/main
 I=/tmp/bin/infer S=${SHAPE:-270m} M=/tmp/$S.gguf X=/tmp/$S.vindex

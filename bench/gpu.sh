@@ -35,7 +35,7 @@ bw_fraction() {
 # llama.cpp builds in the background while infer builds and the parity tests run (waited for before any timing)
 if [ "${LLAMA:-0}" = 1 ]; then
     log "build llama-bench and llama-batched-bench (CUDA), in the background"
-    mkdir -p /tmp/lcp-cuda && tar xzf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
+    mkdir -p /tmp/lcp-cuda && tar xf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
     srv=OFF targets="llama-bench llama-batched-bench"
     [ "${SERVE:-0}" = 1 ] && srv=ON targets="$targets llama-server"
     ( cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -46,7 +46,7 @@ fi
 
 if [ "${PREBUILT:-0}" = 1 ]; then # (the binaries built on the development machine: device-carry/bin.tgz, as bench/gpu-quick.sh)
     log "prebuilt infer (device-carry/bin.tgz)"
-    mkdir -p build/tests /work/shared/fixtures && tar xzf device-carry/bin.tgz -C /tmp || { log "no device-carry/bin.tgz"; exit 1; }
+    mkdir -p build/tests /work/shared/fixtures && tar xf device-carry/bin.tgz -C /tmp || { log "no device-carry/bin.tgz"; exit 1; }
     cp /tmp/bin/infer build/ && for t in /tmp/bin/test_*; do cp "$t" build/tests/; done
     ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf; [ -e /work/main ] || ln -s "$PWD" /work/main
 else
@@ -56,13 +56,35 @@ else
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/gpu.txt"
 
+# SHAPES: "1b 4b" (q4_k_m) or "4b:f16 4b:bf16" (shape:type): infer synth in the background while the parity
+# tests run (a 4B file takes minutes: a bf16 checkpoint is written, then converted)
+mkdir -p /tmp/ckpt
+(
+    for st in ${SHAPES:-}; do
+        shape=${st%%:*}; type=q4_k_m; [ "$st" != "$shape" ] && type=${st#*:}
+        f=/tmp/ckpt/gemma3-$shape-$type.gguf
+        [ -s $f ] || ./build/infer synth --shape $shape --type $type -o $f >>"$OUT/log.txt" 2>&1 &
+    done
+    wait
+) &
+SYNTH=$!
+# PREP: more synthetic files made in the background and not waited for (for a following run, while the machine is held)
+for st in ${PREP:-}; do
+    shape=${st%%:*}; type=q4_k_m; [ "$st" != "$shape" ] && type=${st#*:}
+    f=/tmp/ckpt/gemma3-$shape-$type.gguf
+    [ -s $f ] || nohup ./build/infer synth --shape $shape --type $type -o $f >>/tmp/prep.txt 2>&1 &
+done
+
 
 if [ "${PARITY:-1}" = 1 ]; then
     log "parity: kernels"
     ./build/tests/test_cuda >"$OUT/test_cuda.txt" 2>&1
     grep -v "^ok\|^  ok" "$OUT/test_cuda.txt" | tail -15 | tee -a "$OUT/gpu.txt"
-    INFER_CUDA_MV_GROUP=4 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(groups of 4 tokens) /' | tee -a "$OUT/gpu.txt"
-    INFER_CUDA_GEMM_KERNEL=1 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(the first tensor-core kernel) /' | tee -a "$OUT/gpu.txt"
+    if [ "${EXTRA:-1}" = 1 ]; then
+        INFER_CUDA_MV_GROUP=4 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(groups of 4 tokens) /' | tee -a "$OUT/gpu.txt"
+        INFER_CUDA_GEMM_KERNEL=1 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(the first tensor-core kernel) /' | tee -a "$OUT/gpu.txt"
+    fi
+    INFER_CUDA_NORM_WIDE=0 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(INFER_CUDA_NORM_WIDE=0) /' | tee -a "$OUT/gpu.txt"
     log "parity: batched decode on the GPU against each sequence alone (test_batch)"
     [ -d device-carry/fixtures ] && ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
     grep -E "cuda|checks|differ" "$OUT/test_batch.txt" | tail -20 | tee -a "$OUT/gpu.txt"
@@ -76,7 +98,8 @@ fi
 
 log "checkpoint: infer synth (random weights, Gemma 3 270M's shape, q4_k_m)"
 mkdir -p /tmp/ckpt
-./build/infer synth --shape 270m --type q4_k_m -o /tmp/ckpt/gemma3-270m-q4_k_m.gguf >>"$OUT/log.txt" 2>&1 || { log "synth failed"; exit 1; }
+[ -s /tmp/ckpt/gemma3-270m-q4_k_m.gguf ] ||
+    ./build/infer synth --shape 270m --type q4_k_m -o /tmp/ckpt/gemma3-270m-q4_k_m.gguf >>"$OUT/log.txt" 2>&1 || { log "synth failed"; exit 1; }
 M=/tmp/ckpt/gemma3-270m-q4_k_m.gguf
 
 log "greedy parity: 32 tokens, CPU and GPU"
@@ -115,14 +138,12 @@ EOF
 )
 log "copy bandwidth: ${BW:-?} GB/s"
 
-# SHAPES: "1b 4b" (q4_k_m) or "4b:f16 4b:bf16" (shape:type); made before any timing
+# (the SHAPES files, made in the background from the start: wait for them before any timing)
+wait $SYNTH || log "some synthetic checkpoints failed (log.txt)"
 FILES=""
 for st in ${SHAPES:-}; do
     shape=${st%%:*}; type=q4_k_m; [ "$st" != "$shape" ] && type=${st#*:}
-    f=/tmp/ckpt/gemma3-$shape-$type.gguf
-    log "checkpoint: infer synth, Gemma 3 $shape shape, $type"
-    ./build/infer synth --shape $shape --type $type -o $f >>"$OUT/log.txt" 2>&1 || { log "synth $shape $type failed"; continue; }
-    FILES="$FILES $f"
+    [ -s /tmp/ckpt/gemma3-$shape-$type.gguf ] && FILES="$FILES /tmp/ckpt/gemma3-$shape-$type.gguf"
 done
 if [ "${PARITY:-1}" = 1 ]; then # batched decode of the quantized shapes: every sequence bit for bit as alone (k_mmv)
     for f in $M $FILES; do
@@ -146,6 +167,22 @@ for f in $FILES; do
     log "infer bench: $(basename $f)"
     ./build/infer bench -m $f --device cuda -r 3 $B 2>>"$OUT/log.txt" | tail -2 | tee -a "$OUT/gpu.txt" | bw_fraction $f
 done
+# a decode step's kernels alone (INFER_CUDA_GRAPH_TIME=1: GPU time of each graph replay) against its wall time
+if [ "${GT:-1}" = 1 ]; then
+    for f in $M $FILES; do
+        log "decode: GPU time of a step's graph against the step's wall time: $(basename $f)"
+        INFER_CUDA_GRAPH_TIME=1 ./build/infer bench -m $f --device cuda -r 3 -p 0 -n 128 2>&1 | grep -E "tg128|graph replays" | tee -a "$OUT/gpu.txt"
+    done
+fi
+# ABLATE=1: one-sequence decode with each of the decode step's latency measures turned off in turn
+if [ "${ABLATE:-0}" = 1 ]; then
+    for f in $M $FILES; do
+        case $f in *4b-f16*|*4b-bf16*) continue;; esac
+        for v in INFER_CUDA_NONE=1 INFER_CUDA_PDL=0 INFER_CUDA_PREFETCH=0 INFER_CUDA_NORM_WIDE=0; do
+            echo "$(basename $f) $v: $(env $v ./build/infer bench -m $f --device cuda -r 3 -p 0 -n 128 2>>"$OUT/log.txt" | grep tg128 | awk -F'|' '{print $(NF-1)}')" | tee -a "$OUT/gpu.txt"
+        done
+    done
+fi
 if [ "${GEMM:-0}" = 1 ]; then
     for f in $M $FILES; do
         log "infer bench without the tensor-core prompt products (INFER_CUDA_GEMM=0): $(basename $f)"

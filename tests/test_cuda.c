@@ -268,8 +268,9 @@ static void check_fused(cuda_dev *d) {
         cuda_free(d, dx), cuda_free(d, dq), free(f);
     }
     // the chain: o = norm(o); x += o * s; xn = norm(x) [quantized], against the kernels one by one
-    for (int variant = 0; variant < 8; variant++) {
-        int E = variant < 4 ? 512 : 6400; // (in registers, and the long rows' kernel)
+    for (int variant = 0; variant < 16; variant++) {
+        static const int sizes[4] = {512, 768, 2560, 6400}; // (256, 768 and 1024 threads in registers; the long rows' kernel)
+        int E = sizes[variant / 4];
         int wtype = variant % 4 == 2 ? DT_Q8_0 : DT_Q4_K, quant = variant % 4 >= 2, kind = variant & 1;
         size_t xr = cuda_act_row_size(wtype, E);
         float *o1 = dev_copy(d, o, T * E), *x1 = dev_copy(d, x, T * E), *o2 = dev_copy(d, o, T * E), *x2 = dev_copy(d, x, T * E);

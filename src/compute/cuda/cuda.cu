@@ -28,41 +28,55 @@ struct cuda_dev {
     int sms;             // multiprocessors
     int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
+    int prefetch;        // the products' weights asked into L2 before they wait (mv_prefetch; INFER_CUDA_PREFETCH=0: not)
     float *part;         // its partial sums
     size_t part_cap;
     cudaStream_t stream;
     char name[256];
     unsigned char *ring; // pinned staging for cuda_upload_async
     size_t ring_at;
+    int gt_on, gt_pending, gt_n; // INFER_CUDA_GRAPH_TIME (cuda_graph_launch)
+    double gt_ms;
+    cudaEvent_t gt_a, gt_b;
 };
 
 enum { RING_BYTES = 4 << 20, RING_MAX_COPY = 64 << 10 };
 
 static char g_status[256] = "not probed";
 
-// Programmatic dependent launch (Hopper): with INFER_CUDA_PDL=1 each kernel is
-// launched as allowed to begin while the kernel before it in the stream is
-// still running -- its blocks are scheduled early, then wait at PDL_ENTRY for
-// that kernel to finish and its writes to be visible -- which hides the gap
-// between one small kernel and the next (decode is hundreds of them a token).
-// Every kernel starts with PDL_ENTRY, before any early return, so a kernel
-// never ends before the one it depends on (which makes the chain transitive);
-// it then lets the next one be scheduled. Without the attribute the two
-// instructions do nothing.
+// Programmatic dependent launch (Hopper): each kernel of a captured graph
+// (decode steps: hundreds of small kernels a token) is launched as allowed to
+// begin while the kernel before it in the stream is still running -- its
+// blocks are scheduled early, then wait at PDL_ENTRY for that kernel to
+// finish and its writes to be visible -- which hides most of the gap between
+// one small kernel and the next. Every kernel starts with PDL_ENTRY, before
+// any early return, so a kernel never ends before the one it depends on
+// (which makes the chain transitive); it then lets the next one be
+// scheduled. Without the attribute the two instructions do nothing. Kernels
+// launched outside a capture (prompts: large grids, whose waiting blocks
+// would hold SMs the running kernel needs) go without it; INFER_CUDA_PDL=0
+// turns it off, INFER_CUDA_PDL=2 uses it for every launch.
 #define PDL_ENTRY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
 
 static int g_pdl = -1;
-static int pdl_on(void) {
+static int pdl_mode(void) {
     if (g_pdl < 0) {
         const char *e = getenv("INFER_CUDA_PDL");
-        g_pdl = e && *e == '1';
+        g_pdl = e && *e == '0' ? 0 : e && *e == '2' ? 2 : 1;
     }
     return g_pdl;
 }
 
+static int pdl_for(cudaStream_t stream) {
+    int m = pdl_mode();
+    if (m != 1) return m == 2;
+    cudaStreamCaptureStatus st;
+    return cudaStreamIsCapturing(stream, &st) == cudaSuccess && st == cudaStreamCaptureStatusActive;
+}
+
 template <typename... KArgs, typename... Args>
 static void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
-    if (!pdl_on()) {
+    if (!pdl_for(stream)) {
         kernel<<<grid, block, smem, stream>>>(args...);
         return;
     }
@@ -103,7 +117,9 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     if (e != cudaSuccess) { set_status("cudaSetDevice", e); return NULL; }
     cuda_dev *d = (cuda_dev *)calloc(1, sizeof *d);
     if (!d) return NULL;
-    d->ordinal = ordinal;
+    d->ordinal = ordinal, d->gt_on = -1;
+    const char *pf = getenv("INFER_CUDA_PREFETCH");
+    d->prefetch = !(pf && *pf == '0');
     const char *g = getenv("INFER_CUDA_MV_GROUP");
     d->mv_group = g && atoi(g) == 4 ? 4 : 8; // (k_mv's MV_GROUP)
     const char *gk = getenv("INFER_CUDA_GEMM_KERNEL");
@@ -133,6 +149,10 @@ extern "C" HIDDEN void cuda_close(cuda_dev *d) {
     if (!d) return;
     cudaSetDevice(d->ordinal);
     cudaStreamSynchronize(d->stream);
+    if (d->gt_on > 0) {
+        if (d->gt_n) fprintf(stderr, "cuda: %d graph replays, %.2f us of GPU time each\n", d->gt_n, 1000.0 * d->gt_ms / d->gt_n);
+        cudaEventDestroy(d->gt_a), cudaEventDestroy(d->gt_b);
+    }
     cudaStreamDestroy(d->stream);
     cudaFreeHost(d->ring);
     cudaFree(d->part);
@@ -739,9 +759,25 @@ static __device__ void row_part_n(int type, const wrow &m, const uint8_t *xt, si
 // threads, 128 / TPR rows a block, the blocks of matrix i from m[i].blk0 on.
 // glu: the threads of matrix 0 (gate) also take the same row of matrix 1 (up)
 // and write act(gate) * up (k_act's expression) to matrix 0's output.
-enum { MV_THREADS = 128, MV_MAX = 4, MV_GROUP = 8 }; // (MV_GROUP: tokens whose products share the weights' loads)
-struct mv_mat { const uint8_t *w; float *y; int rows, type, blk0, nb; };
-struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml; size_t xrow; };
+enum { MV_THREADS = 128, MV_MAX = 4, MV_GROUP = 8 };
+enum { PF_MAX = 24 << 20 }; // (bytes of weights a product prefetches at most: well inside the H200's 50 MB of L2) // (MV_GROUP: tokens whose products share the weights' loads)
+struct mv_mat { const uint8_t *w; float *y; int rows, type, blk0, nb; size_t bytes; };
+struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml, pf; size_t xrow; };
+
+// The products' weights do not depend on the kernel before them: pf set, a
+// product's blocks ask for all of its matrices' bytes to be brought into L2
+// (128-byte lines, spread over the grid's threads) before they wait for that
+// kernel (PDL_ENTRY), so under programmatic dependent launch the weights come
+// from memory while it runs. A hint only: nothing read changes.
+static __device__ __forceinline__ void mv_prefetch(const mv_desc &d) {
+    if (!d.pf) return;
+    const size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x, G = (size_t)gridDim.x * blockDim.x;
+    if (blockIdx.y) return;
+    for (int i = 0; i < d.n; i++) {
+        const uint8_t *w = d.m[i].w;
+        for (size_t l = g; l < (d.m[i].bytes + 127) / 128; l += G) asm volatile("prefetch.global.L2 [%0];" ::"l"(w + 128 * l));
+    }
+}
 
 static __device__ float act1(float v, int act, int ggml);
 
@@ -763,6 +799,7 @@ static __device__ __forceinline__ float row_sum(float v, float *sh) {
 // (row_part_n); each token's value is the NT = 1 kernel's, bit for bit.
 template <int TPR, int NT>
 static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const uint8_t *xq) {
+    mv_prefetch(d);
     PDL_ENTRY();
     __shared__ float sh[4];
     int mi = 0;
@@ -1012,6 +1049,7 @@ static __device__ __forceinline__ void mmv_add(float (&a)[NN][4], const float (&
 // fewer registers, the more warps an SM keeps).
 template <int TY, int TPR, int NN>
 static __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const mv_desc d, const uint8_t *xq) {
+    mv_prefetch(d);
     PDL_ENTRY();
     enum { TOK = 8 * NN, OUTS = MMV_ROWS * TOK, PER = OUTS / (MMV_WARPS * 32), UP = TPR <= 32 };
     __shared__ float red[MMV_WARPS * OUTS];
@@ -1223,14 +1261,17 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     mv_desc k;
     memset(&k, 0, sizeof k);
     int blocks = 0;
+    size_t pf_bytes = 0;
     for (int i = 0; i < n; i++) {
         if (!xr || cuda_act_row_size(m[i].type, cols) != xr || m[i].rows <= 0) return -1;
         int nb = is_float(m[i].type) ? cols : cols / (is_k(m[i].type) ? QK_K : QK);
-        k.m[i] = (mv_mat){(const uint8_t *)m[i].w, m[i].y, m[i].rows, m[i].type, blocks, nb};
+        k.m[i] = (mv_mat){(const uint8_t *)m[i].w, m[i].y, m[i].rows, m[i].type, blocks, nb, row_bytes(m[i].type, cols) * (size_t)m[i].rows};
+        pf_bytes += k.m[i].bytes;
         if (glu_act < 0 || i == 0) blocks += (m[i].rows + rpb - 1) / rpb;
     }
     if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
+    k.pf = d->prefetch && pf_bytes <= PF_MAX; // (not the output head: more than L2 holds, read in waves)
     const uint8_t *xb = (const uint8_t *)xq;
     int mmv = T > 1 && d->mmv, same = 1;
     for (int i = 0; i < n && mmv; i++) mmv = mmv_type(m[i].type), same &= m[i].type == m[0].type;
@@ -1341,6 +1382,22 @@ static __device__ float block_max(float v, float *sh) {
     return sh[0];
 }
 
+// The threads of a row's block in the norms (k_norm, k_chain, k_chain_reg:
+// the same count for a row of n in each, so their sums are added in the
+// same order and the fused kernels give the plain ones' bits): 256 up to n =
+// 512 (k_qkv's per-head norm takes 256 too), then a thread per element up
+// to 1024. A decode step's norm is one block: its loads, sums and
+// quantization run in fewer serial steps a thread with more threads.
+// INFER_CUDA_NORM_WIDE=0: 256 for every n (the earlier kernels' sums).
+static int g_norm_wide = -1;
+static int norm_threads(int n) {
+    if (g_norm_wide < 0) {
+        const char *e = getenv("INFER_CUDA_NORM_WIDE");
+        g_norm_wide = !(e && *e == '0');
+    }
+    return !g_norm_wide || n <= 512 ? 256 : n >= 1024 ? 1024 : (n + 31) / 32 * 32;
+}
+
 // kind: 0 rms, 1 rms with (1 + w), 2 layer norm (backend.h's enum norm_op)
 static __global__ void k_norm(float *out, const float *x, const float *w, const float *b, int n, float eps, int kind) {
     PDL_ENTRY();
@@ -1366,7 +1423,7 @@ static __global__ void k_norm(float *out, const float *x, const float *w, const 
 }
 extern "C" HIDDEN int cuda_norm(cuda_dev *d, float *out, const float *x, const float *w, const float *b, int rows, int n, float eps, int kind) {
     if (rows <= 0) return 0;
-    launch(k_norm, rows, 256, 0, d->stream, out, x, w, b, n, eps, kind);
+    launch(k_norm, rows, norm_threads(n), 0, d->stream, out, x, w, b, n, eps, kind);
     return launched("norm");
 }
 
@@ -1880,8 +1937,23 @@ extern "C" HIDDEN int cuda_graph_end(cuda_dev *d, void **exec) {
     return 0;
 }
 
+// INFER_CUDA_GRAPH_TIME=1: each replay's GPU time (events around it, read at
+// the next replay), printed when the device closes -- a decode step's kernels
+// alone, against the step's wall time (bench: the host's share of a token).
 extern "C" HIDDEN int cuda_graph_launch(cuda_dev *d, void *exec) {
+    if (d->gt_on < 0) {
+        const char *e = getenv("INFER_CUDA_GRAPH_TIME");
+        d->gt_on = e && *e == '1' && cudaEventCreate(&d->gt_a) == cudaSuccess && cudaEventCreate(&d->gt_b) == cudaSuccess;
+    }
+    if (d->gt_on && d->gt_pending) {
+        float ms = 0;
+        if (cudaEventSynchronize(d->gt_b) == cudaSuccess && cudaEventElapsedTime(&ms, d->gt_a, d->gt_b) == cudaSuccess)
+            d->gt_ms += ms, d->gt_n++;
+        d->gt_pending = 0;
+    }
+    if (d->gt_on) cudaEventRecord(d->gt_a, d->stream);
     cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, d->stream);
+    if (d->gt_on && e == cudaSuccess) cudaEventRecord(d->gt_b, d->stream), d->gt_pending = 1;
     return e == cudaSuccess ? 0 : set_status("graph launch", e);
 }
 
@@ -1923,24 +1995,26 @@ static __device__ void norm_quant_row(const float *x, const float *w, float r, i
 // operations into these; each gives the floats and bytes of the kernels above
 // run one after the other: the same threads, sums and expressions)
 
-// One block of 256 per row: [o = norm_a(o)] [x += o * s] [xn = norm_b(x)
-// [quantized into xq]], the stages present as flagged.
-// k_chain with the row in registers (n <= CHAIN_REG x 256): thread t holds
-// elements t + 256 k, the elements the loops above give it, so every sum
-// and value is theirs; a q8_0 block is one warp's (block b: warp b % 8 at
-// k = b / 8), a q8_K super-block goes through shared memory.
-enum { CHAIN_REG = 24 };
-static __global__ void __launch_bounds__(256) k_chain_reg(cuda_chain c, size_t xr) {
+// One block of norm_threads(n) per row: [o = norm_a(o)] [x += o * s] [xn =
+// norm_b(x) [quantized into xq]], the stages present as flagged.
+// k_chain with the row in registers (n <= R x the block's threads): thread t
+// holds elements t + NT k (NT the block's threads), the elements the loops
+// of k_chain give it, so every sum and value is theirs; a q8_0 block is one
+// warp's (block b: warp b % (NT / 32) at k = b / (NT / 32)), a q8_K
+// super-block goes through shared memory.
+enum { CHAIN_REG = 6 };
+template <int R>
+static __global__ void __launch_bounds__(1024) k_chain_reg(cuda_chain c, size_t xr) {
     PDL_ENTRY();
     __shared__ float sh[32];
     extern __shared__ float row[]; // (q8_K: the normalized row)
-    const int n = c.n, t = threadIdx.x;
+    const int n = c.n, t = threadIdx.x, NT = blockDim.x;
     float *o = c.o ? c.o + (size_t)blockIdx.x * n : NULL, *x = c.x ? c.x + (size_t)blockIdx.x * n : NULL;
-    float ov[CHAIN_REG], xv[CHAIN_REG], sa[CHAIN_REG], sb[CHAIN_REG];
+    float ov[R], xv[R], sa[R], sb[R];
     // every load first (one wait), then the stages
 #pragma unroll
-    for (int k = 0; k < CHAIN_REG; k++) {
-        int i = t + 256 * k;
+    for (int k = 0; k < R; k++) {
+        int i = t + NT * k;
         bool in = i < n;
         ov[k] = in && (c.norm_a || c.residual) ? o[i] : 0.0f;
         xv[k] = in && (c.residual || c.norm_b) ? x[i] : 0.0f;
@@ -1950,42 +2024,42 @@ static __global__ void __launch_bounds__(256) k_chain_reg(cuda_chain c, size_t x
     if (c.norm_a) {
         float s = 0;
 #pragma unroll
-        for (int k = 0; k < CHAIN_REG; k++)
-            if (t + 256 * k < n) s += ov[k] * ov[k];
+        for (int k = 0; k < R; k++)
+            if (t + NT * k < n) s += ov[k] * ov[k];
         float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_a);
 #pragma unroll
-        for (int k = 0; k < CHAIN_REG; k++)
-            if (t + 256 * k < n) o[t + 256 * k] = ov[k] = ov[k] * r * sa[k];
+        for (int k = 0; k < R; k++)
+            if (t + NT * k < n) o[t + NT * k] = ov[k] = ov[k] * r * sa[k];
     }
     if (c.residual) {
 #pragma unroll
-        for (int k = 0; k < CHAIN_REG; k++)
-            if (t + 256 * k < n) x[t + 256 * k] = xv[k] = __fmaf_rn(ov[k], c.s, xv[k]);
+        for (int k = 0; k < R; k++)
+            if (t + NT * k < n) x[t + NT * k] = xv[k] = __fmaf_rn(ov[k], c.s, xv[k]);
     }
     if (!c.norm_b) return;
     float s = 0;
 #pragma unroll
-    for (int k = 0; k < CHAIN_REG; k++)
-        if (t + 256 * k < n) s += xv[k] * xv[k];
+    for (int k = 0; k < R; k++)
+        if (t + NT * k < n) s += xv[k] * xv[k];
     float r = 1.0f / sqrtf(block_sum(s, sh) / (float)n + c.eps_b);
     float *xn = c.xn + (size_t)blockIdx.x * n;
     uint8_t *yr = c.xq + xr * blockIdx.x;
-    const int lane = t % 32, wp = t / 32;
+    const int lane = t % 32, wp = t / 32, nw = NT / 32;
 #pragma unroll
-    for (int k = 0; k < CHAIN_REG; k++) {
-        int i = t + 256 * k;
+    for (int k = 0; k < R; k++) {
+        int i = t + NT * k;
         if (i >= n) break;
         float v = xv[k] * r * sb[k];
         xn[i] = v;
-        if (c.quant == 0) { // block 8k + wp: whole in this warp (n is a multiple of 32)
-            warp_q8_0(v, lane, yr, n / QK, 8 * k + wp);
+        if (c.quant == 0) { // block nw k + wp: whole in this warp (n is a multiple of 32)
+            warp_q8_0(v, lane, yr, n / QK, nw * k + wp);
         } else if (c.quant == 1) {
             row[i] = v;
         }
     }
     if (c.quant != 1) return;
     __syncthreads();
-    for (int b = wp; b < n / QK_K; b += 8) {
+    for (int b = wp; b < n / QK_K; b += nw) {
         float v[8];
         for (int k = 0; k < 8; k++) v[k] = row[QK_K * b + 8 * lane + k];
         warp_q8_K(v, lane, yr, n / QK_K, b);
@@ -2026,8 +2100,13 @@ extern "C" HIDDEN int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows,
         k.quant = is_k(wtype);
     }
     size_t xr = c->xq ? cuda_act_row_size(wtype, c->n) : 0;
-    if (c->n <= CHAIN_REG * 256) launch(k_chain_reg, rows, 256, k.quant == 1 ? sizeof(float) * c->n : 0, d->stream, k, xr);
-    else launch(k_chain, rows, 256, 0, d->stream, k, xr);
+    int nt = norm_threads(c->n), per = (c->n + nt - 1) / nt;
+    size_t sm = k.quant == 1 ? sizeof(float) * c->n : 0;
+    if (per <= 1) launch(k_chain_reg<1>, rows, nt, sm, d->stream, k, xr);
+    else if (per <= 2) launch(k_chain_reg<2>, rows, nt, sm, d->stream, k, xr);
+    else if (per <= 3) launch(k_chain_reg<3>, rows, nt, sm, d->stream, k, xr);
+    else if (per <= CHAIN_REG) launch(k_chain_reg<CHAIN_REG>, rows, nt, sm, d->stream, k, xr);
+    else launch(k_chain, rows, nt, 0, d->stream, k, xr);
     return launched("norm chain");
 }
 
