@@ -84,7 +84,8 @@ if [ "${PARITY:-1}" = 1 ]; then
         INFER_CUDA_MV_GROUP=4 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(groups of 4 tokens) /' | tee -a "$OUT/gpu.txt"
         INFER_CUDA_GEMM_KERNEL=1 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(the first tensor-core kernel) /' | tee -a "$OUT/gpu.txt"
     fi
-    INFER_CUDA_NORM_WIDE=0 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(INFER_CUDA_NORM_WIDE=0) /' | tee -a "$OUT/gpu.txt"
+    [ "${EXTRA:-1}" = 1 ] && INFER_CUDA_NORM_WIDE=0 ./build/tests/test_cuda 2>&1 | tail -1 | sed 's/^/(INFER_CUDA_NORM_WIDE=0) /' | tee -a "$OUT/gpu.txt"
+    grep -E "cuBLAS|k_gemm2" "$OUT/test_cuda.txt" | tee -a "$OUT/gpu.txt"
     log "parity: batched decode on the GPU against each sequence alone (test_batch)"
     [ -d device-carry/fixtures ] && ./build/tests/test_batch fixtures >"$OUT/test_batch.txt" 2>&1
     grep -E "cuda|checks|differ" "$OUT/test_batch.txt" | tail -20 | tee -a "$OUT/gpu.txt"
@@ -147,6 +148,7 @@ for st in ${SHAPES:-}; do
 done
 if [ "${PARITY:-1}" = 1 ]; then # batched decode of the quantized shapes: every sequence bit for bit as alone (k_mmv)
     for f in $M $FILES; do
+        case $f in *-f16.gguf|*-bf16.gguf) continue;; esac # (the quantized files: k_mmv's rows)
         log "parity: test_batch $(basename $f)"
         ./build/tests/test_batch $f 2>&1 | grep -E "checks|FAIL|differs" | head -5 | tee -a "$OUT/gpu.txt"
     done
@@ -174,6 +176,12 @@ if [ "${GT:-1}" = 1 ]; then
         INFER_CUDA_GRAPH_TIME=1 ./build/infer bench -m $f --device cuda -r 3 -p 0 -n 128 2>&1 | grep -E "tg128|graph replays" | tee -a "$OUT/gpu.txt"
     done
 fi
+# PP_OFF="ENV=VALUE ...": the prompts again with each setting (e.g. INFER_CUDA_CUBLAS=0)
+for v in ${PP_OFF:-}; do
+    for f in $M $FILES; do
+        echo "$(basename $f) $v: $(env $v ./build/infer bench -m $f --device cuda -r 3 -p 512 -n 0 2>>"$OUT/log.txt" | grep pp512 | awk -F'|' '{print $(NF-1)}')" | tee -a "$OUT/gpu.txt"
+    done
+done
 # ABLATE=1: one-sequence decode with each of the decode step's latency measures turned off in turn
 if [ "${ABLATE:-0}" = 1 ]; then
     for f in $M $FILES; do

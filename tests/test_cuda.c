@@ -457,6 +457,10 @@ int main(void) {
     for (int k = 0; k < 8; k++) check_gemm(d, gt[k], 100, 512, 16), check_gemm(d, gt[k], 130, 768, 70);
     // blocks of 128 rows (a large product), and columns k_gemm2 does not take (96: k_gemm)
     check_gemm(d, DT_Q4_K, 20000, 256, 130), check_gemm(d, DT_F16, 20000, 256, 130), check_gemm(d, DT_Q8_0, 70, 96, 20);
+    // large prompts: cuBLAS where it loads (f16 / bf16 from 64 tokens, the quantized types dequantized from 256)
+    printf("gemm of 8192 x 256, 260 tokens: %s\n", cuda_gemm_blas(d, DT_Q4_K, 8192, 256, 260) ? "cuBLAS" : "k_gemm2 (no cuBLAS)");
+    check_gemm(d, DT_Q4_K, 8192, 256, 260), check_gemm(d, DT_Q6_K, 8192, 256, 260), check_gemm(d, DT_Q8_0, 4096, 512, 300);
+    check_gemm(d, DT_BF16, 8192, 256, 70), check_gemm(d, DT_F16, 4096, 512, 65);
     CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
     check_fused(d);

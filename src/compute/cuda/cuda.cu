@@ -14,6 +14,9 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 #include <cuda_runtime.h>
+#include <cublas_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,10 @@ struct cuda_dev {
     char name[256];
     unsigned char *ring; // pinned staging for cuda_upload_async
     size_t ring_at;
+    cublasHandle_t blas; // cuBLAS (cuda_gemm's large prompts: blas_gemm), made on first use
+    int blas_state;      // 0 not tried, 1 made, -1 none
+    void *gx, *gw;       // blas_gemm's scratch: the activations' parts, a matrix's weights in f16
+    size_t gx_cap, gw_cap;
     int gt_on, gt_pending, gt_n; // INFER_CUDA_GRAPH_TIME (cuda_graph_launch)
     double gt_ms;
     cudaEvent_t gt_a, gt_b;
@@ -43,6 +50,36 @@ struct cuda_dev {
 enum { RING_BYTES = 4 << 20, RING_MAX_COPY = 64 << 10 };
 
 static char g_status[256] = "not probed";
+
+// cuBLAS, loaded when first wanted (dlopen: a build with CUDA needs no CUDA
+// library to run, and runs on without cuBLAS where it is missing)
+typedef cublasStatus_t (*blas_create_fn)(cublasHandle_t *);
+typedef cublasStatus_t (*blas_destroy_fn)(cublasHandle_t);
+typedef cublasStatus_t (*blas_stream_fn)(cublasHandle_t, cudaStream_t);
+typedef cublasStatus_t (*blas_gemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *,
+                                       cudaDataType, int, const void *, cudaDataType, int, const void *, void *, cudaDataType, int,
+                                       cublasComputeType_t, cublasGemmAlgo_t);
+static struct {
+    void *lib;
+    blas_create_fn create;
+    blas_destroy_fn destroy;
+    blas_stream_fn stream;
+    blas_gemm_fn gemm;
+} g_blas;
+static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
+static void blas_load(void) {
+    const char *e = getenv("INFER_CUDA_CUBLAS");
+    if (e && *e == '0') return;
+    static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13",
+                                  "/usr/local/cuda/lib64/libcublas.so"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !g_blas.lib; i++) g_blas.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!g_blas.lib) return;
+    g_blas.create = (blas_create_fn)dlsym(g_blas.lib, "cublasCreate_v2");
+    g_blas.destroy = (blas_destroy_fn)dlsym(g_blas.lib, "cublasDestroy_v2");
+    g_blas.stream = (blas_stream_fn)dlsym(g_blas.lib, "cublasSetStream_v2");
+    g_blas.gemm = (blas_gemm_fn)dlsym(g_blas.lib, "cublasGemmEx");
+    if (!g_blas.create || !g_blas.destroy || !g_blas.stream || !g_blas.gemm) g_blas.gemm = NULL;
+}
 
 // Programmatic dependent launch (Hopper): each kernel of a captured graph
 // (decode steps: hundreds of small kernels a token) is launched as allowed to
@@ -149,6 +186,8 @@ extern "C" HIDDEN void cuda_close(cuda_dev *d) {
     if (!d) return;
     cudaSetDevice(d->ordinal);
     cudaStreamSynchronize(d->stream);
+    if (d->blas_state > 0) g_blas.destroy(d->blas);
+    cudaFree(d->gx), cudaFree(d->gw);
     if (d->gt_on > 0) {
         if (d->gt_n) fprintf(stderr, "cuda: %d graph replays, %.2f us of GPU time each\n", d->gt_n, 1000.0 * d->gt_ms / d->gt_n);
         cudaEventDestroy(d->gt_a), cudaEventDestroy(d->gt_b);
@@ -2429,8 +2468,105 @@ extern "C" HIDDEN int cuda_gemm_ok(int wtype, int cols, int T) {
     return T >= CUDA_GEMM_MIN_T && gemm_type(wtype) && cols > 0 && cols % (is_k(wtype) ? QK_K : QK) == 0;
 }
 
+// ---------------------------------------------------------------------------
+// Large prompts through cuBLAS (cublasGemmEx, f32 sums on the tensor cores),
+// with k_gemm2's arithmetic: f16 / bf16 weights as they are and the
+// activations in two parts (hi + lo, the small part first, as warp_mma);
+// quantized weights dequantized to f16 (deq: the CPU's values, rounded) into
+// a scratch matrix, the activations rounded to f16. The same product for the
+// same rows whatever else the pass holds (a sequence's rows as alone).
+
+// x (n floats) as NS parts of gel<TY>'s element type: part p at out + p n
+template <int TY, int NS>
+static __global__ void k_xparts(const float *x, size_t n, typename gel<TY>::E *out) {
+    PDL_ENTRY();
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    typename gel<TY>::E hi = gel<TY>::cv(v);
+    out[i] = hi;
+    if (NS == 2) out[n + i] = gel<TY>::cv(v - gel<TY>::back(hi));
+}
+
+// the weights of type TY (rows x cols) in f16: a thread per 16
+template <int TY>
+static __global__ void k_deq_f16(const uint8_t *w, int rows, int cols, int nb, __half *out) {
+    PDL_ENTRY();
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, per = (size_t)cols / 16;
+    if (i >= (size_t)rows * per) return;
+    int r = (int)(i / per), c = (int)(i % per);
+    const wrow m = {w, rows, r, nb};
+    float v[16];
+    deq<TY>::get(m, c / 2, c % 2, v);
+    __half *o = out + (size_t)r * cols + 16 * c;
+    for (int k = 0; k < 16; k++) o[k] = __float2half_rn(v[k]);
+}
+
+static int grow(void **p, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return 0;
+    cudaFree(*p);
+    *p = NULL, *cap = 0;
+    if (cudaMalloc(p, bytes) != cudaSuccess) return (void)cudaGetLastError(), -1;
+    *cap = bytes;
+    return 0;
+}
+
+// 1 when cuBLAS takes this product: f16 / bf16 weights from 64 tokens, the
+// quantized types from 256 (their dequantized copy then costs less than the
+// product gains), matrices of 2M weights and more (smaller ones: k_gemm2)
+static int blas_wants(cuda_dev *d, int wtype, int rows, int cols, int T) {
+    if (d->blas_state < 0 || (long)rows * cols < (1L << 21)) return 0;
+    if (T < (is_float(wtype) ? 64 : 256) || cols % 16) return 0;
+    cudaStreamCaptureStatus st;
+    if (cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone) return 0; // (no allocation in a graph)
+    if (d->blas_state == 0) {
+        pthread_once(&g_blas_once, blas_load);
+        d->blas_state = g_blas.gemm && g_blas.create(&d->blas) == CUBLAS_STATUS_SUCCESS ? 1 : -1;
+        if (d->blas_state > 0 && g_blas.stream(d->blas, d->stream) != CUBLAS_STATUS_SUCCESS) g_blas.destroy(d->blas), d->blas_state = -1;
+    }
+    return d->blas_state > 0;
+}
+
+static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
+    const int fl = is_float(wtype), ns = fl ? 2 : 1;
+    const size_t n = (size_t)T * cols;
+    if (grow(&d->gx, &d->gx_cap, 2 * ns * n)) return -1;
+    const void *wm = w;
+    cudaDataType et = wtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    if (wtype == DT_BF16) launch(k_xparts<DT_BF16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__nv_bfloat16 *)d->gx);
+    else if (fl) launch(k_xparts<DT_F16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
+    else launch(k_xparts<DT_F16, 1>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
+    if (!fl) {
+        if (grow(&d->gw, &d->gw_cap, 2 * (size_t)rows * cols)) return -1;
+        size_t units = (size_t)rows * (cols / 16);
+        switch (wtype) {
+#define D(t) case t: launch(k_deq_f16<t>, grid_for(units, 256), 256, 0, d->stream, w, rows, cols, nb, (__half *)d->gw); break;
+        D(DT_Q8_0) D(DT_Q4_0) D(DT_Q5_0) D(DT_Q4_K) D(DT_Q5_K) D(DT_Q6_K)
+#undef D
+        default: return -1;
+        }
+        wm = d->gw;
+    }
+    if (launched("gemm operands")) return -1;
+    const float one = 1.0f, zero = 0.0f;
+    for (int p = ns - 1; p >= 0; p--) { // (the small part first)
+        const void *xp = (const uint8_t *)d->gx + 2 * (size_t)p * n;
+        // column-major: Y^T (rows x T) = (W, cols x rows)^T (X^T, cols x T)
+        if (g_blas.gemm(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, T, cols, &one, wm, et, cols, xp, et, cols, p == ns - 1 ? &zero : &one, y,
+                        CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+            return set_status("cublasGemmEx", cudaErrorUnknown);
+    }
+    return 0;
+}
+
+extern "C" HIDDEN int cuda_gemm_blas(cuda_dev *d, int wtype, int rows, int cols, int T) {
+    return cuda_gemm_ok(wtype, cols, T) && blas_wants(d, wtype, rows, cols, T);
+}
+
 extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
     if (!cuda_gemm_ok(wtype, cols, T) || rows <= 0) return -1;
+    if (blas_wants(d, wtype, rows, cols, T))
+        return blas_gemm(d, wtype, (const uint8_t *)w, rows, cols, is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK), x, T, y);
     int nb = is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK);
     const uint8_t *wb = (const uint8_t *)w;
     if (d->gemm_kernel == 2 && cols % G2K == 0) {

@@ -80,6 +80,11 @@ int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const voi
 enum { CUDA_GEMM_MIN_T = 16 };
 int cuda_gemm_ok(int wtype, int cols, int T);
 int cuda_gemm(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, const float *d_x, int T, float *d_y);
+// 1 when cuda_gemm gives this product to cuBLAS (loaded at run time when
+// present; INFER_CUDA_CUBLAS=0: never): f16 / bf16 weights from 64 tokens,
+// the quantized types (dequantized to f16 first) from 256, matrices of 2M
+// weights and more; the same arithmetic as the tensor-core kernel's.
+int cuda_gemm_blas(cuda_dev *d, int wtype, int rows, int cols, int T);
 
 // The layer operations' kernels (the CUDA backend, backend_cuda.c, calls
 // them; every pointer is device memory except where named host_). Each
