@@ -253,7 +253,10 @@ void act_quant_q8_0(const float *x, void *vy, int n) {
         float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
         uint16_t h = f32_to_f16(d);
         memcpy(y[i].d, &h, 2);
-        for (int j = 0; j < QK; j++) y[i].qs[j] = (int8_t)nearbyintf(x[j] * id); // round half to even
+        for (int j = 0; j < QK; j++) { // round half to even; NaN as the x86 path stores it (-128), not a cast out of range
+            float v = nearbyintf(x[j] * id);
+            y[i].qs[j] = (int8_t)(v >= 127.f ? 127 : v >= -128.f ? (int)v : -128);
+        }
     }
 }
 

@@ -190,6 +190,10 @@ AVX2 static inline __attribute__((unused)) __m256i quant_block(const float *x, u
     __m256i q[4];
     for (int k = 0; k < 4; k++)
         q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // a non-finite activation converts to INT_MIN: clamp to the int8 range
+    // the packed bytes saturate to, so the sum stays the sum of the stored
+    // values (bounded by 32 * 128; finite inputs are within +-127 already)
+    for (int k = 0; k < 4; k++) q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], _mm256_set1_epi32(127)), _mm256_set1_epi32(-128));
     if (sum) {
         __m256i t = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
         __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
