@@ -91,6 +91,19 @@ INFER_API infer_status infer_ctx_set_gpu_layers(infer_ctx *ctx, int n);
 // 1 when the context's layers run on two backends (infer_ctx_set_gpu_layers,
 // pipelined layers): batched passes (infer_batch_eval) refuse it.
 INFER_API int infer_ctx_split(const infer_ctx *ctx);
+// How the KV cache stores keys (k) and values (v), as llama.cpp's -ctk/-ctv:
+// "f32", "f16" or "q8_0" (blocks of 32 along each head; heads whose size is a
+// multiple of 32); NULL or "" for the default: f16 where the model has
+// llama.cpp's numerics (a GGUF: K and V are rounded to f16 before they are
+// stored, so f16 holds them exactly and halves the cache), f32 for
+// safetensors models (exact against transformers) and on a GPU. Set it
+// before the first evaluation (INFER_ERR_ARG after); INFER_ERR_UNSUPPORTED
+// for a type the context's backend does not keep (the CUDA backend's cache
+// is f32). infer_ctx_kv_type names the type in use (v: 0 keys, 1 values);
+// infer_ctx_kv_bytes_per_pos the cache's bytes per position, all layers.
+INFER_API infer_status infer_ctx_set_kv_type(infer_ctx *ctx, const char *k, const char *v);
+INFER_API const char *infer_ctx_kv_type(const infer_ctx *ctx, int v);
+INFER_API size_t infer_ctx_kv_bytes_per_pos(const infer_ctx *ctx);
 // The GPUs this build and machine can use (0: none), and a line saying which
 // or why none ("NVIDIA H200", "built without CUDA ...", "no CUDA device: ...").
 INFER_API int infer_gpu_count(void);

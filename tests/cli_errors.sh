@@ -68,6 +68,11 @@ expect_error "-ngl below -1" "-ngl" "$bin" logits -m "$m" --ids 1 --out "$tmp/x"
 expect_error "-ngl without a value" "needs a value" "$bin" bench -m "$m" -ngl
 expect_error "--greedy without --batch" "applies to --batch" "$bin" bench -m "$m" --greedy
 expect_error "-ngl where it means nothing" "unknown option" "$bin" tokenize -m "$m" -ngl 3 -p hi
+# -ctk / -ctv: the KV cache's types by name
+expect_error "-ctk unknown type" "\"q4_0\" for K" "$bin" run -m "$m" --ids 1 -n 1 -ctk q4_0
+expect_error "-ctv unknown type" "\"bf16\" for V" "$bin" logits -m "$m" --ids 1 --out "$tmp/x" --cache-type-v bf16
+expect_error "-ctk q8_0 with heads of 16" "blocks of 32" "$bin" bench -m "$m" -p 4 -n 4 -r 1 -ctk q8_0
+expect_error "-ctv without a value" "needs a value" "$bin" info -m "$m" -ctv
 
 # -h and --help: every subcommand prints its usage to stdout and exits 0
 for cmd in info logits run chat serve bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk; do

@@ -332,29 +332,57 @@ int main(void) {
         CHECK(e <= 1e-10, "vec_axpy n=%d: error %g", n, e);
     }
     // attention kernels against their oracles, for group sizes 1..6 and
-    // lengths around the 4-row and 16-float steps
-    for (int group = 1; group <= 6; group++)
-        for (int hd = 16; hd <= 272; hd += 128)
-            for (int n = 1; n <= 23; n += 5) {
-                size_t ks = (size_t)hd * 3, ss = 29;
-                float *q = malloc(sizeof(float) * group * hd), *k = malloc(sizeof(float) * ks * n);
-                float *s1 = calloc(group * ss, sizeof(float)), *s2 = calloc(group * ss, sizeof(float));
-                float *o1 = malloc(sizeof(float) * group * hd), *o2 = malloc(sizeof(float) * group * hd);
-                for (int i = 0; i < group * hd; i++) q[i] = frand();
-                for (size_t i = 0; i < ks * n; i++) k[i] = frand();
-                attn_scores_ref(q, group, hd, k, ks, n, 0.3f, s1, ss);
-                attn_scores(q, group, hd, k, ks, n, 0.3f, s2, ss);
-                double e = 0, m = 0;
-                for (size_t i = 0; i < group * ss; i++) e += (s1[i] - s2[i]) * (s1[i] - s2[i]), m += s1[i] * s1[i];
-                CHECK(e <= 1e-10 * (m + 1), "attn_scores group=%d hd=%d n=%d: error %g", group, hd, n, e);
-                for (int i = 0; i < group * hd; i++) o1[i] = o2[i] = frand();
-                attn_mix_ref(s1, ss, group, n, k + 5, ks, hd, o1);
-                attn_mix(s1, ss, group, n, k + 5, ks, hd, o2);
-                e = 0, m = 0;
-                for (int i = 0; i < group * hd; i++) e += (o1[i] - o2[i]) * (o1[i] - o2[i]), m += o1[i] * o1[i];
-                CHECK(e <= 1e-10 * (m + 1), "attn_mix group=%d hd=%d n=%d: error %g", group, hd, n, e);
-                free(q), free(k), free(s1), free(s2), free(o1), free(o2);
-            }
+    // lengths around the 4-row and 16-float steps, over caches of each type;
+    // an f16 or q8_0 cache gives the f32 kernels' floats of its decoded values
+    // bit for bit (the SIMD kernels convert exactly, then compute the same)
+    for (int kt = 0; kt < KV_TYPES; kt++)
+        for (int group = 1; group <= 6; group++)
+            for (int hd = 32; hd <= 288; hd += 128)
+                for (int n = 1; n <= 23; n += 5) {
+                    size_t ks = (size_t)hd * 3, ss = 29, kb = kv_bytes(kt, ks);
+                    float *q = malloc(sizeof(float) * group * hd), *k = malloc(sizeof(float) * ks * n);
+                    float *kd = malloc(sizeof(float) * ks * n); // the cache's values decoded
+                    unsigned char *kc = malloc(kb * n);
+                    float *s1 = calloc(group * ss, sizeof(float)), *s2 = calloc(group * ss, sizeof(float));
+                    float *s3 = calloc(group * ss, sizeof(float));
+                    float *o1 = malloc(sizeof(float) * group * hd), *o2 = malloc(sizeof(float) * group * hd);
+                    float *o3 = malloc(sizeof(float) * group * hd);
+                    for (int i = 0; i < group * hd; i++) q[i] = frand();
+                    for (size_t i = 0; i < ks * n; i++) k[i] = frand();
+                    int32_t pos[23];
+                    void *rows[23];
+                    for (int p = 0; p < n; p++) pos[p] = p, rows[p] = kc;
+                    host_kv_store(NULL, rows, kt, pos, k, n, (int)ks);
+                    for (int p = 0; p < n; p++)
+                        for (size_t i = 0; i < ks; i++) kd[p * ks + i] = kv_at(kc + kb * p, kt, (int)i);
+                    const char *tn = kv_type_name(kt);
+                    attn_scores_ref(q, group, hd, kc, kt, kb, n, 0.3f, s1, ss);
+                    attn_scores(q, group, hd, kc, kt, kb, n, 0.3f, s2, ss);
+                    attn_scores(q, group, hd, kd, KV_F32, sizeof(float) * ks, n, 0.3f, s3, ss);
+                    double e = 0, m = 0;
+                    for (size_t i = 0; i < group * ss; i++) e += (s1[i] - s2[i]) * (s1[i] - s2[i]), m += s1[i] * s1[i];
+                    CHECK(e <= 1e-10 * (m + 1), "attn_scores %s group=%d hd=%d n=%d: error %g", tn, group, hd, n, e);
+                    CHECK(!memcmp(s2, s3, sizeof(float) * group * ss), "attn_scores %s group=%d hd=%d n=%d: not the f32 kernel's floats",
+                          tn, group, hd, n);
+                    for (int i = 0; i < group * hd; i++) o1[i] = o2[i] = o3[i] = frand();
+                    // (values from a row offset by 32: a q8_0 block)
+                    attn_mix_ref(s1, ss, group, n, kc + kv_bytes(kt, 32), kt, kb, hd, o1);
+                    attn_mix(s1, ss, group, n, kc + kv_bytes(kt, 32), kt, kb, hd, o2);
+                    attn_mix(s1, ss, group, n, kd + 32, KV_F32, sizeof(float) * ks, hd, o3);
+                    e = 0, m = 0;
+                    for (int i = 0; i < group * hd; i++) e += (o1[i] - o2[i]) * (o1[i] - o2[i]), m += o1[i] * o1[i];
+                    CHECK(e <= 1e-10 * (m + 1), "attn_mix %s group=%d hd=%d n=%d: error %g", tn, group, hd, n, e);
+                    CHECK(!memcmp(o2, o3, sizeof(float) * group * hd), "attn_mix %s group=%d hd=%d n=%d: not the f32 kernel's floats",
+                          tn, group, hd, n);
+                    // the stored values: f16 the rounded ones, q8_0 within half a step of the block's scale
+                    double worst = 0;
+                    for (size_t i = 0; i < ks * n; i++) {
+                        double d = fabs(kd[i] - k[i]), tol = kt == KV_F16 ? fabs(k[i]) / 2048 : kt == KV_Q8_0 ? 1.0 / 254 + 1.0 / 2000 : 0; // (half a step; the f16 scale)
+                        if (d > tol && d - tol > worst) worst = d - tol;
+                    }
+                    CHECK(worst == 0, "kv_store %s: a value %g beyond its rounding", tn, worst);
+                    free(q), free(k), free(kd), free(kc), free(s1), free(s2), free(s3), free(o1), free(o2), free(o3);
+                }
     // y += a * row decoded, for the types a vindex's FFN can have
     {
         int types[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_K, DT_Q6_K};

@@ -18,6 +18,21 @@
 
 enum { GRAPH_BEGIN, GRAPH_END, GRAPH_LAUNCH };
 
+// How a KV cache holds its rows (layer l's K or V: a row of KV * hd values
+// per position): f32; f16 (ggml's default: exact for models with ggml
+// numerics, whose K and V are rounded to f16 before they are stored); q8_0
+// (llama.cpp's -ctk/-ctv q8_0: blocks of 32 values along each head, so hd is
+// a multiple of 32).
+enum kv_type { KV_F32, KV_F16, KV_Q8_0, KV_TYPES };
+
+// Bytes of n values of a cache row (n a multiple of 32 for q8_0).
+static inline size_t kv_bytes(int type, size_t n) {
+    return type == KV_F16 ? 2 * n : type == KV_Q8_0 ? n / 32 * 34 : 4 * n;
+}
+
+// "f32", "f16", "q8_0" (llama.cpp's names)
+const char *kv_type_name(int type);
+
 enum norm_op {
     NORM_OP_RMS,          // x / rms(x) * w
     NORM_OP_RMS_PLUS_ONE, // x / rms(x) * (1 + w) (Gemma 2/3)
@@ -33,7 +48,8 @@ typedef struct {
     float *out;              // T rows of H * hd
     int T, H, KV, hd, window;
     const int *pos;
-    const float *const *k, *const *v;     // per row: its sequence's cache of this layer
+    const void *const *k, *const *v;      // per row: its sequence's cache of this layer
+    int kt, vt;                           // their types (enum kv_type)
     const int *blk0, *blk_n; int n_blk;   // blocks: first row and row count
     float scale;             // multiplies q.k
     float softcap;           // 0: none
@@ -54,7 +70,8 @@ typedef struct {
     float eps;
     const rope_table *rope;
     const int *pos;
-    float *const *k_cache, *const *v_cache;
+    void *const *k_cache, *const *v_cache;
+    int kt, vt;              // the caches' types (enum kv_type)
 } qkv_desc;
 
 typedef struct backend backend;
@@ -114,8 +131,9 @@ typedef struct {
     // gpt-oss's expert activation over n: out[i] = (clamp(up, -7, 7) + 1) *
     // min(gate, 7) * sigmoid(1.702 min(gate, 7)), gate[i * gs], up[i * us]
     void (*glu_oss)(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
-    // K or V rows into the caches: row t (n floats of src) to cache[t] + pos[t] * n
-    void (*kv_store)(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
+    // K or V rows into the caches: row t (n floats of src) to row pos[t] of
+    // cache[t], as type (enum kv_type) holds it
+    void (*kv_store)(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n);
     // A pass over T rows at positions pos begins (a device backend takes the
     // positions up once for all the layers); run[t] is 1 where a sequence's
     // rows begin (a batch's pass holds runs of several sequences, and a run's
@@ -164,7 +182,7 @@ void host_mul(backend *b, float *x, size_t x_stride, const float *y, size_t y_st
 void host_softcap(backend *b, float *x, size_t n, float cap);
 void host_download(backend *b, float *host, const float *src, size_t n);
 void host_upload(backend *b, float *dst, const float *host, size_t n);
-void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n);
+void host_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n);
 void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n);
 void host_argmax(backend *b, int32_t *out, const float *x, int rows, int n);
 // qkv_prep as the backend's norm, rope, round_f16 and kv_store in turn

@@ -1,6 +1,8 @@
 // The data-movement and elementwise ops of the host backends (backend.h).
 #include "compute/backend.h"
 #include "compute/cpu/ops.h"
+#include "compute/cpu/vec.h"
+#include "tensor/vecdot.h"
 
 #include <math.h>
 #include <string.h>
@@ -48,9 +50,21 @@ void host_upload(backend *b, float *dst, const float *host, size_t n) {
     if (dst != host) memmove(dst, host, sizeof(float) * n);
 }
 
-void host_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n) {
+const char *kv_type_name(int type) {
+    static const char *const names[KV_TYPES] = {"f32", "f16", "q8_0"};
+    return type >= 0 && type < KV_TYPES ? names[type] : "?";
+}
+
+void host_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n) {
     (void)b;
-    for (int t = 0; t < T; t++) memcpy(cache[t] + (size_t)pos[t] * n, src + (size_t)t * n, sizeof(float) * (size_t)n);
+    size_t rb = kv_bytes(type, (size_t)n);
+    for (int t = 0; t < T; t++) {
+        void *row = (char *)cache[t] + (size_t)pos[t] * rb;
+        const float *x = src + (size_t)t * n;
+        if (type == KV_F16) vec_to_f16(row, x, (size_t)n);
+        else if (type == KV_Q8_0) act_quant_q8_0(x, row, n); // (as ggml's CPU backend copies f32 rows into a q8_0 cache)
+        else memcpy(row, x, sizeof(float) * (size_t)n);
+    }
 }
 
 void host_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
@@ -91,7 +105,7 @@ void qkv_prep_ops(backend *b, const qkv_desc *d) {
         if (d->k) o->round_f16(b, d->k, (size_t)T * nkv), o->round_f16(b, d->v, (size_t)T * nkv);
     }
     if (d->k) {
-        o->kv_store(b, d->k_cache, d->pos, d->k, T, nkv);
-        o->kv_store(b, d->v_cache, d->pos, d->v, T, nkv);
+        o->kv_store(b, d->k_cache, d->kt, d->pos, d->k, T, nkv);
+        o->kv_store(b, d->v_cache, d->vt, d->pos, d->v, T, nkv);
     }
 }

@@ -64,6 +64,9 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
                             ids[i][k], k, m->cfg.n_vocab);
         for (int j = 0; j < i; j++)
             if (ctx[j] == c) return fail(INFER_ERR_ARG, "batch: sequences %d and %d are the same context", j, i);
+        if (c->kt != ctx[0]->kt || c->vt != ctx[0]->vt)
+            return fail(INFER_ERR_ARG, "batch: sequence %d's KV cache is %s / %s, sequence 0's %s / %s; a batch's are of one type", i,
+                        kv_type_name(c->kt), kv_type_name(c->vt), kv_type_name(ctx[0]->kt), kv_type_name(ctx[0]->vt));
         if (c->be.ops != ctx[0]->be.ops)
             return fail(INFER_ERR_ARG, "batch: sequence %d runs on the \"%s\" backend, sequence 0 on \"%s\"; a batch runs on one", i,
                         c->be.ops->name, ctx[0]->be.ops->name);
@@ -134,15 +137,18 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     if (dst->arena_ops != src->arena_ops)
         return fail(INFER_ERR_ARG, "context copy: the contexts' caches are in different memories (\"%s\" and \"%s\")",
                     src->arena_ops->name, dst->arena_ops->name);
+    if (dst->kt != src->kt || dst->vt != src->vt)
+        return fail(INFER_ERR_ARG, "context copy: the caches' types differ (%s / %s into %s / %s)", kv_type_name(src->kt),
+                    kv_type_name(src->vt), kv_type_name(dst->kt), kv_type_name(dst->vt));
     float one;
     if (!src->arena_ops->host) src->be.ops->download((backend *)&src->be, &one, src->arena, 1); // (src's stream done: its cache is whole)
     for (int il = 0; il < cf->n_layer; il++) {
         if (cf->layers[il].kv_source != il) continue;
         int nkv = cf->layers[il].n_kv_head * cf->layers[il].head_dim;
         if (src->arena_ops->host) {
-            memcpy(dst->k_cache[il], src->k_cache[il], sizeof(float) * (size_t)n * nkv);
-            memcpy(dst->v_cache[il], src->v_cache[il], sizeof(float) * (size_t)n * nkv);
-        } else if (n) { // (device memory: the backend copies)
+            memcpy(dst->k_cache[il], src->k_cache[il], kv_bytes(src->kt, (size_t)n * nkv));
+            memcpy(dst->v_cache[il], src->v_cache[il], kv_bytes(src->vt, (size_t)n * nkv));
+        } else if (n) { // (device memory, f32: the backend copies)
             dst->be.ops->copy(&dst->be, dst->k_cache[il], (size_t)nkv, src->k_cache[il], (size_t)nkv, n, nkv);
             dst->be.ops->copy(&dst->be, dst->v_cache[il], (size_t)nkv, src->v_cache[il], (size_t)nkv, n, nkv);
         }

@@ -21,13 +21,14 @@ static float *alloc_f(size_t n, int *ok) {
 
 // A side's buffers are one allocation, carved by this layout (floats, each
 // part 64-byte aligned): the KV cache of every layer that keeps its own (of
-// those kv_here marks, where it is not NULL), then the layer loop's scratch
-// for n_batch rows. With sd NULL it only sums the sizes. The attention
-// scores (they follow the thread count) and a template's copies live beside it.
+// those kv_here marks, where it is not NULL; K rows of type kt, V rows of
+// vt), then the layer loop's scratch for n_batch rows. With sd NULL it only
+// sums the sizes. The attention scores (they follow the thread count) and a
+// template's copies live beside it.
 enum { ALIGN_FLOATS = 16 };
 
-static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, side *sd, float *arena,
-                         size_t *kv_floats) {
+static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
+                         float *arena, size_t *kv_floats) {
     size_t at = 0, kv = 0;
 #define PART(dst, count)                                                   \
     do {                                                                   \
@@ -42,9 +43,10 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
         if (sd) sd->k_cache[i] = sd->v_cache[i] = NULL;
         if (lc->kv_source != i || (kv_here && !kv_here[i])) continue;
         size_t n = (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
-        PART(sd->k_cache[i], n);
-        PART(sd->v_cache[i], n);
-        kv += 2 * n;
+        size_t kf = (kv_bytes(kt, n) + 3) / 4, vf = (kv_bytes(vt, n) + 3) / 4; // (in floats)
+        PART(sd->k_cache[i], kf);
+        PART(sd->v_cache[i], vf);
+        kv += kf + vf;
     }
     size_t T = (size_t)n_batch, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
     size_t nq = H * hd_max, nkv = (size_t)kv_max * hd_max;
@@ -88,11 +90,14 @@ void ctx_swap_sides(infer_ctx *c) {
 
 static int default_n_ctx(const infer_config *cf) { return cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096; }
 
+int kv_default(const infer_model *m) { return m->ggml_numerics ? KV_F16 : KV_F32; }
+
 infer_status infer_ctx_memory(const infer_model *m, int n_ctx, size_t *kv_bytes, size_t *total_bytes) {
     const infer_config *cf = &m->cfg;
     if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
     if (n_ctx == 0) n_ctx = default_n_ctx(cf);
-    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, NULL, &kv);
+    int t = kv_default(m);
+    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, t, t, NULL, NULL, &kv);
     int tokens = (int)((1 << 22) / ((size_t)cf->n_head * ((size_t)n_ctx + 1)));
     tokens = tokens < 1 ? 1 : tokens > 8 ? 8 : tokens;
     all += (size_t)infer_get_threads() * tokens * cf->n_head * ((size_t)n_ctx + 1); // attention scores
@@ -121,8 +126,8 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (n_ctx == 0) n_ctx = default_n_ctx(cf);
     if (cf->fam->learned_pos && n_ctx > cf->n_ctx_train)
         return fail(INFER_ERR_ARG, "context size %d exceeds the model's %d learned positions", n_ctx, cf->n_ctx_train);
-    int L = cf->n_layer;
-    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, NULL, NULL, &kv);
+    int L = cf->n_layer, kt = kv_default(m);
+    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, kt, NULL, NULL, &kv);
     if (kv * sizeof(float) > MAX_CTX_BYTES)
         return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
                     kv * sizeof(float) >> 20);
@@ -138,14 +143,16 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->m = m;
     c->n_ctx = n_ctx;
     c->n_batch = N_BATCH;
+    c->kt = c->vt = kt;
+    c->kv_req[0] = c->kv_req[1] = -1;
     int ok = 1;
     if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
     c->ex.pool = c->pool;
     c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m};
-    c->k_cache = calloc((size_t)L, sizeof(float *));
-    c->v_cache = calloc((size_t)L, sizeof(float *));
-    c->alt.k_cache = calloc((size_t)L, sizeof(float *));
-    c->alt.v_cache = calloc((size_t)L, sizeof(float *));
+    c->k_cache = calloc((size_t)L, sizeof(void *));
+    c->v_cache = calloc((size_t)L, sizeof(void *));
+    c->alt.k_cache = calloc((size_t)L, sizeof(void *));
+    c->alt.v_cache = calloc((size_t)L, sizeof(void *));
     // every layer on the context's backend until told otherwise
     c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1;
     if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L), c->ffn_dev = c->att_dev + L;
@@ -154,7 +161,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (!c->k_cache || !c->v_cache || !c->alt.k_cache || !c->alt.v_cache || !c->att_dev || !c->arena) ok = 0;
     else {
         side h = side_of(c);
-        ctx_layout(cf, n_ctx, c->n_batch, NULL, &h, c->arena, NULL);
+        ctx_layout(cf, n_ctx, c->n_batch, NULL, kt, kt, &h, c->arena, NULL);
         side_set(c, h);
     }
     size_t H = (size_t)cf->n_head;
@@ -274,9 +281,15 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks f32, f16 or q8_0 feature rows; this vindex's are %s (layer %d; "
                       "on the CPU it runs)", what, fo->name, dtype_get(ty) ? dtype_get(ty)->name : "of an unknown type", il);
     }
-    // the memory: laid out again where its kind or the split changes
+    // the KV cache's types: those asked for, else the default (a device's: f32)
+    int kt = c->kv_req[0] >= 0 ? c->kv_req[0] : ops->host ? kv_default(m) : KV_F32;
+    int vt = c->kv_req[1] >= 0 ? c->kv_req[1] : ops->host ? kv_default(m) : KV_F32;
+    if (!st && !ops->host && (kt != KV_F32 || vt != KV_F32))
+        st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" keeps its KV cache in f32 (a cache of %s / %s runs on the CPU)", what,
+                  ops->name, kv_type_name(kt), kv_type_name(vt));
+    // the memory: laid out again where its kind, the split or the cache's types change
     int same_mem = ops == c->arena_ops || (ops->host && c->arena_ops->host);
-    int relay = !same_mem || split != c->split || (split && memcmp(att, c->att_dev, (size_t)L));
+    int relay = !same_mem || split != c->split || (split && memcmp(att, c->att_dev, (size_t)L)) || kt != c->kt || vt != c->vt;
     if (!st && relay && c->n_past)
         st = fail(INFER_ERR_ARG, "%s: the context holds %d positions laid out for another placement; set where it runs before the first evaluation",
                   what, c->n_past);
@@ -284,8 +297,8 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
         int keep = ops == c->be.ops; // (a device backend keeps its state: its copies of the weights)
         backend nb = keep ? c->be : (backend){ops, &c->ex, NULL, m}, hb = {hs, &c->ex, NULL, m};
-        size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, NULL, NULL, NULL);
-        size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, NULL, NULL, NULL) : 0;
+        size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL);
+        size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL) : 0;
         float *da = ops->alloc(&nb, sizeof(float) * fd), *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
         if (!da || (split && !ha)) {
             if (da) ops->release(&nb, da);
@@ -302,16 +315,16 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             if (c->be.ops->done) c->be.ops->done(&c->be);
             c->dev_logits = NULL, c->dev_logit_cap = 0;
         }
-        c->be = nb, c->arena_ops = ops, c->arena = da, c->n_batch = n_batch;
+        c->be = nb, c->arena_ops = ops, c->arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
         side d = side_of(c);
-        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, &d, da, NULL);
+        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &d, da, NULL);
         side_set(c, d);
         c->alt = (side){hb, hs, ha, c->alt.k_cache, c->alt.v_cache, {0}};
-        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, &c->alt, ha, NULL);
+        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->alt, ha, NULL);
         else {
             c->alt.arena_ops = NULL, c->alt.be.ops = NULL;
-            memset(c->alt.k_cache, 0, sizeof(float *) * (size_t)L);
-            memset(c->alt.v_cache, 0, sizeof(float *) * (size_t)L);
+            memset(c->alt.k_cache, 0, sizeof(void *) * (size_t)L);
+            memset(c->alt.v_cache, 0, sizeof(void *) * (size_t)L);
         }
     }
     if (!st) {
@@ -352,6 +365,44 @@ infer_status ctx_set_host_side(infer_ctx *c, const char *name) {
 }
 
 const char *infer_ctx_backend(const infer_ctx *c) { return c->be.ops->name; }
+
+infer_status infer_ctx_set_kv_type(infer_ctx *c, const char *k, const char *v) {
+    const infer_config *cf = &c->m->cfg;
+    const char *name[2] = {k, v};
+    int req[2];
+    for (int i = 0; i < 2; i++) {
+        req[i] = -1;
+        if (!name[i] || !*name[i]) continue; // (the default)
+        for (int t = 0; t < KV_TYPES; t++)
+            if (!strcmp(name[i], kv_type_name(t))) req[i] = t;
+        if (req[i] < 0)
+            return fail(INFER_ERR_ARG, "KV cache type \"%s\" for %s: the types are f32, f16 and q8_0", name[i], i ? "V" : "K");
+        for (int il = 0; req[i] == KV_Q8_0 && il < cf->n_layer; il++)
+            if (cf->layers[il].head_dim % 32)
+                return fail(INFER_ERR_UNSUPPORTED, "KV cache type q8_0 for %s: layer %d's heads of %d values are not whole blocks of 32",
+                            i ? "V" : "K", il, cf->layers[il].head_dim);
+    }
+    int old[2] = {c->kv_req[0], c->kv_req[1]};
+    c->kv_req[0] = req[0], c->kv_req[1] = req[1];
+    char what[96];
+    snprintf(what, sizeof what, "KV cache %s / %s", name[0] && *name[0] ? name[0] : "default", name[1] && *name[1] ? name[1] : "default");
+    infer_status st = arrange(c, c->be.ops, c->plan, c->gpu_layers, c->host_pick, what);
+    if (st) c->kv_req[0] = old[0], c->kv_req[1] = old[1];
+    return st;
+}
+
+const char *infer_ctx_kv_type(const infer_ctx *c, int v) { return kv_type_name(v ? c->vt : c->kt); }
+
+size_t infer_ctx_kv_bytes_per_pos(const infer_ctx *c) {
+    const infer_config *cf = &c->m->cfg;
+    size_t n = 0;
+    for (int il = 0; il < cf->n_layer; il++) {
+        if (cf->layers[il].kv_source != il) continue;
+        size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        n += kv_bytes(c->kt, nkv) + kv_bytes(c->vt, nkv);
+    }
+    return n;
+}
 
 static void free_template(infer_ctx *c) {
     for (int i = 0; i < c->tmpl_layers; i++) {
@@ -395,8 +446,8 @@ infer_status infer_ctx_set_template(infer_ctx *c, const int32_t *ids, int n) {
     free_template(c);
     int E = cf->n_embd, nc = c->n_cached;
     c->tmpl_x = malloc(sizeof(float) * (size_t)n * E);
-    c->tmpl_k = calloc((size_t)nc, sizeof(float *));
-    c->tmpl_v = calloc((size_t)nc, sizeof(float *));
+    c->tmpl_k = calloc((size_t)nc, sizeof(void *));
+    c->tmpl_v = calloc((size_t)nc, sizeof(void *));
     if (!c->tmpl_x || !c->tmpl_k || !c->tmpl_v) { free_template(c); return fail(INFER_ERR_NOMEM, "out of memory for the template"); }
     c->tmpl_layers = nc; // forward copies the residual after layer nc - 1 into capture
     // the template's own pass is dense
@@ -409,11 +460,12 @@ infer_status infer_ctx_set_template(infer_ctx *c, const int32_t *ids, int n) {
     c->capture = NULL;
     for (int il = 0; !st && il < nc; il++) {
         if (cf->layers[il].kv_source != il) continue;
-        size_t bytes = sizeof(float) * (size_t)n * cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-        c->tmpl_k[il] = malloc(bytes), c->tmpl_v[il] = malloc(bytes);
+        size_t nv = (size_t)n * cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        size_t kb = kv_bytes(c->kt, nv), vb = kv_bytes(c->vt, nv);
+        c->tmpl_k[il] = malloc(kb), c->tmpl_v[il] = malloc(vb);
         if (!c->tmpl_k[il] || !c->tmpl_v[il]) { st = fail(INFER_ERR_NOMEM, "out of memory for the template"); break; }
-        memcpy(c->tmpl_k[il], c->k_cache[il], bytes);
-        memcpy(c->tmpl_v[il], c->v_cache[il], bytes);
+        memcpy(c->tmpl_k[il], c->k_cache[il], kb);
+        memcpy(c->tmpl_v[il], c->v_cache[il], vb);
     }
     c->n_past = 0;
     if (st) { free_template(c); return st; }

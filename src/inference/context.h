@@ -60,7 +60,7 @@ typedef struct {
     backend be;
     const backend_ops *arena_ops;
     float *arena;
-    float **k_cache, **v_cache;
+    void **k_cache, **v_cache;
     scratch s;
 } side;
 
@@ -76,10 +76,13 @@ struct infer_ctx {
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
     size_t dev_logit_cap;
     const backend_ops *arena_ops; // the backend whose memory the arena is
-    // KV cache, f32: layer l holds k_cache[l] (n_ctx, n_kv_head*hd), likewise v;
-    // NULL for layers that read another layer's K/V (or whose attention runs
-    // on the other side of a split context).
-    float **k_cache, **v_cache;
+    // KV cache: layer l holds k_cache[l], n_ctx rows of n_kv_head*hd values
+    // of type kt (enum kv_type), likewise v (vt); NULL for layers that read
+    // another layer's K/V (or whose attention runs on the other side of a
+    // split context).
+    void **k_cache, **v_cache;
+    int kt, vt;
+    int kv_req[2];      // the types asked for (infer_ctx_set_kv_type), or -1: the default (kv_default)
     scratch s;          // for up to n_batch tokens
     float *scores;      // (pool threads, attn_tokens, n_head, n_ctx + 1) attention scores per thread
     int attn_tokens;    // query tokens per attention task (a few, bounded by memory)
@@ -102,7 +105,7 @@ struct infer_ctx {
     // the template of cached layers (infer_ctx_set_template)
     int tmpl_n, tmpl_layers;   // its tokens, and the prefix it was recorded for
     float *tmpl_x;             // (tmpl_n, n_embd) residual after layer tmpl_layers - 1
-    float **tmpl_k, **tmpl_v;  // per recorded layer with its own K/V: (tmpl_n, n_kv*hd)
+    void **tmpl_k, **tmpl_v;   // per recorded layer with its own K/V: tmpl_n cache rows
     float *capture;            // while recording: where forward copies that residual
     float *ffn_in;             // NULL, or (n_layer, n_embd): each layer's normed FFN input at the last token
     int profiling;      // accumulate seconds per phase into prof
@@ -112,6 +115,12 @@ struct infer_ctx {
     float *logit_buf;   // batch workspace: (rows with logits, n_vocab)
     size_t logit_cap;
 };
+
+// The KV cache type a context of m starts with on a host backend: f16
+// where the model has ggml's numerics (its K and V are rounded to f16 before
+// they are stored, so f16 rows hold them exactly), else f32 (safetensors
+// models, exact against transformers). A device backend's is f32.
+int kv_default(const infer_model *m);
 
 // Fills c->rows for a pass of T rows of the given sequences (row t of seq[t],
 // positions from each sequence's n_past on, in order), and the attention blocks.

@@ -70,6 +70,13 @@ static void move(backend *to, float *dst, backend *from, const float *src, size_
 // Makes side dev the active one (1: the context's backend, 0: the host
 // side); 1 when it changed, and the buffers the pass needs there are to be
 // carried over (CARRY).
+// bytes of KV cache rows from one side to the other (a device's cache is f32:
+// whole floats)
+static void move_rows(backend *to, void *dst, backend *from, const void *src, size_t bytes) {
+    if (to->ops->host && from->ops->host) memcpy(dst, src, bytes);
+    else move(to, dst, from, src, bytes / sizeof(float));
+}
+
 static int go(infer_ctx *c, int dev) {
     if (c->on_dev == dev) return 0;
     ctx_swap_sides(c);
@@ -158,7 +165,7 @@ static void attention(infer_ctx *c, int il, int T) {
     // keeps K and V in f16 and rounds q for the q.k products), each K/V row
     // into its sequence's cache
     t0 = c->profiling ? now_s() : 0;
-    float *kd[N_BATCH_MAX], *vd[N_BATCH_MAX];
+    void *kd[N_BATCH_MAX], *vd[N_BATCH_MAX];
     for (int t = 0; t < T && own_kv; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
     qkv_desc qd = {
         .q = c->s.q, .k = own_kv ? c->s.k : NULL, .v = c->s.v, .T = T, .H = H, .KV = KV, .hd = hd,
@@ -167,6 +174,7 @@ static void attention(infer_ctx *c, int il, int T) {
         .norm_kind = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS, .round = m->ggml_numerics,
         .q_norm = f32_or_null(l->q_norm), .k_norm = f32_or_null(l->k_norm), .eps = (float)cf->norm_eps,
         .rope = f->learned_pos ? NULL : &lc->rope, .pos = c->rows.pos, .k_cache = kd, .v_cache = vd,
+        .kt = c->rows.seq[0]->kt, .vt = c->rows.seq[0]->vt, // (a batch's sequences share their caches' types)
     };
     OPS->qkv_prep(BE, &qd);
     if (c->profiling) c->prof[PH_ROPE] += now_s() - t0;
@@ -174,11 +182,11 @@ static void attention(infer_ctx *c, int il, int T) {
     // softmax(q k^T * scale [softcapped] [+ sink]) v over the window of each
     // position, in blocks of rows of one sequence (each its own cache)
     const pass_rows *R = &c->rows;
-    const float *kc[N_BATCH_MAX], *vc[N_BATCH_MAX];
+    const void *kc[N_BATCH_MAX], *vc[N_BATCH_MAX];
     for (int t = 0; t < T; t++) kc[t] = R->seq[t]->k_cache[lc->kv_source], vc[t] = R->seq[t]->v_cache[lc->kv_source];
     attn_desc d = {
         .q = c->s.q, .out = c->s.att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
-        .k = kc, .v = vc, .blk0 = R->blk0, .blk_n = R->blk_n, .n_blk = R->n_blk,
+        .k = kc, .v = vc, .kt = R->seq[0]->kt, .vt = R->seq[0]->vt, .blk0 = R->blk0, .blk_n = R->blk_n, .n_blk = R->n_blk,
         .scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd), .softcap = cf->attn_softcap,
         .sinks = l->sinks ? l->sinks->f32 : NULL, .ggml_numerics = m->ggml_numerics,
         .scores = c->scores, .B = R->B, .stride = R->stride,
@@ -331,9 +339,10 @@ static void layer(infer_ctx *c, int il, int T) {
     if (c->split && cf->layers[il].kv_source == il && c->alt.k_cache[il]) {
         // a layer on the other side reads this layer's K/V: the new rows (one
         // sequence's, at consecutive positions) to its copy there
-        size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim, at = (size_t)c->rows.pos[0] * nkv;
-        move(&c->alt.be, c->alt.k_cache[il] + at, &c->be, c->k_cache[il] + at, (size_t)T * nkv);
-        move(&c->alt.be, c->alt.v_cache[il] + at, &c->be, c->v_cache[il] + at, (size_t)T * nkv);
+        size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        size_t kb = kv_bytes(c->kt, nkv), vb = kv_bytes(c->vt, nkv), at = (size_t)c->rows.pos[0];
+        move_rows(&c->alt.be, (char *)c->alt.k_cache[il] + at * kb, &c->be, (char *)c->k_cache[il] + at * kb, T * kb);
+        move_rows(&c->alt.be, (char *)c->alt.v_cache[il] + at * vb, &c->be, (char *)c->v_cache[il] + at * vb, T * vb);
     }
     if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_attn_norm, NULL, T));
     TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
@@ -433,8 +442,9 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         for (int il = 0; il < c->n_cached; il++) {
             if (!c->tmpl_k[il]) continue;
             size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-            memcpy(c->k_cache[il] + (size_t)pos0 * nkv, c->tmpl_k[il] + (size_t)pos0 * nkv, sizeof(float) * T * nkv);
-            memcpy(c->v_cache[il] + (size_t)pos0 * nkv, c->tmpl_v[il] + (size_t)pos0 * nkv, sizeof(float) * T * nkv);
+            size_t kb = kv_bytes(c->kt, nkv), vb = kv_bytes(c->vt, nkv);
+            memcpy((char *)c->k_cache[il] + (size_t)pos0 * kb, (char *)c->tmpl_k[il] + (size_t)pos0 * kb, T * kb);
+            memcpy((char *)c->v_cache[il] + (size_t)pos0 * vb, (char *)c->tmpl_v[il] + (size_t)pos0 * vb, T * vb);
         }
         first_layer = c->n_cached;
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));

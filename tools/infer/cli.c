@@ -107,8 +107,12 @@ const char *cli_default_model(void) { return cached_model("gemma3", "gemma-3-270
 
 const char *cli_chat_model(void) { return cached_model("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "default chat model"); }
 
+// the -ctk / -ctv of the command line (cli_place applies them)
+static const char *g_ctk, *g_ctv;
+
 int cli_place(infer_ctx *c, const char *device, long ngl) {
     static int said_ngl, said_cpu;
+    if ((g_ctk || g_ctv) && infer_ctx_set_kv_type(c, g_ctk, g_ctv)) return -1;
     if (infer_ctx_set_gpu_layers(c, (int)ngl)) return -1;
     if (device) {
         if (infer_ctx_set_backend(c, device)) return -1;
@@ -188,6 +192,8 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
         if (!strcmp(arg, "-1")) o->ngl = -1;
         else if ((o->ngl = cli_parse_count("-ngl", arg, 1 << 20)) < 0) return -1;
         return 1;
+    case OPT_CTK: o->ctk = g_ctk = arg; return 1;
+    case OPT_CTV: o->ctv = g_ctv = arg; return 1;
     case 's': {
         char *end;
         errno = 0;
@@ -231,10 +237,13 @@ int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const st
     // llama.cpp's "-ngl" is one flag, which getopt would read as -n -g -l: an
     // argument "-ngl" in an option's place (not the value of the option before
     // it, as in -p -ngl) becomes --n-gpu-layers
+    // (-ctk and -ctv likewise become --cache-type-k and --cache-type-v)
     for (int i = 1; i < argc && !o->ngl_read && strcmp(argv[i], "--"); i++) {
-        if (strcmp(argv[i], "-ngl")) continue;
+        const char *as = !strcmp(argv[i], "-ngl") ? "--n-gpu-layers" : !strcmp(argv[i], "-ctk") ? "--cache-type-k"
+                         : !strcmp(argv[i], "-ctv") ? "--cache-type-v" : NULL;
+        if (!as) continue;
         if (i > 1 && takes_value(argv[i - 1], shortopts, longopts)) continue;
-        argv[i] = "--n-gpu-layers";
+        argv[i] = (char *)as;
     }
     o->ngl_read = 1;
     for (;;) {

@@ -35,7 +35,7 @@ int cmd_serve(int argc, char **argv);
 // own from OPT_LOCAL.
 enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
-    OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL,
+    OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL, OPT_CTK, OPT_CTV,
     OPT_LOCAL = 300,
 };
 
@@ -51,6 +51,13 @@ enum {
     "      --device cpu|cuda  where the model runs (default: cuda when a GPU is present, else cpu)\n"                 \
     "  -ngl, --n-gpu-layers N with cuda: the last N layers on the GPU, the others on the CPU; the output\n"         \
     "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n"
+// -ctk, --cache-type-k and -ctv, --cache-type-v TYPE: the KV cache's types
+// (infer_ctx_set_kv_type; cli_next reads "-ctk" / "-ctv" as the long flags)
+#define CLI_OPTS_CACHE {"cache-type-k", required_argument, NULL, OPT_CTK}, {"cache-type-v", required_argument, NULL, OPT_CTV}
+#define CLI_USAGE_CACHE                                                                                           \
+    "  -ctk, --cache-type-k T the KV cache's keys as f32, f16 or q8_0 (default: f16 for a GGUF, whose K/V\n"      \
+    "                         llama.cpp rounds to f16 anyway; f32 for safetensors and on a GPU)\n"                  \
+    "  -ctv, --cache-type-v T the same for its values\n"
 // llama.cpp's sampling flags (short: -s)
 #define CLI_OPTS_SAMPLING                                                                                            \
     {"seed", required_argument, NULL, 's'}, {"temp", required_argument, NULL, OPT_TEMP},                              \
@@ -69,6 +76,7 @@ typedef struct {
     long threads;            // -t, --threads: 0 until given (also handed to infer_set_threads)
     infer_sampling sampling; // -s, --seed, --temp, ...: llama.cpp's defaults and a seed from cli_seed()
     long ngl;                // -ngl, --n-gpu-layers: -1 (all) until given
+    const char *ctk, *ctv;   // -ctk, -ctv: NULL (the default) until given; cli_place applies them
     int status;              // the exit status when cli_next returns CLI_STOP
     int ngl_read;            // (cli_next has rewritten "-ngl" as "--n-gpu-layers")
 } cli_opts;
@@ -84,7 +92,8 @@ void cli_opts_init(cli_opts *o, const char *cmd, const char *usage);
 // getopt's string for the table (without a leading ':').
 int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const struct option *longopts);
 
-// Places a new context where the flags say: ngl GPU layers (-1: all) first,
+// Places a new context where the flags say: the KV cache types of -ctk / -ctv
+// (the last parsed), then ngl GPU layers (-1: all),
 // so that a device lays its memory out once, then the backend: device's, or
 // with device NULL cuda where a GPU is present and runs the model (else cpu;
 // what made it fall back is said on stderr, once). 0, or -1 with the reason

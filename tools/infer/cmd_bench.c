@@ -151,6 +151,7 @@ static const char *g_usage =
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "  -t, --threads N        threads (default 1)\n"
     CLI_USAGE_DEVICE
+    CLI_USAGE_CACHE
     "  -p, --n-prompt N       prompt tokens (default 512)\n"
     "  -n, --n-gen N          generated tokens (default 128)\n"
     "  -r, --repetitions N    runs of each test (default 5)\n"
@@ -163,7 +164,7 @@ static const char *g_usage =
 
 enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH, OPT_GREEDY };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
     {"n-prompt", required_argument, NULL, 'p'},
     {"n-depth", required_argument, NULL, 'd'},
     {"n-gen", required_argument, NULL, 'n'},

@@ -7,13 +7,14 @@
 #include <string.h>
 
 static const char *g_usage =
-    "usage: infer info [-m MODEL] [-c N]\n"
+    "usage: infer info [-m MODEL] [-c N] [-ctk T] [-ctv T]\n"
     "  the config in effect, tensors by dtype, parameters and memory, and the KV cache per position and for\n"
     "  a context of N positions (default: the model's, at most 4096).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
-    "  -c, --ctx-size N       the context to size\n";
+    "  -c, --ctx-size N       the context to size\n"
+    CLI_USAGE_CACHE;
 
-static const struct option g_opts[] = {CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_CTX, {0}};
+static const struct option g_opts[] = {CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_CTX, CLI_OPTS_CACHE, {0}};
 
 int cmd_info(int argc, char **argv) {
     cli_opts o;
@@ -32,14 +33,27 @@ int cmd_info(int argc, char **argv) {
     if (!buf) { infer_model_free(m); return cli_error("out of memory"); }
     infer_model_describe(m, buf, cap);
     printf("model                = %s\n%s", model, buf);
+    // the cache's types and bytes per position from a context of one position
+    // (the default types, or -ctk / -ctv's), its size from infer_ctx_memory's
+    // default cache rescaled to them
     size_t kv1, kv, total;
-    if (!infer_ctx_memory(m, 1, &kv1, NULL) && !infer_ctx_memory(m, (int)n_ctx, &kv, &total)) {
-        int nc = (int)(kv / (kv1 ? kv1 : 1));
-        printf("KV cache             = %zu bytes per position (f32), %.2f MiB for %d positions\n", kv1, kv / 1048576.0, nc);
-        printf("gpu                  = %s\n", infer_gpu_status());
-        printf("context              = %.2f MiB in all (KV cache, scratch, attention scores for %d threads)\n",
-               total / 1048576.0, infer_get_threads());
+    infer_ctx *c = NULL;
+    int st = infer_ctx_memory(m, 1, &kv1, NULL) || infer_ctx_memory(m, (int)n_ctx, &kv, &total) || infer_ctx_new(m, 1, &c) ||
+             ((o.ctk || o.ctv) && infer_ctx_set_kv_type(c, o.ctk, o.ctv));
+    if (st) {
+        infer_ctx_free(c);
+        free(buf);
+        infer_model_free(m);
+        return cli_error("%s", infer_last_error());
     }
+    int nc = (int)(kv / (kv1 ? kv1 : 1));
+    size_t per = infer_ctx_kv_bytes_per_pos(c), kvt = per * (size_t)nc;
+    printf("KV cache             = %zu bytes per position (K %s, V %s), %.2f MiB for %d positions\n", per, infer_ctx_kv_type(c, 0),
+           infer_ctx_kv_type(c, 1), kvt / 1048576.0, nc);
+    printf("gpu                  = %s\n", infer_gpu_status());
+    printf("context              = %.2f MiB in all (KV cache, scratch, attention scores for %d threads)\n",
+           (total - kv + kvt) / 1048576.0, infer_get_threads());
+    infer_ctx_free(c);
     printf("peak RSS             = %.2f MiB\n", cli_peak_rss_kib() / 1024.0);
     free(buf);
     infer_model_free(m);

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 static const char *g_usage =
-    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME] [-ngl N] [--graph SPEC]\n"
+    "usage: infer logits [-m MODEL] --ids 1,2,3 --out FILE [-t N] [--backend NAME] [-ngl N] [-ctk T] [-ctv T] [--graph SPEC]\n"
     "  writes little-endian f32 logits, T x V, for every position of exactly these ids (no BOS added),\n"
     "  from the exact dense path (or the layer graph given).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -19,11 +19,12 @@ static const char *g_usage =
     "      --backend NAME     cpu (default), reference (the scalar oracles, one thread: slow, for checking) or cuda\n"
     "  -ngl, --n-gpu-layers N with cuda: the last N layers on the GPU, the others on the CPU; the output\n"
     "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n"
+    CLI_USAGE_CACHE
     "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n";
 
 enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND, OPT_GRAPH };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NGL,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NGL, CLI_OPTS_CACHE,
     {"ids", required_argument, NULL, OPT_IDS},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"out", required_argument, NULL, 'o'},

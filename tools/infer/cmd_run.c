@@ -30,6 +30,7 @@ static const char *g_usage =
     "  -c, --ctx-size N       context positions (default: prompt + N)\n"
     "  -t, --threads N        threads (default 1)\n"
     CLI_USAGE_DEVICE
+    CLI_USAGE_CACHE
     "      --ignore-eos       do not stop at end-of-generation tokens\n"
     "      --json             the output is a JSON object (grammar-constrained sampling)\n"
     "      --json-schema S    the output is JSON valid against schema S: its text ({...}) or a file holding it\n"
@@ -40,7 +41,7 @@ static const char *g_usage =
 
 enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_SAMPLING,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
     {"n-predict", required_argument, NULL, 'n'},

@@ -39,6 +39,7 @@ static const char g_usage[] =
     "  -c, --ctx-size N       positions of each sequence (default 4096)\n"
     "  -t, --threads N        threads (default: all cores)\n"
     CLI_USAGE_DEVICE
+    CLI_USAGE_CACHE
     "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
     "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
     "      --max-body BYTES   the largest request body (default 1048576)\n"
@@ -47,7 +48,7 @@ static const char g_usage[] =
 
 enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
     {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"api-key", required_argument, NULL, OPT_API_KEY},
@@ -671,10 +672,9 @@ int cmd_serve(int argc, char **argv) {
     sv.n_ctx = serve_engine_n_ctx(sv.e), sv.api_key = api_key, sv.max_body = (size_t)max_body;
     const char *base = strrchr(model, '/');
     sv.alias = alias ? alias : base && base[1] ? base + 1 : model;
-    size_t kv = 0, total = 0;
-    infer_ctx_memory(sv.m, sv.n_ctx, &kv, &total);
-    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %.1f MiB in all), %s%s\n", sv.alias, parallel, sv.n_ctx,
-            (double)kv * (double)parallel / (1 << 20), serve_engine_backend(sv.e),
+    size_t kv = serve_engine_kv_per_pos(sv.e) * (size_t)sv.n_ctx;
+    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %s, %.1f MiB in all), %s%s\n", sv.alias, parallel, sv.n_ctx,
+            serve_engine_kv_types(sv.e), (double)kv * (double)parallel / (1 << 20), serve_engine_backend(sv.e),
             serve_engine_split(sv.e) ? " and cpu (-ngl: the slots' steps one at a time)" : "");
 
     // SIGINT / SIGTERM end the server: blocked here, waited for below

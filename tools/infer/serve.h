@@ -62,6 +62,9 @@ void serve_engine_free(serve_engine *e);
 int serve_engine_n_ctx(const serve_engine *e);
 // The backend the slots run on ("cpu", "cuda"), and whether they are split between the GPU and the CPU (-ngl).
 const char *serve_engine_backend(const serve_engine *e);
+// a slot's KV cache: bytes per position, and its types ("f16 / f16")
+size_t serve_engine_kv_per_pos(const serve_engine *e);
+const char *serve_engine_kv_types(const serve_engine *e);
 int serve_engine_split(const serve_engine *e);
 
 // Queues a request (taking its arrays, freed also on failure): the task, or

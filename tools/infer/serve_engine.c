@@ -412,6 +412,12 @@ void serve_engine_free(serve_engine *e) {
 int serve_engine_n_ctx(const serve_engine *e) { return e->n_ctx; }
 const char *serve_engine_backend(const serve_engine *e) { return infer_ctx_backend(e->s[0].ctx); }
 int serve_engine_split(const serve_engine *e) { return e->split; }
+size_t serve_engine_kv_per_pos(const serve_engine *e) { return infer_ctx_kv_bytes_per_pos(e->s[0].ctx); }
+const char *serve_engine_kv_types(const serve_engine *e) {
+    static char s[32];
+    snprintf(s, sizeof s, "%s / %s", infer_ctx_kv_type(e->s[0].ctx, 0), infer_ctx_kv_type(e->s[0].ctx, 1));
+    return s;
+}
 
 void serve_engine_counts(serve_engine *e, serve_counts *c) {
     pthread_mutex_lock(&e->mu);

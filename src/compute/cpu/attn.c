@@ -7,18 +7,45 @@
 
 #include <immintrin.h>
 
-void attn_scores_ref(const float *q, int group, int hd, const float *k, size_t kstride, int n, float scale,
-                     float *s, size_t sstride) {
-    for (int p = 0; p < n; p++)
-        for (int g = 0; g < group; g++) s[(size_t)g * sstride + p] = vec_dot_ref(q + (size_t)g * hd, k + kstride * p, hd) * scale;
+void attn_scores_ref(const float *q, int group, int hd, const void *k, int kt, size_t kstride, int n, float scale, float *s,
+                     size_t sstride) {
+    for (int p = 0; p < n; p++) {
+        const void *kp = (const char *)k + kstride * p;
+        for (int g = 0; g < group; g++) {
+            const float *qg = q + (size_t)g * hd;
+            float d = 0;
+            for (int i = 0; i < hd; i++) d += qg[i] * kv_at(kp, kt, i);
+            s[(size_t)g * sstride + p] = d * scale;
+        }
+    }
 }
 
-void attn_mix_ref(const float *s, size_t sstride, int group, int n, const float *v, size_t vstride, int hd, float *o) {
-    for (int p = 0; p < n; p++)
-        for (int g = 0; g < group; g++) vec_axpy_ref(o + (size_t)g * hd, s[(size_t)g * sstride + p], v + vstride * p, hd);
+void attn_mix_ref(const float *s, size_t sstride, int group, int n, const void *v, int vt, size_t vstride, int hd, float *o) {
+    for (int p = 0; p < n; p++) {
+        const void *vp = (const char *)v + vstride * p;
+        for (int g = 0; g < group; g++) {
+            float a = s[(size_t)g * sstride + p], *og = o + (size_t)g * hd;
+            for (int i = 0; i < hd; i++) og[i] += a * kv_at(vp, vt, i);
+        }
+    }
 }
 
-#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define INLINE static inline __attribute__((always_inline))
+
+// Values i..i+7 of a cache row of type ty (a constant where it is inlined),
+// as floats: kv_at's values (a q8_0 block's scale times its integer is exact).
+AVX2 INLINE __m256 ld8(const void *row, int i, const int ty) {
+    if (ty == KV_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + i)));
+    if (ty == KV_Q8_0) {
+        const block_q8_0 *b = (const block_q8_0 *)row + i / 32;
+        uint16_t h;
+        memcpy(&h, b->d, 2);
+        __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + i % 32))));
+        return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(h)), q);
+    }
+    return _mm256_loadu_ps((const float *)row + i);
+}
 
 AVX2 static inline __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
     __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
@@ -26,10 +53,10 @@ AVX2 static inline __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
 }
 
 // Four query heads against one key row (hd a multiple of 8).
-AVX2 static inline __m128 dot4q(const float *q, int hd, const float *k) {
+AVX2 INLINE __m128 dot4q(const float *q, int hd, const void *k, const int ty) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int i = 0; i < hd; i += 8) {
-        __m256 kv = _mm256_loadu_ps(k + i);
+        __m256 kv = ld8(k, i, ty);
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv, a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + hd + i), kv, a1);
         a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 2 * hd + i), kv, a2);
@@ -38,27 +65,28 @@ AVX2 static inline __m128 dot4q(const float *q, int hd, const float *k) {
     return hsum8x4(a0, a1, a2, a3);
 }
 
-// One query head against four key rows.
-AVX2 static inline __m128 dot1q4k(const float *q, int hd, const float *k, size_t ks) {
+// One query head against four key rows, ks bytes apart.
+AVX2 INLINE __m128 dot1q4k(const float *q, int hd, const void *k, size_t ks, const int ty) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const char *k0 = k;
     for (int i = 0; i < hd; i += 8) {
         __m256 qv = _mm256_loadu_ps(q + i);
-        a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + i), a0);
-        a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + ks + i), a1);
-        a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 2 * ks + i), a2);
-        a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 3 * ks + i), a3);
+        a0 = _mm256_fmadd_ps(qv, ld8(k0, i, ty), a0);
+        a1 = _mm256_fmadd_ps(qv, ld8(k0 + ks, i, ty), a1);
+        a2 = _mm256_fmadd_ps(qv, ld8(k0 + 2 * ks, i, ty), a2);
+        a3 = _mm256_fmadd_ps(qv, ld8(k0 + 3 * ks, i, ty), a3);
     }
     return hsum8x4(a0, a1, a2, a3);
 }
 
-AVX2 static void scores_avx2(const float *q, int group, int hd, const float *k, size_t kstride, int n, float scale,
-                             float *s, size_t sstride) {
+AVX2 INLINE void scores_avx2(const float *q, int group, int hd, const char *k, size_t kstride, int n, float scale,
+                             float *s, size_t sstride, const int ty) {
     int g = 0;
     for (; g + 4 <= group; g += 4) {
         const float *qg = q + (size_t)g * hd;
         for (int p = 0; p < n; p++) {
             float r[4];
-            _mm_storeu_ps(r, _mm_mul_ps(dot4q(qg, hd, k + kstride * p), _mm_set1_ps(scale)));
+            _mm_storeu_ps(r, _mm_mul_ps(dot4q(qg, hd, k + kstride * p, ty), _mm_set1_ps(scale)));
             for (int j = 0; j < 4; j++) s[(size_t)(g + j) * sstride + p] = r[j];
         }
     }
@@ -66,16 +94,17 @@ AVX2 static void scores_avx2(const float *q, int group, int hd, const float *k, 
         const float *qg = q + (size_t)g * hd;
         float *sg = s + (size_t)g * sstride;
         int p = 0;
-        for (; p + 4 <= n; p += 4) _mm_storeu_ps(sg + p, _mm_mul_ps(dot1q4k(qg, hd, k + kstride * p, kstride), _mm_set1_ps(scale)));
+        for (; p + 4 <= n; p += 4) _mm_storeu_ps(sg + p, _mm_mul_ps(dot1q4k(qg, hd, k + kstride * p, kstride, ty), _mm_set1_ps(scale)));
         for (; p < n; p++) {
-            __m128 r = dot1q4k(qg, hd, k + kstride * p, 0); // the same row four times: same sum as above
+            __m128 r = dot1q4k(qg, hd, k + kstride * p, 0, ty); // the same row four times: same sum as above
             sg[p] = _mm_cvtss_f32(_mm_mul_ss(r, _mm_set_ss(scale)));
         }
     }
 }
 
 // o[g] += sum_p s[g][p] v_p for up to 4 heads, 16 floats of the head at a time.
-AVX2 static void mix_avx2(const float *s, size_t sstride, int group, int n, const float *v, size_t vstride, int hd, float *o) {
+AVX2 INLINE void mix_avx2(const float *s, size_t sstride, int group, int n, const char *v, size_t vstride, int hd, float *o,
+                          const int ty) {
     for (int g0 = 0; g0 < group; g0 += 4) {
         int G = group - g0 < 4 ? group - g0 : 4;
         for (int i = 0; i < hd; i += 16) {
@@ -84,10 +113,10 @@ AVX2 static void mix_avx2(const float *s, size_t sstride, int group, int n, cons
                 a[g][0] = _mm256_loadu_ps(o + (size_t)(g0 + g) * hd + i);
                 a[g][1] = _mm256_loadu_ps(o + (size_t)(g0 + g) * hd + i + 8);
             }
-            const float *vp = v + i;
+            const char *vp = v;
             if (G == 4)
                 for (int p = 0; p < n; p++, vp += vstride) {
-                    __m256 v0 = _mm256_loadu_ps(vp), v1 = _mm256_loadu_ps(vp + 8);
+                    __m256 v0 = ld8(vp, i, ty), v1 = ld8(vp, i + 8, ty);
 #pragma GCC unroll 4
                     for (int g = 0; g < 4; g++) {
                         __m256 w = _mm256_broadcast_ss(s + (size_t)(g0 + g) * sstride + p);
@@ -97,7 +126,7 @@ AVX2 static void mix_avx2(const float *s, size_t sstride, int group, int n, cons
                 }
             else
                 for (int p = 0; p < n; p++, vp += vstride) {
-                    __m256 v0 = _mm256_loadu_ps(vp), v1 = _mm256_loadu_ps(vp + 8);
+                    __m256 v0 = ld8(vp, i, ty), v1 = ld8(vp, i + 8, ty);
                     for (int g = 0; g < G; g++) {
                         __m256 w = _mm256_broadcast_ss(s + (size_t)(g0 + g) * sstride + p);
                         a[g][0] = _mm256_fmadd_ps(w, v0, a[g][0]);
@@ -112,12 +141,30 @@ AVX2 static void mix_avx2(const float *s, size_t sstride, int group, int n, cons
     }
 }
 
-void attn_scores(const float *q, int group, int hd, const float *k, size_t kstride, int n, float scale, float *s, size_t sstride) {
-    if (cpu_has_avx2() && hd % 16 == 0) scores_avx2(q, group, hd, k, kstride, n, scale, s, sstride);
-    else attn_scores_ref(q, group, hd, k, kstride, n, scale, s, sstride);
+// one instance of each kernel per cache type
+#define KV_KERNELS(T, ty)                                                                                               \
+    AVX2 static void scores_##T(const float *q, int group, int hd, const void *k, size_t ks, int n, float scale, float *s, \
+                                size_t ss) {                                                                            \
+        scores_avx2(q, group, hd, k, ks, n, scale, s, ss, ty);                                                           \
+    }                                                                                                                   \
+    AVX2 static void mix_##T(const float *s, size_t ss, int group, int n, const void *v, size_t vs, int hd, float *o) {  \
+        mix_avx2(s, ss, group, n, v, vs, hd, o, ty);                                                                     \
+    }
+KV_KERNELS(f32, KV_F32)
+KV_KERNELS(f16, KV_F16)
+KV_KERNELS(q8_0, KV_Q8_0)
+
+void attn_scores(const float *q, int group, int hd, const void *k, int kt, size_t kstride, int n, float scale, float *s,
+                 size_t sstride) {
+    if (!cpu_has_avx2() || hd % 16) attn_scores_ref(q, group, hd, k, kt, kstride, n, scale, s, sstride);
+    else if (kt == KV_F16) scores_f16(q, group, hd, k, kstride, n, scale, s, sstride);
+    else if (kt == KV_Q8_0) scores_q8_0(q, group, hd, k, kstride, n, scale, s, sstride);
+    else scores_f32(q, group, hd, k, kstride, n, scale, s, sstride);
 }
 
-void attn_mix(const float *s, size_t sstride, int group, int n, const float *v, size_t vstride, int hd, float *o) {
-    if (cpu_has_avx2() && hd % 16 == 0) mix_avx2(s, sstride, group, n, v, vstride, hd, o);
-    else attn_mix_ref(s, sstride, group, n, v, vstride, hd, o);
+void attn_mix(const float *s, size_t sstride, int group, int n, const void *v, int vt, size_t vstride, int hd, float *o) {
+    if (!cpu_has_avx2() || hd % 16) attn_mix_ref(s, sstride, group, n, v, vt, vstride, hd, o);
+    else if (vt == KV_F16) mix_f16(s, sstride, group, n, v, vstride, hd, o);
+    else if (vt == KV_Q8_0) mix_q8_0(s, sstride, group, n, v, vstride, hd, o);
+    else mix_f32(s, sstride, group, n, v, vstride, hd, o);
 }

@@ -106,14 +106,17 @@ static void attn_task(void *arg, int ith, int nth) {
             p0 = lo[b] < p0 ? lo[b] : p0;
             p1 = hi[b] > p1 ? hi[b] : p1;
         }
-        const float *kh_k = d->k[t0] + (size_t)kh * hd, *kh_v = d->v[t0] + (size_t)kh * hd;
+        // this head's keys and values: rows of the caches' types, ks and vs bytes apart
+        size_t ks = kv_bytes(d->kt, (size_t)nkv), vs = kv_bytes(d->vt, (size_t)nkv);
+        const char *kh_k = (const char *)d->k[t0] + kv_bytes(d->kt, (size_t)kh * hd);
+        const char *kh_v = (const char *)d->v[t0] + kv_bytes(d->vt, (size_t)kh * hd);
         // scores, a chunk of keys at a time for all the tokens
         for (int c0 = p0; c0 <= p1; c0 += ATTN_CHUNK)
             for (int b = 0; b < nt; b++) {
                 int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
                 if (a0 > a1) continue;
                 const float *q = d->q + (size_t)(t0 + b) * nq + (size_t)kh * group * hd;
-                attn_scores(q, group, hd, kh_k + (size_t)a0 * nkv, nkv, a1 - a0 + 1, d->scale,
+                attn_scores(q, group, hd, kh_k + (size_t)a0 * ks, d->kt, ks, a1 - a0 + 1, d->scale,
                             S + (size_t)b * group * stride + (a0 - lo[b]), stride);
             }
         for (int b = 0; b < nt; b++) {
@@ -136,8 +139,8 @@ static void attn_task(void *arg, int ith, int nth) {
             for (int b = 0; b < nt; b++) {
                 int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
                 if (a0 > a1) continue;
-                attn_mix(S + (size_t)b * group * stride + (a0 - lo[b]), stride, group, a1 - a0 + 1, kh_v + (size_t)a0 * nkv,
-                         nkv, hd, d->out + (size_t)(t0 + b) * nq + (size_t)kh * group * hd);
+                attn_mix(S + (size_t)b * group * stride + (a0 - lo[b]), stride, group, a1 - a0 + 1, kh_v + (size_t)a0 * vs, d->vt,
+                         vs, hd, d->out + (size_t)(t0 + b) * nq + (size_t)kh * group * hd);
             }
     }
 }

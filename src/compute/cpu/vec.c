@@ -60,6 +60,31 @@ void vec_round_f16(float *x, size_t n) {
     else vec_round_f16_ref(x, n);
 }
 
+__attribute__((target("avx2,f16c"))) static void to_f16_avx2(uint16_t *dst, const float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = f32_to_f16(x[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void from_f16_avx2(float *dst, const uint16_t *h, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < n; i++) dst[i] = f16_to_f32(h[i]);
+}
+
+void vec_to_f16(uint16_t *dst, const float *x, size_t n) {
+    if (cpu_has_avx2()) to_f16_avx2(dst, x, n);
+    else
+        for (size_t i = 0; i < n; i++) dst[i] = f32_to_f16(x[i]);
+}
+
+void vec_from_f16(float *dst, const uint16_t *h, size_t n) {
+    if (cpu_has_avx2()) from_f16_avx2(dst, h, n);
+    else
+        for (size_t i = 0; i < n; i++) dst[i] = f16_to_f32(h[i]);
+}
+
 // ---------------------------------------------------------------------------
 // softmax with a vectorized exp (as ggml's soft_max uses its SIMD expf)
 

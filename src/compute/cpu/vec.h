@@ -4,6 +4,7 @@
 #define INFER_COMPUTE_CPU_VEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "base/cpu.h"
 
 float vec_dot(const float *a, const float *b, int n);          // sum a[i] * b[i]
@@ -12,6 +13,9 @@ void vec_axpy(float *y, float a, const float *x, int n);       // y += a * x
 // x = x rounded to f16 (round half to even), as ggml stores K/V in f16.
 void vec_round_f16(float *x, size_t n);
 void vec_round_f16_ref(float *x, size_t n);
+// dst = x as f16 (round half to even), and back
+void vec_to_f16(uint16_t *dst, const float *x, size_t n);
+void vec_from_f16(float *dst, const uint16_t *h, size_t n);
 
 // In place: x = softmax(x) (max subtracted, SIMD exp); returns the sum of
 // the exponentials.

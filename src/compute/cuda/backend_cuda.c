@@ -438,9 +438,9 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     if (!s->pos || cuda_upload_async(s->d, s->pos, pos, sizeof(int) * (size_t)T)) fail_op(b);
 }
 
-static void cu_kv_store(backend *b, float *const *cache, const int *pos, const float *src, int T, int n) {
+static void cu_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n) {
     cuda_state *s = state_flushed(b);
-    void *tab = s ? ptr_table(s, (const void *const *)cache, T) : NULL;
+    void *tab = s && type == KV_F32 ? ptr_table(s, (const void *const *)cache, T) : NULL; // (the cache is f32 here: context.c)
     (void)pos; // (the pass's positions are on the device: begin_pass)
     if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n)) fail_op(b);
 }
@@ -449,7 +449,7 @@ static void cu_kv_store(backend *b, float *const *cache, const int *pos, const f
 // covers the layer (per-head norms, heads of up to 512), else op by op.
 static void cu_qkv_prep(backend *b, const qkv_desc *q) {
     cuda_state *s = state_flushed(b);
-    if (!s) { fail_op(b); return; }
+    if (!s || (q->k && (q->kt != KV_F32 || q->vt != KV_F32))) { fail_op(b); return; } // (f32 caches only: context.c)
     const rope_table *r = q->rope;
     if (!s->fuse || q->qn != q->hd || q->kn != q->hd || q->hd > 512 || q->norm_kind == NORM_OP_LAYER ||
         (r && (r->n_pairs < 1 || (r->n_pairs - 1) * r->pair_stride + r->pair_offset >= q->hd))) {
@@ -514,7 +514,7 @@ static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int
 
 static void cu_attention(backend *b, const attn_desc *a) {
     cuda_state *s = state_flushed(b);
-    if (!s) { fail_op(b); return; }
+    if (!s || a->kt != KV_F32 || a->vt != KV_F32) { fail_op(b); return; } // (f32 caches only: context.c)
     const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
     size_t per_row = (size_t)a->H * a->stride, nq = (size_t)a->H * a->hd;
     int group = SCORES_MAX / per_row > 0 ? (int)(SCORES_MAX / per_row) : 1; // rows a launch (the scores' memory)

@@ -3,6 +3,7 @@
 // the products. It is the oracle of the CPU backend (and of the next ones):
 // written to be read, not to be fast.
 #include "compute/backend.h"
+#include "compute/cpu/attn.h"
 #include "compute/cpu/vec.h"
 #include "tensor/dtype.h"
 #include "tensor/vecdot.h"
@@ -85,8 +86,16 @@ static void ref_attention(backend *b, const attn_desc *d) {
         int hi = d->pos[t], lo = d->window && hi - d->window + 1 > 0 ? hi - d->window + 1 : 0, n = hi - lo + 1;
         for (int h = 0; h < d->H; h++) {
             const float *q = d->q + (size_t)t * nq + (size_t)h * hd;
-            const float *k = d->k[t] + (size_t)(h / group) * hd, *v = d->v[t] + (size_t)(h / group) * hd;
-            for (int p = lo; p <= hi; p++) s[p - lo] = vec_dot_ref(q, k + (size_t)p * nkv, hd) * d->scale;
+            // (the head's rows in the caches' types)
+            size_t ks = kv_bytes(d->kt, (size_t)nkv), vs = kv_bytes(d->vt, (size_t)nkv);
+            const char *k = (const char *)d->k[t] + kv_bytes(d->kt, (size_t)(h / group) * hd);
+            const char *v = (const char *)d->v[t] + kv_bytes(d->vt, (size_t)(h / group) * hd);
+            for (int p = lo; p <= hi; p++) {
+                const char *kp = k + ks * p;
+                float dot = 0;
+                for (int i = 0; i < hd; i++) dot += q[i] * kv_at(kp, d->kt, i);
+                s[p - lo] = dot * d->scale;
+            }
             if (d->softcap)
                 for (int i = 0; i < n; i++) s[i] = d->softcap * tanhf(s[i] / d->softcap);
             if (d->sinks) {
@@ -98,7 +107,8 @@ static void ref_attention(backend *b, const attn_desc *d) {
             if (d->ggml_numerics) vec_round_f16_ref(s, (size_t)n);
             float *o = d->out + (size_t)t * nq + (size_t)h * hd;
             memset(o, 0, sizeof(float) * (size_t)hd);
-            for (int p = lo; p <= hi; p++) vec_axpy_ref(o, s[p - lo], v + (size_t)p * nkv, hd);
+            for (int p = lo; p <= hi; p++)
+                for (int i = 0; i < hd; i++) o[i] += s[p - lo] * kv_at(v + vs * p, d->vt, i);
         }
     }
 }

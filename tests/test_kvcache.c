@@ -1,0 +1,194 @@
+// The KV cache's types (infer_ctx_set_kv_type, llama.cpp's -ctk / -ctv):
+// on the default model (a GGUF: ggml's numerics, K and V rounded to f16
+// before they are stored) the default f16 cache gives the f32 cache's logits
+// bit for bit, in prompt passes and decode steps, alone and batched; q8_0 stays
+// close to them (measured: mean KL 7e-3 to 2.6e-2 over 86 positions of a
+// text, top-1 the same at 79-80 of 86); the bytes per position follow the types; a safetensors
+// fixture defaults to f32; and every misuse is refused by name.
+#include "check.h"
+#include "infer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { NP = 80, ND = 6 }; // a prompt of two passes (the CPU's 64 rows, then 16), then decode steps
+
+// The prompt's logits at every position, then ND greedy steps' logits:
+// (NP + ND) rows of V into out; 0 on an error.
+static int run(infer_ctx *c, const int32_t *ids, float *out, int V) {
+    if (infer_eval(c, ids, NP, out, 0)) return 0;
+    for (int s = 0; s < ND; s++) {
+        const float *last = out + (size_t)(NP + s - 1) * V;
+        int32_t t = (int32_t)test_argmax(last, V);
+        if (infer_eval(c, &t, 1, out + (size_t)(NP + s) * V, 1)) return 0;
+    }
+    return 1;
+}
+
+// mean over rows of KL(p || q) of the softmaxes of logits a (p) and b (q)
+static double mean_kl(const float *a, const float *b, int rows, int V) {
+    double sum = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *x = a + (size_t)r * V, *y = b + (size_t)r * V;
+        double mx = -INFINITY, my = -INFINITY, zx = 0, zy = 0, kl = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, x[i]), my = fmax(my, y[i]);
+        for (int i = 0; i < V; i++) zx += exp(x[i] - mx), zy += exp(y[i] - my);
+        for (int i = 0; i < V; i++) {
+            double lp = x[i] - mx - log(zx), lq = y[i] - my - log(zy);
+            kl += exp(lp) * (lp - lq);
+        }
+        sum += kl;
+    }
+    return sum / rows;
+}
+
+static void default_model(void) {
+    char path[1200];
+    CHECK(test_default_model(path, sizeof path), "could not fetch the default model");
+    infer_model *m = NULL;
+    CHECK(path[0] && infer_model_load(path, &m) == INFER_OK, "%s", infer_last_error());
+    if (!m) return;
+    int V = infer_model_n_vocab(m);
+    // a real text's tokens (its first NP)
+    const char *text =
+        "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined movable metal "
+        "type, oil-based ink and a wooden screw press into a system that could produce books quickly and cheaply. Within "
+        "fifty years, presses were running in more than two hundred cities across Europe, and the number of books in "
+        "circulation grew from thousands to millions. Scholars, merchants and reformers all found new audiences.";
+    int32_t ids[NP], *tok = NULL;
+    int n_tok = 0;
+    CHECK(!infer_tokenize(m, text, strlen(text), 1, 0, &tok, &n_tok) && n_tok >= NP, "the text gives %d tokens (want %d)", n_tok, NP);
+    for (int i = 0; i < NP; i++) ids[i] = tok && i < n_tok ? tok[i] : 2;
+    free(tok);
+    size_t rows = NP + ND;
+    float *ref = malloc(sizeof(float) * rows * V), *got = malloc(sizeof(float) * rows * V);
+
+    // f32, the default (f16), f16 asked for by name: bit for bit
+    infer_ctx *c32 = NULL, *c16 = NULL;
+    CHECK(!infer_ctx_new(m, 128, &c32) && !infer_ctx_set_kv_type(c32, "f32", "f32"), "%s", infer_last_error());
+    CHECK(!infer_ctx_new(m, 128, &c16), "%s", infer_last_error());
+    CHECK(c16 && !strcmp(infer_ctx_kv_type(c16, 0), "f16") && !strcmp(infer_ctx_kv_type(c16, 1), "f16"),
+          "a GGUF's default cache is f16 (%s / %s)", c16 ? infer_ctx_kv_type(c16, 0) : "?", c16 ? infer_ctx_kv_type(c16, 1) : "?");
+    CHECK(c32 && c16 && infer_ctx_kv_bytes_per_pos(c32) == 2 * infer_ctx_kv_bytes_per_pos(c16), "f16 rows are half of f32's (%zu, %zu)",
+          c32 ? infer_ctx_kv_bytes_per_pos(c32) : 0, c16 ? infer_ctx_kv_bytes_per_pos(c16) : 0);
+    CHECK(c32 && run(c32, ids, ref, V), "f32 cache: %s", infer_last_error());
+    CHECK(c16 && run(c16, ids, got, V), "f16 cache: %s", infer_last_error());
+    CHECK(!memcmp(ref, got, sizeof(float) * rows * V), "f16 cache: logits differ from the f32 cache's (max rel err %g)",
+          test_rel_err(got, ref, rows * V));
+
+    // batched: three f16 sequences stepped together equal the f16 context alone
+    {
+        infer_batch *b = NULL;
+        infer_ctx *s[3] = {0};
+        CHECK(!infer_batch_new(m, &b), "%s", infer_last_error());
+        int ok = b != NULL;
+        for (int i = 0; i < 3 && ok; i++) ok = !infer_ctx_new(m, 128, &s[i]);
+        const int32_t *pi[3] = {ids, ids + 10, ids + 20};
+        int ni[3] = {NP, NP - 10, NP - 20};
+        float *lg[3];
+        for (int i = 0; i < 3; i++) lg[i] = malloc(sizeof(float) * V);
+        ok = ok && !infer_batch_eval(b, s, 3, pi, ni, lg);
+        CHECK(ok && !memcmp(lg[0], ref + (size_t)(NP - 1) * V, sizeof(float) * V), "batched f16 prompt: not the context's logits alone");
+        // and a q8_0 sequence beside f16 ones is refused by name
+        infer_ctx *q = NULL;
+        CHECK(!infer_ctx_new(m, 128, &q) && !infer_ctx_set_kv_type(q, "q8_0", "q8_0"), "%s", infer_last_error());
+        infer_ctx *mix[2] = {s[0], q};
+        int32_t one = 5;
+        const int32_t *po[2] = {&one, &one};
+        int no[2] = {1, 1};
+        infer_status st = ok && q ? infer_batch_eval(b, mix, 2, po, no, NULL) : INFER_OK;
+        CHECK(st == INFER_ERR_ARG && strstr(infer_last_error(), "q8_0"), "a batch of f16 and q8_0 caches: %d %s", st, infer_last_error());
+        // copies between caches of different types are refused too
+        st = q ? infer_ctx_copy(q, s[0], 4) : INFER_OK;
+        CHECK(st == INFER_ERR_ARG && strstr(infer_last_error(), "types"), "a copy from f16 into q8_0: %d %s", st, infer_last_error());
+        for (int i = 0; i < 3; i++) infer_ctx_free(s[i]), free(lg[i]);
+        infer_ctx_free(q);
+        infer_batch_free(b);
+    }
+
+    // q8_0 keys and values: the bytes of the blocks, and the logits close to f32's
+    const char *pairs[][2] = {{"q8_0", "f16"}, {"f16", "q8_0"}, {"q8_0", "q8_0"}};
+    for (int k = 0; k < 3; k++) {
+        infer_ctx *c = NULL;
+        CHECK(!infer_ctx_new(m, 128, &c) && !infer_ctx_set_kv_type(c, pairs[k][0], pairs[k][1]), "%s", infer_last_error());
+        if (!c) continue;
+        size_t want = 0, per32 = infer_ctx_kv_bytes_per_pos(c32) / 2; // (K or V alone, f32)
+        for (int i = 0; i < 2; i++) want += !strcmp(pairs[k][i], "q8_0") ? per32 / 4 / 32 * 34 : per32 / 2;
+        CHECK(infer_ctx_kv_bytes_per_pos(c) == want, "%s / %s: %zu bytes per position, want %zu", pairs[k][0], pairs[k][1],
+              infer_ctx_kv_bytes_per_pos(c), want);
+        CHECK(run(c, ids, got, V), "%s / %s: %s", pairs[k][0], pairs[k][1], infer_last_error());
+        double kl = mean_kl(ref, got, (int)rows, V);
+        int same = 0;
+        for (size_t r = 0; r < rows; r++) same += test_argmax(ref + r * V, V) == test_argmax(got + r * V, V);
+        printf("kvcache: K %s, V %s: KL against f32 %.3g (mean of %zu positions), top-1 the same at %d\n", pairs[k][0], pairs[k][1], kl,
+               rows, same);
+        CHECK(kl < 5e-2 && kl > 0, "%s / %s: mean KL %g against the f32 cache (want (0, 5e-2))", pairs[k][0], pairs[k][1], kl);
+        CHECK(same >= (int)rows * 85 / 100, "%s / %s: top-1 the same at %d of %zu", pairs[k][0], pairs[k][1], same, rows);
+        infer_ctx_free(c);
+    }
+
+    // refusals: an unknown name, a type after the first evaluation (the
+    // context is unchanged), and q8_0 on the CUDA backend (f32 there)
+    infer_ctx *c = NULL;
+    CHECK(!infer_ctx_new(m, 16, &c), "%s", infer_last_error());
+    infer_status st = infer_ctx_set_kv_type(c, "q4_0", NULL);
+    CHECK(st == INFER_ERR_ARG && strstr(infer_last_error(), "\"q4_0\""), "unknown type: %d %s", st, infer_last_error());
+    st = infer_ctx_set_kv_type(c, NULL, "bf16");
+    CHECK(st == INFER_ERR_ARG && strstr(infer_last_error(), "\"bf16\" for V"), "unknown V type: %d %s", st, infer_last_error());
+    CHECK(!strcmp(infer_ctx_kv_type(c, 0), "f16"), "a refused type changed the cache (%s)", infer_ctx_kv_type(c, 0));
+    int32_t t = 2;
+    CHECK(!infer_eval(c, &t, 1, NULL, 0), "%s", infer_last_error());
+    st = infer_ctx_set_kv_type(c, "f32", "f32");
+    CHECK(st == INFER_ERR_ARG && !strcmp(infer_ctx_kv_type(c, 0), "f16"), "a type after an evaluation: %d %s", st, infer_last_error());
+    infer_ctx_reset(c);
+    CHECK(!infer_ctx_set_kv_type(c, "f32", NULL) && !strcmp(infer_ctx_kv_type(c, 0), "f32") && !strcmp(infer_ctx_kv_type(c, 1), "f16"),
+          "after a reset the type can change: %s", infer_last_error());
+    if (infer_gpu_count() > 0) {
+        infer_ctx *g = NULL;
+        CHECK(!infer_ctx_new(m, 16, &g), "%s", infer_last_error());
+        CHECK(g && !infer_ctx_set_backend(g, "cuda") && !strcmp(infer_ctx_kv_type(g, 0), "f32"), "on cuda the default is f32: %s",
+              infer_last_error());
+        st = g ? infer_ctx_set_kv_type(g, "q8_0", NULL) : INFER_OK;
+        CHECK(st == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), "f32"), "q8_0 on cuda: %d %s", st, infer_last_error());
+        infer_ctx_free(g);
+    }
+    infer_ctx_free(c);
+    infer_ctx_free(c32);
+    infer_ctx_free(c16);
+    free(ref), free(got);
+    infer_model_free(m);
+}
+
+// A safetensors fixture: f32 by default (exact against transformers); f16
+// on request stays close; q8_0 refused where heads are not whole blocks.
+static void fixture(void) {
+    infer_model *m = NULL;
+    CHECK(infer_model_load(FIXTURES_DIR "/llama", &m) == INFER_OK, "%s", infer_last_error());
+    if (!m) return;
+    int V = infer_model_n_vocab(m);
+    infer_ctx *a = NULL, *b = NULL;
+    CHECK(!infer_ctx_new(m, 32, &a) && !infer_ctx_new(m, 32, &b), "%s", infer_last_error());
+    if (!a || !b) { infer_ctx_free(a), infer_ctx_free(b), infer_model_free(m); return; }
+    CHECK(!strcmp(infer_ctx_kv_type(a, 0), "f32") && !strcmp(infer_ctx_kv_type(a, 1), "f32"), "a safetensors model's default is f32 (%s)",
+          infer_ctx_kv_type(a, 0));
+    infer_status st = infer_ctx_set_kv_type(b, "q8_0", NULL);
+    CHECK(st == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), "blocks of 32"), "q8_0 with heads of 16: %d %s", st, infer_last_error());
+    CHECK(!infer_ctx_set_kv_type(b, "f16", "f16"), "%s", infer_last_error());
+    int32_t ids[12] = {1, 5, 9, 22, 7, 3, 15, 2, 8, 30, 4, 11};
+    float *la = malloc(sizeof(float) * 12 * V), *lb = malloc(sizeof(float) * 12 * V);
+    CHECK(!infer_eval(a, ids, 12, la, 0) && !infer_eval(b, ids, 12, lb, 0), "%s", infer_last_error());
+    double e = test_rel_err(lb, la, (size_t)12 * V);
+    CHECK(e > 0 && e < 1e-2, "f16 cache on an f32 model: max rel err %g against f32 (want (0, 1e-2))", e);
+    free(la), free(lb);
+    infer_ctx_free(a), infer_ctx_free(b);
+    infer_model_free(m);
+}
+
+int main(void) {
+    infer_set_threads(2);
+    fixture();
+    default_model();
+    return check_summary("test_kvcache");
+}
