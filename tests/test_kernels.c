@@ -5,6 +5,8 @@
 #include "compute/cpu/vec.h"
 #include "compute/cpu/ops.h"
 #include "compute/cpu/attn.h"
+#include "compute/backend.h"
+#include "base/pool.h"
 #include "base/half.h"
 #include "tensor/dtype.h"
 #include "base/cpu.h"
@@ -293,8 +295,83 @@ static void check_packed(int wt, int n, int rows) {
     free(w), free(p), free(x), free(xq), free(f), free(o), free(o1), free(oref);
 }
 
+// The CPU backend's attention over long rows (keys split among the threads
+// in pieces of 256 positions) against the reference backend's: a pass of
+// three blocks of two sequences (one beyond a thousand positions, one short,
+// one past the first piece), with windows, softcaps, sinks and each cache
+// type; the pass equals its blocks run alone and one thread's results.
+static void attention_pass(const backend *be, attn_desc *d, float *out) {
+    d->out = out;
+    be->ops->attention((backend *)be, d);
+}
+
+static void check_long_attention(void) {
+    enum { H = 8, KV = 2, HD = 64, NCTX = 1100, T = 10 };
+    const int nq = H * HD, nkv = KV * HD, stride = NCTX + 1, B = 8;
+    float *q = malloc(sizeof(float) * T * nq), *src = malloc(sizeof(float) * NCTX * nkv);
+    for (int i = 0; i < T * nq; i++) q[i] = frand();
+    for (int i = 0; i < NCTX * nkv; i++) src[i] = frand() * 2;
+    pool *p2 = pool_new(2);
+    cpu_exec ex2 = {.pool = p2}, ex1 = {0};
+    backend cpu2 = {&backend_cpu_ops, &ex2, NULL, NULL}, cpu1 = {&backend_cpu_ops, &ex1, NULL, NULL};
+    backend ref = {&backend_ref_ops, &ex1, NULL, NULL};
+    float *scores = malloc(sizeof(float) * 2 * B * H * stride), sinks[H];
+    for (int h = 0; h < H; h++) sinks[h] = frand();
+    float *o_ref = malloc(sizeof(float) * T * nq), *o2 = malloc(sizeof(float) * T * nq), *o1 = malloc(sizeof(float) * T * nq);
+    float *oa = malloc(sizeof(float) * T * nq);
+    for (int kt = 0; kt < KV_TYPES; kt++)
+        for (int variant = 0; variant < 3; variant++) {
+            size_t rb = kv_bytes(kt, nkv);
+            unsigned char *kc[2], *vc[2];
+            int32_t pos_all[NCTX];
+            for (int i = 0; i < NCTX; i++) pos_all[i] = i;
+            for (int c = 0; c < 2; c++) {
+                kc[c] = malloc(rb * NCTX), vc[c] = malloc(rb * NCTX);
+                void *kr[NCTX], *vr[NCTX];
+                for (int i = 0; i < NCTX; i++) kr[i] = kc[c], vr[i] = vc[c];
+                host_kv_store(NULL, kr, kt, pos_all, src, NCTX, nkv);
+                host_kv_store(NULL, vr, kt, pos_all, src + (c ? 7 : 0), NCTX - 1, nkv); // (the two caches differ)
+            }
+            // rows 0-3: sequence 0 at 1000..1003; row 4: sequence 1 at 5; rows 5-9: sequence 1 at 600..604
+            int pos[T] = {1000, 1001, 1002, 1003, 5, 600, 601, 602, 603, 604};
+            const void *kp[T], *vp[T];
+            for (int t = 0; t < T; t++) kp[t] = t < 4 ? kc[0] : kc[1], vp[t] = t < 4 ? vc[0] : vc[1];
+            int blk0[3] = {0, 4, 5}, blk_n[3] = {4, 1, 5};
+            attn_desc d = {.q = q, .T = T, .H = H, .KV = KV, .hd = HD, .window = variant == 1 ? 300 : 0, .pos = pos, .k = kp, .v = vp,
+                           .kt = kt, .vt = kt, .blk0 = blk0, .blk_n = blk_n, .n_blk = 3, .scale = 0.125f,
+                           .softcap = variant == 2 ? 5.0f : 0, .sinks = variant == 2 ? sinks : NULL, .ggml_numerics = variant != 1,
+                           .scores = scores, .B = B, .stride = stride};
+            attention_pass(&ref, &d, o_ref);
+            attention_pass(&cpu2, &d, o2);
+            attention_pass(&cpu1, &d, o1);
+            double e = test_rel_err(o2, o_ref, (size_t)T * nq);
+            // (ggml's f16 probabilities: the CPU's SIMD exp and the reference's expf may round a probability to
+            // neighbouring f16 values, 2^-11 apart)
+            double tol = d.ggml_numerics ? 1e-3 : 2e-5;
+            CHECK(e < tol, "long attention (%s, variant %d): max rel err %g against the reference (want < %g)", kv_type_name(kt), variant,
+                  e, tol);
+            CHECK(!memcmp(o1, o2, sizeof(float) * T * nq), "long attention (%s, variant %d): one thread's floats differ from two's",
+                  kv_type_name(kt), variant);
+            // each block alone: the same floats as in the pass
+            for (int k = 0; k < 3; k++) {
+                attn_desc a = d;
+                a.q = q + (size_t)blk0[k] * nq, a.T = blk_n[k], a.pos = pos + blk0[k], a.k = kp + blk0[k], a.v = vp + blk0[k];
+                int z = 0, n = blk_n[k];
+                a.blk0 = &z, a.blk_n = &n, a.n_blk = 1;
+                attention_pass(&cpu2, &a, oa);
+                CHECK(!memcmp(oa, o2 + (size_t)blk0[k] * nq, sizeof(float) * blk_n[k] * nq),
+                      "long attention (%s, variant %d): block %d alone differs from the pass", kv_type_name(kt), variant, k);
+            }
+            for (int c = 0; c < 2; c++) free(kc[c]), free(vc[c]);
+        }
+    cpu_exec_release(&ex1), cpu_exec_release(&ex2);
+    pool_free(p2);
+    free(q), free(src), free(scores), free(o_ref), free(o1), free(o2), free(oa);
+}
+
 int main(void) {
     printf("kernels: SIMD ISA %s\n", vecdot_isa());
+    check_long_attention();
     int floats[] = {DT_F32, DT_F16, DT_BF16};
     int lens[] = {1, 7, 67, 256, 1000, 2051};
     for (int k = 0; k < 3; k++)

@@ -145,7 +145,197 @@ static void attn_task(void *arg, int ith, int nth) {
     }
 }
 
-static void cpu_attention(backend *b, const attn_desc *d) { pool_run(b->ex->pool, attn_task, (void *)d); }
+// Long rows: a block whose keys span more than one piece of ATTN_SPAN
+// positions (pieces at multiples of ATTN_SPAN, so the split depends on the
+// positions alone, never on the threads: a batch's rows stay as alone) has
+// its keys split among the threads, one task per (block, kv head, piece), in
+// four steps over all the threads: the scores into rows shared by the
+// threads; each row's softmax whole (the probabilities attn_task's); each
+// piece's values into its own partial output; the partials added in the
+// pieces' order. A block of one piece is computed as attn_task computes it,
+// into the output directly. Blocks go in groups whose score rows fit the
+// scores' memory (threads x B x H x stride floats).
+enum { ATTN_SPAN = 256, BLK_MAX = 512 };
+
+typedef struct {
+    const attn_desc *d;
+    int g0, g1;                     // the group's blocks
+    int lo[BLK_MAX][8], hi[BLK_MAX][8]; // per block and row: the positions it sees (as attn_task's)
+    int c0[BLK_MAX], nch[BLK_MAX];  // per block: its first piece (position / ATTN_SPAN) and piece count
+    int item0[BLK_MAX + 1];         // per block: its first task (tasks: kv head x piece)
+    size_t srow[BLK_MAX];           // per block: its first score row in the shared rows
+    size_t pbase[BLK_MAX];          // per block: its partial outputs (floats into part)
+    int rows;                       // score rows of the group (rows x H)
+    float *part;
+} split_job;
+
+// Task i of the group: its block, kv head and positions [a, e] (one piece).
+static int split_item(const split_job *j, int i, int *kh, int *ch, int *a, int *e) {
+    int blk = j->g0;
+    while (j->item0[blk - j->g0 + 1] <= i) blk++;
+    int r = i - j->item0[blk - j->g0], n = j->nch[blk];
+    *kh = r / n, *ch = r % n;
+    int p0 = j->lo[blk][0], p1 = 0;
+    for (int b = 0; b < j->d->blk_n[blk]; b++) {
+        p0 = j->lo[blk][b] < p0 ? j->lo[blk][b] : p0;
+        p1 = j->hi[blk][b] > p1 ? j->hi[blk][b] : p1;
+    }
+    int s = (j->c0[blk] + *ch) * ATTN_SPAN;
+    *a = s > p0 ? s : p0;
+    *e = s + ATTN_SPAN - 1 < p1 ? s + ATTN_SPAN - 1 : p1;
+    return blk;
+}
+
+static float *split_srow(const split_job *j, int blk, int b, int h) {
+    return j->d->scores + (j->srow[blk] + (size_t)b * j->d->H + h) * j->d->stride;
+}
+
+static void split_scores(void *arg, int ith, int nth) {
+    const split_job *j = arg;
+    const attn_desc *d = j->d;
+    int H = d->H, KV = d->KV, hd = d->hd, group = H / KV, nq = H * hd, nkv = KV * hd;
+    size_t ks = kv_bytes(d->kt, (size_t)nkv);
+    for (int i = ith; i < j->item0[j->g1 - j->g0]; i += nth) {
+        int kh, ch, a, e, blk = split_item(j, i, &kh, &ch, &a, &e), t0 = d->blk0[blk];
+        const char *k = (const char *)d->k[t0] + kv_bytes(d->kt, (size_t)kh * hd);
+        for (int c0 = a; c0 <= e; c0 += ATTN_CHUNK)
+            for (int b = 0; b < d->blk_n[blk]; b++) {
+                int lo = j->lo[blk][b], hi = j->hi[blk][b];
+                int a0 = c0 > lo ? c0 : lo, a1 = c0 + ATTN_CHUNK - 1 < hi ? c0 + ATTN_CHUNK - 1 : hi;
+                a1 = a1 < e ? a1 : e;
+                if (a0 > a1) continue;
+                const float *q = d->q + (size_t)(t0 + b) * nq + (size_t)kh * group * hd;
+                attn_scores(q, group, hd, k + (size_t)a0 * ks, d->kt, ks, a1 - a0 + 1, d->scale,
+                            split_srow(j, blk, b, kh * group) + (a0 - lo), d->stride);
+            }
+    }
+}
+
+// score rows [r0, r1) of the group (row r: block row r / H, head r % H)
+static void split_softmax(void *arg, int r0, int r1) {
+    const split_job *j = arg;
+    const attn_desc *d = j->d;
+    for (int r = r0; r < r1; r++) {
+        int row = r / d->H, h = r % d->H, blk = j->g0;
+        while (blk + 1 < j->g1 && (int)(j->srow[blk + 1] / d->H) <= row) blk++;
+        int b = row - (int)(j->srow[blk] / d->H), n = j->hi[blk][b] - j->lo[blk][b] + 1;
+        float *s = split_srow(j, blk, b, h);
+        if (d->softcap) softcap(s, n, d->softcap);
+        if (d->sinks) {
+            s[n] = d->sinks[h];
+            softmax(s, n + 1);
+        } else {
+            softmax(s, n);
+        }
+        if (d->ggml_numerics) vec_round_f16(s, (size_t)n);
+    }
+}
+
+// where block blk's row b, kv head kh, piece ch accumulates: the output (one piece) or its partial
+static float *split_dst(const split_job *j, int blk, int b, int kh, int ch) {
+    const attn_desc *d = j->d;
+    size_t nq = (size_t)d->H * d->hd, at = (size_t)kh * (d->H / d->KV) * d->hd;
+    if (j->nch[blk] == 1) return d->out + (size_t)(d->blk0[blk] + b) * nq + at;
+    return j->part + j->pbase[blk] + ((size_t)ch * d->blk_n[blk] + b) * nq + at;
+}
+
+static void split_mix(void *arg, int ith, int nth) {
+    const split_job *j = arg;
+    const attn_desc *d = j->d;
+    int H = d->H, KV = d->KV, hd = d->hd, group = H / KV, nkv = KV * hd;
+    size_t vs = kv_bytes(d->vt, (size_t)nkv);
+    for (int i = ith; i < j->item0[j->g1 - j->g0]; i += nth) {
+        int kh, ch, a, e, blk = split_item(j, i, &kh, &ch, &a, &e), t0 = d->blk0[blk];
+        const char *v = (const char *)d->v[t0] + kv_bytes(d->vt, (size_t)kh * hd);
+        for (int b = 0; b < d->blk_n[blk]; b++) memset(split_dst(j, blk, b, kh, ch), 0, sizeof(float) * (size_t)group * hd);
+        for (int c0 = a; c0 <= e; c0 += ATTN_CHUNK)
+            for (int b = 0; b < d->blk_n[blk]; b++) {
+                int lo = j->lo[blk][b], hi = j->hi[blk][b];
+                int a0 = c0 > lo ? c0 : lo, a1 = c0 + ATTN_CHUNK - 1 < hi ? c0 + ATTN_CHUNK - 1 : hi;
+                a1 = a1 < e ? a1 : e;
+                if (a0 > a1) continue;
+                attn_mix(split_srow(j, blk, b, kh * group) + (a0 - lo), d->stride, group, a1 - a0 + 1, v + (size_t)a0 * vs, d->vt,
+                         vs, hd, split_dst(j, blk, b, kh, ch));
+            }
+    }
+}
+
+// output rows [r0, r1) of the group's blocks: the sum of their pieces' partials, in order
+static void split_sum(void *arg, int r0, int r1) {
+    const split_job *j = arg;
+    const attn_desc *d = j->d;
+    size_t nq = (size_t)d->H * d->hd;
+    for (int r = r0; r < r1; r++) {
+        int blk = j->g0;
+        while (blk + 1 < j->g1 && (int)(j->srow[blk + 1] / d->H) <= r) blk++;
+        int b = r - (int)(j->srow[blk] / d->H);
+        if (j->nch[blk] == 1) continue;
+        float *o = d->out + (size_t)(d->blk0[blk] + b) * nq;
+        const float *p = j->part + j->pbase[blk] + (size_t)b * nq;
+        memcpy(o, p, sizeof(float) * nq);
+        for (int ch = 1; ch < j->nch[blk]; ch++) {
+            const float *pc = p + (size_t)ch * d->blk_n[blk] * nq;
+            for (size_t i = 0; i < nq; i++) o[i] += pc[i];
+        }
+    }
+}
+
+static void cpu_attention(backend *b, const attn_desc *d) {
+    cpu_exec *ex = b->ex;
+    int split = 0;
+    split_job *j = NULL;
+    if (d->n_blk <= BLK_MAX && d->B <= 8)
+        for (int blk = 0; blk < d->n_blk && !split; blk++) {
+            int p0 = INT32_MAX, p1 = 0;
+            for (int r = 0; r < d->blk_n[blk]; r++) {
+                int hi = d->pos[d->blk0[blk] + r], lo = d->window && hi - d->window + 1 > 0 ? hi - d->window + 1 : 0;
+                p0 = lo < p0 ? lo : p0;
+                p1 = hi > p1 ? hi : p1;
+            }
+            split = p1 / ATTN_SPAN > p0 / ATTN_SPAN;
+        }
+    if (!split || !(j = malloc(sizeof *j))) {
+        pool_run(ex->pool, attn_task, (void *)d);
+        return;
+    }
+    // (the blocks' positions once; groups whose score rows fit the memory)
+    j->d = d;
+    size_t cap_rows = (size_t)pool_size(ex->pool) * d->B; // score rows of H heads the memory holds
+    size_t nq = (size_t)d->H * d->hd;
+    for (int g0 = 0; g0 < d->n_blk;) {
+        int g1 = g0;
+        size_t rows = 0, part = 0;
+        for (; g1 < d->n_blk && rows + d->blk_n[g1] <= cap_rows; g1++) {
+            int p0 = INT32_MAX, p1 = 0;
+            for (int r = 0; r < d->blk_n[g1]; r++) {
+                int hi = d->pos[d->blk0[g1] + r], lo = d->window && hi - d->window + 1 > 0 ? hi - d->window + 1 : 0;
+                j->lo[g1][r] = lo, j->hi[g1][r] = hi;
+                p0 = lo < p0 ? lo : p0;
+                p1 = hi > p1 ? hi : p1;
+            }
+            j->c0[g1] = p0 / ATTN_SPAN, j->nch[g1] = p1 / ATTN_SPAN - p0 / ATTN_SPAN + 1;
+            j->item0[g1 - g0] = g1 == g0 ? 0 : j->item0[g1 - g0 - 1] + d->KV * j->nch[g1 - 1];
+            j->srow[g1] = rows * d->H;
+            j->pbase[g1] = part;
+            rows += d->blk_n[g1];
+            if (j->nch[g1] > 1) part += (size_t)j->nch[g1] * d->blk_n[g1] * nq;
+        }
+        j->item0[g1 - g0] = j->item0[g1 - g0 - 1] + d->KV * j->nch[g1 - 1];
+        j->g0 = g0, j->g1 = g1, j->rows = (int)rows;
+        if (part > ex->att_cap) {
+            float *p = realloc(ex->att, sizeof(float) * part);
+            if (!p) { ex->oom = 1; free(j); return; }
+            ex->att = p, ex->att_cap = part;
+        }
+        j->part = ex->att;
+        pool_run(ex->pool, split_scores, j);
+        pool_for(ex->pool, (int)rows * d->H, 1, split_softmax, j);
+        pool_run(ex->pool, split_mix, j);
+        pool_for(ex->pool, (int)rows, 1, split_sum, j);
+        g0 = g1;
+    }
+    free(j);
+}
 
 void *backend_host_alloc(backend *b, size_t bytes) {
     (void)b;

@@ -214,6 +214,7 @@ static unsigned char *grow(cpu_exec *ex, unsigned char **p, size_t *cap, size_t 
 void cpu_exec_release(cpu_exec *ex) {
     free(ex->xq);
     for (int i = 0; i < CPU_MULTI_MAX; i++) free(ex->mq[i]);
+    free(ex->att);
     pool *p = ex->pool;
     *ex = (cpu_exec){0};
     ex->pool = p;

@@ -15,6 +15,8 @@ typedef struct {
     size_t xq_cap;
     unsigned char *mq[CPU_MULTI_MAX]; // the same for matmul_multi, per product
     size_t mq_cap[CPU_MULTI_MAX];
+    float *att;                // attention's partial outputs where a block's keys are split among threads
+    size_t att_cap;            // (floats)
     int oom;                   // sticky: scratch could not grow, results since are not to be used
 } cpu_exec;
 void cpu_exec_release(cpu_exec *ex); // frees the scratch (not the pool)
