@@ -26,6 +26,7 @@
 #include "models/gguf_convert.h"
 #include "vindex/vindex.h"
 #include "vindex/extract.h"
+#include "compute/cpu/ops.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -209,6 +210,48 @@ static void check_down_meta(const char *fam, const infer_model *m, const vindex 
     free(o.v);
     free(s);
     free(order);
+}
+
+// down_meta exactly as the engine's own head computes its logits: for some
+// features, the head's product of the down vector (matmul, one token: the
+// packed kernels where the head has them) and its top K (a score enters when
+// it beats the K-th strictly, so among equal scores the lower id stays);
+// the stored ids and scores are those, bit for bit.
+static void check_down_meta_exact(const char *fam, const infer_model *m, const vindex *v) {
+    int L = m->cfg.n_layer, H = m->cfg.n_embd, F = m->cfg.n_ff, V = m->cfg.n_vocab, K = vindex_down_top(v);
+    float *y = malloc(sizeof(float) * V), *d = malloc(sizeof(float) * H), *best = malloc(sizeof(float) * (K ? K : 1));
+    int *bid = malloc(sizeof(int) * (K ? K : 1));
+    cpu_exec ex = {0};
+    int ok = K > 0, n_checked = 0;
+    const int layers[2] = {0, L - 1}, feats[3] = {1, F / 3, F - 2};
+    for (int a = 0; a < 2 && ok; a++) {
+        mat dm = mat_of(&m->layers[layers[a]].ffn_down);
+        for (int b = 0; b < 3 && ok; b++) {
+            for (int i = 0; i < H; i++) d[i] = at(&dm, i, feats[b]);
+            matmul(&ex, y, d, &m->output, NULL, 1, H, V);
+            int n = 0;
+            for (int t = 0; t < V; t++) {
+                if (n == K && !(y[t] > best[K - 1])) continue;
+                int i = n < K ? n++ : K - 1;
+                while (i > 0 && best[i - 1] < y[t]) best[i] = best[i - 1], bid[i] = bid[i - 1], i--;
+                best[i] = y[t], bid[i] = t;
+            }
+            const int32_t *ids;
+            const float *sc;
+            ok &= vindex_down_meta(v, layers[a], feats[b], &ids, &sc) == K;
+            for (int k = 0; k < K && ok; k++) {
+                if (ids[k] != bid[k] || sc[k] != best[k])
+                    fprintf(stderr, "%s layer %d feature %d rank %d: stored %d (%.9g), the head's %d (%.9g)\n", fam, layers[a], feats[b],
+                            k, ids[k], sc[k], bid[k], best[k]);
+                ok &= ids[k] == bid[k] && sc[k] == best[k];
+            }
+            n_checked++;
+        }
+        free(dm.v);
+    }
+    CHECK(ok, "%s: down_meta is not the top-%d of the head's own products (%d features checked)", fam, K, n_checked);
+    cpu_exec_release(&ex);
+    free(y), free(d), free(best), free(bid);
 }
 
 // ---------------------------------------------------------------------------
@@ -399,6 +442,7 @@ static void check_gguf_source(const char *fam, const char *tmp) {
             check_ffn(fam, m, v, 0);
             check_heads(fam, m, v);
             check_down_meta(fam, m, v, q ? 2e-2 : 1e-5);
+            check_down_meta_exact(fam, m, v);
             vindex_close(v);
         } else CHECK(0, "%s gguf: open: %s", fam, infer_last_error());
         char p[1300];

@@ -10,10 +10,13 @@
 #include "vindex/extract_impl.h"
 #include "base/error.h"
 #include "compute/cpu/ops.h"
+#include "compute/cpu/vec.h"
 #include "tensor/dtype.h"
+#include "tensor/pack.h"
 #include "base/pool.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 // Measured on Gemma 3 270M (q8_0 head, 2 threads): 32 x 2048 runs at the
@@ -57,8 +60,134 @@ static void topk_task(void *arg, int ith, int nth) {
     }
 }
 
-infer_status down_meta_topk(cpu_exec *ex, const tensor *W, const float *D, int F, int H, int K, int32_t *ids, float *scores,
+// ---------------------------------------------------------------------------
+// A packed head (pack.h: the kernels the engine's own logits use on a VNNI
+// CPU): the F down vectors are quantized once, as matmul quantizes
+// activations, and blocks of PB rows go to the threads, each computing its
+// block's F x PB scores with the kernels (a panel of groups in L2 against
+// features in L1, as matmul walks them) and folding them into lists of its
+// own; the threads' lists are merged at the end. A list keeps the K best by
+// score, then by the lower id, which is the whole fold's order whatever the
+// split, so the result is the same for any thread count (and the same as the
+// single-stream fold below, and as the top K of each feature's own logits).
+
+enum { PB = 1024 }; // rows per block (128 groups of 8)
+
+typedef struct {
+    int32_t *ids;  // (F, K)
+    float *sc;
+    int *n;        // (F)
+} tlist;
+
+// (score s, id v) enters a list (sc, id: K slots, *pn filled) where it beats
+// the K-th (by score, then the lower id)
+static inline void list_add(float *sc, int32_t *id, int *pn, int K, float s, int32_t v) {
+    int n = *pn;
+    if (isnan(s) || (n == K && !(s > sc[K - 1] || (s == sc[K - 1] && v < id[K - 1])))) return;
+    int i = n < K ? n++ : K - 1;
+    while (i > 0 && (sc[i - 1] < s || (sc[i - 1] == s && id[i - 1] > v))) sc[i] = sc[i - 1], id[i] = id[i - 1], i--;
+    sc[i] = s, id[i] = v;
+    *pn = n;
+}
+
+typedef struct {
+    const weight *head;
+    const pack_kernel *pk;
+    const unsigned char *xq; // (F rows of xrow bytes)
+    size_t xrow, gbytes;
+    int F, H, V, K;
+    float *y;                // per thread: F x PB scores
+    tlist *lists;            // per thread
+    atomic_int next;         // the next block
+} pk_job;
+
+static void pk_task(void *arg, int ith, int nth) {
+    pk_job *a = arg;
+    (void)nth;
+    float *y = a->y + (size_t)ith * a->F * PB;
+    tlist *l = &a->lists[ith];
+    int tb = (int)(24576 / a->xrow), panel = (int)(131072 / a->gbytes);
+    tb = tb < 1 ? 1 : tb, panel = panel < 1 ? 1 : panel;
+    for (int b; (b = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed)) * PB < a->V;) {
+        int v0 = b * PB, n = a->V - v0 < PB ? a->V - v0 : PB, ng = (n + 7) / 8; // (the last group's padding rows: columns past n)
+        for (int p0 = 0; p0 < ng; p0 += panel) {
+            int p1 = p0 + panel < ng ? p0 + panel : ng;
+            for (int t0 = 0; t0 < a->F; t0 += tb) {
+                int tn = a->F - t0 < tb ? a->F - t0 : tb;
+                for (int g = p0; g < p1; g++)
+                    a->pk->tile((const unsigned char *)a->head->pack + a->gbytes * (size_t)(v0 / 8 + g), a->xq + a->xrow * (size_t)t0,
+                                a->xrow, tn, a->H, y + (size_t)t0 * PB + 8 * g, PB);
+            }
+        }
+        for (int f = 0; f < a->F; f++) {
+            const float *row = y + (size_t)f * PB;
+            float *sc = l->sc + (size_t)f * a->K;
+            int32_t *id = l->ids + (size_t)f * a->K;
+            int j = 0;
+            while (l->n[f] < a->K && j < n) list_add(sc, id, &l->n[f], a->K, row[j], v0 + j), j++; // (until the list is full)
+            while (j < n) { // (then only what beats the K-th score; an equal one has a higher id)
+                j += vec_first_above(row + j, n - j, sc[a->K - 1]);
+                if (j < n) list_add(sc, id, &l->n[f], a->K, row[j], v0 + j), j++;
+            }
+        }
+    }
+}
+
+typedef struct { pk_job *a; int nth; int32_t *ids; float *scores; } merge_job;
+
+static void merge_range(void *arg, int f0, int f1) {
+    merge_job *m = arg;
+    const pk_job *a = m->a;
+    int K = a->K;
+    for (int f = f0; f < f1; f++) {
+        float *sc = m->scores + (size_t)f * K;
+        int32_t *id = m->ids + (size_t)f * K;
+        int cnt = 0;
+        for (int t = 0; t < m->nth; t++) {
+            const tlist *l = &a->lists[t];
+            for (int k = 0; k < l->n[f]; k++) list_add(sc, id, &cnt, K, l->sc[(size_t)f * K + k], l->ids[(size_t)f * K + k]);
+        }
+        for (int k = cnt; k < K; k++) id[k] = -1, sc[k] = -INFINITY; // (fewer than K numbers)
+    }
+}
+
+static infer_status down_meta_packed(cpu_exec *ex, const weight *head, const float *D, int F, int H, int K, int32_t *ids,
+                                     float *scores) {
+    int nth = pool_size(ex->pool), V = (int)head->w->ne[1];
+    pk_job a = {.head = head, .pk = pack_kernel_get(head->pack_kind), .F = F, .H = H, .V = V, .K = K};
+    a.xrow = pack_act_row_size(head->pack_kind, H);
+    a.gbytes = pack_group_bytes(head->pack_kind, H);
+    unsigned char *xq = malloc(a.xrow * (size_t)F);
+    a.y = malloc(sizeof(float) * (size_t)nth * F * PB);
+    a.lists = calloc((size_t)nth, sizeof *a.lists);
+    int ok = xq && a.y && a.lists && a.pk;
+    for (int t = 0; ok && t < nth; t++) {
+        a.lists[t].ids = malloc(sizeof(int32_t) * (size_t)F * K);
+        a.lists[t].sc = malloc(sizeof(float) * (size_t)F * K);
+        a.lists[t].n = calloc((size_t)F, sizeof(int));
+        ok = a.lists[t].ids && a.lists[t].sc && a.lists[t].n;
+    }
+    if (ok) {
+        for (int f = 0; f < F; f++) a.pk->quant(D + (size_t)f * H, xq + a.xrow * (size_t)f, H);
+        a.xq = xq;
+        atomic_init(&a.next, 0);
+        pool_run(ex->pool, pk_task, &a);
+        merge_job m = {&a, nth, ids, scores};
+        pool_for(ex->pool, F, 64, merge_range, &m);
+    }
+    for (int t = 0; a.lists && t < nth; t++) free(a.lists[t].ids), free(a.lists[t].sc), free(a.lists[t].n);
+    free(a.lists), free(a.y), free(xq);
+    return ok ? INFER_OK : fail(INFER_ERR_NOMEM, "down_meta: %d threads x %d x %d scores", nth, F, PB);
+}
+
+infer_status down_meta_topk(cpu_exec *ex, const weight *head, const float *D, int F, int H, int K, int32_t *ids, float *scores,
                     void (*progress)(void *u, int64_t done), void *u) {
+    if (head->pack && !head->trans && K > 0) {
+        infer_status st = down_meta_packed(ex, head, D, F, H, K, ids, scores);
+        if (progress) progress(u, F);
+        return st;
+    }
+    const tensor *W = head->w;
     int V = (int)W->ne[1];
     size_t rs = dtype_row_size(W->type, H);
     int vb = V < VB ? V : VB;

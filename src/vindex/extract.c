@@ -303,6 +303,7 @@ static infer_status write_down_meta(extractor *x) {
     int64_t F = x->F, H = x->H, K = x->K;
     const weight *out = &x->m->output;
     tensor head = *out->w;
+    weight hw = *out; // (its packed rows too)
     float *head_f32 = NULL;
     if (out->trans) {
         // rows of a transposed head are columns: one f32 copy in [V, H] order
@@ -314,6 +315,7 @@ static infer_status write_down_meta(extractor *x) {
         head.ne[1] = x->V;
         head.data = head_f32;
         head.nbytes = sizeof(float) * (size_t)x->V * (size_t)H;
+        hw = (weight){.w = &head};
     }
     layer_floats lf = {malloc(sizeof(float) * F * H), malloc(sizeof(float) * F * H), malloc(sizeof(float) * F * H),
                        malloc(sizeof(float) * F * H), F, H, x->lay.gated};
@@ -328,7 +330,7 @@ static infer_status write_down_meta(extractor *x) {
         *r = (vrange){x->s[VF_META].off, (uint64_t)(8 * F * K)};
         if (!K || st) continue;
         decode_layer(x->m, il, &lf);
-        if ((st = down_meta_topk(&x->ex, &head, lf.D, (int)F, (int)H, (int)K, ids, sc, meta_progress, x))) continue;
+        if ((st = down_meta_topk(&x->ex, &hw, lf.D, (int)F, (int)H, (int)K, ids, sc, meta_progress, x))) continue;
         x->meta_done += F;
         for (int64_t f = 0; f < F; f++) {
             memcpy(buf + 8 * K * f, ids + K * f, 4 * (size_t)K);

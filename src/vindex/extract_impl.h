@@ -33,7 +33,7 @@ typedef struct {
 // entries of W d_f over the V rows of W ([V, H], any type matmul takes):
 // ids and scores (F x K each), by score descending, ties to the lower id.
 // progress(done) is called after each batch of features.
-infer_status down_meta_topk(cpu_exec *ex, const tensor *W, const float *D, int F, int H, int K, int32_t *ids, float *scores,
+infer_status down_meta_topk(cpu_exec *ex, const weight *head, const float *D, int F, int H, int K, int32_t *ids, float *scores,
                     void (*progress)(void *u, int64_t done), void *u);
 
 // weights.gguf: m's metadata and every tensor but the dense FFN matrices and

@@ -221,3 +221,24 @@ __attribute__((target("avx2,fma"))) static void gelu_tanh_avx2(float *x, int n) 
 
 void vec_silu(float *x, int n) { if (cpu_has_avx2()) silu_avx2(x, n); else vec_silu_ref(x, n); }
 void vec_gelu_tanh(float *x, int n) { if (cpu_has_avx2()) gelu_tanh_avx2(x, n); else vec_gelu_tanh_ref(x, n); }
+
+int vec_first_above_ref(const float *x, int n, float thr) {
+    int i = 0;
+    while (i < n && !(x[i] > thr)) i++;
+    return i;
+}
+
+__attribute__((target("avx2"))) static int first_above_avx2(const float *x, int n, float thr) {
+    __m256 t = _mm256_set1_ps(thr);
+    int i = 0;
+    for (; i + 32 <= n; i += 32) { // (an ordered compare: NaN is false)
+        __m256 a = _mm256_cmp_ps(_mm256_loadu_ps(x + i), t, _CMP_GT_OQ), b = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 8), t, _CMP_GT_OQ);
+        __m256 c = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 16), t, _CMP_GT_OQ), d = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 24), t, _CMP_GT_OQ);
+        if (_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(a, b), _mm256_or_ps(c, d)))) break;
+    }
+    return i + vec_first_above_ref(x + i, n - i, thr);
+}
+
+int vec_first_above(const float *x, int n, float thr) {
+    return cpu_has_avx2() ? first_above_avx2(x, n, thr) : vec_first_above_ref(x, n, thr);
+}

@@ -36,6 +36,10 @@ void vec_gelu_tanh(float *x, int n);
 void vec_silu_ref(float *x, int n);
 void vec_gelu_tanh_ref(float *x, int n);
 
+// The first i < n with x[i] > thr (NaN is never above), or n.
+int vec_first_above(const float *x, int n, float thr);
+int vec_first_above_ref(const float *x, int n, float thr);
+
 float vec_dot_ref(const float *a, const float *b, int n);
 void vec_axpy_ref(float *y, float a, const float *x, int n);
 
