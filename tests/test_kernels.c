@@ -396,6 +396,19 @@ int main(void) {
         const vecdot_kernel *s = vecdot_get_simd(t), *r = vecdot_get_ref(t);
         if (s) CHECK(r && r->act_type == s->act_type, "type %d: SIMD kernel without a matching oracle", t);
     }
+    // the first value above a threshold (NaN never is), at every offset around the 32-float steps
+    {
+        float x[100];
+        int ok = 1;
+        for (int trial = 0; trial < 200; trial++) {
+            for (int i = 0; i < 100; i++) x[i] = frand();
+            if (trial % 3 == 0) x[trial % 100] = NAN;
+            float thr = 0.9f + 0.1f * frand();
+            for (int n = 0; n <= 100; n += 1 + trial % 7) ok &= vec_first_above(x, n, thr) == vec_first_above_ref(x, n, thr);
+            ok &= vec_first_above(x, 100, INFINITY) == 100 && vec_first_above_ref(x, 100, -INFINITY) == (isnan(x[0]) ? 1 : 0);
+        }
+        CHECK(ok, "vec_first_above differs from its oracle");
+    }
     // f32 vector primitives of the attention
     for (int n = 1; n < 300; n += 37) {
         float a[300], b[300], y1[300], y2[300];
