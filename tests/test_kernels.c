@@ -295,11 +295,12 @@ static void check_packed(int wt, int n, int rows) {
     free(w), free(p), free(x), free(xq), free(f), free(o), free(o1), free(oref);
 }
 
-// The CPU backend's attention over long rows (keys split among the threads
-// in pieces of 256 positions) against the reference backend's: a pass of
-// three blocks of two sequences (one beyond a thousand positions, one short,
-// one past the first piece), with windows, softcaps, sinks and each cache
-// type; the pass equals its blocks run alone and one thread's results.
+// The CPU backend's attention over long rows against the reference
+// backend's: a pass of three blocks of two sequences (one beyond a thousand
+// positions, one short, one past the first piece of 256 positions), with
+// windows, softcaps, sinks and each cache type; one thread's results equal
+// two's, and each block alone on 8 threads (fewer tasks than threads: its
+// keys split among them in pieces) equals its rows in the pass.
 static void attention_pass(const backend *be, attn_desc *d, float *out) {
     d->out = out;
     be->ops->attention((backend *)be, d);
@@ -311,11 +312,12 @@ static void check_long_attention(void) {
     float *q = malloc(sizeof(float) * T * nq), *src = malloc(sizeof(float) * NCTX * nkv);
     for (int i = 0; i < T * nq; i++) q[i] = frand();
     for (int i = 0; i < NCTX * nkv; i++) src[i] = frand() * 2;
-    pool *p2 = pool_new(2);
-    cpu_exec ex2 = {.pool = p2}, ex1 = {0};
+    pool *p2 = pool_new(2), *p8 = pool_new(8);
+    cpu_exec ex2 = {.pool = p2}, ex8 = {.pool = p8}, ex1 = {0};
     backend cpu2 = {&backend_cpu_ops, &ex2, NULL, NULL}, cpu1 = {&backend_cpu_ops, &ex1, NULL, NULL};
+    backend cpu8 = {&backend_cpu_ops, &ex8, NULL, NULL};
     backend ref = {&backend_ref_ops, &ex1, NULL, NULL};
-    float *scores = malloc(sizeof(float) * 2 * B * H * stride), sinks[H];
+    float *scores = malloc(sizeof(float) * 8 * B * H * stride), sinks[H];
     for (int h = 0; h < H; h++) sinks[h] = frand();
     float *o_ref = malloc(sizeof(float) * T * nq), *o2 = malloc(sizeof(float) * T * nq), *o1 = malloc(sizeof(float) * T * nq);
     float *oa = malloc(sizeof(float) * T * nq);
@@ -358,14 +360,14 @@ static void check_long_attention(void) {
                 a.q = q + (size_t)blk0[k] * nq, a.T = blk_n[k], a.pos = pos + blk0[k], a.k = kp + blk0[k], a.v = vp + blk0[k];
                 int z = 0, n = blk_n[k];
                 a.blk0 = &z, a.blk_n = &n, a.n_blk = 1;
-                attention_pass(&cpu2, &a, oa);
+                attention_pass(&cpu8, &a, oa);
                 CHECK(!memcmp(oa, o2 + (size_t)blk0[k] * nq, sizeof(float) * blk_n[k] * nq),
                       "long attention (%s, variant %d): block %d alone differs from the pass", kv_type_name(kt), variant, k);
             }
             for (int c = 0; c < 2; c++) free(kc[c]), free(vc[c]);
         }
-    cpu_exec_release(&ex1), cpu_exec_release(&ex2);
-    pool_free(p2);
+    cpu_exec_release(&ex1), cpu_exec_release(&ex2), cpu_exec_release(&ex8);
+    pool_free(p2), pool_free(p8);
     free(q), free(src), free(scores), free(o_ref), free(o1), free(o2), free(oa);
 }
 

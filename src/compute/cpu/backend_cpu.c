@@ -92,8 +92,20 @@ static void cpu_softmax(backend *b, float *x, int n) { (void)b; softmax(x, n); }
 
 enum { ATTN_CHUNK = 16 };
 
+// The values are met in pieces of ATTN_SPAN positions (at its multiples):
+// each piece's probability-weighted values are summed apart and the pieces
+// added in order, so that a long row's pieces may run on different threads
+// (split_* below) and give the same floats.
+enum { ATTN_SPAN = 256 };
+
+typedef struct {
+    const attn_desc *d;
+    float *tmp; // per thread: B x group x hd floats (a piece's sums)
+} attn_job;
+
 static void attn_task(void *arg, int ith, int nth) {
-    const attn_desc *d = arg;
+    const attn_job *job = arg;
+    const attn_desc *d = job->d;
     int H = d->H, KV = d->KV, hd = d->hd, group = H / KV, nq = H * hd, nkv = KV * hd, stride = d->stride;
     // this thread's scores: (B tokens, group heads, stride), row r of token b at S + (b * group + r) * stride
     float *S = d->scores + (size_t)ith * d->B * group * stride;
@@ -134,28 +146,39 @@ static void attn_task(void *arg, int ith, int nth) {
             }
             memset(d->out + (size_t)(t0 + b) * nq + (size_t)kh * group * hd, 0, sizeof(float) * (size_t)group * hd);
         }
-        // o += probabilities v, a chunk of values at a time for all the tokens
-        for (int c0 = p0; c0 <= p1; c0 += ATTN_CHUNK)
-            for (int b = 0; b < nt; b++) {
-                int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
-                if (a0 > a1) continue;
-                attn_mix(S + (size_t)b * group * stride + (a0 - lo[b]), stride, group, a1 - a0 + 1, kh_v + (size_t)a0 * vs, d->vt,
-                         vs, hd, d->out + (size_t)(t0 + b) * nq + (size_t)kh * group * hd);
+        // o = probabilities v, piece by piece (the first into o, each later
+        // one into tmp, then added), a chunk of values at a time for all the tokens
+        float *tmp = job->tmp + (size_t)ith * d->B * group * hd;
+        size_t gh = (size_t)group * hd;
+        for (int pc = p0 / ATTN_SPAN; pc <= p1 / ATTN_SPAN; pc++) {
+            int first = pc == p0 / ATTN_SPAN, a = pc * ATTN_SPAN > p0 ? pc * ATTN_SPAN : p0;
+            int e = (pc + 1) * ATTN_SPAN - 1 < p1 ? (pc + 1) * ATTN_SPAN - 1 : p1;
+            if (!first) memset(tmp, 0, sizeof(float) * nt * gh);
+            for (int c0 = a; c0 <= e; c0 += ATTN_CHUNK)
+                for (int b = 0; b < nt; b++) {
+                    int a0 = c0 > lo[b] ? c0 : lo[b], a1 = c0 + ATTN_CHUNK - 1 < hi[b] ? c0 + ATTN_CHUNK - 1 : hi[b];
+                    a1 = a1 < e ? a1 : e;
+                    if (a0 > a1) continue;
+                    attn_mix(S + (size_t)b * group * stride + (a0 - lo[b]), stride, group, a1 - a0 + 1, kh_v + (size_t)a0 * vs, d->vt,
+                             vs, hd, first ? d->out + (size_t)(t0 + b) * nq + (size_t)kh * gh : tmp + b * gh);
+                }
+            for (int b = 0; !first && b < nt; b++) {
+                float *o = d->out + (size_t)(t0 + b) * nq + (size_t)kh * gh;
+                for (size_t i = 0; i < gh; i++) o[i] += tmp[b * gh + i];
             }
+        }
     }
 }
 
-// Long rows: a block whose keys span more than one piece of ATTN_SPAN
-// positions (pieces at multiples of ATTN_SPAN, so the split depends on the
-// positions alone, never on the threads: a batch's rows stay as alone) has
-// its keys split among the threads, one task per (block, kv head, piece), in
-// four steps over all the threads: the scores into rows shared by the
-// threads; each row's softmax whole (the probabilities attn_task's); each
-// piece's values into its own partial output; the partials added in the
-// pieces' order. A block of one piece is computed as attn_task computes it,
-// into the output directly. Blocks go in groups whose score rows fit the
-// scores' memory (threads x B x H x stride floats).
-enum { ATTN_SPAN = 256, BLK_MAX = 512 };
+// Long rows, fewer (block, kv head) tasks than threads (a decode step at
+// depth): a block whose keys span more than one piece has them split among
+// the threads, one task per (block, kv head, piece), in four steps over all
+// the threads: the scores into rows shared by the threads; each row's softmax
+// whole (attn_task's probabilities); each piece's values into its own partial
+// output (the first into the output); the partials added in the pieces'
+// order -- attn_task's floats, whatever runs where. Blocks go in groups whose
+// score rows fit the scores' memory (threads x B x H x stride floats).
+enum { BLK_MAX = 512 };
 
 typedef struct {
     const attn_desc *d;
@@ -235,7 +258,7 @@ static void split_softmax(void *arg, int r0, int r1) {
 static float *split_dst(const split_job *j, int blk, int b, int kh, int ch) {
     const attn_desc *d = j->d;
     size_t nq = (size_t)d->H * d->hd, at = (size_t)kh * (d->H / d->KV) * d->hd;
-    if (j->nch[blk] == 1) return d->out + (size_t)(d->blk0[blk] + b) * nq + at;
+    if (ch == 0) return d->out + (size_t)(d->blk0[blk] + b) * nq + at;
     return j->part + j->pbase[blk] + ((size_t)ch * d->blk_n[blk] + b) * nq + at;
 }
 
@@ -272,8 +295,7 @@ static void split_sum(void *arg, int r0, int r1) {
         if (j->nch[blk] == 1) continue;
         float *o = d->out + (size_t)(d->blk0[blk] + b) * nq;
         const float *p = j->part + j->pbase[blk] + (size_t)b * nq;
-        memcpy(o, p, sizeof(float) * nq);
-        for (int ch = 1; ch < j->nch[blk]; ch++) {
+        for (int ch = 1; ch < j->nch[blk]; ch++) { // (piece 0 is in o already)
             const float *pc = p + (size_t)ch * d->blk_n[blk] * nq;
             for (size_t i = 0; i < nq; i++) o[i] += pc[i];
         }
@@ -282,9 +304,9 @@ static void split_sum(void *arg, int r0, int r1) {
 
 static void cpu_attention(backend *b, const attn_desc *d) {
     cpu_exec *ex = b->ex;
-    int split = 0;
+    int split = 0, nth = pool_size(ex->pool);
     split_job *j = NULL;
-    if (d->n_blk <= BLK_MAX && d->B <= 8)
+    if (d->n_blk <= BLK_MAX && d->B <= 8 && d->n_blk * d->KV < nth)
         for (int blk = 0; blk < d->n_blk && !split; blk++) {
             int p0 = INT32_MAX, p1 = 0;
             for (int r = 0; r < d->blk_n[blk]; r++) {
@@ -295,7 +317,14 @@ static void cpu_attention(backend *b, const attn_desc *d) {
             split = p1 / ATTN_SPAN > p0 / ATTN_SPAN;
         }
     if (!split || !(j = malloc(sizeof *j))) {
-        pool_run(ex->pool, attn_task, (void *)d);
+        size_t need = (size_t)nth * d->B * (d->H / d->KV) * d->hd; // (attn_task's piece sums)
+        if (need > ex->att_cap) {
+            float *p = realloc(ex->att, sizeof(float) * need);
+            if (!p) { ex->oom = 1; return; }
+            ex->att = p, ex->att_cap = need;
+        }
+        attn_job job = {d, ex->att};
+        pool_run(ex->pool, attn_task, &job);
         return;
     }
     // (the blocks' positions once; groups whose score rows fit the memory)
