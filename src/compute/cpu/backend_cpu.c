@@ -6,6 +6,7 @@
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,7 +307,15 @@ static void cpu_attention(backend *b, const attn_desc *d) {
     cpu_exec *ex = b->ex;
     int split = 0, nth = pool_size(ex->pool);
     split_job *j = NULL;
-    if (d->n_blk <= BLK_MAX && d->B <= 8 && d->n_blk * d->KV < nth)
+    // INFER_ATTN_SPLIT=1: every long block split, 0: none (for comparisons; the floats are the same)
+    static atomic_int forced = -2; // (read once; contexts on other threads may ask at once)
+    int force = atomic_load_explicit(&forced, memory_order_relaxed);
+    if (force == -2) {
+        const char *e = getenv("INFER_ATTN_SPLIT");
+        force = e && *e ? *e != '0' : -1;
+        atomic_store_explicit(&forced, force, memory_order_relaxed);
+    }
+    if (d->n_blk <= BLK_MAX && d->B <= 8 && (force == 1 || (force == -1 && d->n_blk * d->KV < nth)))
         for (int blk = 0; blk < d->n_blk && !split; blk++) {
             int p0 = INT32_MAX, p1 = 0;
             for (int r = 0; r < d->blk_n[blk]; r++) {
