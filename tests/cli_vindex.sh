@@ -34,6 +34,21 @@ awk '/^layer /{prev=1e30} /^  f/{s=$3; if (s < 0) s = -s; if (s > prev + 1e-6) b
 "$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --graph walk@25% >"$TMP/out" 2>"$TMP/err" || fail "predict: $(cat "$TMP/err")"
 grep -q "^vs dense: KL [0-9.]*, top-1" "$TMP/out" || fail "predict: no KL against dense: $(cat "$TMP/out")"
 
+# run under a graph: generation walks the vindex and reports its error against a dense context beside it;
+# the walk over every feature is the dense FFN (the same greedy tokens as the model alone)
+"$BIN" run -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 -n 6 --temp 0 --graph walk@25% >"$TMP/out" 2>"$TMP/err" || fail "run --graph: $(cat "$TMP/err")"
+grep -q "^graph walk@25% vs dense: mean KL [0-9.]* over 6 positions, top-1 the same at [0-9]* " "$TMP/err" || fail "run --graph: no KL: $(cat "$TMP/err")"
+a=$("$BIN" run -m "$FIX/gemma3" --ids 2,10,20,30 -n 6 --temp 0 2>/dev/null)
+b=$("$BIN" run -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 -n 6 --temp 0 --graph walk -k 100000 2>"$TMP/err")
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "run --graph walk over all features: $b, dense: $a"
+grep -q "mean KL 0.0" "$TMP/err" || fail "run --graph walk over all features: $(cat "$TMP/err")"
+"$BIN" run -m "$FIX/gemma3" --ids 2,10 -n 2 -k 5 >/dev/null 2>"$TMP/err" && fail "run -k without a graph"
+grep -q "give a --graph" "$TMP/err" || fail "run -k without a graph: $(cat "$TMP/err")"
+"$BIN" run -m "$FIX/gemma3" --ids 2,10 -n 2 --graph walk@10% >/dev/null 2>"$TMP/err" && fail "run a walk graph without a vindex"
+grep -q "need a vindex" "$TMP/err" || fail "run a walk graph without a vindex: $(cat "$TMP/err")"
+"$BIN" run -m "$FIX/gemma3" --ids 2,10 -n 2 --graph cached:0-1 >/dev/null 2>"$TMP/err" && fail "run cached layers"
+grep -q "cached layers hold one template" "$TMP/err" || fail "run cached layers: $(cat "$TMP/err")"
+
 # walk-only: the model's FFN pages go, the vindex serves the FFN, memory is reported
 "$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --walk-only >"$TMP/out" 2>"$TMP/err" || fail "predict --walk-only: $(cat "$TMP/err")"
 grep -q "^walk-only: resident [0-9.]* MiB with the model's FFN, [0-9.]* MiB after dropping it ([0-9.]* MiB of FFN pages)" "$TMP/out" || fail "walk-only report: $(cat "$TMP/out")"

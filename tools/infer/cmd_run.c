@@ -4,6 +4,7 @@
 // stderr. Flags follow llama.cpp's.
 #include "cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,8 @@ static size_t utf8_complete(const char *s, size_t n) {
 }
 
 static const char *g_usage =
-    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos] [sampling]\n"
+    "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos]\n"
+    "                 [-x VINDEX] [--graph SPEC] [-k K] [--no-compare] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -35,11 +37,17 @@ static const char *g_usage =
     "      --json             the output is a JSON object (grammar-constrained sampling)\n"
     "      --json-schema S    the output is JSON valid against schema S: its text ({...}) or a file holding it\n"
     "      --grammar FILE     the output matches the GBNF grammar in FILE (llama.cpp's format, rule root)\n"
+    "  -x, --vindex DIR       a vindex made from the model, for walk layers (alone, it is the model too)\n"
+    "      --graph SPEC       per layer: dense | walk[@K|@P%] (as predict's), e.g. \"walk@10%\" or \"dense:0-5,walk:6-17@25%\";\n"
+    "                         an approximate graph is measured against dense as it generates (a dense context\n"
+    "                         beside it takes the same tokens): mean KL and same top-1 at the end, on stderr\n"
+    "  -k K                   features a walk layer takes where the spec gives none (default: all)\n"
+    "      --no-compare       no dense context beside an approximate graph\n"
     "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
     "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
     "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
 
-enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR };
+enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
     {"prompt", required_argument, NULL, 'p'},
@@ -49,6 +57,9 @@ static const struct option g_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"json-schema", required_argument, NULL, OPT_JSON_SCHEMA},
     {"grammar", required_argument, NULL, OPT_GRAMMAR},
+    {"vindex", required_argument, NULL, 'x'},
+    {"graph", required_argument, NULL, OPT_GRAPH},
+    {"no-compare", no_argument, NULL, OPT_NO_COMPARE},
     {0},
 };
 
@@ -71,6 +82,25 @@ static char *read_text(const char *path) {
     return s;
 }
 
+// KL(p || q) of the softmaxes of logits a (p) and b (q), and whether their
+// first largest entries are the same token
+static double kl_logits(const float *a, const float *b, int V, int *same) {
+    double ma = -INFINITY, mb = -INFINITY, za = 0, zb = 0, kl = 0;
+    int ta = 0, tb = 0;
+    for (int i = 0; i < V; i++) {
+        if (a[i] > a[ta]) ta = i;
+        if (b[i] > b[tb]) tb = i;
+    }
+    ma = a[ta], mb = b[tb];
+    for (int i = 0; i < V; i++) za += exp((double)a[i] - ma), zb += exp((double)b[i] - mb);
+    for (int i = 0; i < V; i++) {
+        double la = a[i] - ma - log(za), lb = b[i] - mb - log(zb);
+        kl += exp(la) * (la - lb);
+    }
+    *same = ta == tb;
+    return kl;
+}
+
 // The grammar of --json, --json-schema or --grammar (NULL: none, or *failed).
 static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, const char *gbnf_file, int *failed) {
     infer_grammar *g = NULL;
@@ -91,12 +121,12 @@ static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, 
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL;
-    long n_new = 128;
-    int ignore_eos = 0, json = 0, opt;
+    const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
+    long n_new = 128, k = 0;
+    int ignore_eos = 0, json = 0, compare = 1, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
-    while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:", g_opts)) > 0) {
+    while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:x:k:", g_opts)) > 0) {
         switch (opt) {
         case 'p': prompt = optarg; break;
         case OPT_IDS: ids_s = optarg; break;
@@ -108,6 +138,12 @@ int cmd_run(int argc, char **argv) {
         case OPT_JSON_SCHEMA: schema = optarg; break;
         case OPT_GRAMMAR: gbnf_file = optarg; break;
         case OPT_DEVICE: device = optarg; break;
+        case 'x': vdir = optarg; break;
+        case OPT_GRAPH: graph = optarg; break;
+        case OPT_NO_COMPARE: compare = 0; break;
+        case 'k':
+            if ((k = cli_parse_count("-k", optarg, 1 << 30)) < 0) return 1;
+            break;
         }
     }
     if (opt == CLI_STOP) return o.status;
@@ -118,26 +154,35 @@ int cmd_run(int argc, char **argv) {
     if (!prompt && !ids_s) return cli_error("run: no prompt given (-p TEXT or --ids 1,2,3)");
     if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
     if (json + !!schema + !!gbnf_file > 1) return cli_error("run: give one of --json, --json-schema and --grammar");
-    if (!model && !(model = cli_default_model())) return 1;
+    if (k && !graph) return cli_error("run: -k is the walk's feature count: give a --graph with walk layers");
+    if (!model && !vdir && !(model = cli_default_model())) return 1;
 
-    int rc = 1, n = 0;
+    int rc = 1, n = 0, approx = graph && strcmp(graph, "dense");
     int32_t *ids = NULL, *hist = NULL;
     infer_model *m = NULL;
-    infer_ctx *c = NULL;
+    infer_ctx *c = NULL, *cd = NULL; // cd: the dense context beside an approximate graph
     infer_sampler *smp = NULL;
     infer_grammar *g = NULL;
-    float *logits = NULL, *masked = NULL;
+    float *logits = NULL, *masked = NULL, *dlogits = NULL;
+    double kl_sum = 0, t_dense = 0;
+    int n_cmp = 0, n_same = 0;
     char *text = NULL;
     double t0 = cli_now();
-    if (infer_model_load(model, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (model && vdir && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     if (prompt) {
         if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
         if (n == 0) { cli_error("run: the prompt gives no tokens"); goto done; }
     } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (n_ctx == 0) n_ctx = n + n_new;
     if (n + n_new > n_ctx) { cli_error("run: prompt (%d tokens) + %ld new tokens exceed the context (%ld)", n, n_new, n_ctx); goto done; }
-    if (infer_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) ||
+    if (infer_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, (int)k)) ||
         infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
+        cli_error("%s", infer_last_error());
+        goto done;
+    }
+    if (graph && infer_ctx_n_cached(c)) { cli_error("run: cached layers hold one template's positions; generation goes past them (use predict)"); goto done; }
+    if (approx && compare && (infer_ctx_new(m, (int)n_ctx, &cd) || cli_place(cd, device, o.ngl))) {
         cli_error("%s", infer_last_error());
         goto done;
     }
@@ -148,11 +193,22 @@ int cmd_run(int argc, char **argv) {
     logits = infer_host_alloc(sizeof(float) * (size_t)V);
     masked = malloc(sizeof(float) * (size_t)V);
     hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1));
-    if (!logits || !masked || !hist) { cli_error("out of memory"); goto done; }
+    if (cd) dlogits = malloc(sizeof(float) * (size_t)V);
+    if (!logits || !masked || !hist || (cd && !dlogits)) { cli_error("out of memory"); goto done; }
     memcpy(hist, ids, sizeof(int32_t) * (size_t)n);
     double t1 = cli_now();
     if (infer_eval(c, ids, n, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
     double t2 = cli_now();
+    // (the dense context beside: the same positions, its distribution against the graph's; not timed)
+#define COMPARE(toks, nt)                                                                        \
+    do {                                                                                         \
+        double a_ = cli_now();                                                                   \
+        if (infer_eval(cd, toks, nt, dlogits, 1)) { cli_error("%s", infer_last_error()); goto done; } \
+        int same_;                                                                               \
+        kl_sum += kl_logits(dlogits, logits, V, &same_), n_same += same_, n_cmp++;              \
+        t_dense += cli_now() - a_;                                                               \
+    } while (0)
+    if (cd) COMPARE(ids, n);
     int gen = 0;
     size_t printed = 0;
     while (gen < n_new) {
@@ -181,20 +237,28 @@ int cmd_run(int argc, char **argv) {
         fflush(stdout);
         if (gen == n_new || (g && infer_grammar_complete(g))) break;
         if (infer_eval(c, &tok, 1, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
+        if (cd) COMPARE(&tok, 1);
     }
+#undef COMPARE
     if (prompt && text) {
         size_t len = strlen(text);
         if (len > printed) fwrite(text + printed, 1, len - printed, stdout);
     }
     printf("\n");
+    fflush(stdout); // (before the timings on stderr)
     double t3 = cli_now();
     fprintf(stderr, "load %.1f ms | prompt %d tokens, %.2f tok/s | generated %d tokens, %.2f tok/s\n", (t1 - t0) * 1e3, n,
-            n / (t2 - t1), gen, gen > 1 ? (gen - 1) / (t3 - t2) : 0.0);
+            n / (t2 - t1), gen, gen > 1 ? (gen - 1) / (t3 - t2 - t_dense) : 0.0);
+    if (cd && n_cmp)
+        fprintf(stderr, "graph %s vs dense: mean KL %.6f over %d positions, top-1 the same at %d (%.1f%%)\n", graph, kl_sum / n_cmp,
+                n_cmp, n_same, 100.0 * n_same / n_cmp);
     rc = 0;
 done:
     free(text);
     infer_host_free(logits);
     free(masked);
+    free(dlogits);
+    infer_ctx_free(cd);
     free(hist);
     infer_grammar_free(g);
     free(ids);
