@@ -52,6 +52,9 @@ static void check_parse(void) {
               p[2].kind == G_CACHED && p[3].kind == G_WALK && p[5].k == 10 && p[5].pct && p[6].kind == G_DENSE,
           "mix: %s", err);
     CHECK(graph_parse("walk:4@3", 10, 0, p, err, sizeof err) && p[4].kind == G_WALK && p[4].k == 3 && p[3].kind == G_DENSE, "one layer");
+    CHECK(graph_parse("dense:0-1,walkc:2-9@5%", 10, 0, p, err, sizeof err) && p[2].kind == G_WALK && p[2].rank == 1 && p[2].k == 5 && p[2].pct &&
+          p[0].kind == G_DENSE && p[0].rank == 0, "walkc: the walk by contribution");
+    CHECK(graph_parse("walk@5%", 10, 0, p, err, sizeof err) && p[2].rank == 0, "walk: by |gate . x|");
     const char *bad[] = {"fast", "walk:3-2", "walk:0-10", "cached", "cached:1-3", "cached:0-1,dense:2,cached:3",
                          "dense@4", "walk@0", "walk@101%", "walk:1-3,walk:3-4", "walk:", "walk:x", "dense,", "walk@5x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -74,7 +77,7 @@ static walk_layer *walk_from_weights(infer_model *m, void ***store) {
         tensor *t = calloc(2, sizeof(tensor));
         t[0] = (tensor){"gate", DT_F32, "f32", 2, {H, F}, gate, sizeof(float) * (size_t)F * H, NULL};
         t[1] = (tensor){"ffn", DT_F32, "f32", 2, {H, 3 * F}, rows, sizeof(float) * 3 * (size_t)F * H, NULL};
-        w[il] = (walk_layer){&t[0], &t[1], 1, m->cfg.act, NULL, NULL};
+        w[il] = (walk_layer){&t[0], &t[1], 1, m->cfg.act, NULL, NULL, NULL, NULL};
         (*store)[il] = t;
     }
     m->walk = w;

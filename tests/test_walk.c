@@ -109,7 +109,9 @@ static void check_family(const char *fam) {
     for (int f = 0; f < F; f++) memcpy(gate + (size_t)f * H, rows + (size_t)3 * f * H, sizeof(float) * H);
     gv.data = gate, gv.nbytes = sizeof(float) * (size_t)F * H;
     const float *ub = !gated && l->ffn_up_b ? l->ffn_up_b->f32 : NULL, *db = l->ffn_down_b ? l->ffn_down_b->f32 : NULL;
-    walk_layer wl = {&gv, &ffn, gated, m->cfg.act, ub, db};
+    float *nu = malloc(sizeof(float) * F), *nd = malloc(sizeof(float) * F);
+    walk_norms(&ffn, nu, nd);
+    walk_layer wl = {&gv, &ffn, gated, m->cfg.act, ub, db, nu, nd};
     cpu_exec ex = {0}, ex2 = {.pool = pool_new(2)};
     walk_scratch *ws = walk_scratch_new(F, H, &ex), *ws2 = walk_scratch_new(F, H, &ex2);
     float *x = malloc(sizeof(float) * H), *out = malloc(sizeof(float) * H), *ref = malloc(sizeof(float) * H);
@@ -156,6 +158,55 @@ static void check_family(const char *fam) {
     for (int i = 0; i < H; i++) e += (out[i] - want[i]) * (out[i] - want[i]), s += want[i] * want[i];
     CHECK(e <= 1e-9 * s, "%s: walk over %d features vs double sum: relative error %g", fam, k, sqrt(e / s));
 
+    // ranked by contribution: walk_norms are |row 3f+1|, |row 3f+2|; the k chosen are the k largest
+    // contributions |act(g) (up . x)| |down| among the 4k of largest bound |act(g)| |up| |down| (a plain
+    // MLP: the k of largest |act(up . x + b)| |down|), in index order; over all features still the dense FFN
+    {
+        int nok = 1;
+        for (int f = 0; f < F; f++) {
+            double a = 0, b = 0;
+            const float *fr = rows + (size_t)3 * f * H;
+            for (int i = 0; i < H; i++) a += (double)fr[H + i] * fr[H + i], b += (double)fr[2 * H + i] * fr[2 * H + i];
+            nok &= fabs(nu[f] - sqrt(a)) <= 1e-5 * (sqrt(a) + 1e-30) && fabs(nd[f] - sqrt(b)) <= 1e-5 * (sqrt(b) + 1e-30);
+        }
+        CHECK(nok, "%s: walk_norms differ from the rows' lengths", fam);
+        float *gs = malloc(sizeof(float) * F), *c = malloc(sizeof(float) * F), *bound = malloc(sizeof(float) * F);
+        gate_scores(&ex, &gv, x, gs);
+        for (int f = 0; f < F; f++) c[f] = gs[f] + (ub ? ub[f] : 0.0f);
+        activate(c, F, m->cfg.act);
+        int M = gated ? (4 * k < F ? 4 * k : F) : F;
+        char *cand = calloc((size_t)F, 1);
+        for (int f = 0; f < F; f++) bound[f] = gated ? fabsf(c[f]) * nu[f] * nd[f] : 0.0f;
+        if (gated) { // the candidates: the M of largest bound
+            int32_t *ci = malloc(sizeof(int32_t) * F);
+            topk_max(bound, F, M, ci);
+            for (int j = 0; j < M; j++) cand[ci[j]] = 1;
+            free(ci);
+        } else
+            for (int f = 0; f < F; f++) cand[f] = 1;
+        for (int f = 0; f < F; f++) {
+            double up = 0;
+            const float *fr = rows + (size_t)3 * f * H;
+            for (int i = 0; i < H; i++) up += (double)fr[H + i] * x[i];
+            c[f] = cand[f] ? (float)(gated ? fabs(c[f] * up) * nd[f] : fabs(c[f]) * nd[f]) : -1.0f;
+        }
+        walk_ffn_ranked(&wl, x, k, WALK_BY_CONTRIB, out, ws);
+        sel = walk_selected(ws, &nk);
+        char *in = calloc((size_t)F, 1);
+        float minsel = INFINITY, maxrest = -INFINITY;
+        int asc = 1, incand = 1;
+        for (int j = 0; j < nk; j++) in[sel[j]] = 1, minsel = fminf(minsel, c[sel[j]]), asc &= j == 0 || sel[j] > sel[j - 1], incand &= cand[sel[j]];
+        for (int f = 0; f < F; f++) if (!in[f]) maxrest = fmaxf(maxrest, c[f]);
+        // (the kernel's up . x against a double one: near-ties may swap)
+        CHECK(nk == k && asc && incand && minsel >= maxrest * (1 - 1e-4f), "%s: walkc's %d features are not the %d of largest contribution",
+              fam, nk, k);
+        free(bound), free(cand);
+        walk_ffn_ranked(&wl, x, F, WALK_BY_CONTRIB, out2, ws);
+        walk_ffn(&wl, x, F, out, ws);
+        CHECK(!memcmp(out, out2, sizeof(float) * H), "%s: walkc over all features differs from the walk over all", fam);
+        free(gs), free(c), free(in);
+    }
+
     // on a GPU: f32 rows, then q8_0 rows with f16 gate vectors
     if (backend_cuda()) {
         char what[64];
@@ -166,7 +217,7 @@ static void check_family(const char *fam) {
         for (int r = 0; r < 3 * F; r++) dtype_get(DT_Q8_0)->from_float(rows + (size_t)r * H, q + rq * r, H);
         for (int f = 0; f < F; f++) dtype_get(DT_F16)->from_float(gate + (size_t)f * H, gh + rh * f, H);
         tensor fq = {"ffn", DT_Q8_0, "q8_0", 2, {H, 3 * F}, q, rq * 3 * F, NULL}, gq = {"gate", DT_F16, "f16", 2, {H, F}, gh, rh * F, NULL};
-        walk_layer wq = {&gq, &fq, gated, m->cfg.act, ub, db};
+        walk_layer wq = {&gq, &fq, gated, m->cfg.act, ub, db, NULL, NULL};
         snprintf(what, sizeof what, "%s q8_0", fam);
         if (H % 32 == 0) check_gpu_walk(what, &wq, x, H, F, ws, q);
         free(q), free(gh);
@@ -177,7 +228,7 @@ static void check_family(const char *fam) {
     walk_ffn(&wl, x, F, out2, ws2);
     CHECK(!memcmp(out, out2, sizeof(float) * H), "%s: walk differs between 1 and 2 threads", fam);
 
-    free(want), free(x), free(out), free(out2), free(ref), free(g), free(u), free(rows), free(gate);
+    free(want), free(x), free(out), free(out2), free(ref), free(g), free(u), free(rows), free(gate), free(nu), free(nd);
     walk_scratch_free(ws);
     walk_scratch_free(ws2);
     cpu_exec_release(&ex);

@@ -85,6 +85,8 @@ typedef struct walk_layer_s {
     int act;                    // enum act_kind
     const float *bias;          // (F) added to row 3f's product (a plain MLP's up bias), or NULL
     const float *down_bias;     // (H) added once to the output, or NULL
+    const float *norm_up, *norm_down; // (F) each feature's |up_f| (gated) and |down_f|, for the walk by
+                                // contribution (walk.h), or NULL
 } walk_layer;
 
 typedef struct {

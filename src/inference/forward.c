@@ -238,11 +238,12 @@ static void walk(infer_ctx *c, int il, int T) {
         k = lp->pct ? (int)((long long)F * lp->k / 100) : lp->k;
         k = k < 1 ? 1 : k > F ? F : k;
     }
-    if (OPS->walk) { // (a device backend's own)
+    int rank = lp && lp->kind == G_WALK ? lp->rank : WALK_BY_GATE;
+    if (OPS->walk) { // (a device backend's own: by |gate . x|; context.c keeps the others on the host)
         OPS->walk(BE, c->s.o, c->s.xn, wl, k, T);
         return;
     }
-    for (int t = 0; t < T; t++) walk_ffn(wl, c->s.xn + (size_t)t * E, k, c->s.o + (size_t)t * E, c->ws);
+    for (int t = 0; t < T; t++) walk_ffn_ranked(wl, c->s.xn + (size_t)t * E, k, rank, c->s.o + (size_t)t * E, c->ws);
 }
 
 // One expert on one token: out = down(act(gate x) * up x).

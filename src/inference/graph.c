@@ -17,19 +17,20 @@ static int parse_int(const char **p, long *out) {
 }
 
 int graph_parse(const char *spec, int n_layer, int default_k, layer_plan *out, char *err, int errcap) {
-    for (int i = 0; i < n_layer; i++) out[i] = (layer_plan){G_DENSE, 0, 0};
+    for (int i = 0; i < n_layer; i++) out[i] = (layer_plan){G_DENSE, 0, 0, 0};
     char *seen = calloc((size_t)n_layer, 1);
     if (!seen) { snprintf(err, errcap, "out of memory"); return 0; }
     const char *p = spec;
     int ok = 1;
     while (ok && *p) {
         const char *item = p;
-        int kind;
+        int kind, rank = 0;
         if (!strncmp(p, "dense", 5)) kind = G_DENSE, p += 5;
+        else if (!strncmp(p, "walkc", 5)) kind = G_WALK, rank = 1, p += 5; // (walk.h's WALK_BY_CONTRIB)
         else if (!strncmp(p, "walk", 4)) kind = G_WALK, p += 4;
         else if (!strncmp(p, "cached", 6)) kind = G_CACHED, p += 6;
         else if (!strncmp(p, "pipelined", 9)) kind = G_PIPELINED, p += 9;
-        else { snprintf(err, errcap, "graph \"%s\": unknown strategy at \"%s\" (dense, walk, cached, pipelined)", spec, item); ok = 0; break; }
+        else { snprintf(err, errcap, "graph \"%s\": unknown strategy at \"%s\" (dense, walk, walkc, cached, pipelined)", spec, item); ok = 0; break; }
         long a = 0, b = n_layer - 1;
         if (*p == ':') {
             p++;
@@ -58,7 +59,7 @@ int graph_parse(const char *spec, int n_layer, int default_k, layer_plan *out, c
         for (long l = a; l <= b; l++) {
             if (seen[l]) { snprintf(err, errcap, "graph \"%s\": layer %ld is named twice", spec, l); ok = 0; break; }
             seen[l] = 1;
-            out[l] = (layer_plan){kind, (int)(k > 0 ? k : 0), pct};
+            out[l] = (layer_plan){kind, (int)(k > 0 ? k : 0), pct, rank};
         }
     }
     // cached layers: a prefix from layer 0

@@ -14,9 +14,11 @@ typedef struct {
     int kind;  // enum graph_kind
     int k;     // walk: features (> 0), or a percentage of them when pct
     int pct;
+    int rank;  // walk: how features are chosen (walk.h: WALK_BY_GATE, or WALK_BY_CONTRIB for "walkc")
 } layer_plan;
 
-// Parses "dense", "walk", "walk@64", "walk@5%", "pipelined", "cached:0-12,walk:13-23@10%,dense:24-33"
+// Parses "dense", "walk", "walk@64", "walk@5%", "walkc@5%" (the walk by
+// contribution), "pipelined", "cached:0-12,walk:13-23@10%,dense:24-33"
 // into one plan per layer (layers no item names are dense). An item is a
 // kind, optionally ":A-B" or ":A" (layers, inclusive), optionally "@K" or
 // "@P%" for walk (default_k features when absent; <= 0: all). Cached layers

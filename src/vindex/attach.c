@@ -32,15 +32,22 @@ infer_status vindex_bind_walk(infer_model *m, vindex *v) {
                     vindex_n_layer(v), vindex_n_embd(v), vindex_n_vocab(v), c->n_layer, c->n_embd, c->n_vocab);
     int gated = c->fam->ffn == FFN_GATED;
     if (vindex_gated(v) != gated) return fail(INFER_ERR_ARG, "%s: its FFN is %sgated, the model's is %sgated", d, vindex_gated(v) ? "" : "not ", gated ? "" : "not ");
-    walk_layer *w = calloc((size_t)c->n_layer, sizeof *w);
+    for (int il = 0; il < c->n_layer; il++)
+        if (vindex_n_features(v, il) != c->n_ff)
+            return fail(INFER_ERR_ARG, "%s: layer %d has %d features, the model's FFN %d", d, il, vindex_n_features(v, il), c->n_ff);
+    // the layers, then each layer's feature norms (walk_norms), in one block
+    size_t at = ((size_t)c->n_layer * sizeof(walk_layer) + 63) & ~(size_t)63;
+    walk_layer *w = calloc(1, at + 2 * sizeof(float) * (size_t)c->n_layer * c->n_ff);
     if (!w) return fail(INFER_ERR_NOMEM, "out of memory");
+    float *norms = (float *)((char *)w + at);
     int maxf = 0;
     for (int il = 0; il < c->n_layer; il++) {
         const layer_weights *l = &m->layers[il];
-        int F = vindex_n_features(v, il);
-        if (F != c->n_ff) { free(w); return fail(INFER_ERR_ARG, "%s: layer %d has %d features, the model's FFN %d", d, il, F, c->n_ff); }
+        int F = c->n_ff;
+        float *nu = norms + (size_t)2 * il * F, *nd = nu + F;
         w[il] = (walk_layer){vindex_gate_vectors(v, il), vindex_ffn(v, il), gated, c->act,
-                             gated ? NULL : f32_or_null(l->ffn_up_b), f32_or_null(l->ffn_down_b)};
+                             gated ? NULL : f32_or_null(l->ffn_up_b), f32_or_null(l->ffn_down_b), nu, nd};
+        walk_norms(w[il].ffn, nu, nd);
         if (F > maxf) maxf = F;
     }
     free(m->walk);

@@ -19,7 +19,9 @@ enum { CHUNK = 64 };
 struct walk_scratch {
     int F, H;
     float *scores;       // F
+    float *rank;         // F: the contribution bounds
     int32_t *idx;        // F
+    int32_t *cand;       // F: the contribution ranking's candidates
     int k;
     float *partial;      // (F / CHUNK + 1) x H
     unsigned char *xq;   // x in the ffn kernel's activation type
@@ -31,16 +33,18 @@ walk_scratch *walk_scratch_new(int F, int H, cpu_exec *ex) {
     if (!w) return NULL;
     w->F = F, w->H = H, w->ex = ex;
     w->scores = malloc(sizeof(float) * (size_t)F);
+    w->rank = malloc(sizeof(float) * (size_t)F);
+    w->cand = malloc(sizeof(int32_t) * (size_t)F);
     w->idx = malloc(sizeof(int32_t) * (size_t)F);
     w->partial = malloc(sizeof(float) * (size_t)(F / CHUNK + 1) * H);
     w->xq = malloc(sizeof(float) * (size_t)H + 4096); // any activation type is at most f32-sized, plus group padding
-    if (!w->scores || !w->idx || !w->partial || !w->xq) { walk_scratch_free(w); return NULL; }
+    if (!w->scores || !w->rank || !w->cand || !w->idx || !w->partial || !w->xq) { walk_scratch_free(w); return NULL; }
     return w;
 }
 
 void walk_scratch_free(walk_scratch *w) {
     if (!w) return;
-    free(w->scores), free(w->idx), free(w->partial), free(w->xq);
+    free(w->scores), free(w->rank), free(w->cand), free(w->idx), free(w->partial), free(w->xq);
     free(w);
 }
 
@@ -127,11 +131,70 @@ static void walk_task(void *arg, int ith, int nth) {
     }
 }
 
+void walk_norms(const tensor *ffn, float *nu, float *nd) {
+    int64_t F = ffn->ne[1] / 3, H = ffn->ne[0];
+    const dtype_traits *tr = dtype_get(ffn->type);
+    size_t rs = dtype_row_size(ffn->type, H);
+    float *row = malloc(sizeof(float) * (size_t)H);
+    for (int64_t f = 0; row && f < F; f++)
+        for (int r = 0; r < 2; r++) {
+            tr->to_float((const char *)ffn->data + rs * (size_t)(3 * f + 1 + r), row, H);
+            (r ? nd : nu)[f] = (float)sqrt(vec_sumsq(row, (int)H));
+        }
+    if (!row) memset(nu, 0, sizeof(float) * (size_t)F), memset(nd, 0, sizeof(float) * (size_t)F); // (out of memory: no ranking)
+    free(row);
+}
+
+// the exact contributions of the candidates: rank[j] = |act(g) (up . x)| |down| of feature cand[j]
+typedef struct {
+    const walk_layer *l;
+    walk_scratch *w;
+    const vecdot_kernel *kern;
+    const float *x;
+    int H;
+} contrib_job;
+
+static void contrib_range(void *arg, int j0, int j1) {
+    const contrib_job *c = arg;
+    walk_scratch *w = c->w;
+    size_t rs = dtype_row_size(c->l->ffn->type, c->H);
+    for (int j = j0; j < j1; j++) {
+        int f = w->cand[j];
+        const char *up = (const char *)c->l->ffn->data + rs * (3 * (size_t)f + 1);
+        float u = c->kern ? c->kern->dot(up, c->kern->act_type == DT_F32 ? (const void *)c->x : w->xq, c->H)
+                          : dtype_get(c->l->ffn->type)->dot(up, c->x, c->H);
+        w->rank[j] = fabsf(w->rank[j] * u) * c->l->norm_down[f];
+    }
+}
+
 void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scratch *w) {
+    walk_ffn_ranked(l, x, k, WALK_BY_GATE, out, w);
+}
+
+void walk_ffn_ranked(const walk_layer *l, const float *x, int k, int rank, float *out, walk_scratch *w) {
     int F = (int)l->gate_vectors->ne[1], H = (int)l->ffn->ne[0];
     if (k >= F) {
         k = F;
         for (int i = 0; i < F; i++) w->idx[i] = i;
+    } else if (rank == WALK_BY_CONTRIB && l->norm_up && l->norm_down) {
+        gate_scores(w->ex, l->gate_vectors, x, w->scores);
+        for (int i = 0; i < F; i++) w->rank[i] = w->scores[i] + (l->bias ? l->bias[i] : 0.0f);
+        activate(w->rank, F, l->act);
+        if (!l->gated) { // (exact already: the gate is up)
+            for (int i = 0; i < F; i++) w->rank[i] = fabsf(w->rank[i]) * l->norm_down[i];
+            topk_max(w->rank, F, k, w->idx);
+        } else {
+            int M = (int)((long long)WALK_CANDIDATES * k < F ? (long long)WALK_CANDIDATES * k : F);
+            float *act = w->scores; // (the activations, kept while the bounds rank)
+            for (int i = 0; i < F; i++) act[i] = w->rank[i], w->rank[i] = fabsf(act[i]) * l->norm_up[i] * l->norm_down[i];
+            topk_max(w->rank, F, M, w->cand);
+            for (int j = 0; j < M; j++) w->rank[j] = act[w->cand[j]];
+            contrib_job cj = {l, w, vecdot_get(l->ffn->type), x, H};
+            if (cj.kern && cj.kern->act_type != DT_F32) cj.kern->quant(x, w->xq, H);
+            pool_for(w->ex->pool, M, 64, contrib_range, &cj);
+            topk_max(w->rank, M, k, w->idx);
+            for (int j = 0; j < k; j++) w->idx[j] = w->cand[w->idx[j]]; // (ascending: both orders are)
+        }
     } else {
         gate_scores(w->ex, l->gate_vectors, x, w->scores);
         topk_abs(w->scores, F, k, w->idx);

@@ -30,6 +30,21 @@ void walk_scratch_free(walk_scratch *w);
 // out (H) = the walk FFN of x (H) over the k best features (k >= F: all,
 // without the KNN). The selected indices stay in w (walk_selected).
 void walk_ffn(const walk_layer *l, const float *x, int k, float *out, walk_scratch *w);
+
+// How the k features are chosen: by |gate . x| (the KNN), or by what each
+// contributes, the length of act(gate . x) (up_f . x) down_f: a feature whose
+// activation is near zero (GELU's negative side) writes almost nothing
+// however large its gate score. Gated: the WALK_CANDIDATES * k features of
+// largest bound |act(gate . x)| |up_f| |down_f| (|up_f . x| <= |up_f| |x|,
+// and |x| is the same for every feature), then the k of those whose exact
+// |act(gate . x) (up_f . x)| |down_f| is largest. A plain MLP's bound is exact:
+// |act(up . x + b)| |down_f|. Needs l->norm_up and norm_down (walk_norms).
+enum { WALK_BY_GATE, WALK_BY_CONTRIB, WALK_CANDIDATES = 4 };
+void walk_ffn_ranked(const walk_layer *l, const float *x, int k, int rank, float *out, walk_scratch *w);
+
+// |row 3f+1| and |row 3f+2| of the F features of ffn ([3F, H]): a gated
+// layer's up and down rows (plain: up is row 3f, so nu[f] is |down_f|, as nd).
+void walk_norms(const tensor *ffn, float *nu, float *nd);
 // The features the last walk_ffn used (ascending), and their count.
 const int32_t *walk_selected(const walk_scratch *w, int *k);
 

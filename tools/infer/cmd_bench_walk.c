@@ -57,7 +57,7 @@ static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int 
 }
 
 static const char *g_usage =
-    "usage: infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [-t N] [-o md|json]\n"
+    "usage: infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [--rank gate|contrib] [-t N] [-o md|json]\n"
     "  the walk FFN against dense over a text, teacher-forced: top-1 agreement and KL at every position for\n"
     "  each K (percent of the features), against dense over the vindex's rows and against the model, and\n"
     "  the FFN's decode time per layer.\n"
@@ -65,20 +65,23 @@ static const char *g_usage =
     "  -x, --vindex DIR       the vindex (infer extract)\n"
     "  -f, --file TEXT        the text (default bench/data/english.txt)\n"
     "      --ks 1,2,...       K as percentages 1-100\n"
+    "      --rank gate|contrib how the walk picks its K: by |gate . x| (walk, the default) or by the bound on\n"
+    "                         each feature's contribution, |act(gate . x)| |up| |down| (walkc)\n"
     "  -t, --threads N        threads (default 1)\n"
     "  -o md|json             the table as markdown (default) or JSON\n";
 
-enum { OPT_KS = OPT_LOCAL };
+enum { OPT_KS = OPT_LOCAL, OPT_RANK };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
     {"vindex", required_argument, NULL, 'x'},
     {"file", required_argument, NULL, 'f'},
     {"ks", required_argument, NULL, OPT_KS},
+    {"rank", required_argument, NULL, OPT_RANK},
     {0},
 };
 
 int cmd_bench_walk(int argc, char **argv) {
-    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md";
+    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md", *kind = "walk";
     cli_opts o;
     cli_opts_init(&o, "bench-walk", g_usage);
     int opt;
@@ -87,6 +90,11 @@ int cmd_bench_walk(int argc, char **argv) {
         case 'x': vdir = optarg; break;
         case 'f': file = optarg; break;
         case OPT_KS: ks_s = optarg; break;
+        case OPT_RANK:
+            if (!strcmp(optarg, "gate")) kind = "walk";
+            else if (!strcmp(optarg, "contrib")) kind = "walkc";
+            else return cli_error("bench-walk: --rank takes gate or contrib, not \"%s\"", optarg);
+            break;
         case 'o':
             fmt = optarg;
             if (strcmp(fmt, "md") && strcmp(fmt, "json")) return cli_error("bench-walk: -o takes md or json, not \"%s\"", fmt);
@@ -150,7 +158,7 @@ int cmd_bench_walk(int argc, char **argv) {
     }
     for (int ki = 0; ki < nks; ki++) {
         char graph[32];
-        snprintf(graph, sizeof graph, "walk@%d%%", ks[ki]);
+        snprintf(graph, sizeof graph, "%s@%d%%", kind, ks[ki]);
         if (infer_ctx_new(m, n, &cw[ki]) || infer_ctx_set_graph(cw[ki], graph, 0)) { cli_error("%s", infer_last_error()); goto done; }
     }
     for (int p = 0; p < npos; p += CHUNK) {
@@ -181,22 +189,22 @@ int cmd_bench_walk(int argc, char **argv) {
     for (int ki = 0; ki < nks; ki++) {
         agree[ki] /= npos, kl[ki] /= npos, agree_m[ki] /= npos, kl_m[ki] /= npos;
         char graph[32];
-        snprintf(graph, sizeof graph, "walk@%d%%", ks[ki]);
+        snprintf(graph, sizeof graph, "%s@%d%%", kind, ks[ki]);
         int dn = n < DECODE_TOKENS ? n : DECODE_TOKENS;
         us[ki] = ffn_us(m, graph, ids, dn);
-        fprintf(stderr, "walk %3d%%: top-1 %.4f, KL %.5f, FFN %.1f µs/layer\n", ks[ki], agree[ki], kl[ki], us[ki]);
+        fprintf(stderr, "%s %3d%%: top-1 %.4f, KL %.5f, FFN %.1f µs/layer\n", kind, ks[ki], agree[ki], kl[ki], us[ki]);
     }
     double dense_us = ffn_us(m, NULL, ids, n < DECODE_TOKENS ? n : DECODE_TOKENS);
     int F = infer_model_walk_features(m);
     if (!strcmp(fmt, "json")) {
-        printf("{\"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, "
-               "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"walk\": [", n, npos, F, infer_get_threads(), dense_us, vx_agree, vx_kl);
+        printf("{\"graph\": \"%s\", \"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, "
+               "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"walk\": [", kind, n, npos, F, infer_get_threads(), dense_us, vx_agree, vx_kl);
         for (int ki = 0; ki < nks; ki++)
             printf("%s{\"k_pct\": %d, \"k\": %d, \"top1\": %.6f, \"kl\": %.6f, \"top1_vs_model\": %.6f, \"kl_vs_model\": %.6f, \"ffn_us\": %.3f}",
                    ki ? ", " : "", ks[ki], (int)((long long)F * ks[ki] / 100), agree[ki], kl[ki], agree_m[ki], kl_m[ki], us[ki]);
         printf("]}\n");
     } else {
-        printf("%d tokens (%d next-token positions), %d features per layer, %d threads\n", n, npos, F, infer_get_threads());
+        printf("%s: %d tokens (%d next-token positions), %d features per layer, %d threads\n", kind, n, npos, F, infer_get_threads());
         printf("the vindex's dense FFN (every feature) against the model's: top-1 agreement %.2f%%, mean KL %.5f\n\n", 100 * vx_agree, vx_kl);
         printf("| K | K (%% of features) | top-1 agreement | mean KL | top-1 vs the model | KL vs the model | walk FFN µs/layer | dense FFN / walk FFN |\n");
         printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
