@@ -319,6 +319,22 @@ INFER_API void infer_topk_max(const float *s, int n, int k, int32_t *idx);
 // ids (room for n_vocab) gets the k ids of largest approximate logits,
 // ascending. Needs the model's vindex.
 INFER_API infer_status infer_lm_head_topk(const infer_model *model, const float *hidden, int k, int32_t *ids);
+// As infer_lm_head_topk from the vindex's lm_head index (lm_index.bin, made
+// by extraction with lm_clusters): the centroids scored, then the model's own
+// head rows of the `probes` best clusters; ids: the k best by score (then the
+// lower id), best first. INFER_ERR_ARG without an index.
+INFER_API infer_status infer_lm_head_topk_index(const infer_model *model, const float *hidden, int k, int probes, int32_t *ids);
+// The same, and logits[i]: ids[i]'s logit as the model's forward makes it
+// from its own head (the logit scale, the final softcap), for sampling among
+// the k (the other tokens' logits are then taken as -inf).
+INFER_API infer_status infer_lm_head_index_logits(const infer_model *model, const float *hidden, int k, int probes, int32_t *ids,
+                                                  float *logits);
+// The index's clusters (0: the vindex has none).
+INFER_API int infer_lm_head_index_clusters(const infer_model *model);
+// logits (n_vocab) = the model's own output head . hidden with the engine's
+// kernels and infer_get_threads() threads (the product alone: no scale or
+// softcap), for timing and checking the index against.
+INFER_API infer_status infer_lm_head_dense(const infer_model *model, const float *hidden, float *logits);
 // The logits of n chosen ids from the model's own output head (scalar dot
 // products, times the family's logit scale, before any final softcap).
 INFER_API infer_status infer_lm_head_logits(const infer_model *model, const float *hidden, const int32_t *ids, int n,
@@ -331,6 +347,8 @@ typedef struct {
     int ffn_type;               // any type with an encoder (default INFER_TYPE_Q8_0)
     int lm_head_type;           // any type with an encoder (default INFER_TYPE_Q4_K)
     int down_top;               // top tokens per feature in down_meta (default 10; 0: none)
+    int lm_clusters;            // lm_index.bin: the head's rows in this many k-means clusters (0: none, the
+                                // default; -1: V / 64), for infer_lm_head_topk_index
     infer_progress_fn progress; // called as work advances: stage ("ffn", "embeddings", "lm_head",
                                 // "down_meta", "weights.gguf", "index.json"), done of total; may be NULL
     void *user;

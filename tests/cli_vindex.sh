@@ -49,6 +49,21 @@ grep -q "need a vindex" "$TMP/err" || fail "run a walk graph without a vindex: $
 "$BIN" run -m "$FIX/gemma3" --ids 2,10 -n 2 --graph cached:0-1 >/dev/null 2>"$TMP/err" && fail "run cached layers"
 grep -q "cached layers hold one template" "$TMP/err" || fail "run cached layers: $(cat "$TMP/err")"
 
+# the lm_head index: extracted with --lm-index, verified, used by run --lm-probe (probing every cluster gives the
+# dense head's greedy tokens); refusals name what is wrong
+"$BIN" extract -m "$FIX/gemma3" -o "$TMP/l.vindex" --lm-index 4 2>"$TMP/err" || fail "extract --lm-index: $(cat "$TMP/err")"
+grep -q '"lm_index.bin"' "$TMP/l.vindex/index.json" || fail "lm_index.bin not listed in index.json"
+"$BIN" verify "$TMP/l.vindex" >/dev/null 2>"$TMP/err" || fail "verify with an lm index: $(cat "$TMP/err")"
+a=$("$BIN" run -m "$FIX/gemma3" --ids 2,10,20,30 -n 6 --temp 0 2>/dev/null)
+b=$("$BIN" run -m "$FIX/gemma3" -x "$TMP/l.vindex" --ids 2,10,20,30 -n 6 --temp 0 --lm-probe 4 2>"$TMP/err")
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "run --lm-probe over every cluster: $b, dense: $a ($(cat "$TMP/err"))"
+"$BIN" run -m "$FIX/gemma3" --ids 2,10 -n 2 --lm-probe 4 >/dev/null 2>"$TMP/err" && fail "run --lm-probe without a vindex"
+grep -q "give -x VINDEX" "$TMP/err" || fail "run --lm-probe without a vindex: $(cat "$TMP/err")"
+"$BIN" run -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10 -n 2 --lm-probe 4 >/dev/null 2>"$TMP/err" && fail "run --lm-probe on a vindex without an index"
+grep -q "has no lm_head index" "$TMP/err" || fail "run --lm-probe without an index: $(cat "$TMP/err")"
+"$BIN" extract -m "$FIX/gemma3" -o "$TMP/x.vindex" --lm-index 0 >/dev/null 2>"$TMP/err" && fail "extract --lm-index 0"
+grep -q "at least 1" "$TMP/err" || fail "extract --lm-index 0: $(cat "$TMP/err")"
+
 # walk-only: the model's FFN pages go, the vindex serves the FFN, memory is reported
 "$BIN" predict -m "$FIX/gemma3" -x "$TMP/g.vindex" --ids 2,10,20,30 --walk-only >"$TMP/out" 2>"$TMP/err" || fail "predict --walk-only: $(cat "$TMP/err")"
 grep -q "^walk-only: resident [0-9.]* MiB with the model's FFN, [0-9.]* MiB after dropping it ([0-9.]* MiB of FFN pages)" "$TMP/out" || fail "walk-only report: $(cat "$TMP/out")"

@@ -88,6 +88,8 @@ static int is_low_float(int t) { return t == DT_BF16 || t == DT_F16; }
 
 // ---------------------------------------------------------------------------
 
+static int g_lm_clusters; // extract()'s lm_index clusters (0: none)
+
 static infer_status extract(const infer_model *m, const char *dir, int gate, int ffn, int head, int top) {
     vindex_extract_opts o;
     vindex_extract_defaults(&o);
@@ -95,6 +97,7 @@ static infer_status extract(const infer_model *m, const char *dir, int gate, int
     o.ffn_type = ffn;
     o.lm_head_type = head;
     o.down_top = top;
+    o.lm_clusters = g_lm_clusters;
     return vindex_extract(m, dir, &o, NULL);
 }
 
@@ -254,6 +257,84 @@ static void check_down_meta_exact(const char *fam, const infer_model *m, const v
     free(y), free(d), free(best), free(bid);
 }
 
+static void rm_vindex(const char *dir);
+static float frand(void) { return (float)rand() / RAND_MAX * 2 - 1; }
+
+// The lm_head index: verify covers it; probing every cluster gives the head's
+// own top k (its kernel's scores, best first); fewer clusters give tokens whose
+// scores are the head's; any thread count the same ids; a damaged index is
+// refused at open, naming the file.
+static void check_lm_index(const char *fam, const char *tmp) {
+    char fix[1024], dir[1200];
+    snprintf(fix, sizeof fix, "%s/%s", FIXTURES_DIR, fam);
+    snprintf(dir, sizeof dir, "%s/%s-lm.vindex", tmp, fam);
+    infer_model *m;
+    if (infer_model_load(fix, &m)) { CHECK(0, "%s: %s", fam, infer_last_error()); return; }
+    int V = m->cfg.n_vocab, H = m->cfg.n_embd, C = 5, K = 7;
+    g_lm_clusters = C;
+    CHECK(extract(m, dir, DT_F16, DT_Q8_0, DT_Q8_0, 0) == INFER_OK, "%s: extract: %s", fam, infer_last_error());
+    g_lm_clusters = 0;
+    CHECK(vindex_verify(dir) == INFER_OK, "%s: verify with an lm index: %s", fam, infer_last_error());
+    infer_model_free(m);
+    if (infer_model_load(fix, &m) || infer_model_attach_vindex(m, dir)) { CHECK(0, "%s: %s", fam, infer_last_error()); infer_model_free(m); return; }
+    CHECK(infer_lm_head_index_clusters(m) == C, "%s: %d clusters, want %d", fam, infer_lm_head_index_clusters(m), C);
+    float *x = malloc(sizeof(float) * H), *y = malloc(sizeof(float) * V);
+    int32_t got[7], got2[7], want[7];
+    cpu_exec ex = {0};
+    for (int trial = 0; trial < 5; trial++) {
+        for (int i = 0; i < H; i++) x[i] = frand();
+        matmul(&ex, y, x, &m->output, NULL, 1, H, V); // (the head's own scores: its kernel, one token)
+        int n = 0;
+        float best[7];
+        for (int t = 0; t < V; t++) {
+            if (n == K && !(y[t] > best[K - 1])) continue;
+            int i = n < K ? n++ : K - 1;
+            while (i > 0 && best[i - 1] < y[t]) best[i] = best[i - 1], want[i] = want[i - 1], i--;
+            best[i] = y[t], want[i] = t;
+        }
+        CHECK(infer_lm_head_topk_index(m, x, K, C, got) == INFER_OK, "%s: %s", fam, infer_last_error());
+        int same = 1;
+        for (int i = 0; i < K; i++) same &= got[i] == want[i] || y[got[i]] == y[want[i]];
+        CHECK(same, "%s: every cluster probed: not the head's top %d", fam, K);
+        infer_set_threads(2);
+        CHECK(infer_lm_head_topk_index(m, x, K, C, got2) == INFER_OK && !memcmp(got, got2, sizeof got), "%s: 2 threads differ", fam);
+        CHECK(infer_lm_head_topk_index(m, x, K, 2, got2) == INFER_OK, "%s: %s", fam, infer_last_error());
+        infer_set_threads(1);
+        int sorted = 1;
+        for (int i = 1; i < K; i++) sorted &= y[got2[i]] <= y[got2[i - 1]] || got2[i] >= V || got2[i] < 0;
+        for (int i = 0; i < K; i++) sorted &= got2[i] >= 0 && got2[i] < V;
+        CHECK(sorted, "%s: 2 clusters probed: ids out of range or not best first", fam);
+    }
+    CHECK(infer_lm_head_topk_index(m, x, 0, C, got) == INFER_ERR_ARG, "%s: k 0 accepted", fam);
+    CHECK(infer_lm_head_topk_index(m, x, K, 0, got) == INFER_ERR_ARG, "%s: 0 probes accepted", fam);
+    cpu_exec_release(&ex);
+    free(x), free(y);
+    infer_model_free(m);
+    // a repeated token id in the order (same size): refused at open, naming the file and the order
+    char p[1300];
+    snprintf(p, sizeof p, "%s/lm_index.bin", dir);
+    size_t n = 0;
+    unsigned char *b = (unsigned char *)test_read_file(p, &n);
+    if (b && n > 64) {
+        uint32_t hdr[6];
+        memcpy(hdr, b + 8, 24);
+        size_t cb = ((size_t)(H / 32) * 34 * C + 3) & ~(size_t)3, at = 32 + cb + 4 * ((size_t)C + 1);
+        int32_t first;
+        memcpy(&first, b + at, 4);
+        memcpy(b + at + 4, &first, 4);
+        FILE *f = fopen(p, "wb");
+        CHECK(f && fwrite(b, 1, n, f) == n && fclose(f) == 0, "rewrite %s", p);
+        vindex *v = NULL;
+        infer_status st = vindex_open(dir, &v);
+        CHECK(st == INFER_ERR_FORMAT && strstr(infer_last_error(), "lm_index.bin") && strstr(infer_last_error(), "permutation"),
+              "%s: a repeated id in lm_index.bin: %d %s", fam, st, infer_last_error());
+        vindex_close(v);
+    } else CHECK(0, "%s: cannot read %s", fam, p);
+    free(b);
+    rm_vindex(dir);
+    printf("%-20s ok (lm_head index)\n", fam);
+}
+
 // ---------------------------------------------------------------------------
 // The vindex alone runs the model: one GGUF from weights.gguf, embeddings.bin
 // and the f32 FFN rows, then transformers' logits.
@@ -348,7 +429,8 @@ static void check_runs(const char *fam, const char *fix, const vindex *v, const 
 // ---------------------------------------------------------------------------
 
 static void rm_vindex(const char *dir) {
-    const char *names[] = {"index.json", "gate_vectors.bin", "ffn.bin", "down_meta.bin", "embeddings.bin", "lm_head.bin", "weights.gguf"};
+    const char *names[] = {"index.json", "gate_vectors.bin", "ffn.bin", "down_meta.bin", "embeddings.bin", "lm_head.bin", "weights.gguf",
+                           "lm_index.bin"};
     char p[1200];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -474,11 +556,13 @@ static void check_threads(const char *tmp) {
     snprintf(b, sizeof b, "%s/t2.vindex", tmp);
     infer_model *m;
     if (infer_model_load(fix, &m)) { CHECK(0, "%s", infer_last_error()); return; }
+    g_lm_clusters = 6;
     CHECK(extract(m, a, DT_Q4_0, DT_Q8_0, DT_Q4_K, 10) == INFER_OK, "%s", infer_last_error());
     infer_set_threads(2);
     CHECK(extract(m, b, DT_Q4_0, DT_Q8_0, DT_Q4_K, 10) == INFER_OK, "%s", infer_last_error());
     infer_set_threads(1);
-    const char *names[] = {"gate_vectors.bin", "ffn.bin", "down_meta.bin", "lm_head.bin", "weights.gguf"};
+    g_lm_clusters = 0;
+    const char *names[] = {"gate_vectors.bin", "ffn.bin", "down_meta.bin", "lm_head.bin", "weights.gguf", "lm_index.bin"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char pa[1300], pb[1300];
         snprintf(pa, sizeof pa, "%s/%s", a, names[i]);
@@ -522,6 +606,8 @@ int main(void) {
     const char *gguf_fams[] = {"llama", "gemma3", "gpt2", "phi3"};
     for (int i = 0; i < 4; i++) check_gguf_source(gguf_fams[i], tmp);
     check_threads(tmp);
+    check_lm_index("llama", tmp);
+    check_lm_index("gemma3", tmp);
     rmdir(tmp);
     return check_summary("test_vindex");
 }

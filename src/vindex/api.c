@@ -4,6 +4,7 @@
 #include "vindex/vindex.h"
 #include "vindex/extract.h"
 #include "vindex/walk.h"
+#include "vindex/lm_index.h"
 #include "models/model.h"
 #include "tensor/dtype.h"
 #include "compute/cpu/ops.h"
@@ -212,6 +213,37 @@ infer_status infer_lm_head_topk(const infer_model *m, const float *hidden, int k
     pool_free(ex.pool);
     if (!oom) topk_max(logits, V, k, ids);
     free(logits);
+    return oom ? fail(INFER_ERR_NOMEM, "out of memory for the lm_head's scratch") : INFER_OK;
+}
+
+infer_status infer_lm_head_topk_index(const infer_model *m, const float *hidden, int k, int probes, int32_t *ids) {
+    const lm_index *x = m->vx ? vindex_lm_index(m->vx) : NULL;
+    if (!x) return fail(INFER_ERR_ARG, "the lm_head index needs a vindex extracted with one (infer extract --lm-index)");
+    (void)x;
+    return vindex_lm_topk(m->vx, hidden, k, probes, infer_get_threads(), ids);
+}
+
+infer_status infer_lm_head_index_logits(const infer_model *m, const float *hidden, int k, int probes, int32_t *ids, float *logits) {
+    infer_status st = infer_lm_head_topk_index(m, hidden, k, probes, ids);
+    if (st) return st;
+    st = infer_lm_head_logits(m, hidden, ids, k, logits); // (times the logit scale)
+    float cap = m->cfg.final_softcap;
+    for (int i = 0; !st && cap && i < k; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    return st;
+}
+
+int infer_lm_head_index_clusters(const infer_model *m) {
+    const lm_index *x = m->vx ? vindex_lm_index(m->vx) : NULL;
+    return x ? x->C : 0;
+}
+
+infer_status infer_lm_head_dense(const infer_model *m, const float *hidden, float *logits) {
+    if (!m->output.w) return fail(INFER_ERR_ARG, "the model has no output head");
+    cpu_exec ex = {.pool = pool_new(infer_get_threads())};
+    matmul(&ex, logits, hidden, &m->output, NULL, 1, m->cfg.n_embd, m->cfg.n_vocab);
+    int oom = ex.oom;
+    cpu_exec_release(&ex);
+    pool_free(ex.pool);
     return oom ? fail(INFER_ERR_NOMEM, "out of memory for the lm_head's scratch") : INFER_OK;
 }
 

@@ -406,7 +406,7 @@ static infer_status publish(const char *stage, const char *dir) {
 static infer_status copy_tokenizer(extractor *x) {
     struct stat sb;
     if (x->m->gguf || stat(x->m->path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return INFER_OK;
-    for (int i = 0; i < VF_OPT_COUNT; i++) {
+    for (int i = 0; i < VF_OPT_TOKENIZERS; i++) {
         char src[4096], dst[4096];
         snprintf(src, sizeof src, "%s/%s", x->m->path, vindex_opt_names[i]);
         snprintf(dst, sizeof dst, "%s/%s", x->dir, vindex_opt_names[i]);
@@ -453,6 +453,18 @@ static infer_status run(extractor *x) {
     x->lay.file_bytes[VF_WEIGHTS] = (uint64_t)sb.st_size;
     progress(x, "weights.gguf", 1, 1);
     if ((st = copy_tokenizer(x))) return st;
+    if (x->o->lm_clusters) { // the lm_head index: the model's head rows clustered
+        int C = x->o->lm_clusters < 0 ? lm_index_auto_clusters((int)x->V) : x->o->lm_clusters;
+        progress(x, "lm_index", 0, 1);
+        snprintf(path, sizeof path, "%s/%s", x->dir, vindex_opt_names[VF_OPT_LM_INDEX]);
+        head_src hs = {&x->m->output, x->H};
+        uint64_t bytes = 0;
+        const weight *out = &x->m->output;
+        if ((st = lm_index_build(&x->ex, head_row, &hs, out->trans ? NULL : out->w, (int)x->V, (int)x->H, C, path, &bytes))) return st;
+        if ((st = vindex_hash_file(path, x->lay.opt_sha256[VF_OPT_LM_INDEX]))) return st;
+        x->lay.opt_present[VF_OPT_LM_INDEX] = 1, x->lay.opt_bytes[VF_OPT_LM_INDEX] = bytes;
+        progress(x, "lm_index", 1, 1);
+    }
     snprintf(path, sizeof path, "%s/index.json", x->dir);
     if ((st = vindex_write_index(x->m, path, &x->lay))) return st;
     progress(x, "index.json", 1, 1);

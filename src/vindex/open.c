@@ -16,7 +16,7 @@
 
 const char *const vindex_file_names[VF_COUNT] = {"gate_vectors.bin", "ffn.bin", "down_meta.bin",
                                                  "embeddings.bin", "lm_head.bin", "weights.gguf"};
-const char *const vindex_opt_names[VF_OPT_COUNT] = {"tokenizer.json", "tokenizer_config.json"};
+const char *const vindex_opt_names[VF_OPT_COUNT] = {"tokenizer.json", "tokenizer_config.json", "lm_index.bin"};
 
 int vindex_type_by_name(const char *name) {
     for (int t = 0; t < DT_COUNT; t++)
@@ -339,6 +339,7 @@ infer_status vindex_open(const char *dir, vindex **out) {
     *out = NULL;
     vindex *v = calloc(1, sizeof *v);
     if (!v) return fail(INFER_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&v->lmi_mu, NULL);
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--; // "x.vindex/" names the same directory
     v->dir = strndup(dir, n);
@@ -361,6 +362,12 @@ infer_status vindex_open(const char *dir, vindex **out) {
     }
     parser p = {path, v, NULL, 0, 0};
     if (!st) st = parse(&p, root);
+    if (!st && v->opt_present[VF_OPT_LM_INDEX]) { // the lm_head index: mapped and checked whole
+        char lp[4200];
+        snprintf(lp, sizeof lp, "%s/%s", v->dir, vindex_opt_names[VF_OPT_LM_INDEX]);
+        st = mapfile_open(&v->lmi_map, lp);
+        if (!st) st = lm_index_parse(v->lmi_map.data, v->lmi_map.size, v->n_vocab, v->n_embd, lp, &v->lmi);
+    }
     cJSON_Delete(root);
     free(text);
     free(p.claims);
@@ -373,6 +380,9 @@ infer_status vindex_open(const char *dir, vindex **out) {
 void vindex_close(vindex *v) {
     if (!v) return;
     for (int i = 0; i < VF_COUNT; i++) mapfile_close(&v->maps[i]);
+    mapfile_close(&v->lmi_map);
+    pool_free(v->lmi_pool);
+    pthread_mutex_destroy(&v->lmi_mu);
     free(v->n_feat);
     free(v->gate);
     free(v->ffn);
@@ -398,6 +408,24 @@ const tensor *vindex_gate_vectors(const vindex *v, int layer) { return in_layer(
 const tensor *vindex_ffn(const vindex *v, int layer) { return in_layer(v, layer) ? &v->ffn[layer] : NULL; }
 const tensor *vindex_embeddings(const vindex *v) { return &v->embd; }
 const tensor *vindex_lm_head(const vindex *v) { return &v->lm_head; }
+const lm_index *vindex_lm_index(const vindex *v) { return v->lmi.C ? &v->lmi : NULL; }
+
+infer_status vindex_lm_topk(vindex *v, const float *hidden, int k, int probes, int threads, int32_t *ids) {
+    if (!v->lmi.C) return fail(INFER_ERR_ARG, "%s: no lm_head index (extract with --lm-index)", v->dir);
+    // the vindex's pool where no other lookup holds it (else one for this lookup)
+    pool *p = NULL, *own = NULL;
+    int held = threads > 1 && pthread_mutex_trylock(&v->lmi_mu) == 0;
+    if (held) {
+        if (v->lmi_pool && pool_size(v->lmi_pool) != threads) pool_free(v->lmi_pool), v->lmi_pool = NULL;
+        if (!v->lmi_pool) v->lmi_pool = pool_new(threads);
+        p = v->lmi_pool;
+    } else if (threads > 1)
+        p = own = pool_new(threads);
+    infer_status st = lm_index_topk(&v->lmi, hidden, v->n_vocab, v->n_embd, k, probes, p, ids);
+    if (held) pthread_mutex_unlock(&v->lmi_mu);
+    pool_free(own);
+    return st;
+}
 const char *vindex_model_path(const vindex *v) { return v->model_path; }
 const char *vindex_dir(const vindex *v) { return v->dir; }
 

@@ -66,6 +66,12 @@ const tensor *vindex_ffn(const vindex *v, int layer);
 const tensor *vindex_embeddings(const vindex *v);
 // [V, H]: the quantized output head, from lm_head.bin.
 const tensor *vindex_lm_head(const vindex *v);
+// lm_index.bin's clusters of the head's rows (lm_index.h), or NULL without one.
+const struct lm_index_s *vindex_lm_index(const vindex *v);
+// The k best tokens for a final-normed hidden state from the index's
+// `probes` best clusters (lm_index_topk), on `threads` threads (kept in the
+// vindex between lookups; one lookup at a time uses them, others make their own).
+infer_status vindex_lm_topk(vindex *v, const float *hidden, int k, int probes, int threads, int32_t *ids);
 // Feature f of a layer: the number of top tokens stored (down_top), with
 // *ids and *scores pointing at them (sorted by score, descending). 0 and
 // NULLs when none are stored or layer/f are out of range.

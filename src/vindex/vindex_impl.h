@@ -5,15 +5,20 @@
 
 #include "vindex/vindex.h"
 #include "base/mapfile.h"
+#include "vindex/lm_index.h"
+#include "base/pool.h"
+
+#include <pthread.h>
 
 enum vfile_id { VF_GATE, VF_FFN, VF_META, VF_EMBD, VF_LM, VF_WEIGHTS, VF_COUNT };
 
 // "gate_vectors.bin", ... indexed by enum vfile_id.
 extern const char *const vindex_file_names[VF_COUNT];
 
-// Files a vindex may also hold: a Hugging Face source's tokenizer, copied
-// (its GGUF weights carry no vocabulary). Listed in "files" when present.
-enum { VF_OPT_COUNT = 2 };
+// Files a vindex may also hold, listed in "files" when present: a Hugging
+// Face source's tokenizer, copied (its GGUF weights carry no vocabulary), and
+// the lm_head index (lm_index.h).
+enum { VF_OPT_TOKENIZERS = 2, VF_OPT_LM_INDEX = 2, VF_OPT_COUNT = 3 };
 extern const char *const vindex_opt_names[VF_OPT_COUNT];
 
 // Bounds of what an index.json may claim, so that no count drives an
@@ -41,6 +46,10 @@ struct infer_vindex {
     tensor *gate, *ffn;             // (n_layer) views into gate_vectors.bin, ffn.bin
     const unsigned char **meta;     // (n_layer) start of each layer's down_meta part
     tensor embd, lm_head;
+    mapfile lmi_map;                // lm_index.bin, where listed
+    lm_index lmi;                   // its views (lmi.C 0: none)
+    pthread_mutex_t lmi_mu;         // guards lmi_pool: a lookup's threads, kept between lookups
+    pool *lmi_pool;
     char (*names)[32];              // (2 n_layer + 2) names of the tensors above
 };
 

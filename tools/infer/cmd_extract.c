@@ -62,7 +62,7 @@ static const char *tn(int t) { return infer_type_name(t); }
 
 static const char *g_usage =
     "usage: infer extract [-m MODEL] -o OUT.vindex [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k]\n"
-    "                     [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
+    "                     [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [--lm-index auto|C] [-t N]\n"
     "       infer extract MODEL OUT.vindex [options]\n"
     "  writes a vindex: the FFN laid out per feature, gate vectors, the top tokens each feature writes\n"
     "  (down_meta), the embeddings, a quantized lm_head and the rest of the model; progress on stderr.\n"
@@ -72,9 +72,11 @@ static const char *g_usage =
     "      --ffn TYPE         feature rows: f16, q8_0 (default) or q4_k\n"
     "      --lm-head TYPE     q4_k (default), q8_0, q4_0 or f16\n"
     "      --down-top N       tokens per feature in down_meta (default 10; 0: none)\n"
+    "      --lm-index auto|C  also an lm_head index: the head's rows in C k-means clusters (auto: vocabulary / 64),\n"
+    "                         for run --lm-probe and bench-lm\n"
     "  -t, --threads N        threads (default 1)\n";
 
-enum { OPT_GATE = OPT_LOCAL, OPT_FFN, OPT_LM_HEAD, OPT_DOWN_TOP };
+enum { OPT_GATE = OPT_LOCAL, OPT_FFN, OPT_LM_HEAD, OPT_DOWN_TOP, OPT_LM_INDEX };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
     {"out", required_argument, NULL, 'o'},
@@ -82,6 +84,7 @@ static const struct option g_opts[] = {
     {"ffn", required_argument, NULL, OPT_FFN},
     {"lm-head", required_argument, NULL, OPT_LM_HEAD},
     {"down-top", required_argument, NULL, OPT_DOWN_TOP},
+    {"lm-index", required_argument, NULL, OPT_LM_INDEX},
     {0},
 };
 
@@ -103,6 +106,12 @@ int cmd_extract(int argc, char **argv) {
             break;
         case OPT_LM_HEAD:
             if ((xo.lm_head_type = parse_type("--lm-head", optarg, g_head, "q4_k, q8_0, q4_0, f16")) < 0) return 1;
+            break;
+        case OPT_LM_INDEX:
+            if (!strcmp(optarg, "auto")) xo.lm_clusters = -1;
+            else if ((n = cli_parse_count("--lm-index", optarg, 1 << 24)) < 0) return 1;
+            else if (n == 0) return cli_error("extract: --lm-index takes auto or a cluster count of at least 1");
+            else xo.lm_clusters = (int)n;
             break;
         case OPT_DOWN_TOP:
             if ((n = cli_parse_count("--down-top", optarg, 4096)) < 0) return 1;

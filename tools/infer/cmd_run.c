@@ -22,7 +22,7 @@ static size_t utf8_complete(const char *s, size_t n) {
 
 static const char *g_usage =
     "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos]\n"
-    "                 [-x VINDEX] [--graph SPEC] [-k K] [--no-compare] [sampling]\n"
+    "                 [-x VINDEX] [--graph SPEC] [-k K] [--no-compare] [--lm-probe P [--lm-top N]] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -43,11 +43,14 @@ static const char *g_usage =
     "                         beside it takes the same tokens): mean KL and same top-1 at the end, on stderr\n"
     "  -k K                   features a walk layer takes where the spec gives none (default: all)\n"
     "      --no-compare       no dense context beside an approximate graph\n"
+    "      --lm-probe P       the next token from the vindex's lm_head index (extract --lm-index): its N best\n"
+    "                         tokens from the P best clusters, sampled among them (the head's other rows unread)\n"
+    "      --lm-top N         tokens the index gives each step (default 64)\n"
     "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
     "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
     "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
 
-enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE };
+enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE, OPT_LM_PROBE, OPT_LM_TOP };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
     {"prompt", required_argument, NULL, 'p'},
@@ -60,6 +63,8 @@ static const struct option g_opts[] = {
     {"vindex", required_argument, NULL, 'x'},
     {"graph", required_argument, NULL, OPT_GRAPH},
     {"no-compare", no_argument, NULL, OPT_NO_COMPARE},
+    {"lm-probe", required_argument, NULL, OPT_LM_PROBE},
+    {"lm-top", required_argument, NULL, OPT_LM_TOP},
     {0},
 };
 
@@ -122,7 +127,7 @@ static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, 
 
 int cmd_run(int argc, char **argv) {
     const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
-    long n_new = 128, k = 0;
+    long n_new = 128, k = 0, lm_probe = 0, lm_top = 64;
     int ignore_eos = 0, json = 0, compare = 1, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
@@ -141,6 +146,14 @@ int cmd_run(int argc, char **argv) {
         case 'x': vdir = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
         case OPT_NO_COMPARE: compare = 0; break;
+        case OPT_LM_PROBE:
+            if ((lm_probe = cli_parse_count("--lm-probe", optarg, 1 << 24)) < 0) return 1;
+            if (!lm_probe) return cli_error("run: --lm-probe takes a cluster count of at least 1");
+            break;
+        case OPT_LM_TOP:
+            if ((lm_top = cli_parse_count("--lm-top", optarg, 1 << 24)) < 0) return 1;
+            if (!lm_top) return cli_error("run: --lm-top takes a token count of at least 1");
+            break;
         case 'k':
             if ((k = cli_parse_count("-k", optarg, 1 << 30)) < 0) return 1;
             break;
@@ -155,6 +168,8 @@ int cmd_run(int argc, char **argv) {
     if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
     if (json + !!schema + !!gbnf_file > 1) return cli_error("run: give one of --json, --json-schema and --grammar");
     if (k && !graph) return cli_error("run: -k is the walk's feature count: give a --graph with walk layers");
+    if (lm_probe && !vdir) return cli_error("run: --lm-probe reads a vindex's lm_head index: give -x VINDEX");
+    if (lm_probe && (json || schema || gbnf_file)) return cli_error("run: --lm-probe and a grammar do not go together (the grammar needs every logit)");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
     int rc = 1, n = 0, approx = graph && strcmp(graph, "dense");
@@ -163,7 +178,8 @@ int cmd_run(int argc, char **argv) {
     infer_ctx *c = NULL, *cd = NULL; // cd: the dense context beside an approximate graph
     infer_sampler *smp = NULL;
     infer_grammar *g = NULL;
-    float *logits = NULL, *masked = NULL, *dlogits = NULL;
+    float *logits = NULL, *masked = NULL, *dlogits = NULL, *hidden = NULL, *cl = NULL;
+    int32_t *cand = NULL;
     double kl_sum = 0, t_dense = 0;
     int n_cmp = 0, n_same = 0;
     char *text = NULL;
@@ -195,9 +211,33 @@ int cmd_run(int argc, char **argv) {
     hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1));
     if (cd) dlogits = malloc(sizeof(float) * (size_t)V);
     if (!logits || !masked || !hist || (cd && !dlogits)) { cli_error("out of memory"); goto done; }
+    if (lm_probe) {
+        if (!infer_lm_head_index_clusters(m)) { cli_error("run: %s has no lm_head index (infer extract --lm-index auto)", vdir); goto done; }
+        if (lm_top > V) lm_top = V;
+        hidden = malloc(sizeof(float) * (size_t)(infer_model_n_layer(m) + 1) * infer_model_n_embd(m));
+        cl = malloc(sizeof(float) * (size_t)lm_top), cand = malloc(sizeof(int32_t) * (size_t)lm_top);
+        if (!hidden || !cl || !cand) { cli_error("out of memory"); goto done; }
+    }
+    // (with --lm-probe: the pass stops at the final norm, and the index gives
+    // lm_top tokens' logits; the others are -inf)
+#define EVAL(toks, nt)                                                                                           \
+    do {                                                                                                         \
+        if (!lm_probe) {                                                                                         \
+            if (infer_eval(c, toks, nt, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }          \
+            break;                                                                                               \
+        }                                                                                                        \
+        const float *xn_ = hidden + (size_t)infer_model_n_layer(m) * infer_model_n_embd(m);                     \
+        if (infer_eval_hidden(c, toks, nt, NULL, 1, hidden) ||                                                   \
+            infer_lm_head_index_logits(m, xn_, (int)lm_top, (int)lm_probe, cand, cl)) {                         \
+            cli_error("%s", infer_last_error());                                                                 \
+            goto done;                                                                                           \
+        }                                                                                                        \
+        for (int i_ = 0; i_ < V; i_++) logits[i_] = -INFINITY;                                                   \
+        for (int i_ = 0; i_ < lm_top; i_++) logits[cand[i_]] = cl[i_];                                           \
+    } while (0)
     memcpy(hist, ids, sizeof(int32_t) * (size_t)n);
     double t1 = cli_now();
-    if (infer_eval(c, ids, n, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
+    EVAL(ids, n);
     double t2 = cli_now();
     // (the dense context beside: the same positions, its distribution against the graph's; not timed)
 #define COMPARE(toks, nt)                                                                        \
@@ -236,10 +276,11 @@ int cmd_run(int argc, char **argv) {
         }
         fflush(stdout);
         if (gen == n_new || (g && infer_grammar_complete(g))) break;
-        if (infer_eval(c, &tok, 1, logits, 1)) { cli_error("%s", infer_last_error()); goto done; }
+        EVAL(&tok, 1);
         if (cd) COMPARE(&tok, 1);
     }
 #undef COMPARE
+#undef EVAL
     if (prompt && text) {
         size_t len = strlen(text);
         if (len > printed) fwrite(text + printed, 1, len - printed, stdout);
@@ -258,6 +299,7 @@ done:
     infer_host_free(logits);
     free(masked);
     free(dlogits);
+    free(hidden), free(cl), free(cand);
     infer_ctx_free(cd);
     free(hist);
     infer_grammar_free(g);

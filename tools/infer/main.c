@@ -29,6 +29,7 @@ static const char *g_usage =
     "                                            next-token top 5 with probabilities, phase times, error vs dense\n"
     "  walk    -x VINDEX [-m MODEL] -p TEXT [--layers A-B] [-k K]   the features that fire at each layer, and what they write\n"
     "  bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,5,10,...]   walk vs dense: top-1 agreement, KL, FFN time\n"
+    "  bench-lm [-m MODEL] -x VINDEX [-f TEXT] [--probes 8,16,...]   the lm_head index vs the head: recall, time\n"
     "\n"
     "MODEL is a Hugging Face directory (config.json + *.safetensors), a .gguf file, or a vindex directory.\n"
     "infer <command> -h prints a command's options.\n"
@@ -48,6 +49,7 @@ static const struct {
     {"bench-components", cmd_bench_components},
     {"bench-knn", cmd_bench_knn},
     {"bench-walk", cmd_bench_walk},
+    {"bench-lm", cmd_bench_lm},
     {"convert", cmd_convert},
     {"synth", cmd_synth},
     {"quantize", cmd_quantize},
