@@ -11,7 +11,7 @@ import json, os, random, shutil, struct, subprocess, sys, tempfile
 
 infer, fixtures = sys.argv[1], sys.argv[2]
 here = os.path.dirname(os.path.abspath(__file__))
-corpus = os.path.join(here, "corpus")
+corpus = os.environ.get("FUZZ_CORPUS_OUT") or os.path.join(here, "corpus")
 SEP = b"\n@@file:"
 rng = random.Random(7)
 
@@ -273,6 +273,14 @@ for fam in ("llama", "gemma3", "qwen3_moe"):
         print(f"vindex {fam}: {r.stderr.strip()[:200]}")
         continue
     out("vindex", fam, pack([(f, open(os.path.join(vx, f), "rb").read()) for f in sorted(os.listdir(vx))]))
+    if fam == "llama":  # and one with an lm_head index (lm_index.bin)
+        vl = os.path.join(tmp, fam + "-lm.vindex")
+        r = subprocess.run([infer, "extract", "-m", models[fam], "-o", vl, "--down-top", "2", "--lm-index", "3"], capture_output=True,
+                           text=True, errors="replace")
+        if r.returncode:
+            print(f"vindex {fam} --lm-index: {r.stderr.strip()[:200]}")
+        else:
+            out("vindex", fam + "-lm", pack([(f, open(os.path.join(vl, f), "rb").read()) for f in sorted(os.listdir(vl))]))
 
 # --- infer serve request bodies ----------------------------------------------------------------
 reqs = {
