@@ -18,6 +18,9 @@
 //   lm_head.bin       the output head [V, H], quantized
 //   weights.gguf      everything else (metadata, tokenizer, attention, norms,
 //                     an untied output weight) in the source's types
+//   lm_index.bin      (optional: extract --lm-index) the output head's rows in
+//                     k-means clusters, for lookups that score a few clusters
+//                     (lm_index.c has the layout)
 // Shapes use ggml's order (tensor.h): ne[0] = H innermost, ne[1] = rows.
 #ifndef INFER_VINDEX_VINDEX_H
 #define INFER_VINDEX_VINDEX_H
