@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "compute/cpu/ops.h"
 #include "compute/cpu/vec.h"
+#include "vindex/walk.h"
 #include "tensor/dtype.h"
 #include "tensor/pack.h"
 #include "base/pool.h"
@@ -45,18 +46,7 @@ static void topk_task(void *arg, int ith, int nth) {
         const float *row = a->y + (size_t)t * a->n;
         int32_t *id = a->ids + (size_t)t * K;
         float *sc = a->scores + (size_t)t * K;
-        int n = a->count[t];
-        float thr = n == K ? sc[K - 1] : -INFINITY;
-        for (int j = 0; j < a->n; j++) {
-            float s = row[j];
-            if (!(s > thr) && (n == K || isnan(s))) continue;
-            int i = n < K ? n++ : K - 1;
-            while (i > 0 && sc[i - 1] < s) { sc[i] = sc[i - 1]; id[i] = id[i - 1]; i--; }
-            sc[i] = s;
-            id[i] = a->v0 + j;
-            if (n == K) thr = sc[K - 1];
-        }
-        a->count[t] = n;
+        for (int j = 0; j < a->n; j++) topk_insert(sc, id, &a->count[t], K, row[j], a->v0 + j);
     }
 }
 
@@ -78,17 +68,6 @@ typedef struct {
     float *sc;
     int *n;        // (F)
 } tlist;
-
-// (score s, id v) enters a list (sc, id: K slots, *pn filled) where it beats
-// the K-th (by score, then the lower id)
-static inline void list_add(float *sc, int32_t *id, int *pn, int K, float s, int32_t v) {
-    int n = *pn;
-    if (isnan(s) || (n == K && !(s > sc[K - 1] || (s == sc[K - 1] && v < id[K - 1])))) return;
-    int i = n < K ? n++ : K - 1;
-    while (i > 0 && (sc[i - 1] < s || (sc[i - 1] == s && id[i - 1] > v))) sc[i] = sc[i - 1], id[i] = id[i - 1], i--;
-    sc[i] = s, id[i] = v;
-    *pn = n;
-}
 
 typedef struct {
     const weight *head;
@@ -124,10 +103,10 @@ static void pk_task(void *arg, int ith, int nth) {
             float *sc = l->sc + (size_t)f * a->K;
             int32_t *id = l->ids + (size_t)f * a->K;
             int j = 0;
-            while (l->n[f] < a->K && j < n) list_add(sc, id, &l->n[f], a->K, row[j], v0 + j), j++; // (until the list is full)
+            while (l->n[f] < a->K && j < n) topk_insert(sc, id, &l->n[f], a->K, row[j], v0 + j), j++; // (until the list is full)
             while (j < n) { // (then only what beats the K-th score; an equal one has a higher id)
                 j += vec_first_above(row + j, n - j, sc[a->K - 1]);
-                if (j < n) list_add(sc, id, &l->n[f], a->K, row[j], v0 + j), j++;
+                if (j < n) topk_insert(sc, id, &l->n[f], a->K, row[j], v0 + j), j++;
             }
         }
     }
@@ -145,7 +124,7 @@ static void merge_range(void *arg, int f0, int f1) {
         int cnt = 0;
         for (int t = 0; t < m->nth; t++) {
             const tlist *l = &a->lists[t];
-            for (int k = 0; k < l->n[f]; k++) list_add(sc, id, &cnt, K, l->sc[(size_t)f * K + k], l->ids[(size_t)f * K + k]);
+            for (int k = 0; k < l->n[f]; k++) topk_insert(sc, id, &cnt, K, l->sc[(size_t)f * K + k], l->ids[(size_t)f * K + k]);
         }
         for (int k = cnt; k < K; k++) id[k] = -1, sc[k] = -INFINITY; // (fewer than K numbers)
     }

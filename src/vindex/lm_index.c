@@ -188,16 +188,6 @@ infer_status lm_index_parse(const void *data, size_t size, int V, int H, const c
     return INFER_OK;
 }
 
-// (score s, id t) into a list of k (sc, id; *n filled), by score then the lower id
-static void list_add(float *sc, int32_t *id, int *pn, int k, float s, int32_t t) {
-    int n = *pn;
-    if (isnan(s) || (n == k && !(s > sc[k - 1] || (s == sc[k - 1] && t < id[k - 1])))) return;
-    int i = n < k ? n++ : k - 1;
-    while (i > 0 && (sc[i - 1] < s || (sc[i - 1] == s && id[i - 1] > t))) sc[i] = sc[i - 1], id[i] = id[i - 1], i--;
-    sc[i] = s, id[i] = t;
-    *pn = n;
-}
-
 typedef struct {
     const lm_index *x;
     const int32_t *best; // the probed clusters
@@ -226,7 +216,7 @@ static void probe_task(void *arg, int ith, int nth) {
         for (int64_t q = c0 + a; q < c0 + e; q++) {
             const char *r = (const char *)x->rows + x->rs * (size_t)q;
             float s = j->kern ? j->kern->dot(r, j->xa, j->H) : tr->dot(r, j->hidden, j->H);
-            list_add(sc, id, n, j->k, s, x->order[q]);
+            topk_insert(sc, id, n, j->k, s, x->order[q]);
         }
         at += len;
     }
@@ -277,7 +267,7 @@ infer_status lm_index_topk(const lm_index *x, const float *hidden, int V, int H,
     int32_t *mid = id + (size_t)k * nth;
     int n = 0;
     for (int t = 0; t < nth; t++)
-        for (int i = 0; i < cnt[t]; i++) list_add(msc, mid, &n, k, sc[(size_t)t * k + i], id[(size_t)t * k + i]);
+        for (int i = 0; i < cnt[t]; i++) topk_insert(msc, mid, &n, k, sc[(size_t)t * k + i], id[(size_t)t * k + i]);
     // fewer candidates than k: the rest from the other rows in order (not scored)
     if (n < k) {
         unsigned char *in = calloc((size_t)V, 1);

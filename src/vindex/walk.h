@@ -21,6 +21,18 @@ void gate_scores(cpu_exec *ex, const tensor *gate_vectors, const float *x, float
 void topk_abs(const float *s, int n, int k, int32_t *idx);
 void topk_max(const float *s, int n, int k, int32_t *idx);
 
+// A streamed top k: (score s, id t) enters the list (sc, id: k slots, *n of
+// them filled, best first) where it beats the k-th by score, then by the
+// lower id; NaN never does. Any order of arrival gives the same list.
+static inline void topk_insert(float *sc, int32_t *id, int *n, int k, float s, int32_t t) {
+    int m = *n;
+    if (s != s || (m == k && !(s > sc[k - 1] || (s == sc[k - 1] && t < id[k - 1])))) return;
+    int i = m < k ? m++ : k - 1;
+    while (i > 0 && (sc[i - 1] < s || (sc[i - 1] == s && id[i - 1] > t))) sc[i] = sc[i - 1], id[i] = id[i - 1], i--;
+    sc[i] = s, id[i] = t;
+    *n = m;
+}
+
 // Scratch of a walk over layers of up to F features and width H (one per
 // context; no allocation per token); it runs on ex (borrowed).
 typedef struct walk_scratch walk_scratch;

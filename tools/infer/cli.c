@@ -64,6 +64,29 @@ long cli_parse_count(const char *flag, const char *s, long max) {
     return v;
 }
 
+char *cli_read_text(const char *cmd, const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { cli_error("%s: cannot read %s", cmd, path); return NULL; }
+    fseek(f, 0, SEEK_END);
+    long fl = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (fl <= 0 || fl > (1 << 24)) { fclose(f); cli_error("%s: %s is empty or larger than 16 MB", cmd, path); return NULL; }
+    char *text = malloc((size_t)fl + 1);
+    size_t n = text ? fread(text, 1, (size_t)fl, f) : 0;
+    fclose(f);
+    if (!text || n != (size_t)fl) { free(text); cli_error("%s: cannot read %s", cmd, path); return NULL; }
+    text[n] = 0;
+    *len = n;
+    return text;
+}
+
+const char *cli_bench_text(const char *path, char *buf, size_t cap) {
+    if (path) return path;
+    const char *src = getenv("INFER_SOURCE_DIR");
+    snprintf(buf, cap, "%s/bench/data/english.txt", src ? src : INFER_SOURCE_DIR);
+    return buf;
+}
+
 double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

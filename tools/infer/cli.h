@@ -122,6 +122,12 @@ const char *cli_default_model(void);
 // (SmolLM2-135M-Instruct Q4_1), fetched the same way.
 const char *cli_chat_model(void);
 
+// A text file whole, NUL-terminated (malloc'd; *len its bytes), or NULL
+// with a message naming cmd and the file: unreadable, empty or over 16 MB.
+char *cli_read_text(const char *cmd, const char *path, size_t *len);
+// path, or the repository's bench/data/english.txt when path is NULL (into buf)
+const char *cli_bench_text(const char *path, char *buf, size_t cap);
+
 double cli_now(void);
 long cli_peak_rss_kib(void);
 long cli_rss_kib(void); // resident now

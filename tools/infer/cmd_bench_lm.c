@@ -57,22 +57,9 @@ int cmd_bench_lm(int argc, char **argv) {
     const char *model = o.model;
     if (!model && !(model = cli_default_model())) return 1;
     char default_file[4200];
-    if (!file) {
-        const char *src = getenv("INFER_SOURCE_DIR");
-        snprintf(default_file, sizeof default_file, "%s/bench/data/english.txt", src ? src : INFER_SOURCE_DIR);
-        file = default_file;
-    }
-    FILE *f = fopen(file, "rb");
-    if (!f) return cli_error("bench-lm: cannot read %s", file);
-    fseek(f, 0, SEEK_END);
-    long fl = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (fl <= 0 || fl > (1 << 24)) { fclose(f); return cli_error("bench-lm: %s is empty or larger than 16 MB", file); }
-    char *text = malloc((size_t)fl + 1);
-    size_t tlen = text ? fread(text, 1, (size_t)fl, f) : 0;
-    fclose(f);
-    if (!text || tlen != (size_t)fl) { free(text); return cli_error("bench-lm: cannot read %s", file); }
-    text[tlen] = 0;
+    size_t tlen;
+    char *text = cli_read_text("bench-lm", cli_bench_text(file, default_file, sizeof default_file), &tlen);
+    if (!text) return 1;
 
     int rc = 1, n = 0;
     int32_t *ids = NULL;

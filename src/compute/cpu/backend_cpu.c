@@ -104,6 +104,34 @@ typedef struct {
     float *tmp; // per thread: B x group x hd floats (a piece's sums)
 } attn_job;
 
+// Block blk's rows see positions [lo[b], hi[b]] of the cache; returns the
+// first position any sees, *p1 the last.
+static int block_span(const attn_desc *d, int blk, int *lo, int *hi, int *p1) {
+    int p0 = INT32_MAX;
+    *p1 = 0;
+    for (int b = 0; b < d->blk_n[blk]; b++) {
+        hi[b] = d->pos[d->blk0[blk] + b];
+        lo[b] = d->window && hi[b] - d->window + 1 > 0 ? hi[b] - d->window + 1 : 0;
+        p0 = lo[b] < p0 ? lo[b] : p0;
+        *p1 = hi[b] > *p1 ? hi[b] : *p1;
+    }
+    return p0;
+}
+
+// A row of n scores of query head h into probabilities: softcap, the sink's
+// share (then dropped), softmax, and ggml's f16 rounding (it multiplies V by
+// f16 probabilities).
+static void row_probs(const attn_desc *d, float *s, int n, int h) {
+    if (d->softcap) softcap(s, n, d->softcap);
+    if (d->sinks) {
+        s[n] = d->sinks[h];
+        softmax(s, n + 1);
+    } else {
+        softmax(s, n);
+    }
+    if (d->ggml_numerics) vec_round_f16(s, (size_t)n);
+}
+
 static void attn_task(void *arg, int ith, int nth) {
     const attn_job *job = arg;
     const attn_desc *d = job->d;
@@ -112,13 +140,7 @@ static void attn_task(void *arg, int ith, int nth) {
     float *S = d->scores + (size_t)ith * d->B * group * stride;
     for (int task = ith; task < d->n_blk * KV; task += nth) {
         int t0 = d->blk0[task / KV], kh = task % KV, nt = d->blk_n[task / KV];
-        int lo[8], hi[8], p0 = INT32_MAX, p1 = 0;
-        for (int b = 0; b < nt; b++) { // token b sees positions [lo, hi] of the cache
-            hi[b] = d->pos[t0 + b];
-            lo[b] = d->window && hi[b] - d->window + 1 > 0 ? hi[b] - d->window + 1 : 0;
-            p0 = lo[b] < p0 ? lo[b] : p0;
-            p1 = hi[b] > p1 ? hi[b] : p1;
-        }
+        int lo[8], hi[8], p1, p0 = block_span(d, task / KV, lo, hi, &p1);
         // this head's keys and values: rows of the caches' types, ks and vs bytes apart
         size_t ks = kv_bytes(d->kt, (size_t)nkv), vs = kv_bytes(d->vt, (size_t)nkv);
         const char *kh_k = (const char *)d->k[t0] + kv_bytes(d->kt, (size_t)kh * hd);
@@ -134,17 +156,7 @@ static void attn_task(void *arg, int ith, int nth) {
             }
         for (int b = 0; b < nt; b++) {
             int n = hi[b] - lo[b] + 1;
-            for (int g = 0; g < group; g++) {
-                float *s = S + (size_t)(b * group + g) * stride;
-                if (d->softcap) softcap(s, n, d->softcap);
-                if (d->sinks) {
-                    s[n] = d->sinks[kh * group + g];
-                    softmax(s, n + 1); // the sink takes its share, then is dropped
-                } else {
-                    softmax(s, n);
-                }
-                if (d->ggml_numerics) vec_round_f16(s, (size_t)n); // ggml multiplies V by f16 probabilities
-            }
+            for (int g = 0; g < group; g++) row_probs(d, S + (size_t)(b * group + g) * stride, n, kh * group + g);
             memset(d->out + (size_t)(t0 + b) * nq + (size_t)kh * group * hd, 0, sizeof(float) * (size_t)group * hd);
         }
         // o = probabilities v, piece by piece (the first into o, each later
@@ -185,6 +197,7 @@ typedef struct {
     const attn_desc *d;
     int g0, g1;                     // the group's blocks
     int lo[BLK_MAX][8], hi[BLK_MAX][8]; // per block and row: the positions it sees (as attn_task's)
+    int p0[BLK_MAX], p1[BLK_MAX];   // per block: the first and last positions its rows see
     int c0[BLK_MAX], nch[BLK_MAX];  // per block: its first piece (position / ATTN_SPAN) and piece count
     int item0[BLK_MAX + 1];         // per block: its first task (tasks: kv head x piece)
     size_t srow[BLK_MAX];           // per block: its first score row in the shared rows
@@ -199,14 +212,9 @@ static int split_item(const split_job *j, int i, int *kh, int *ch, int *a, int *
     while (j->item0[blk - j->g0 + 1] <= i) blk++;
     int r = i - j->item0[blk - j->g0], n = j->nch[blk];
     *kh = r / n, *ch = r % n;
-    int p0 = j->lo[blk][0], p1 = 0;
-    for (int b = 0; b < j->d->blk_n[blk]; b++) {
-        p0 = j->lo[blk][b] < p0 ? j->lo[blk][b] : p0;
-        p1 = j->hi[blk][b] > p1 ? j->hi[blk][b] : p1;
-    }
     int s = (j->c0[blk] + *ch) * ATTN_SPAN;
-    *a = s > p0 ? s : p0;
-    *e = s + ATTN_SPAN - 1 < p1 ? s + ATTN_SPAN - 1 : p1;
+    *a = s > j->p0[blk] ? s : j->p0[blk];
+    *e = s + ATTN_SPAN - 1 < j->p1[blk] ? s + ATTN_SPAN - 1 : j->p1[blk];
     return blk;
 }
 
@@ -243,15 +251,7 @@ static void split_softmax(void *arg, int r0, int r1) {
         int row = r / d->H, h = r % d->H, blk = j->g0;
         while (blk + 1 < j->g1 && (int)(j->srow[blk + 1] / d->H) <= row) blk++;
         int b = row - (int)(j->srow[blk] / d->H), n = j->hi[blk][b] - j->lo[blk][b] + 1;
-        float *s = split_srow(j, blk, b, h);
-        if (d->softcap) softcap(s, n, d->softcap);
-        if (d->sinks) {
-            s[n] = d->sinks[h];
-            softmax(s, n + 1);
-        } else {
-            softmax(s, n);
-        }
-        if (d->ggml_numerics) vec_round_f16(s, (size_t)n);
+        row_probs(d, split_srow(j, blk, b, h), n, h);
     }
 }
 
@@ -317,12 +317,7 @@ static void cpu_attention(backend *b, const attn_desc *d) {
     }
     if (d->n_blk <= BLK_MAX && d->B <= 8 && (force == 1 || (force == -1 && d->n_blk * d->KV < nth)))
         for (int blk = 0; blk < d->n_blk && !split; blk++) {
-            int p0 = INT32_MAX, p1 = 0;
-            for (int r = 0; r < d->blk_n[blk]; r++) {
-                int hi = d->pos[d->blk0[blk] + r], lo = d->window && hi - d->window + 1 > 0 ? hi - d->window + 1 : 0;
-                p0 = lo < p0 ? lo : p0;
-                p1 = hi > p1 ? hi : p1;
-            }
+            int lo[8], hi[8], p1, p0 = block_span(d, blk, lo, hi, &p1);
             split = p1 / ATTN_SPAN > p0 / ATTN_SPAN;
         }
     if (!split || !(j = malloc(sizeof *j))) {
@@ -344,13 +339,7 @@ static void cpu_attention(backend *b, const attn_desc *d) {
         int g1 = g0;
         size_t rows = 0, part = 0;
         for (; g1 < d->n_blk && rows + d->blk_n[g1] <= cap_rows; g1++) {
-            int p0 = INT32_MAX, p1 = 0;
-            for (int r = 0; r < d->blk_n[g1]; r++) {
-                int hi = d->pos[d->blk0[g1] + r], lo = d->window && hi - d->window + 1 > 0 ? hi - d->window + 1 : 0;
-                j->lo[g1][r] = lo, j->hi[g1][r] = hi;
-                p0 = lo < p0 ? lo : p0;
-                p1 = hi > p1 ? hi : p1;
-            }
+            int p0 = j->p0[g1] = block_span(d, g1, j->lo[g1], j->hi[g1], &j->p1[g1]), p1 = j->p1[g1];
             j->c0[g1] = p0 / ATTN_SPAN, j->nch[g1] = p1 / ATTN_SPAN - p0 / ATTN_SPAN + 1;
             j->item0[g1 - g0] = g1 == g0 ? 0 : j->item0[g1 - g0 - 1] + d->KV * j->nch[g1 - 1];
             j->srow[g1] = rows * d->H;
