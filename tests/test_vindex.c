@@ -258,7 +258,7 @@ static void check_down_meta_exact(const char *fam, const infer_model *m, const v
 }
 
 static void rm_vindex(const char *dir);
-static float frand(void) { return (float)rand() / RAND_MAX * 2 - 1; }
+static float frand(void) { return (float)((double)rand() / RAND_MAX * 2 - 1); }
 
 // The lm_head index: verify covers it; probing every cluster gives the head's
 // own top k (its kernel's scores, best first); fewer clusters give tokens whose
