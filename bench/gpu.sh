@@ -36,7 +36,8 @@ bw_fraction() {
 if [ "${LLAMA:-0}" = 1 ]; then
     log "build llama-bench and llama-batched-bench (CUDA), in the background"
     mkdir -p /tmp/lcp-cuda && tar xf device-carry/llama-cuda.tgz -C /tmp/lcp-cuda
-    srv=OFF targets="llama-bench llama-batched-bench"
+    srv=OFF targets="llama-bench"
+    [ -n "${NPL:-}" ] && targets="$targets llama-batched-bench"
     [ "${SERVE:-0}" = 1 ] && srv=ON targets="$targets llama-server"
     ( cmake -S /tmp/lcp-cuda/llama.cpp -B /tmp/lcp/build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=$srv >/dev/null 2>>"$OUT/llama-build.txt" &&
