@@ -389,6 +389,33 @@ INFER_API infer_status infer_ctx_set_template(infer_ctx *ctx, const int32_t *ids
 // Layers the graph takes from the template (0: none).
 INFER_API int infer_ctx_n_cached(const infer_ctx *ctx);
 
+// Adaptive graphs ("auto:KL"): picks, layer by layer, dense or walk@P% (P
+// among 1, 2, 5, 10, 25, 50; by |gate . x|, or by contribution, walkc, with
+// by_contrib) for a model with an attached vindex, so that the mean KL(dense
+// || graph) of the next-token distributions over the calibration tokens ids
+// (teacher-forced, every position) stays within kl_budget. The FFN's decode
+// time of each P is measured against dense's (a P no faster is no
+// candidate); each layer's KL is measured with that layer alone walking at
+// each candidate; layers are moved to faster candidates greedily, the most
+// time saved per KL added first, while the sum of their KLs fits the budget;
+// then the whole choice is measured, and the layers last moved go back to
+// dense until it fits. n * vocabulary is at most 256 MB of floats.
+typedef struct {
+    char spec[2048];       // the chosen graph, for infer_ctx_set_graph ("dense": no layer walks)
+    double kl;             // its mean KL against dense on the calibration tokens, measured
+    double kl_sum;         // the sum of its layers' KLs alone (what the choice predicted)
+    double dense_ffn_us;   // the FFN's decode time a layer a token, dense (µs)
+    double ffn_us;         // the same for the chosen graph (the layers' times from pct_ffn_us)
+    int walked;            // layers that walk
+    int positions;         // calibration positions compared
+    int passes;            // calibration passes run
+    int n_pct;             // the percentages tried and each one's FFN time (every layer at P)
+    int pct[8];
+    double pct_ffn_us[8];
+} infer_graph_auto_info;
+INFER_API infer_status infer_graph_auto(infer_model *model, const int32_t *ids, int n, double kl_budget, int by_contrib,
+                                        infer_graph_auto_info *info);
+
 // ---------------------------------------------------------------------------
 // Storage types, numbered as ggml numbers them (GGUF's tensor types).
 

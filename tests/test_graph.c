@@ -1,6 +1,7 @@
 // Layer graphs: spec parsing (and its errors), a cached prefix replayed on
 // its own template giving the dense logits exactly, the walk over every
-// feature giving the dense logits, and a small-K walk staying close.
+// feature giving the dense logits, a small-K walk staying close, and
+// auto's choice (infer_graph_auto) within its budget and as reported.
 #include "check.h"
 #include "infer.h"
 #include "inference/graph.h"
@@ -114,8 +115,10 @@ static void check_model(const char *fam) {
     CHECK(infer_ctx_new(m, 32, &c) == INFER_OK, "%s", infer_last_error());
     CHECK(infer_eval(c, ids, T, dense, 0) == INFER_OK, "%s", infer_last_error());
 
-    // walk without a vindex is refused
+    // walk without a vindex is refused, and so is auto
     CHECK(infer_ctx_set_graph(c, "walk", 0) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: walk without a vindex accepted", fam);
+    infer_graph_auto_info none;
+    CHECK(infer_graph_auto(m, ids, T, 0.01, 0, &none) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: auto without a vindex accepted", fam);
 
     // pipelined is named, and refused without a second device
     CHECK(infer_ctx_set_graph(c, "pipelined", 0) != INFER_OK && strstr(infer_last_error(), "GPU"), "%s: pipelined accepted on the CPU", fam);
@@ -168,6 +171,45 @@ static void check_model(const char *fam) {
         printf("%s: on cuda: walk@50%% %.3g from the CPU's, walk over all features %.3g from dense\n", fam, eg, ea);
         infer_ctx_free(g);
         free(gpu);
+    }
+
+    // auto: refusals; then the choice on calibration tokens: within the budget, its spec a graph, and its
+    // KL the one measured here again (a pass of its own), its walked layers the spec's
+    infer_graph_auto_info info;
+    CHECK(infer_graph_auto(m, ids, T, 0.0, 0, &info) != INFER_OK && strstr(infer_last_error(), "budget"), "%s: auto with budget 0", fam);
+    CHECK(infer_graph_auto(m, ids, 1, 0.01, 0, &info) != INFER_OK && strstr(infer_last_error(), "at least 2"), "%s: auto on 1 token", fam);
+    for (int bi = 0; bi < 3; bi++) {
+        static const double budgets[3] = {1e-6, 0.01, 100};
+        double budget = budgets[bi];
+        int by_contrib = bi == 1;
+        CHECK(infer_graph_auto(m, ids, T, budget, by_contrib, &info) == INFER_OK, "%s: auto:%g: %s", fam, budget, infer_last_error());
+        printf("%s: auto:%g%s chose %s: KL %.3g (sum %.3g), FFN %.1f vs dense %.1f us, %d passes\n", fam, budget, by_contrib ? " (walkc)" : "",
+               info.spec, info.kl, info.kl_sum, info.ffn_us, info.dense_ffn_us, info.passes);
+        CHECK(info.kl >= 0 && info.kl <= budget && info.positions == T && info.n_pct == 6, "%s: auto:%g: KL %g, %d positions", fam, budget,
+              info.kl, info.positions);
+        layer_plan plan[64];
+        char err[256];
+        CHECK(L <= 64 && graph_parse(info.spec, L, 0, plan, err, sizeof err), "%s: auto's spec \"%s\": %s", fam, info.spec, err);
+        int walked = 0;
+        for (int l = 0; l < L && l < 64; l++) walked += plan[l].kind == G_WALK && plan[l].rank == by_contrib;
+        CHECK(walked == info.walked, "%s: auto's spec \"%s\" walks %d layers, its report says %d", fam, info.spec, walked, info.walked);
+        infer_ctx_reset(c);
+        CHECK(infer_ctx_set_graph(c, info.spec, 0) == INFER_OK && infer_eval(c, ids, T, got, 0) == INFER_OK, "%s: %s", fam, infer_last_error());
+        double klm = 0;
+        for (int t = 0; t < T; t++) {
+            const float *a = dense + (size_t)t * V, *b = got + (size_t)t * V;
+            double ma = a[0], mb = b[0], sa = 0, sb = 0;
+            for (int i = 1; i < V; i++) ma = a[i] > ma ? a[i] : ma, mb = b[i] > mb ? b[i] : mb;
+            for (int i = 0; i < V; i++) sa += exp(a[i] - ma), sb += exp(b[i] - mb);
+            for (int i = 0; i < V; i++) {
+                double la = a[i] - ma - log(sa), lb = b[i] - mb - log(sb);
+                klm += exp(la) * (la - lb);
+            }
+        }
+        klm /= T;
+        CHECK(fabs(klm - info.kl) <= 1e-6 + 1e-3 * info.kl, "%s: auto's spec measured again: KL %g, its report %g", fam, klm, info.kl);
+        CHECK(!walked || info.ffn_us < info.dense_ffn_us, "%s: auto walks %d layers without a faster FFN (%g vs %g us)", fam, walked, info.ffn_us,
+              info.dense_ffn_us);
     }
 
     infer_ctx_free(c);

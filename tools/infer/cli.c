@@ -87,6 +87,44 @@ const char *cli_bench_text(const char *path, char *buf, size_t cap) {
     return buf;
 }
 
+int cli_graph(const char *cmd, infer_model *m, const char *graph, const char *calib, long calib_tokens, char *out, size_t cap) {
+    int contrib = !strncmp(graph, "autoc:", 6);
+    if (strncmp(graph, "auto:", 5) && !contrib) {
+        if (strlen(graph) >= cap) return cli_error("%s: --graph \"%.40s...\" is longer than %zu bytes", cmd, graph, cap - 1);
+        snprintf(out, cap, "%s", graph);
+        return 0;
+    }
+    const char *b = graph + (contrib ? 6 : 5);
+    char *e;
+    double budget = strtod(b, &e);
+    if (e == b || *e || !(budget > 0) || budget > 100)
+        return cli_error("%s: --graph %s: the KL budget after \"%s\" must be a number above 0, e.g. auto:0.01", cmd, graph, contrib ? "autoc:" : "auto:");
+    char def[4200];
+    const char *path = cli_bench_text(calib, def, sizeof def);
+    size_t len;
+    char *text = cli_read_text(cmd, path, &len);
+    if (!text) return 1;
+    int32_t *ids = NULL;
+    int n = 0;
+    if (infer_tokenize(m, text, len, 1, 0, &ids, &n)) { free(text); return cli_error("%s: %s", cmd, infer_last_error()); }
+    free(text);
+    int used = calib_tokens > 0 && n > calib_tokens ? (int)calib_tokens : n;
+    fprintf(stderr, "%s: choosing the graph for a mean KL <= %g on %d of the %d tokens of %s (--calib, --calib-tokens)\n", cmd, budget, used, n, path);
+    infer_graph_auto_info info;
+    double t0 = cli_now();
+    infer_status st = infer_graph_auto(m, ids, used, budget, contrib, &info);
+    free(ids);
+    if (st) return cli_error("%s: %s", cmd, infer_last_error());
+    fprintf(stderr, "%s: FFN µs a layer a token, dense %.1f;", cmd, info.dense_ffn_us);
+    for (int j = 0; j < info.n_pct; j++) fprintf(stderr, " %s@%d%% %.1f", contrib ? "walkc" : "walk", info.pct[j], info.pct_ffn_us[j]);
+    fprintf(stderr, "\n%s: chose %s (%d of %d layers walk): KL %.5f on the calibration (the layers' sum %.5f), FFN %.1f µs a layer "
+            "against dense's %.1f (%.2fx); %d passes, %.1f s\n", cmd, info.spec, info.walked, infer_model_n_layer(m), info.kl, info.kl_sum,
+            info.ffn_us, info.dense_ffn_us, info.ffn_us > 0 ? info.dense_ffn_us / info.ffn_us : 0.0, info.passes, cli_now() - t0);
+    if (strlen(info.spec) >= cap) return cli_error("%s: the chosen graph is longer than %zu bytes", cmd, cap - 1);
+    snprintf(out, cap, "%s", info.spec);
+    return 0;
+}
+
 double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

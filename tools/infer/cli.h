@@ -37,6 +37,7 @@ int cmd_serve(int argc, char **argv);
 enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
     OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL, OPT_CTK, OPT_CTV,
+    OPT_CALIB, OPT_CALIB_TOKENS, // (CLI_OPTS_GRAPH_AUTO's: each subcommand that takes them parses them)
     OPT_LOCAL = 300,
 };
 
@@ -127,6 +128,20 @@ const char *cli_chat_model(void);
 char *cli_read_text(const char *cmd, const char *path, size_t *len);
 // path, or the repository's bench/data/english.txt when path is NULL (into buf)
 const char *cli_bench_text(const char *path, char *buf, size_t cap);
+
+// --graph SPEC: "auto:KL" ("autoc:KL": the walk by contribution) becomes the
+// graph infer_graph_auto picks on the first calib_tokens tokens of the
+// calibration text (calib, or bench/data/english.txt), reported on stderr;
+// any other spec is copied. 0 (out holds the spec), or 1 with the error
+// printed.
+enum { CLI_CALIB_TOKENS = 128 };
+#define CLI_USAGE_GRAPH_AUTO \
+    "                         auto:KL (autoc:KL, the walk by contribution): dense or walk@P% chosen per layer on a\n" \
+    "                         calibration text so that the mean KL against dense stays <= KL (infer_graph_auto)\n" \
+    "      --calib FILE       auto's calibration text (default bench/data/english.txt)\n" \
+    "      --calib-tokens N   auto calibrates on the text's first N tokens (default 128)\n"
+#define CLI_OPTS_GRAPH_AUTO {"calib", required_argument, NULL, OPT_CALIB}, {"calib-tokens", required_argument, NULL, OPT_CALIB_TOKENS}
+int cli_graph(const char *cmd, infer_model *m, const char *graph, const char *calib, long calib_tokens, char *out, size_t cap);
 
 double cli_now(void);
 long cli_peak_rss_kib(void);

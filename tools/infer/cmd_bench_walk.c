@@ -1,4 +1,4 @@
-// infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [-t N] [-o md|json]
+// infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100 | --graph SPEC] [-t N] [-o md|json]
 // Walk FFN accuracy and speed against dense: the text runs teacher-forced
 // through the model and through walk graphs (every layer walks the top K% of
 // its features); at every position the next-token distributions are
@@ -58,6 +58,7 @@ static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int 
 
 static const char *g_usage =
     "usage: infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [--rank gate|contrib] [-t N] [-o md|json]\n"
+    "       infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] --graph SPEC [--calib FILE] [-t N] [-o md|json]\n"
     "  the walk FFN against dense over a text, teacher-forced: top-1 agreement and KL at every position for\n"
     "  each K (percent of the features), against dense over the vindex's rows and against the model, and\n"
     "  the FFN's decode time per layer.\n"
@@ -67,12 +68,15 @@ static const char *g_usage =
     "      --ks 1,2,...       K as percentages 1-100\n"
     "      --rank gate|contrib how the walk picks its K: by |gate . x| (walk, the default) or by the bound on\n"
     "                         each feature's contribution, |act(gate . x)| |up| |down| (walkc)\n"
+    "      --graph SPEC       one graph instead of the Ks (as run's and predict's, e.g. \"walk:4-9@5%\");\n"
+    CLI_USAGE_GRAPH_AUTO
     "  -t, --threads N        threads (default 1)\n"
     "  -o md|json             the table as markdown (default) or JSON\n";
 
-enum { OPT_KS = OPT_LOCAL, OPT_RANK };
+enum { OPT_KS = OPT_LOCAL, OPT_RANK, OPT_GRAPH };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPTS_GRAPH_AUTO,
+    {"graph", required_argument, NULL, OPT_GRAPH},
     {"vindex", required_argument, NULL, 'x'},
     {"file", required_argument, NULL, 'f'},
     {"ks", required_argument, NULL, OPT_KS},
@@ -81,7 +85,9 @@ static const struct option g_opts[] = {
 };
 
 int cmd_bench_walk(int argc, char **argv) {
-    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md", *kind = "walk";
+    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md", *kind = "walk", *graph = NULL, *calib = NULL;
+    long calib_tokens = CLI_CALIB_TOKENS;
+    int ks_given = 0, rank_given = 0;
     cli_opts o;
     cli_opts_init(&o, "bench-walk", g_usage);
     int opt;
@@ -89,8 +95,15 @@ int cmd_bench_walk(int argc, char **argv) {
         switch (opt) {
         case 'x': vdir = optarg; break;
         case 'f': file = optarg; break;
-        case OPT_KS: ks_s = optarg; break;
+        case OPT_KS: ks_s = optarg, ks_given = 1; break;
+        case OPT_GRAPH: graph = optarg; break;
+        case OPT_CALIB: calib = optarg; break;
+        case OPT_CALIB_TOKENS:
+            if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
+            if (calib_tokens < 2) return cli_error("bench-walk: --calib-tokens takes at least 2");
+            break;
         case OPT_RANK:
+            rank_given = 1;
             if (!strcmp(optarg, "gate")) kind = "walk";
             else if (!strcmp(optarg, "contrib")) kind = "walkc";
             else return cli_error("bench-walk: --rank takes gate or contrib, not \"%s\"", optarg);
@@ -105,8 +118,11 @@ int cmd_bench_walk(int argc, char **argv) {
     if (optind < argc) return cli_error("bench-walk: unexpected argument \"%s\"", argv[optind]);
     const char *model = o.model;
     if (!vdir) return cli_error("bench-walk: no vindex given (-x DIR, made by infer extract)");
+    if (graph && (ks_given || rank_given)) return cli_error("bench-walk: --graph measures one graph: give it or --ks/--rank, not both");
+    if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
+        return cli_error("bench-walk: --calib and --calib-tokens are for --graph auto:KL");
     int nks = 0, ks[32];
-    for (const char *p = ks_s; *p;) {
+    for (const char *p = graph ? "" : ks_s; *p;) {
         char *e;
         long k = strtol(p, &e, 10);
         if (e == p || k < 1 || k > 100 || nks == 32 || (*e && *e != ','))
@@ -114,6 +130,7 @@ int cmd_bench_walk(int argc, char **argv) {
         ks[nks++] = (int)k;
         p = *e ? e + 1 : e;
     }
+    if (graph) nks = 1, ks[0] = 0;
     if (!model && !(model = cli_default_model())) return 1;
     char default_file[4200];
     size_t tlen;
@@ -122,6 +139,7 @@ int cmd_bench_walk(int argc, char **argv) {
 
     int rc = 1, n = 0;
     int32_t *ids = NULL;
+    char (*specs)[2048] = NULL;
     infer_model *m = NULL;
     infer_ctx *cd = NULL, *cr = NULL, **cw = NULL;
     float *ld = NULL, *lw = NULL, *lr = NULL;
@@ -131,6 +149,13 @@ int cmd_bench_walk(int argc, char **argv) {
     if (infer_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     if (infer_tokenize(m, text, tlen, 1, 0, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
     if (n < 2) { cli_error("bench-walk: the text gives fewer than 2 tokens"); goto done; }
+    // the graphs measured: each K's, or the one given (auto's choice made here, on its calibration text)
+    specs = calloc(graph ? 1 : (size_t)nks, sizeof *specs);
+    if (!specs) { cli_error("out of memory"); goto done; }
+    if (graph) {
+        if (cli_graph("bench-walk", m, graph, calib, calib_tokens, specs[0], sizeof specs[0])) goto done;
+    } else
+        for (int ki = 0; ki < nks; ki++) snprintf(specs[ki], sizeof specs[ki], "%s@%d%%", kind, ks[ki]);
     int V = infer_model_n_vocab(m), npos = n - 1;
     ld = malloc(sizeof(float) * CHUNK * (size_t)V);
     lw = malloc(sizeof(float) * CHUNK * (size_t)V);
@@ -142,11 +167,8 @@ int cmd_bench_walk(int argc, char **argv) {
         cli_error("%s", cw && lr ? infer_last_error() : "out of memory");
         goto done;
     }
-    for (int ki = 0; ki < nks; ki++) {
-        char graph[32];
-        snprintf(graph, sizeof graph, "%s@%d%%", kind, ks[ki]);
-        if (infer_ctx_new(m, n, &cw[ki]) || infer_ctx_set_graph(cw[ki], graph, 0)) { cli_error("%s", infer_last_error()); goto done; }
-    }
+    for (int ki = 0; ki < nks; ki++)
+        if (infer_ctx_new(m, n, &cw[ki]) || infer_ctx_set_graph(cw[ki], specs[ki], 0)) { cli_error("%s", infer_last_error()); goto done; }
     for (int p = 0; p < npos; p += CHUNK) {
         int T = npos - p < CHUNK ? npos - p : CHUNK;
         if (infer_eval(cd, ids + p, T, ld, 0) || infer_eval(cr, ids + p, T, lr, 0)) { cli_error("%s", infer_last_error()); goto done; }
@@ -174,15 +196,26 @@ int cmd_bench_walk(int argc, char **argv) {
     vx_agree /= npos, vx_kl /= npos;
     for (int ki = 0; ki < nks; ki++) {
         agree[ki] /= npos, kl[ki] /= npos, agree_m[ki] /= npos, kl_m[ki] /= npos;
-        char graph[32];
-        snprintf(graph, sizeof graph, "%s@%d%%", kind, ks[ki]);
         int dn = n < DECODE_TOKENS ? n : DECODE_TOKENS;
-        us[ki] = ffn_us(m, graph, ids, dn);
-        fprintf(stderr, "%s %3d%%: top-1 %.4f, KL %.5f, FFN %.1f µs/layer\n", kind, ks[ki], agree[ki], kl[ki], us[ki]);
+        us[ki] = ffn_us(m, specs[ki], ids, dn);
+        fprintf(stderr, "%s: top-1 %.4f, KL %.5f, FFN %.1f µs/layer\n", specs[ki], agree[ki], kl[ki], us[ki]);
     }
     double dense_us = ffn_us(m, NULL, ids, n < DECODE_TOKENS ? n : DECODE_TOKENS);
     int F = infer_model_walk_features(m);
-    if (!strcmp(fmt, "json")) {
+    if (graph && !strcmp(fmt, "json")) {
+        printf("{\"graph\": \"%s\", \"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, "
+               "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"top1\": %.6f, \"kl\": %.6f, \"top1_vs_model\": %.6f, "
+               "\"kl_vs_model\": %.6f, \"ffn_us\": %.3f}\n", specs[0], n, npos, F, infer_get_threads(), dense_us, vx_agree, vx_kl, agree[0], kl[0],
+               agree_m[0], kl_m[0], us[0]);
+    } else if (graph) {
+        printf("%s: %d tokens (%d next-token positions), %d features per layer, %d threads\n", specs[0], n, npos, F, infer_get_threads());
+        printf("the vindex's dense FFN (every feature) against the model's: top-1 agreement %.2f%%, mean KL %.5f\n\n", 100 * vx_agree, vx_kl);
+        printf("| graph | top-1 agreement | mean KL | top-1 vs the model | KL vs the model | FFN µs/layer | dense FFN / graph's |\n");
+        printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        printf("| %s | %.2f%% | %.5f | %.2f%% | %.5f | %.1f | %.2fx |\n", specs[0], 100 * agree[0], kl[0], 100 * agree_m[0], kl_m[0], us[0],
+               dense_us / us[0]);
+        printf("\ndense FFN (the model's own weights): %.1f µs/layer\n", dense_us);
+    } else if (!strcmp(fmt, "json")) {
         printf("{\"graph\": \"%s\", \"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, "
                "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"walk\": [", kind, n, npos, F, infer_get_threads(), dense_us, vx_agree, vx_kl);
         for (int ki = 0; ki < nks; ki++)
@@ -201,6 +234,7 @@ int cmd_bench_walk(int argc, char **argv) {
     }
     rc = 0;
 done:
+    free(specs);
     free(text), free(ids), free(ld), free(lw), free(lr), free(agree), free(kl), free(us), free(agree_m), free(kl_m);
     infer_ctx_free(cd);
     infer_ctx_free(cr);

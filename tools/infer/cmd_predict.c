@@ -46,7 +46,7 @@ static void json_str(const char *s, size_t n) {
 }
 
 static const char *g_usage =
-    "usage: infer predict [-m MODEL] [-x VINDEX] (-p TEXT | --ids 1,2,3) [--graph SPEC] [-k K] [--template TEXT]\n"
+    "usage: infer predict [-m MODEL] [-x VINDEX] (-p TEXT | --ids 1,2,3) [--graph SPEC [--calib FILE]] [-k K] [--template TEXT]\n"
     "                     [--top N] [--walk-only] [--lm-head-topk K] [-o text|json] [-t N]\n"
     "  the next-token distribution after a prompt: the top N tokens with their probabilities, and the time of\n"
     "  each phase. A graph other than dense is also measured against dense (KL, same top-1, and for cached\n"
@@ -55,7 +55,8 @@ static const char *g_usage =
     "  -x, --vindex DIR       a vindex made from the model, for walk layers (alone, it is the model too)\n"
     "  -p, --prompt TEXT      the prompt, tokenized with BOS\n"
     "      --ids 1,2,3        the prompt as token ids\n"
-    "      --graph SPEC       per layer: dense | walk[@K|@P%] | cached:0-B, e.g. \"cached:0-8,walk:9-13@10%,dense:14-17\"\n"
+    "      --graph SPEC       per layer: dense | walk[@K|@P%] | cached:0-B, e.g. \"cached:0-8,walk:9-13@10%,dense:14-17\";\n"
+    CLI_USAGE_GRAPH_AUTO
     "  -k K                   features a walk layer uses when SPEC gives none (default: all)\n"
     "      --template TEXT    the prompt cached layers were recorded for (default: the prompt itself)\n"
     "      --top N            tokens shown (default 5)\n"
@@ -67,7 +68,7 @@ static const char *g_usage =
 
 enum { OPT_IDS = OPT_LOCAL, OPT_GRAPH, OPT_TEMPLATE, OPT_WALK_ONLY, OPT_LM_HEAD_TOPK, OPT_TOP };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPTS_GRAPH_AUTO,
     {"vindex", required_argument, NULL, 'x'},
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
@@ -80,8 +81,8 @@ static const struct option g_opts[] = {
 };
 
 int cmd_predict(int argc, char **argv) {
-    const char *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text";
-    long top = 5, k = 0, lmk = 0;
+    const char *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text", *calib = NULL;
+    long top = 5, k = 0, lmk = 0, calib_tokens = CLI_CALIB_TOKENS;
     int walk_only = 0, opt;
     cli_opts o;
     cli_opts_init(&o, "predict", g_usage);
@@ -91,6 +92,11 @@ int cmd_predict(int argc, char **argv) {
         case 'p': prompt = optarg; break;
         case OPT_IDS: ids_s = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
+        case OPT_CALIB: calib = optarg; break;
+        case OPT_CALIB_TOKENS:
+            if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
+            if (calib_tokens < 2) return cli_error("predict: --calib-tokens takes at least 2");
+            break;
         case OPT_TEMPLATE: tmpl = optarg; break;
         case OPT_WALK_ONLY: walk_only = 1; break;
         case OPT_LM_HEAD_TOPK:
@@ -118,6 +124,8 @@ int cmd_predict(int argc, char **argv) {
     if (tmpl && !ids_s && !prompt) return cli_error("predict: --template needs a prompt");
     if (walk_only && !vdir) return cli_error("predict: --walk-only needs a vindex (-x DIR)");
     if (lmk && !vdir) return cli_error("predict: --lm-head-topk needs a vindex (-x DIR)");
+    if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
+        return cli_error("predict: --calib and --calib-tokens are for --graph auto:KL");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
     int rc = 1, n = 0, nt = 0;
@@ -136,6 +144,11 @@ int cmd_predict(int argc, char **argv) {
     } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (tmpl && infer_tokenize(m, tmpl, strlen(tmpl), 1, 1, &tids, &nt)) { cli_error("%s", infer_last_error()); goto done; }
     double t2 = cli_now();
+    char gspec[2048]; // (the graph's choice, when auto, is not timed with the rest)
+    if (graph) {
+        if (cli_graph("predict", m, graph, calib, calib_tokens, gspec, sizeof gspec)) goto done;
+        graph = gspec;
+    }
     int V = infer_model_n_vocab(m), L = infer_model_n_layer(m), E = infer_model_n_embd(m);
     int approx = graph && strcmp(graph, "dense");
     lg = malloc(sizeof(float) * (size_t)V);

@@ -22,7 +22,7 @@ static size_t utf8_complete(const char *s, size_t n) {
 
 static const char *g_usage =
     "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos]\n"
-    "                 [-x VINDEX] [--graph SPEC] [-k K] [--no-compare] [--lm-probe P [--lm-top N]] [sampling]\n"
+    "                 [-x VINDEX] [--graph SPEC [--calib FILE]] [-k K] [--no-compare] [--lm-probe P [--lm-top N]] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -40,7 +40,8 @@ static const char *g_usage =
     "  -x, --vindex DIR       a vindex made from the model, for walk layers (alone, it is the model too)\n"
     "      --graph SPEC       per layer: dense | walk[@K|@P%] (as predict's), e.g. \"walk@10%\" or \"dense:0-5,walk:6-17@25%\";\n"
     "                         an approximate graph is measured against dense as it generates (a dense context\n"
-    "                         beside it takes the same tokens): mean KL and same top-1 at the end, on stderr\n"
+    "                         beside it takes the same tokens): mean KL and same top-1 at the end, on stderr;\n"
+    CLI_USAGE_GRAPH_AUTO
     "  -k K                   features a walk layer takes where the spec gives none (default: all)\n"
     "      --no-compare       no dense context beside an approximate graph\n"
     "      --lm-probe P       the next token from the vindex's lm_head index (extract --lm-index): its N best\n"
@@ -53,6 +54,7 @@ static const char *g_usage =
 enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE, OPT_LM_PROBE, OPT_LM_TOP };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
+    CLI_OPTS_GRAPH_AUTO,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
     {"n-predict", required_argument, NULL, 'n'},
@@ -127,7 +129,8 @@ static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, 
 
 int cmd_run(int argc, char **argv) {
     const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
-    long n_new = 128, k = 0, lm_probe = 0, lm_top = 64;
+    const char *calib = NULL;
+    long n_new = 128, k = 0, lm_probe = 0, lm_top = 64, calib_tokens = CLI_CALIB_TOKENS;
     int ignore_eos = 0, json = 0, compare = 1, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
@@ -145,6 +148,11 @@ int cmd_run(int argc, char **argv) {
         case OPT_DEVICE: device = optarg; break;
         case 'x': vdir = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
+        case OPT_CALIB: calib = optarg; break;
+        case OPT_CALIB_TOKENS:
+            if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
+            if (calib_tokens < 2) return cli_error("run: --calib-tokens takes at least 2");
+            break;
         case OPT_NO_COMPARE: compare = 0; break;
         case OPT_LM_PROBE:
             if ((lm_probe = cli_parse_count("--lm-probe", optarg, 1 << 24)) < 0) return 1;
@@ -168,11 +176,14 @@ int cmd_run(int argc, char **argv) {
     if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
     if (json + !!schema + !!gbnf_file > 1) return cli_error("run: give one of --json, --json-schema and --grammar");
     if (k && !graph) return cli_error("run: -k is the walk's feature count: give a --graph with walk layers");
+    if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
+        return cli_error("run: --calib and --calib-tokens are for --graph auto:KL");
     if (lm_probe && !vdir) return cli_error("run: --lm-probe reads a vindex's lm_head index: give -x VINDEX");
     if (lm_probe && (json || schema || gbnf_file)) return cli_error("run: --lm-probe and a grammar do not go together (the grammar needs every logit)");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
-    int rc = 1, n = 0, approx = graph && strcmp(graph, "dense");
+    int rc = 1, n = 0, approx = 0;
+    char gspec[2048];
     int32_t *ids = NULL, *hist = NULL;
     infer_model *m = NULL;
     infer_ctx *c = NULL, *cd = NULL; // cd: the dense context beside an approximate graph
@@ -192,6 +203,10 @@ int cmd_run(int argc, char **argv) {
     } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
     if (n_ctx == 0) n_ctx = n + n_new;
     if (n + n_new > n_ctx) { cli_error("run: prompt (%d tokens) + %ld new tokens exceed the context (%ld)", n, n_new, n_ctx); goto done; }
+    if (graph) {
+        if (cli_graph("run", m, graph, calib, calib_tokens, gspec, sizeof gspec)) goto done;
+        graph = gspec, approx = strcmp(graph, "dense") != 0;
+    }
     if (infer_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, (int)k)) ||
         infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
         cli_error("%s", infer_last_error());
