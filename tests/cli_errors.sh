@@ -48,6 +48,12 @@ expect_error "predict walk-only without vindex" "needs a vindex" "$bin" predict 
 expect_error "predict lm-head-topk without vindex" "needs a vindex" "$bin" predict -m "$m" --ids 1 --lm-head-topk 5
 expect_error "predict bad graph" "unknown strategy" "$bin" predict -m "$m" --ids 1 --graph fast
 expect_error "predict walk graph without vindex" "need a vindex" "$bin" predict -m "$m" --ids 1 --graph walk@5
+expect_error "predict auto without vindex" "needs a vindex" "$bin" predict -m "$m" --ids 1 --graph auto:0.01
+expect_error "predict auto budget 0" "KL budget" "$bin" predict -m "$m" --ids 1 --graph auto:0
+expect_error "predict auto budget text" "KL budget" "$bin" predict -m "$m" --ids 1 --graph autoc:low
+expect_error "run calib without auto" "for --graph auto" "$bin" run -m "$m" --ids 1 --calib "$tmp/none.txt"
+expect_error "bench-walk graph and ks" "not both" "$bin" bench-walk -m "$m" -x "$tmp" --graph dense --ks 5
+expect_error "calib tokens 1" "at least 2" "$bin" predict -m "$m" --ids 1 --graph auto:0.1 --calib-tokens 1
 expect_error "walk without vindex" "no vindex given" "$bin" walk -m "$m" -p hi
 expect_error "bench-walk without vindex" "no vindex given" "$bin" bench-walk -m "$m"
 expect_error "bench-walk bad ks" "percentages" "$bin" bench-walk -m "$m" -x "$tmp" --ks 0,5

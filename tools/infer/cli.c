@@ -99,6 +99,7 @@ int cli_graph(const char *cmd, infer_model *m, const char *graph, const char *ca
     double budget = strtod(b, &e);
     if (e == b || *e || !(budget > 0) || budget > 100)
         return cli_error("%s: --graph %s: the KL budget after \"%s\" must be a number above 0, e.g. auto:0.01", cmd, graph, contrib ? "autoc:" : "auto:");
+    if (!infer_model_walk_features(m)) return cli_error("%s: --graph %s chooses walk layers: it needs a vindex (-x)", cmd, graph);
     char def[4200];
     const char *path = cli_bench_text(calib, def, sizeof def);
     size_t len;
