@@ -413,8 +413,10 @@ typedef struct {
     int pct[8];
     double pct_ffn_us[8];
 } infer_graph_auto_info;
+// layer_kl (may be NULL): n_layer x 6 doubles, [l * 6 + j] layer l's KL
+// walking alone at pct[j], -1 where pct[j] was no candidate.
 INFER_API infer_status infer_graph_auto(infer_model *model, const int32_t *ids, int n, double kl_budget, int by_contrib,
-                                        infer_graph_auto_info *info);
+                                        infer_graph_auto_info *info, double *layer_kl);
 
 // ---------------------------------------------------------------------------
 // Storage types, numbered as ggml numbers them (GGUF's tensor types).

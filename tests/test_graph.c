@@ -118,7 +118,7 @@ static void check_model(const char *fam) {
     // walk without a vindex is refused, and so is auto
     CHECK(infer_ctx_set_graph(c, "walk", 0) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: walk without a vindex accepted", fam);
     infer_graph_auto_info none;
-    CHECK(infer_graph_auto(m, ids, T, 0.01, 0, &none) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: auto without a vindex accepted", fam);
+    CHECK(infer_graph_auto(m, ids, T, 0.01, 0, &none, NULL) != INFER_OK && strstr(infer_last_error(), "vindex"), "%s: auto without a vindex accepted", fam);
 
     // pipelined is named, and refused without a second device
     CHECK(infer_ctx_set_graph(c, "pipelined", 0) != INFER_OK && strstr(infer_last_error(), "GPU"), "%s: pipelined accepted on the CPU", fam);
@@ -176,13 +176,14 @@ static void check_model(const char *fam) {
     // auto: refusals; then the choice on calibration tokens: within the budget, its spec a graph, and its
     // KL the one measured here again (a pass of its own), its walked layers the spec's
     infer_graph_auto_info info;
-    CHECK(infer_graph_auto(m, ids, T, 0.0, 0, &info) != INFER_OK && strstr(infer_last_error(), "budget"), "%s: auto with budget 0", fam);
-    CHECK(infer_graph_auto(m, ids, 1, 0.01, 0, &info) != INFER_OK && strstr(infer_last_error(), "at least 2"), "%s: auto on 1 token", fam);
+    CHECK(infer_graph_auto(m, ids, T, 0.0, 0, &info, NULL) != INFER_OK && strstr(infer_last_error(), "budget"), "%s: auto with budget 0", fam);
+    CHECK(infer_graph_auto(m, ids, 1, 0.01, 0, &info, NULL) != INFER_OK && strstr(infer_last_error(), "at least 2"), "%s: auto on 1 token", fam);
     for (int bi = 0; bi < 3; bi++) {
         static const double budgets[3] = {1e-6, 0.01, 100};
         double budget = budgets[bi];
         int by_contrib = bi == 1;
-        CHECK(infer_graph_auto(m, ids, T, budget, by_contrib, &info) == INFER_OK, "%s: auto:%g: %s", fam, budget, infer_last_error());
+        double lkl[64 * 6];
+        CHECK(infer_graph_auto(m, ids, T, budget, by_contrib, &info, lkl) == INFER_OK, "%s: auto:%g: %s", fam, budget, infer_last_error());
         printf("%s: auto:%g%s chose %s: KL %.3g (sum %.3g), FFN %.1f vs dense %.1f us, %d passes\n", fam, budget, by_contrib ? " (walkc)" : "",
                info.spec, info.kl, info.kl_sum, info.ffn_us, info.dense_ffn_us, info.passes);
         CHECK(info.kl >= 0 && info.kl <= budget && info.positions == T && info.n_pct == 6, "%s: auto:%g: KL %g, %d positions", fam, budget,
@@ -193,6 +194,17 @@ static void check_model(const char *fam) {
         int walked = 0;
         for (int l = 0; l < L && l < 64; l++) walked += plan[l].kind == G_WALK && plan[l].rank == by_contrib;
         CHECK(walked == info.walked, "%s: auto's spec \"%s\" walks %d layers, its report says %d", fam, info.spec, walked, info.walked);
+        double sum = 0; // (the walked layers' KLs alone add up to the predicted sum)
+        int known = 1;
+        for (int l = 0; l < L && l < 64; l++) {
+            if (plan[l].kind != G_WALK) continue;
+            int j = 0;
+            while (j < info.n_pct && info.pct[j] != plan[l].k) j++;
+            known &= j < info.n_pct && lkl[l * 6 + j] >= 0;
+            if (j < info.n_pct) sum += lkl[l * 6 + j];
+        }
+        CHECK(known && fabs(sum - info.kl_sum) <= 1e-9 + 1e-9 * sum, "%s: the walked layers' KLs sum to %g, the report's sum %g", fam, sum,
+              info.kl_sum);
         infer_ctx_reset(c);
         CHECK(infer_ctx_set_graph(c, info.spec, 0) == INFER_OK && infer_eval(c, ids, T, got, 0) == INFER_OK, "%s: %s", fam, infer_last_error());
         double klm = 0;

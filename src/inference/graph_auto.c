@@ -95,7 +95,8 @@ static int spec_of(const int *choice, int L, const char *kind, char *out, size_t
     return 1;
 }
 
-infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double kl_budget, int by_contrib, infer_graph_auto_info *info) {
+infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double kl_budget, int by_contrib, infer_graph_auto_info *info,
+                              double *layer_kl) {
     if (!m || !ids || !info) return fail(INFER_ERR_ARG, "graph auto: no model, tokens or result");
     if (!(kl_budget > 0) || kl_budget > 100) return fail(INFER_ERR_ARG, "graph auto: the KL budget must be above 0 (got %g)", kl_budget);
     if (!infer_model_walk_features(m)) return fail(INFER_ERR_ARG, "graph auto: the walk needs a vindex (-x)");
@@ -140,6 +141,11 @@ infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double 
             if (v < 0) { st = fail_wrap(INFER_ERR_ARG, "graph auto: %s", spec); goto done; }
             kl[l * N_PCTS + j] = v > 0 ? v : 0;
         }
+    if (layer_kl)
+        for (int l = 0; l < L; l++)
+            for (int j = 0; j < N_PCTS; j++) layer_kl[l * N_PCTS + j] = -1;
+    for (int l = 0; layer_kl && l < L; l++)
+        for (int ci = 0; ci < nc; ci++) layer_kl[l * N_PCTS + cand[ci]] = kl[l * N_PCTS + cand[ci]];
     // greedy: the move (a layer to a faster candidate) with the most time saved per KL added, while the sum fits
     int *cur = malloc(sizeof(int) * (size_t)L); // index into g_pcts, -1 dense
     if (!cur) { st = fail(INFER_ERR_NOMEM, "graph auto: out of memory"); goto done; }

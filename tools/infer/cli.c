@@ -112,10 +112,18 @@ int cli_graph(const char *cmd, infer_model *m, const char *graph, const char *ca
     int used = calib_tokens > 0 && n > calib_tokens ? (int)calib_tokens : n;
     fprintf(stderr, "%s: choosing the graph for a mean KL <= %g on %d of the %d tokens of %s (--calib, --calib-tokens)\n", cmd, budget, used, n, path);
     infer_graph_auto_info info;
-    double t0 = cli_now();
-    infer_status st = infer_graph_auto(m, ids, used, budget, contrib, &info);
+    double t0 = cli_now(), *lkl = malloc(sizeof(double) * 6 * (size_t)infer_model_n_layer(m));
+    if (!lkl) { free(ids); return cli_error("%s: out of memory", cmd); }
+    infer_status st = infer_graph_auto(m, ids, used, budget, contrib, &info, lkl);
     free(ids);
-    if (st) return cli_error("%s: %s", cmd, infer_last_error());
+    if (st) { free(lkl); return cli_error("%s: %s", cmd, infer_last_error()); }
+    for (int j = 0; j < info.n_pct; j++) { // each faster P: the layers' KLs walking alone
+        if (lkl[j] < 0) continue;
+        fprintf(stderr, "%s: each layer's KL walking alone at %d%%:", cmd, info.pct[j]);
+        for (int l = 0; l < infer_model_n_layer(m); l++) fprintf(stderr, " %.4f", lkl[l * 6 + j]);
+        fprintf(stderr, "\n");
+    }
+    free(lkl);
     fprintf(stderr, "%s: FFN µs a layer a token, dense %.1f;", cmd, info.dense_ffn_us);
     for (int j = 0; j < info.n_pct; j++) fprintf(stderr, " %s@%d%% %.1f", contrib ? "walkc" : "walk", info.pct[j], info.pct_ffn_us[j]);
     fprintf(stderr, "\n%s: chose %s (%d of %d layers walk): KL %.5f on the calibration (the layers' sum %.5f), FFN %.1f µs a layer "
