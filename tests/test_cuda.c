@@ -105,6 +105,8 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
 }
 
 // device buffer of n floats holding x
+static int same_floats(cuda_dev *d, const float *a, const float *b, size_t n);
+
 static float *dev_copy(cuda_dev *d, const float *x, size_t n) {
     float *p = cuda_alloc(d, sizeof(float) * n);
     if (p && cuda_upload(d, p, x, sizeof(float) * n)) { cuda_free(d, p); p = NULL; }
@@ -203,8 +205,49 @@ static void check_ops(cuda_dev *d) {
                  !cuda_download(d, got, dout, sizeof out);
         CHECK(ok && max_rel(got, out, 2 * NQ) <= 1e-5, "attention variant %d: %s, error %.3g", variant, cuda_status(),
               ok ? max_rel(got, out, 2 * NQ) : -1.0);
+        // the same writing the q8_0 rows of its output: the floats again, and cuda_quantize's bytes of them
+        if (ok) {
+            size_t xr = cuda_act_row_size(DT_Q8_0, NQ), used = NQ / 32 * 34;
+            void *q1 = cuda_alloc(d, 2 * xr), *q2 = cuda_alloc(d, 2 * xr);
+            float *dout2 = cuda_alloc(d, sizeof out);
+            unsigned char *h1 = malloc(2 * xr), *h2 = malloc(2 * xr);
+            int qok = q1 && q2 && dout2 && h1 && h2 && cuda_attention_q_ok(DT_Q8_0, H, HD) && !cuda_attention_q_ok(DT_Q4_K, H, HD) &&
+                      !cuda_attention_q(d, dq, dout2, 2, H, KV, HD, window, dpos, dkp, dkp + 2, scale, cap, sk ? dsk : NULL, 0, dsc, P + 1,
+                                        DT_Q8_0, q2) &&
+                      cuda_attention_q(d, dq, dout2, 2, H, KV, HD, window, dpos, dkp, dkp + 2, scale, cap, sk ? dsk : NULL, 0, dsc, P + 1,
+                                       DT_Q4_K, q2) != 0 &&
+                      same_floats(d, dout, dout2, 2 * NQ) && !cuda_quantize(d, DT_Q8_0, dout, 2, NQ, q1) && !cuda_download(d, h1, q1, 2 * xr) &&
+                      !cuda_download(d, h2, q2, 2 * xr) && !memcmp(h1, h2, used) && !memcmp(h1 + xr, h2 + xr, used);
+            CHECK(qok, "attention variant %d with its q8_0 rows: differs from cuda_attention and cuda_quantize (%s)", variant, cuda_status());
+            cuda_free(d, q1), cuda_free(d, q2), cuda_free(d, dout2), free(h1), free(h2);
+        }
         cuda_free(d, dk), cuda_free(d, dv), cuda_free(d, dq), cuda_free(d, dout), cuda_free(d, dsc), cuda_free(d, dsk);
         cuda_free(d, dpos), cuda_free(d, (void *)dkp);
+    }
+    // heads of 256 (Gemma 3's) writing the q8_K rows of their output: 2 rows, 3 query heads on 1 KV head, 7 positions
+    {
+        enum { H2 = 3, HD2 = 256, P2 = 7, NQ2 = H2 * HD2 };
+        static float k2[P2 * HD2], v2[P2 * HD2], q2[2 * NQ2];
+        for (int i = 0; i < P2 * HD2; i++) k2[i] = frand(), v2[i] = frand();
+        for (int i = 0; i < 2 * NQ2; i++) q2[i] = frand() * (i % 97 == 0 ? 8.0f : 1.0f);
+        int pos[2] = {5, 6};
+        size_t xr = cuda_act_row_size(DT_Q4_K, NQ2), used = NQ2 / 256 * 292;
+        float *dk = dev_copy(d, k2, P2 * HD2), *dv = dev_copy(d, v2, P2 * HD2), *dq = dev_copy(d, q2, 2 * NQ2);
+        float *o1 = cuda_alloc(d, sizeof(float) * 2 * NQ2), *o2 = cuda_alloc(d, sizeof(float) * 2 * NQ2), *dsc = cuda_alloc(d, sizeof(float) * 2 * H2 * 8);
+        int *dpos = cuda_alloc(d, sizeof pos);
+        const float *kp[4] = {dk, dk, dv, dv};
+        const float **dkp = cuda_alloc(d, sizeof kp);
+        void *x1 = cuda_alloc(d, 2 * xr), *x2 = cuda_alloc(d, 2 * xr);
+        unsigned char *h1 = malloc(2 * xr), *h2 = malloc(2 * xr);
+        int ok = dk && dv && dq && o1 && o2 && dsc && dpos && dkp && x1 && x2 && h1 && h2 && cuda_attention_q_ok(DT_Q4_K, H2, HD2) &&
+                 !cuda_upload(d, dpos, pos, sizeof pos) && !cuda_upload(d, (void *)dkp, kp, sizeof kp) &&
+                 !cuda_attention(d, dq, o1, 2, H2, 1, HD2, 0, dpos, dkp, dkp + 2, 0.0625f, 0, NULL, 1, dsc, 8) &&
+                 !cuda_attention_q(d, dq, o2, 2, H2, 1, HD2, 0, dpos, dkp, dkp + 2, 0.0625f, 0, NULL, 1, dsc, 8, DT_Q4_K, x2) &&
+                 same_floats(d, o1, o2, 2 * NQ2) && !cuda_quantize(d, DT_Q4_K, o1, 2, NQ2, x1) && !cuda_download(d, h1, x1, 2 * xr) &&
+                 !cuda_download(d, h2, x2, 2 * xr) && !memcmp(h1, h2, used) && !memcmp(h1 + xr, h2 + xr, used);
+        CHECK(ok, "attention of heads of 256 with its q8_K rows: differs from cuda_attention and cuda_quantize (%s)", cuda_status());
+        cuda_free(d, dk), cuda_free(d, dv), cuda_free(d, dq), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, dsc), cuda_free(d, dpos);
+        cuda_free(d, (void *)dkp), cuda_free(d, x1), cuda_free(d, x2), free(h1), free(h2);
     }
     cuda_free(d, dx), cuda_free(d, dw), cuda_free(d, db), cuda_free(d, dy);
 }

@@ -119,7 +119,23 @@ typedef struct {
     int ch_on, ch_rows;
     cuda_chain ch;
     struct { int on, T, n_in, xf; cuda_mat m[2]; const void *xq; } mm;
+    // an attention of one launch waits for the product that reads its output
+    // and writes that product's quantized rows itself (cuda_attention_q;
+    // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
+    int att_q;
+    struct {
+        int on, T, H, KV, hd, window, ggml, stride;
+        const float *q, *sinks, *const *tab;
+        float *out, *sc, scale, softcap;
+        const int *pos;
+    } at;
 } cuda_state;
+
+static int attention_run(cuda_state *s, int wtype, void *xq) {
+    s->at.on = 0;
+    return cuda_attention_q(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos, s->at.tab,
+                            s->at.tab + s->at.T, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq);
+}
 
 // Products of activations xq (xf: T is 1 and xq the float row, which the
 // products quantize themselves).
@@ -132,6 +148,7 @@ static int products(cuda_state *s, int n, const cuda_mat *m, int n_in, const voi
 static int flush(cuda_state *s) {
     if (!s) return 0;
     int rc = 0;
+    if (s->at.on) rc |= attention_run(s, 0, NULL);
     if (s->mm.on) {
         s->mm.on = 0;
         rc |= products(s, 2, s->mm.m, s->mm.n_in, s->mm.xq, s->mm.xf, s->mm.T, -1, 0);
@@ -166,6 +183,8 @@ static cuda_state *state(backend *b) {
     }
     const char *fz = getenv("INFER_CUDA_FUSE");
     s->fuse = !fz || !*fz || *fz != '0';
+    const char *az = getenv("INFER_CUDA_ATT_Q");
+    s->att_q = s->fuse && !(az && *az == '0');
     const char *xz = getenv("INFER_CUDA_XF");
     s->xf = s->fuse && xz && *xz == '1';
     const char *gz = getenv("INFER_CUDA_GEMM");
@@ -266,6 +285,10 @@ static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n
     if (xf) *xf = 0;
     size_t xr = cuda_act_row_size(wtype, n);
     if (!xr) return NULL;
+    if (s->at.on && s->at.out == x && s->at.T == T && s->at.H * s->at.hd == n && cuda_attention_q_ok(wtype, s->at.H, s->at.hd)) {
+        void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T); // (the waiting attention writes the rows)
+        return xq && !attention_run(s, wtype, xq) ? xq : NULL;
+    }
     if (s->ch_on && s->ch.norm_b && s->ch.xn == x && s->ch_rows == T && s->ch.n == n && !is_float_type(wtype)) {
         void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
         if (!xq) return NULL;
@@ -548,6 +571,12 @@ static void cu_attention(backend *b, const attn_desc *a) {
     memcpy(kv + a->T, a->v, sizeof(void *) * (size_t)a->T);
     const float *const *tab = ptr_table(s, kv, 2 * a->T);
     if (!sc || !tab || (a->sinks && !sinks)) { fail_op(b); return; }
+    if (s->att_q && group == a->T) { // (one launch: it waits for the product of its output)
+        s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
+        s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
+        s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
+        return;
+    }
     for (int t = 0; t < a->T; t += group) {
         int n = a->T - t < group ? a->T - t : group;
         if (cuda_attention(s->d, a->q + t * nq, a->out + t * nq, n, a->H, a->KV, a->hd, a->window, s->pos + t, tab + t,

@@ -1561,7 +1561,8 @@ enum { ATT_THREADS = 512 }; // (16 warps: a decode row's positions in fewer roun
 template <int NE>
 static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
                                                           const float *const *kc, const float *const *vc, float scale, float softcap,
-                                                          const float *sinks, int ggml, float *scores, int stride) {
+                                                          const float *sinks, int ggml, float *scores, int stride, uint8_t *xq, size_t xr,
+                                                          int xk) {
     PDL_ENTRY();
     __shared__ float sh[32];
     __shared__ float part[ATT_THREADS / 32][512];
@@ -1659,14 +1660,33 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
         for (int w = 0; w < nw; w++) a += part[w][i];
         o[i] = a;
     }
+    if (xq) { // the head's blocks of the row the next product reads, from the values just written (cuda_quantize's)
+        __syncthreads();
+        uint8_t *row = xq + xr * t;
+        if (xk)
+            for (int b = wp; b < hd / QK_K; b += nw) {
+                float v8[8];
+                for (int e = 0; e < 8; e++) v8[e] = o[QK_K * b + 8 * lane + e];
+                warp_q8_K(v8, lane, row, nq / QK_K, h * (hd / QK_K) + b);
+            }
+        else
+            for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
+    }
 }
-extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
-                                     const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
-                                     int ggml, float *scores, int stride) {
+extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd) {
+    return !is_float(wtype) && cuda_act_row_size(wtype, H * hd) && hd % (is_k(wtype) ? QK_K : QK) == 0;
+}
+
+extern "C" HIDDEN int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                       const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
+                                       int ggml, float *scores, int stride, int wtype, void *xq) {
     if (T <= 0) return 0;
-    if (hd > 512) return -1;
+    if (hd > 512 || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
+    size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
+    int xk = xq && is_k(wtype);
     dim3 g(T, H);
-#define ATT(ne) launch(k_attention<ne>, g, ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride)
+#define ATT(ne) launch(k_attention<ne>, g, ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, \
+                       stride, (uint8_t *)xq, xr, xk)
     switch (hd) {
     case 32: ATT(1); break;
     case 64: ATT(2); break;
@@ -1678,6 +1698,12 @@ extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, in
     }
 #undef ATT
     return launched("attention");
+}
+
+extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                     const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
+                                     int ggml, float *scores, int stride) {
+    return cuda_attention_q(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, 0, NULL);
 }
 
 // act (tensor.h's enum act_kind: 0 silu, 1 gelu tanh, 2 gelu, 3 relu); ggml:

@@ -104,6 +104,14 @@ int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int hd, const int *pos
 int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                    const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                    float *scores, int stride);
+// The same, also writing out's rows quantized for weights of type wtype
+// into d_xq (cuda_quantize's bytes; each head's blocks by its own block of
+// threads), where cuda_attention_q_ok: a quantized type whose blocks (32, or
+// 256 for the k-quants) tile a head.
+int cuda_attention_q_ok(int wtype, int H, int hd);
+int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                     const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
+                     float *scores, int stride, int wtype, void *d_xq);
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
 // idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
 // ties to the lower index: walk.c's topk_abs, on the GPU (one block).
