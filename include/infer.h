@@ -285,6 +285,7 @@ typedef struct {
     int32_t id;  // the feature's index in its layer
     float score; // gate . x with the vindex's gate vectors (what the KNN ranks by |score|)
     float act;   // its activation from its FFN rows: act(gate . x) * (up . x); a plain MLP: act(up . x)
+    float down;  // the length of its down vector (|act| * down: the length of what it adds to the output)
 } infer_feature;
 
 // The k features of a layer whose gate vectors match x best (x: n_embd, the

@@ -110,7 +110,11 @@ static void vindex(const char *tmp) {
     CHECK(infer_walk_features(m, 1, x, F, all) == INFER_OK, "%s", infer_last_error());
     CHECK(infer_walk_features(m, 1, x, 5, few) == INFER_OK, "%s", infer_last_error());
     for (int j = 1; j < F; j++) CHECK(fabsf(all[j].score) <= fabsf(all[j - 1].score), "not by |score| at %d", j);
-    for (int j = 0; j < 5; j++) CHECK(few[j].id == all[j].id && few[j].act == all[j].act, "k = 5 differs from k = F at %d", j);
+    for (int j = 0; j < 5; j++)
+        CHECK(few[j].id == all[j].id && few[j].act == all[j].act && few[j].down == all[j].down, "k = 5 differs from k = F at %d", j);
+    int bad_down = 0;
+    for (int j = 0; j < F; j++) bad_down += !(all[j].down > 0 && isfinite(all[j].down));
+    CHECK(!bad_down, "%d features without the length of their down vector", bad_down);
     CHECK(infer_walk_features(m, 1, x, F + 1, all) == INFER_ERR_ARG, "more features than the layer has");
     CHECK(infer_walk_features(m, L, x, 1, all) == INFER_ERR_ARG, "a layer out of range");
     free(all);

@@ -77,6 +77,7 @@ infer_status infer_walk_features(const infer_model *m, int layer, const float *x
         activate(&a, 1, l->act);
         if (l->gated) a *= tr->dot(rows + rs, x, H);
         out[j].act = a;
+        out[j].down = l->norm_down ? l->norm_down[out[j].id] : 0.0f;
     }
     free(scores), free(idx);
     return INFER_OK;

@@ -56,9 +56,92 @@ static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int 
     return us;
 }
 
+static int by_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+// --sparsity: how concentrated each layer's FFN output is. At each of the
+// text's first n positions, every feature's contribution |act| |down| (the
+// length of what it adds); per layer, the share of features that holds 50%,
+// 90% and 99% of their sum when taken largest first, and the share of the sum
+// in the top K% by |gate . x| (what the walk takes) and by contribution (the
+// best any selection of K could hold).
+static int sparsity(infer_model *m, const int32_t *ids, int n, const int *ks, int nks, int json) {
+    int L = infer_model_n_layer(m), E = infer_model_n_embd(m), F = infer_model_walk_features(m), rc = 1;
+    float *xin = malloc(sizeof(float) * (size_t)L * E), *c = malloc(sizeof(float) * (size_t)F);
+    infer_feature *ft = malloc(sizeof *ft * (size_t)F);
+    double *need = calloc((size_t)L * 3, sizeof(double)), *gm = calloc((size_t)L * nks, sizeof(double)), *cm = calloc((size_t)L * nks, sizeof(double));
+    infer_ctx *ctx = NULL;
+    if (!xin || !c || !ft || !need || !gm || !cm) { cli_error("out of memory"); goto out; }
+    if (infer_ctx_new(m, n, &ctx)) { cli_error("%s", infer_last_error()); goto out; }
+    static const double q[3] = {0.5, 0.9, 0.99};
+    for (int p = 0; p < n; p++) {
+        if (infer_eval_ffn_input(ctx, ids + p, 1, xin)) { cli_error("%s", infer_last_error()); goto out; }
+        for (int l = 0; l < L; l++) {
+            if (infer_walk_features(m, l, xin + (size_t)l * E, F, ft)) { cli_error("%s", infer_last_error()); goto out; }
+            double tot = 0;
+            for (int f = 0; f < F; f++) c[f] = fabsf(ft[f].act) * ft[f].down, tot += c[f];
+            if (!(tot > 0)) continue;
+            for (int ki = 0, f = 0; ki < nks; ki++) { // (ft is by |gate . x|, largest first)
+                double g = 0;
+                int k = (int)((long long)F * ks[ki] / 100);
+                for (f = 0; f < k; f++) g += c[f];
+                gm[l * nks + ki] += g / tot;
+            }
+            qsort(c, (size_t)F, sizeof *c, by_desc);
+            double cum = 0;
+            int qi = 0;
+            for (int ki = 0, f = 0; f < F; f++) {
+                cum += c[f];
+                while (qi < 3 && cum >= q[qi] * tot) need[l * 3 + qi++] += (double)(f + 1) / F;
+                while (ki < nks && f + 1 == (int)((long long)F * ks[ki] / 100)) cm[l * nks + ki++] += cum / tot;
+            }
+        }
+        fprintf(stderr, "\rbench-walk --sparsity: %d/%d positions", p + 1, n);
+    }
+    fprintf(stderr, "\n");
+    for (int i = 0; i < L * 3; i++) need[i] /= n;
+    for (int i = 0; i < L * nks; i++) gm[i] /= n, cm[i] /= n;
+    if (json) {
+        printf("{\"positions\": %d, \"features\": %d, \"ks\": [", n, F);
+        for (int ki = 0; ki < nks; ki++) printf("%s%d", ki ? ", " : "", ks[ki]);
+        printf("], \"layers\": [");
+        for (int l = 0; l < L; l++) {
+            printf("%s{\"layer\": %d, \"need\": [%.6f, %.6f, %.6f], \"gate_mass\": [", l ? ", " : "", l, need[l * 3], need[l * 3 + 1], need[l * 3 + 2]);
+            for (int ki = 0; ki < nks; ki++) printf("%s%.6f", ki ? ", " : "", gm[l * nks + ki]);
+            printf("], \"contrib_mass\": [");
+            for (int ki = 0; ki < nks; ki++) printf("%s%.6f", ki ? ", " : "", cm[l * nks + ki]);
+            printf("]}");
+        }
+        printf("]}\n");
+    } else {
+        printf("FFN sparsity: %d positions, %d features a layer; a feature's contribution is |act| |down|\n\n", n, F);
+        printf("| layer | features holding 50%% of the sum | 90%% | 99%% |\n| ---: | ---: | ---: | ---: |\n");
+        double mn[3] = {0};
+        for (int l = 0; l < L; l++) {
+            printf("| %d | %.1f%% | %.1f%% | %.1f%% |\n", l, 100 * need[l * 3], 100 * need[l * 3 + 1], 100 * need[l * 3 + 2]);
+            for (int i = 0; i < 3; i++) mn[i] += need[l * 3 + i] / L;
+        }
+        printf("| mean | %.1f%% | %.1f%% | %.1f%% |\n\n", 100 * mn[0], 100 * mn[1], 100 * mn[2]);
+        printf("| K | share of the sum in the top K by \\|gate . x\\| (walk) | by contribution (the best K) |\n| ---: | ---: | ---: |\n");
+        for (int ki = 0; ki < nks; ki++) {
+            double a = 0, b = 0;
+            for (int l = 0; l < L; l++) a += gm[l * nks + ki] / L, b += cm[l * nks + ki] / L;
+            printf("| %d%% | %.1f%% | %.1f%% |\n", ks[ki], 100 * a, 100 * b);
+        }
+    }
+    rc = 0;
+out:
+    infer_ctx_free(ctx);
+    free(xin), free(c), free(ft), free(need), free(gm), free(cm);
+    return rc;
+}
+
 static const char *g_usage =
     "usage: infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] [--ks 1,2,5,10,20,50,100] [--rank gate|contrib] [-t N] [-o md|json]\n"
     "       infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] --graph SPEC [--calib FILE] [-t N] [-o md|json]\n"
+    "       infer bench-walk [-m MODEL] -x VINDEX [-f TEXT] --sparsity N [--ks ...] [-o md|json]\n"
     "  the walk FFN against dense over a text, teacher-forced: top-1 agreement and KL at every position for\n"
     "  each K (percent of the features), against dense over the vindex's rows and against the model, and\n"
     "  the FFN's decode time per layer.\n"
@@ -68,15 +151,19 @@ static const char *g_usage =
     "      --ks 1,2,...       K as percentages 1-100\n"
     "      --rank gate|contrib how the walk picks its K: by |gate . x| (walk, the default) or by the bound on\n"
     "                         each feature's contribution, |act(gate . x)| |up| |down| (walkc)\n"
+    "      --sparsity N       instead: the FFN's sparsity at the text's first N positions, per layer: the share of\n"
+    "                         features holding 50/90/99% of the sum of their contributions |act| |down|, and the\n"
+    "                         share of that sum in the top K% by |gate . x| and by contribution\n"
     "      --graph SPEC       one graph instead of the Ks (as run's and predict's, e.g. \"walk:4-9@5%\");\n"
     CLI_USAGE_GRAPH_AUTO
     "  -t, --threads N        threads (default 1)\n"
     "  -o md|json             the table as markdown (default) or JSON\n";
 
-enum { OPT_KS = OPT_LOCAL, OPT_RANK, OPT_GRAPH };
+enum { OPT_KS = OPT_LOCAL, OPT_RANK, OPT_GRAPH, OPT_SPARSITY };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPTS_GRAPH_AUTO,
     {"graph", required_argument, NULL, OPT_GRAPH},
+    {"sparsity", required_argument, NULL, OPT_SPARSITY},
     {"vindex", required_argument, NULL, 'x'},
     {"file", required_argument, NULL, 'f'},
     {"ks", required_argument, NULL, OPT_KS},
@@ -86,7 +173,7 @@ static const struct option g_opts[] = {
 
 int cmd_bench_walk(int argc, char **argv) {
     const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md", *kind = "walk", *graph = NULL, *calib = NULL;
-    long calib_tokens = CLI_CALIB_TOKENS;
+    long calib_tokens = CLI_CALIB_TOKENS, sparse_n = 0;
     int ks_given = 0, rank_given = 0;
     cli_opts o;
     cli_opts_init(&o, "bench-walk", g_usage);
@@ -97,6 +184,10 @@ int cmd_bench_walk(int argc, char **argv) {
         case 'f': file = optarg; break;
         case OPT_KS: ks_s = optarg, ks_given = 1; break;
         case OPT_GRAPH: graph = optarg; break;
+        case OPT_SPARSITY:
+            if ((sparse_n = cli_parse_count("--sparsity", optarg, 1 << 16)) < 0) return 1;
+            if (!sparse_n) return cli_error("bench-walk: --sparsity takes a position count of at least 1");
+            break;
         case OPT_CALIB: calib = optarg; break;
         case OPT_CALIB_TOKENS:
             if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
@@ -119,6 +210,7 @@ int cmd_bench_walk(int argc, char **argv) {
     const char *model = o.model;
     if (!vdir) return cli_error("bench-walk: no vindex given (-x DIR, made by infer extract)");
     if (graph && (ks_given || rank_given)) return cli_error("bench-walk: --graph measures one graph: give it or --ks/--rank, not both");
+    if (sparse_n && (graph || rank_given)) return cli_error("bench-walk: --sparsity measures the FFN itself: not with --graph or --rank");
     if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
         return cli_error("bench-walk: --calib and --calib-tokens are for --graph auto:KL");
     int nks = 0, ks[32];
@@ -149,6 +241,11 @@ int cmd_bench_walk(int argc, char **argv) {
     if (infer_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     if (infer_tokenize(m, text, tlen, 1, 0, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
     if (n < 2) { cli_error("bench-walk: the text gives fewer than 2 tokens"); goto done; }
+    if (sparse_n) {
+        if (sparse_n > n) { cli_error("bench-walk: --sparsity %ld: the text has %d tokens", sparse_n, n); goto done; }
+        rc = sparsity(m, ids, (int)sparse_n, ks, nks, !strcmp(fmt, "json"));
+        goto done;
+    }
     // the graphs measured: each K's, or the one given (auto's choice made here, on its calibration text)
     specs = calloc(graph ? 1 : (size_t)nks, sizeof *specs);
     if (!specs) { cli_error("out of memory"); goto done; }
