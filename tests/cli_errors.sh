@@ -54,6 +54,8 @@ expect_error "predict auto budget text" "KL budget" "$bin" predict -m "$m" --ids
 expect_error "run calib without auto" "for --graph auto" "$bin" run -m "$m" --ids 1 --calib "$tmp/none.txt"
 expect_error "bench-walk graph and ks" "not both" "$bin" bench-walk -m "$m" -x "$tmp" --graph dense --ks 5
 expect_error "calib tokens 1" "at least 2" "$bin" predict -m "$m" --ids 1 --graph auto:0.1 --calib-tokens 1
+expect_error "sparsity 0" "at least 1" "$bin" bench-walk -m "$m" -x "$tmp" --sparsity 0
+expect_error "sparsity with a graph" "not with" "$bin" bench-walk -m "$m" -x "$tmp" --sparsity 4 --graph dense
 expect_error "walk without vindex" "no vindex given" "$bin" walk -m "$m" -p hi
 expect_error "bench-walk without vindex" "no vindex given" "$bin" bench-walk -m "$m"
 expect_error "bench-walk bad ks" "percentages" "$bin" bench-walk -m "$m" -x "$tmp" --ks 0,5
