@@ -310,49 +310,6 @@ static void check_fused(cuda_dev *d) {
         for (int i = 0; i < 3; i++) cuda_free(d, dw[i]), cuda_free(d, dy[i]), cuda_free(d, dz[i]);
         cuda_free(d, dx), cuda_free(d, dq), free(f);
     }
-    // one token's products from its floats (the blocks quantize them): cuda_quantize's and cuda_matmul's
-    // values, bit for bit, alone and as the row of a pass of T tokens (k_mmv), and gate and up with GELU;
-    // 640 x 1024 (32 threads a row; 8 under INFER_CUDA_MV_NARROW=0)
-    {
-        enum { C = 1024, RW = 640 };
-        int tys[3] = {DT_Q8_0, DT_Q4_K, DT_Q6_K};
-        CHECK(!cuda_matmul_xf_ok(DT_F16, C) && cuda_matmul_xf_ok(DT_Q4_K, C), "cuda_matmul_xf_ok: quantized types only");
-        for (int ti = 0; ti < 3; ti++) {
-            int ty = tys[ti];
-            size_t rs = dtype_row_size(ty, C), xr = cuda_act_row_size(ty, C);
-            unsigned char *hw = malloc(rs * RW);
-            float *f = malloc(sizeof(float) * C), *dx = dev_copy(d, x, (size_t)T * C), *y[4];
-            void *dw[2] = {0}, *dq = cuda_alloc(d, xr * T);
-            for (int i = 0; i < 4; i++) y[i] = cuda_alloc(d, sizeof(float) * T * RW);
-            for (int i = 0; i < 2 && hw && f; i++) {
-                for (int r = 0; r < RW; r++) {
-                    for (int k = 0; k < C; k++) f[k] = frand();
-                    dtype_get(ty)->from_float(f, hw + rs * r, C);
-                }
-                dw[i] = cuda_weight_upload(d, ty, hw, RW, C);
-            }
-            int ok = dx && dq && dw[0] && dw[1] && y[0] && y[1] && y[2] && y[3] && cuda_matmul_xf_ok(ty, C) &&
-                     !cuda_quantize(d, ty, dx, T, C, dq) && !cuda_matmul(d, ty, dw[0], RW, C, dq, T, y[0]);
-            for (int t = 0; t < T && ok; t++) {
-                cuda_mat m = {ty, dw[0], RW, y[1] + (size_t)t * RW};
-                ok = !cuda_matmul_multi_xf(d, 1, &m, C, dx + (size_t)t * C, -1, 0);
-            }
-            ok = ok && same_floats(d, y[0], y[1], (size_t)T * RW);
-            CHECK(ok, "%s: one token's product from its floats differs from cuda_quantize and cuda_matmul (%s)", dtype_get(ty)->name,
-                  cuda_status());
-            cuda_mat g2[2] = {{ty, dw[0], RW, y[0]}, {ty, dw[1], RW, y[2]}};
-            ok = ok && !cuda_matmul_multi(d, 2, g2, C, dq, T, 1, 0);
-            for (int t = 0; t < T && ok; t++) {
-                cuda_mat h2[2] = {{ty, dw[0], RW, y[1] + (size_t)t * RW}, {ty, dw[1], RW, y[3] + (size_t)t * RW}};
-                ok = !cuda_matmul_multi_xf(d, 2, h2, C, dx + (size_t)t * C, 1, 0);
-            }
-            ok = ok && same_floats(d, y[0], y[1], (size_t)T * RW);
-            CHECK(ok, "%s: gate and up with GELU from one token's floats differ from the quantized rows' (%s)", dtype_get(ty)->name,
-                  cuda_status());
-            for (int i = 0; i < 4; i++) cuda_free(d, y[i]);
-            cuda_free(d, dw[0]), cuda_free(d, dw[1]), cuda_free(d, dx), cuda_free(d, dq), free(hw), free(f);
-        }
-    }
     // the chain: o = norm(o); x += o * s; xn = norm(x) [quantized], against the kernels one by one
     for (int variant = 0; variant < 16; variant++) {
         static const int sizes[4] = {512, 768, 2560, 6400}; // (256, 768 and 1024 threads in registers; the long rows' kernel)

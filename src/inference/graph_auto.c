@@ -29,31 +29,32 @@ typedef struct {
     infer_model *m;
     const int32_t *ids;
     int n, V;
-    float *ref;  // n x V: the dense pass's log-probabilities
+    float *ref;  // n x V: the dense pass's probabilities
+    double *neg; // n: each position's sum of p log p (KL = neg - sum p log q)
     float *buf;  // CHUNK x V
     infer_ctx *c;
     int passes;
 } calib;
 
-// Mean KL(dense || spec) over the calibration positions (< 0 on failure).
+// Mean KL(dense || spec) over the calibration positions (NAN on failure).
 static double pass_kl(calib *k, const char *spec) {
     infer_ctx_reset(k->c);
-    if (infer_ctx_set_graph(k->c, spec, 0)) return -1;
+    if (infer_ctx_set_graph(k->c, spec, 0)) return NAN;
     double s = 0;
     for (int p = 0; p < k->n; p += CHUNK) {
         int T = k->n - p < CHUNK ? k->n - p : CHUNK;
-        if (infer_eval(k->c, k->ids + p, T, k->buf, 0)) return -1;
+        if (infer_eval(k->c, k->ids + p, T, k->buf, 0)) return NAN;
         for (int t = 0; t < T; t++) {
             float *q = k->buf + (size_t)t * k->V;
             const float *r = k->ref + (size_t)(p + t) * k->V;
             log_softmax(q, k->V);
-            double kl = 0;
-            for (int i = 0; i < k->V; i++) kl += exp((double)r[i]) * ((double)r[i] - q[i]);
-            s += kl;
+            double cross = 0;
+            for (int i = 0; i < k->V; i++) cross += (double)r[i] * q[i];
+            s += k->neg[p + t] - cross;
         }
     }
     k->passes++;
-    return s / k->n;
+    return s > 0 ? s / k->n : 0; // (a sum of rounded terms can fall just below 0)
 }
 
 // The FFN's decode time per layer per token (µs) under spec, over one-token
@@ -107,19 +108,30 @@ infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double 
                     "give at most %zu tokens", n, V, ((size_t)256 << 20) / sizeof(float) / (size_t)V);
     const char *kind = by_contrib ? "walkc" : "walk";
     memset(info, 0, sizeof *info);
-    calib k = {m, ids, n, V, malloc(sizeof(float) * (size_t)n * V), malloc(sizeof(float) * CHUNK * (size_t)V), NULL, 0};
+    calib k = {m, ids, n, V, malloc(sizeof(float) * (size_t)n * V), malloc(sizeof(double) * (size_t)n), malloc(sizeof(float) * CHUNK * (size_t)V),
+               NULL, 0};
     double *kl = malloc(sizeof(double) * (size_t)L * N_PCTS); // kl[l * N_PCTS + j]: layer l alone at g_pcts[j]
     int *choice = calloc((size_t)L, sizeof(int)), *order = malloc(sizeof(int) * (size_t)L);
     infer_status st = INFER_OK;
     char spec[sizeof info->spec];
-    if (!k.ref || !k.buf || !kl || !choice || !order) { st = fail(INFER_ERR_NOMEM, "graph auto: out of memory"); goto done; }
+    if (!k.ref || !k.neg || !k.buf || !kl || !choice || !order) { st = fail(INFER_ERR_NOMEM, "graph auto: out of memory"); goto done; }
     if ((st = infer_ctx_new(m, n, &k.c))) goto done;
     // the dense pass, the reference
     for (int p = 0; p < n; p += CHUNK) {
         int T = n - p < CHUNK ? n - p : CHUNK;
         if ((st = infer_eval(k.c, ids + p, T, k.ref + (size_t)p * V, 0))) goto done;
     }
-    for (int t = 0; t < n; t++) log_softmax(k.ref + (size_t)t * V, V);
+    for (int t = 0; t < n; t++) {
+        float *r = k.ref + (size_t)t * V;
+        log_softmax(r, V);
+        double neg = 0;
+        for (int i = 0; i < V; i++) {
+            double lp = r[i];
+            r[i] = (float)exp(lp);
+            neg += (double)r[i] * lp;
+        }
+        k.neg[t] = neg;
+    }
     // the candidates: the percentages whose FFN is faster than dense's
     double us[N_PCTS], dense_us = ffn_us(&k, "dense");
     int cand[N_PCTS], nc = 0;
@@ -138,8 +150,8 @@ infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double 
             int j = cand[ci];
             snprintf(spec, sizeof spec, "%s:%d@%d%%", kind, l, g_pcts[j]);
             double v = pass_kl(&k, spec);
-            if (v < 0) { st = fail_wrap(INFER_ERR_ARG, "graph auto: %s", spec); goto done; }
-            kl[l * N_PCTS + j] = v > 0 ? v : 0;
+            if (isnan(v)) { st = fail_wrap(INFER_ERR_ARG, "graph auto: %s", spec); goto done; }
+            kl[l * N_PCTS + j] = v;
         }
     if (layer_kl)
         for (int l = 0; l < L; l++)
@@ -176,7 +188,7 @@ infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double 
         for (int l = 0; l < L; l++) choice[l] = cur[l] < 0 ? 0 : g_pcts[cur[l]];
         if (!spec_of(choice, L, kind, spec, sizeof spec)) { st = fail(INFER_ERR_ARG, "graph auto: the spec is too long"); free(cur); goto done; }
         if (!n_order) { measured = 0; break; }
-        if ((measured = pass_kl(&k, spec)) < 0) { st = fail_wrap(INFER_ERR_ARG, "graph auto: %s", spec); free(cur); goto done; }
+        if (isnan(measured = pass_kl(&k, spec))) { st = fail_wrap(INFER_ERR_ARG, "graph auto: %s", spec); free(cur); goto done; }
         if (measured <= kl_budget) break;
         int l = order[--n_order];
         sum -= kl[l * N_PCTS + cur[l]];
@@ -191,6 +203,6 @@ infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double 
 done:
     info->passes = k.passes;
     if (k.c) infer_ctx_free(k.c);
-    free(k.ref), free(k.buf), free(kl), free(choice), free(order);
+    free(k.ref), free(k.neg), free(k.buf), free(kl), free(choice), free(order);
     return st;
 }

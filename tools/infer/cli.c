@@ -87,7 +87,15 @@ const char *cli_bench_text(const char *path, char *buf, size_t cap) {
     return buf;
 }
 
-int cli_graph(const char *cmd, infer_model *m, const char *graph, const char *calib, long calib_tokens, char *out, size_t cap) {
+int cli_graph_flags(const cli_opts *o, const char *graph) {
+    if ((o->calib || o->calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
+        return cli_error("%s: --calib and --calib-tokens are for --graph auto:KL", o->cmd);
+    return 0;
+}
+
+int cli_graph(const cli_opts *o, infer_model *m, const char *graph, char *out, size_t cap) {
+    const char *cmd = o->cmd, *calib = o->calib;
+    long calib_tokens = o->calib_tokens;
     int contrib = !strncmp(graph, "autoc:", 6);
     if (strncmp(graph, "auto:", 5) && !contrib) {
         if (strlen(graph) >= cap) return cli_error("%s: --graph \"%.40s...\" is longer than %zu bytes", cmd, graph, cap - 1);
@@ -206,7 +214,7 @@ uint64_t cli_seed(void) {
 // Options
 
 void cli_opts_init(cli_opts *o, const char *cmd, const char *usage) {
-    *o = (cli_opts){.cmd = cmd, .usage = usage, .sampling = infer_sampling_default(), .ngl = -1};
+    *o = (cli_opts){.cmd = cmd, .usage = usage, .sampling = infer_sampling_default(), .ngl = -1, .calib_tokens = CLI_CALIB_TOKENS};
     o->sampling.seed = cli_seed();
 }
 
@@ -264,6 +272,11 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
         return 1;
     case OPT_CTK: o->ctk = g_ctk = arg; return 1;
     case OPT_CTV: o->ctv = g_ctv = arg; return 1;
+    case OPT_CALIB: o->calib = arg; return 1;
+    case OPT_CALIB_TOKENS:
+        if ((o->calib_tokens = cli_parse_count("--calib-tokens", arg, 1 << 20)) < 0) return -1;
+        if (o->calib_tokens < 2) { cli_error("%s: --calib-tokens takes at least 2", o->cmd); return -1; }
+        return 1;
     case 's': {
         char *end;
         errno = 0;

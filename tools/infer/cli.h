@@ -37,7 +37,7 @@ int cmd_serve(int argc, char **argv);
 enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
     OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL, OPT_CTK, OPT_CTV,
-    OPT_CALIB, OPT_CALIB_TOKENS, // (CLI_OPTS_GRAPH_AUTO's: each subcommand that takes them parses them)
+    OPT_CALIB, OPT_CALIB_TOKENS, // (CLI_OPTS_GRAPH_AUTO's)
     OPT_LOCAL = 300,
 };
 
@@ -79,6 +79,8 @@ typedef struct {
     infer_sampling sampling; // -s, --seed, --temp, ...: llama.cpp's defaults and a seed from cli_seed()
     long ngl;                // -ngl, --n-gpu-layers: -1 (all) until given
     const char *ctk, *ctv;   // -ctk, -ctv: NULL (the default) until given; cli_place applies them
+    const char *calib;       // --calib (CLI_OPTS_GRAPH_AUTO): NULL until given
+    long calib_tokens;       // --calib-tokens: CLI_CALIB_TOKENS until given
     int status;              // the exit status when cli_next returns CLI_STOP
     int ngl_read;            // (cli_next has rewritten "-ngl" as "--n-gpu-layers")
 } cli_opts;
@@ -130,10 +132,11 @@ char *cli_read_text(const char *cmd, const char *path, size_t *len);
 const char *cli_bench_text(const char *path, char *buf, size_t cap);
 
 // --graph SPEC: "auto:KL" ("autoc:KL": the walk by contribution) becomes the
-// graph infer_graph_auto picks on the first calib_tokens tokens of the
-// calibration text (calib, or bench/data/english.txt), reported on stderr;
-// any other spec is copied. 0 (out holds the spec), or 1 with the error
-// printed.
+// graph infer_graph_auto picks on the first o->calib_tokens tokens of the
+// calibration text (o->calib, or bench/data/english.txt), reported on
+// stderr; any other spec is copied. 0 (out holds the spec), or 1 with the
+// error printed. cli_graph_flags: 1 (reported) when --calib or
+// --calib-tokens is given without an auto graph, else 0.
 enum { CLI_CALIB_TOKENS = 128 };
 #define CLI_USAGE_GRAPH_AUTO \
     "                         auto:KL (autoc:KL, the walk by contribution): dense or walk@P% chosen per layer on a\n" \
@@ -141,7 +144,8 @@ enum { CLI_CALIB_TOKENS = 128 };
     "      --calib FILE       auto's calibration text (default bench/data/english.txt)\n" \
     "      --calib-tokens N   auto calibrates on the text's first N tokens (default 128)\n"
 #define CLI_OPTS_GRAPH_AUTO {"calib", required_argument, NULL, OPT_CALIB}, {"calib-tokens", required_argument, NULL, OPT_CALIB_TOKENS}
-int cli_graph(const char *cmd, infer_model *m, const char *graph, const char *calib, long calib_tokens, char *out, size_t cap);
+int cli_graph(const cli_opts *o, infer_model *m, const char *graph, char *out, size_t cap);
+int cli_graph_flags(const cli_opts *o, const char *graph);
 
 double cli_now(void);
 long cli_peak_rss_kib(void);

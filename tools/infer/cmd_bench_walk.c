@@ -172,8 +172,8 @@ static const struct option g_opts[] = {
 };
 
 int cmd_bench_walk(int argc, char **argv) {
-    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md", *kind = "walk", *graph = NULL, *calib = NULL;
-    long calib_tokens = CLI_CALIB_TOKENS, sparse_n = 0;
+    const char *vdir = NULL, *file = NULL, *ks_s = "1,2,5,10,20,50,100", *fmt = "md", *kind = "walk", *graph = NULL;
+    long sparse_n = 0;
     int ks_given = 0, rank_given = 0;
     cli_opts o;
     cli_opts_init(&o, "bench-walk", g_usage);
@@ -187,11 +187,6 @@ int cmd_bench_walk(int argc, char **argv) {
         case OPT_SPARSITY:
             if ((sparse_n = cli_parse_count("--sparsity", optarg, 1 << 16)) < 0) return 1;
             if (!sparse_n) return cli_error("bench-walk: --sparsity takes a position count of at least 1");
-            break;
-        case OPT_CALIB: calib = optarg; break;
-        case OPT_CALIB_TOKENS:
-            if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
-            if (calib_tokens < 2) return cli_error("bench-walk: --calib-tokens takes at least 2");
             break;
         case OPT_RANK:
             rank_given = 1;
@@ -211,8 +206,7 @@ int cmd_bench_walk(int argc, char **argv) {
     if (!vdir) return cli_error("bench-walk: no vindex given (-x DIR, made by infer extract)");
     if (graph && (ks_given || rank_given)) return cli_error("bench-walk: --graph measures one graph: give it or --ks/--rank, not both");
     if (sparse_n && (graph || rank_given)) return cli_error("bench-walk: --sparsity measures the FFN itself: not with --graph or --rank");
-    if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
-        return cli_error("bench-walk: --calib and --calib-tokens are for --graph auto:KL");
+    if (cli_graph_flags(&o, graph)) return 1;
     int nks = 0, ks[32];
     for (const char *p = graph ? "" : ks_s; *p;) {
         char *e;
@@ -250,7 +244,7 @@ int cmd_bench_walk(int argc, char **argv) {
     specs = calloc(graph ? 1 : (size_t)nks, sizeof *specs);
     if (!specs) { cli_error("out of memory"); goto done; }
     if (graph) {
-        if (cli_graph("bench-walk", m, graph, calib, calib_tokens, specs[0], sizeof specs[0])) goto done;
+        if (cli_graph(&o, m, graph, specs[0], sizeof specs[0])) goto done;
     } else
         for (int ki = 0; ki < nks; ki++) snprintf(specs[ki], sizeof specs[ki], "%s@%d%%", kind, ks[ki]);
     int V = infer_model_n_vocab(m), npos = n - 1;

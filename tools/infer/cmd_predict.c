@@ -81,8 +81,8 @@ static const struct option g_opts[] = {
 };
 
 int cmd_predict(int argc, char **argv) {
-    const char *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text", *calib = NULL;
-    long top = 5, k = 0, lmk = 0, calib_tokens = CLI_CALIB_TOKENS;
+    const char *vdir = NULL, *prompt = NULL, *ids_s = NULL, *graph = NULL, *tmpl = NULL, *fmt = "text";
+    long top = 5, k = 0, lmk = 0;
     int walk_only = 0, opt;
     cli_opts o;
     cli_opts_init(&o, "predict", g_usage);
@@ -92,11 +92,6 @@ int cmd_predict(int argc, char **argv) {
         case 'p': prompt = optarg; break;
         case OPT_IDS: ids_s = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
-        case OPT_CALIB: calib = optarg; break;
-        case OPT_CALIB_TOKENS:
-            if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
-            if (calib_tokens < 2) return cli_error("predict: --calib-tokens takes at least 2");
-            break;
         case OPT_TEMPLATE: tmpl = optarg; break;
         case OPT_WALK_ONLY: walk_only = 1; break;
         case OPT_LM_HEAD_TOPK:
@@ -124,8 +119,7 @@ int cmd_predict(int argc, char **argv) {
     if (tmpl && !ids_s && !prompt) return cli_error("predict: --template needs a prompt");
     if (walk_only && !vdir) return cli_error("predict: --walk-only needs a vindex (-x DIR)");
     if (lmk && !vdir) return cli_error("predict: --lm-head-topk needs a vindex (-x DIR)");
-    if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
-        return cli_error("predict: --calib and --calib-tokens are for --graph auto:KL");
+    if (cli_graph_flags(&o, graph)) return 1;
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
     int rc = 1, n = 0, nt = 0;
@@ -146,7 +140,7 @@ int cmd_predict(int argc, char **argv) {
     double t2 = cli_now();
     char gspec[2048]; // (the graph's choice, when auto, is not timed with the rest)
     if (graph) {
-        if (cli_graph("predict", m, graph, calib, calib_tokens, gspec, sizeof gspec)) goto done;
+        if (cli_graph(&o, m, graph, gspec, sizeof gspec)) goto done;
         graph = gspec;
     }
     int V = infer_model_n_vocab(m), L = infer_model_n_layer(m), E = infer_model_n_embd(m);

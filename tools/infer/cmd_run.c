@@ -129,8 +129,7 @@ static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, 
 
 int cmd_run(int argc, char **argv) {
     const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
-    const char *calib = NULL;
-    long n_new = 128, k = 0, lm_probe = 0, lm_top = 64, calib_tokens = CLI_CALIB_TOKENS;
+    long n_new = 128, k = 0, lm_probe = 0, lm_top = 64;
     int ignore_eos = 0, json = 0, compare = 1, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
@@ -148,11 +147,6 @@ int cmd_run(int argc, char **argv) {
         case OPT_DEVICE: device = optarg; break;
         case 'x': vdir = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
-        case OPT_CALIB: calib = optarg; break;
-        case OPT_CALIB_TOKENS:
-            if ((calib_tokens = cli_parse_count("--calib-tokens", optarg, 1 << 20)) < 0) return 1;
-            if (calib_tokens < 2) return cli_error("run: --calib-tokens takes at least 2");
-            break;
         case OPT_NO_COMPARE: compare = 0; break;
         case OPT_LM_PROBE:
             if ((lm_probe = cli_parse_count("--lm-probe", optarg, 1 << 24)) < 0) return 1;
@@ -176,8 +170,7 @@ int cmd_run(int argc, char **argv) {
     if (prompt && ids_s) return cli_error("run: give -p or --ids, not both");
     if (json + !!schema + !!gbnf_file > 1) return cli_error("run: give one of --json, --json-schema and --grammar");
     if (k && !graph) return cli_error("run: -k is the walk's feature count: give a --graph with walk layers");
-    if ((calib || calib_tokens != CLI_CALIB_TOKENS) && !(graph && !strncmp(graph, "auto", 4)))
-        return cli_error("run: --calib and --calib-tokens are for --graph auto:KL");
+    if (cli_graph_flags(&o, graph)) return 1;
     if (lm_probe && !vdir) return cli_error("run: --lm-probe reads a vindex's lm_head index: give -x VINDEX");
     if (lm_probe && (json || schema || gbnf_file)) return cli_error("run: --lm-probe and a grammar do not go together (the grammar needs every logit)");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
@@ -204,7 +197,7 @@ int cmd_run(int argc, char **argv) {
     if (n_ctx == 0) n_ctx = n + n_new;
     if (n + n_new > n_ctx) { cli_error("run: prompt (%d tokens) + %ld new tokens exceed the context (%ld)", n, n_new, n_ctx); goto done; }
     if (graph) {
-        if (cli_graph("run", m, graph, calib, calib_tokens, gspec, sizeof gspec)) goto done;
+        if (cli_graph(&o, m, graph, gspec, sizeof gspec)) goto done;
         graph = gspec, approx = strcmp(graph, "dense") != 0;
     }
     if (infer_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, (int)k)) ||

@@ -112,13 +112,9 @@ typedef struct {
     int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=0: the q8 products)
     int batch_gemm;              // INFER_CUDA_BATCH_GEMM=1: every pass of 16+ rows on the tensor cores (decode rows
                                  // of a batch then differ from alone by the f16 inputs' rounding; for measurement)
-    int xf;                      // INFER_CUDA_XF=1: one token's products quantize their float input themselves
-                                 // (cuda_matmul_multi_xf) instead of a quantizing launch before each. Off by
-                                 // default: on the H200 it was no faster at the 270M shape (1553 against 1574
-                                 // t/s) and slower at 1B (633 against 747: each block quantizing 6912 floats)
     int ch_on, ch_rows;
     cuda_chain ch;
-    struct { int on, T, n_in, xf; cuda_mat m[2]; const void *xq; } mm;
+    struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
     // an attention of one launch waits for the product that reads its output
     // and writes that product's quantized rows itself (cuda_attention_q;
     // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
@@ -137,12 +133,6 @@ static int attention_run(cuda_state *s, int wtype, void *xq) {
                             s->at.tab + s->at.T, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq);
 }
 
-// Products of activations xq (xf: T is 1 and xq the float row, which the
-// products quantize themselves).
-static int products(cuda_state *s, int n, const cuda_mat *m, int n_in, const void *xq, int xf, int T, int act, int ggml) {
-    return xf ? cuda_matmul_multi_xf(s->d, n, m, n_in, (const float *)xq, act, ggml) : cuda_matmul_multi(s->d, n, m, n_in, xq, T, act, ggml);
-}
-
 // The waiting operations, launched (every operation but one that joins them
 // calls this first, so the order of the work is the forward pass's).
 static int flush(cuda_state *s) {
@@ -151,7 +141,7 @@ static int flush(cuda_state *s) {
     if (s->at.on) rc |= attention_run(s, 0, NULL);
     if (s->mm.on) {
         s->mm.on = 0;
-        rc |= products(s, 2, s->mm.m, s->mm.n_in, s->mm.xq, s->mm.xf, s->mm.T, -1, 0);
+        rc |= cuda_matmul_multi(s->d, 2, s->mm.m, s->mm.n_in, s->mm.xq, s->mm.T, -1, 0);
     }
     if (s->ch_on) {
         s->ch_on = 0;
@@ -185,8 +175,6 @@ static cuda_state *state(backend *b) {
     s->fuse = !fz || !*fz || *fz != '0';
     const char *az = getenv("INFER_CUDA_ATT_Q");
     s->att_q = s->fuse && !(az && *az == '0');
-    const char *xz = getenv("INFER_CUDA_XF");
-    s->xf = s->fuse && xz && *xz == '1';
     const char *gz = getenv("INFER_CUDA_GEMM");
     s->gemm = !gz || !*gz || *gz != '0';
     const char *bz = getenv("INFER_CUDA_BATCH_GEMM");
@@ -278,11 +266,8 @@ static int is_float_type(int t) { return t == DT_F32 || t == DT_F16 || t == DT_B
 
 // The activations of x for weights of type wtype (T rows of n): quantized
 // into the scratch (by the waiting chain's kernel when x is its output), or
-// x itself for float weights. NULL on failure. xf (may be NULL): set when
-// x itself is returned for products that quantize it (one row of a type
-// cuda_matmul_xf_ok takes, not a chain's output).
-static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n, int *xf) {
-    if (xf) *xf = 0;
+// x itself for float weights. NULL on failure.
+static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n) {
     size_t xr = cuda_act_row_size(wtype, n);
     if (!xr) return NULL;
     if (s->at.on && s->at.out == x && s->at.T == T && s->at.H * s->at.hd == n && cuda_attention_q_ok(wtype, s->at.H, s->at.hd)) {
@@ -298,10 +283,6 @@ static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n
     }
     if (flush(s)) return NULL;
     if (is_float_type(wtype)) return x;
-    if (xf && s->xf && T == 1 && cuda_matmul_xf_ok(wtype, n)) {
-        *xf = 1;
-        return x;
-    }
     void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
     return xq && !cuda_quantize(s->d, wtype, x, T, n, xq) ? xq : NULL;
 }
@@ -355,10 +336,8 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         if (!dw || matmul_segments(s, W->type, dw, y, x, n_in, n_out)) { fail_op(b); return; }
     } else {
         const void *dw = dev_weight(b, W, n_in, n_out);
-        int xf;
-        const void *xq = dw ? act_in(s, W->type, x, T, n_in, &xf) : NULL;
-        cuda_mat m = {W->type, dw, n_out, y};
-        if (!xq || products(s, 1, &m, n_in, xq, xf, T, -1, 0)) { fail_op(b); return; }
+        const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;
+        if (!xq || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) { fail_op(b); return; }
     }
     if (bias) {
         const float *db = dev_of(b, bias, sizeof(float) * (size_t)n_out);
@@ -387,14 +366,13 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
         m[i] = (cuda_mat){W->type, dev_weight(b, W, n_in, n_out[i]), n_out[i], y[i]};
         if (!m[i].w) { fail_op(b); return; }
     }
-    int xf;
-    const void *xq = act_in(s, w[0]->w->type, x, T, n_in, &xf);
+    const void *xq = act_in(s, w[0]->w->type, x, T, n_in);
     if (!xq) { fail_op(b); return; }
     if (s->fuse && n == 2 && !biased && n_out[0] == n_out[1]) { // (waits for a glu)
-        s->mm.on = 1, s->mm.T = T, s->mm.n_in = n_in, s->mm.m[0] = m[0], s->mm.m[1] = m[1], s->mm.xq = xq, s->mm.xf = xf;
+        s->mm.on = 1, s->mm.T = T, s->mm.n_in = n_in, s->mm.m[0] = m[0], s->mm.m[1] = m[1], s->mm.xq = xq;
         return;
     }
-    if (products(s, n, m, n_in, xq, xf, T, -1, 0)) { fail_op(b); return; }
+    if (cuda_matmul_multi(s->d, n, m, n_in, xq, T, -1, 0)) { fail_op(b); return; }
     for (int i = 0; i < n; i++)
         if (bias[i]) {
             const float *db = dev_of(b, bias[i], sizeof(float) * (size_t)n_out[i]);
@@ -591,7 +569,7 @@ static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int ac
     cuda_state *s = state(b);
     if (s && s->mm.on && u && s->mm.m[0].y == g && s->mm.m[1].y == u && s->mm.T == rows && s->mm.m[0].rows == n) {
         s->mm.on = 0; // the waiting gate and up products, with this activation
-        if (products(s, 2, s->mm.m, s->mm.n_in, s->mm.xq, s->mm.xf, rows, act, ggml)) fail_op(b);
+        if (cuda_matmul_multi(s->d, 2, s->mm.m, s->mm.n_in, s->mm.xq, rows, act, ggml)) fail_op(b);
         return;
     }
     s = state_flushed(b);
@@ -696,7 +674,7 @@ static void cu_walk(backend *b, float *out, const float *x, const walk_layer *l,
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * H;
         if (!all) {
-            const void *xq = act_in(s, gv->type, xt, 1, H, NULL);
+            const void *xq = act_in(s, gv->type, xt, 1, H);
             if (!xq || cuda_matmul(s->d, gv->type, dg, F, H, xq, 1, sc) || cuda_topk_abs(s->d, sc, F, k, idx)) { fail_op(b); return; }
         }
         if ((xr && cuda_quantize(s->d, DT_Q8_0, xt, 1, H, wk + at_xq)) ||

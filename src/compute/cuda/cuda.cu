@@ -804,11 +804,7 @@ static __device__ void row_part_n(int type, const wrow &m, const uint8_t *xt, si
 enum { MV_THREADS = 128, MV_MAX = 4, MV_GROUP = 8 };
 enum { PF_MAX = 24 << 20 }; // (bytes of weights a product prefetches at most: well inside the H200's 50 MB of L2) // (MV_GROUP: tokens whose products share the weights' loads)
 struct mv_mat { const uint8_t *w; float *y; int rows, type, blk0, nb; size_t bytes; };
-// xf set (one token): the kernel's blocks each quantize the float
-// activations xf into shared memory themselves (k_quant's values: the same
-// warp functions) instead of reading a row k_quant made -- a launch and its
-// wait fewer a product. xk: q8_K rows (the k-quants), else q8_0.
-struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml, pf, xk; size_t xrow; const float *xf; };
+struct mv_desc { mv_mat m[MV_MAX]; int n, cols, T, glu, act, ggml, pf; size_t xrow; };
 
 // The products' weights do not depend on the kernel before them: pf set, a
 // product's blocks ask for all of its matrices' bytes to be brought into L2
@@ -841,9 +837,6 @@ static __device__ __forceinline__ float row_sum(float v, float *sh) {
     return sh[0] + sh[1] + sh[2] + sh[3];
 }
 
-static __device__ void warp_q8_0(float v, int lane, uint8_t *row, int nb, int b);
-static __device__ void warp_q8_K(const float *v, int lane, uint8_t *row, int nb, int b);
-
 // NT > 1: the tokens in groups of NT, each group's weights read once
 // (row_part_n); each token's value is the NT = 1 kernel's, bit for bit.
 template <int TPR, int NT>
@@ -851,23 +844,6 @@ static __global__ void __launch_bounds__(MV_THREADS) k_mv(const mv_desc d, const
     mv_prefetch(d);
     PDL_ENTRY();
     __shared__ float sh[4];
-    extern __shared__ __align__(16) uint8_t xs[];
-    if (NT == 1 && d.xf) { // (d.T is 1) the activations' row, a warp a block of them at a time
-        const int lane = threadIdx.x % 32, wq = threadIdx.x / 32;
-        if (d.xk) {
-            const int nb = d.cols / QK_K;
-            for (int b = wq; b < nb; b += MV_THREADS / 32) {
-                float v[8];
-                for (int k = 0; k < 8; k++) v[k] = d.xf[(size_t)b * QK_K + 8 * lane + k];
-                warp_q8_K(v, lane, xs, nb, b);
-            }
-        } else {
-            const int nb = d.cols / QK;
-            for (int b = wq; b < nb; b += MV_THREADS / 32) warp_q8_0(d.xf[(size_t)b * QK + lane], lane, xs, nb, b);
-        }
-        __syncthreads();
-        xq = xs;
-    }
     int mi = 0;
     while (mi + 1 < d.n && (int)blockIdx.x >= d.m[mi + 1].blk0) mi++;
     const mv_mat m = d.m[mi];
@@ -1315,16 +1291,8 @@ extern "C" HIDDEN int cuda_quantize(cuda_dev *d, int wtype, const float *x, int 
     return e == cudaSuccess ? 0 : set_status("quantize", e);
 }
 
-enum { XF_MAX = 48 << 10 }; // (bytes of a row k_mv's blocks quantize for themselves: the shared memory a block has without opting in)
-
-extern "C" HIDDEN int cuda_matmul_xf_ok(int wtype, int cols) {
-    size_t xr = cuda_act_row_size(wtype, cols);
-    return xr && xr <= XF_MAX && !is_float(wtype);
-}
-
-static int matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *xq, const float *xf, int T, int glu_act, int ggml) {
+extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *xq, int T, int glu_act, int ggml) {
     if (n < 1 || n > MV_MAX || T <= 0 || (glu_act >= 0 && (n != 2 || m[0].rows != m[1].rows))) return -1;
-    if (xf && (T != 1 || !cuda_matmul_xf_ok(m[0].type, cols))) return -1;
     size_t xr = cuda_act_row_size(m[0].type, cols);
     // threads a row: enough warps for the memory (q2_K / q3_K: 8, their path's)
     int total = 0, tpr, kq23 = 0;
@@ -1351,15 +1319,7 @@ static int matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const v
     if (glu_act >= 0) k.m[1].blk0 = blocks; // (the gate's threads take the up rows)
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
     k.pf = d->prefetch && pf_bytes <= PF_MAX; // (not the output head: more than L2 holds, read in waves)
-    k.xf = xf, k.xk = is_k(m[0].type);
     const uint8_t *xb = (const uint8_t *)xq;
-    if (xf) { // (one token: k_mv, each block quantizing xf)
-        if (tpr == 8) launch(k_mv<8, 1>, blocks, MV_THREADS, xr, d->stream, k, xb);
-        else if (tpr == 32) launch(k_mv<32, 1>, blocks, MV_THREADS, xr, d->stream, k, xb);
-        else launch(k_mv<128, 1>, blocks, MV_THREADS, xr, d->stream, k, xb);
-        cudaError_t e = cudaGetLastError();
-        return e == cudaSuccess ? 0 : set_status("matmul", e);
-    }
     int mmv = T > 1 && d->mmv, same = 1;
     for (int i = 0; i < n && mmv; i++) mmv = mmv_type(m[i].type), same &= m[i].type == m[0].type;
     if (glu_act >= 0 && !same) mmv = 0;
@@ -1393,14 +1353,6 @@ static int matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const v
     }
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : set_status("matmul", e);
-}
-
-extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *xq, int T, int glu_act, int ggml) {
-    return matmul_multi(d, n, m, cols, xq, NULL, T, glu_act, ggml);
-}
-
-extern "C" HIDDEN int cuda_matmul_multi_xf(cuda_dev *d, int n, const cuda_mat *m, int cols, const float *xf, int glu_act, int ggml) {
-    return matmul_multi(d, n, m, cols, NULL, xf, 1, glu_act, ggml);
 }
 
 extern "C" HIDDEN int cuda_matmul(cuda_dev *d, int wtype, const void *w, int rows, int cols, const void *xq, int T, float *y) {

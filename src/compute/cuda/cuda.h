@@ -71,12 +71,6 @@ int cuda_matmul(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, con
 // untouched.
 typedef struct { int type; const void *w; int rows; float *y; } cuda_mat;
 int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const void *d_xq, int T, int glu_act, int ggml);
-// The same for one token from its float activations d_xf, which the
-// product's blocks quantize themselves (cuda_quantize's values; one launch
-// instead of two), where cuda_matmul_xf_ok (quantized weights, a row that
-// fits a block's shared memory).
-int cuda_matmul_xf_ok(int wtype, int cols);
-int cuda_matmul_multi_xf(cuda_dev *d, int n, const cuda_mat *m, int cols, const float *d_xf, int glu_act, int ggml);
 
 // Prompt products on the tensor cores (WMMA, f16 inputs, f32 sums): d_y (T,
 // rows) = d_x (T, cols, f32) @ W^T, W as cuda_weight_upload put it. For

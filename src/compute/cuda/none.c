@@ -29,11 +29,6 @@ int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const voi
     (void)d, (void)n, (void)m, (void)cols, (void)xq, (void)T, (void)glu_act, (void)ggml;
     return -1;
 }
-int cuda_matmul_xf_ok(int wtype, int cols) { (void)wtype, (void)cols; return 0; }
-int cuda_matmul_multi_xf(cuda_dev *d, int n, const cuda_mat *m, int cols, const float *xf, int glu_act, int ggml) {
-    (void)d, (void)n, (void)m, (void)cols, (void)xf, (void)glu_act, (void)ggml;
-    return -1;
-}
 int cuda_gemm_ok(int wtype, int cols, int T) { (void)wtype, (void)cols, (void)T; return 0; }
 int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
     (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)x, (void)T, (void)y;
