@@ -99,9 +99,11 @@ static void check_vnni_bits(int wt, int n) {
     free(x), free(row), free(w), free(xq);
 }
 
-static void check_kernel(int wt, int n, int rows, const vecdot_kernel *simd) {
+static void check_kernel_ref(int wt, int n, int rows, const vecdot_kernel *ref, const vecdot_kernel *simd);
+static void check_kernel(int wt, int n, int rows, const vecdot_kernel *simd) { check_kernel_ref(wt, n, rows, vecdot_get_ref(wt), simd); }
+
+static void check_kernel_ref(int wt, int n, int rows, const vecdot_kernel *ref, const vecdot_kernel *simd) {
     const dtype_traits *tw = dtype_get(wt);
-    const vecdot_kernel *ref = vecdot_get_ref(wt);
     CHECK(ref != NULL, "%s has no reference kernel", tw->name);
     if (!ref) return;
     size_t wrs = dtype_row_size(wt, n);
@@ -167,19 +169,21 @@ static void check_kernel(int wt, int n, int rows, const vecdot_kernel *simd) {
             CHECK(same, "%s n=%d: dotr differs from dot", tw->name, n);
             free(w4);
         }
-        // the 2-row x 4-token tile equals calls of the 1-row kernel bit for bit
-        if (simd->tile24) {
-            unsigned char *w2 = malloc(wrs * 2);
-            for (int k = 0; k < 2; k++) {
+        // the 2- and 4-row x 4-token tiles equal calls of the 1-row kernel bit for bit
+        for (int rw = 2; rw <= 4; rw += 2) {
+            vec_tile_fn tile = rw == 2 ? simd->tile24 : simd->tile44;
+            if (!tile) continue;
+            unsigned char *w2 = malloc(wrs * rw);
+            for (int k = 0; k < rw; k++) {
                 for (int i = 0; i < n; i++) row[i] = frand() * (k + 1);
                 tw->from_float(row, w2 + wrs * k, n);
             }
-            float got[8];
-            simd->tile24(w2, wrs, a.xs, a.srs, n, got);
+            float got[16];
+            tile(w2, wrs, a.xs, a.srs, n, got);
             int same = 1;
-            for (int k = 0; k < 2; k++)
+            for (int k = 0; k < rw; k++)
                 for (int r = 0; r < 4; r++) same &= got[k * 4 + r] == simd->dot(w2 + wrs * k, a.xs + a.srs * r, n);
-            CHECK(same, "%s n=%d: tile24 differs from dot", tw->name, n);
+            CHECK(same, "%s n=%d: tile%d4 differs from dot", tw->name, n, rw);
             free(w2);
         }
         // Saturated inputs: the largest weights of one sign against activations
@@ -369,6 +373,42 @@ static void check_long_attention(void) {
     cpu_exec_release(&ex1), cpu_exec_release(&ex2), cpu_exec_release(&ex8);
     pool_free(p2), pool_free(p8);
     free(q), free(src), free(scores), free(o_ref), free(o1), free(o2), free(oa);
+}
+
+// ggml's numerics for bf16 weights (vecdot_get_ggml): bf16 activations, the
+// AVX2 and AVX512_BF16 kernels against the double-sum oracle, their
+// quantizer equal to f32_to_bf16 bit for bit (ties, NaN, infinities,
+// subnormals), and vecdot_get_ggml handing out the best one.
+static void check_bf16_act(void) {
+    const vecdot_kernel *ref = vecdot_get_ggml_ref(DT_BF16);
+    CHECK(ref == &vecdot_ref_bf16_bf16 && ref->act_type == DT_BF16, "bf16 weights' ggml oracle");
+    CHECK(vecdot_get_ggml(DT_Q4_K) == vecdot_get(DT_Q4_K), "ggml numerics change a q4_K kernel");
+    const vecdot_kernel *best = vecdot_get_ggml(DT_BF16);
+    CHECK(best == (cpu_has_avx512bf16() ? &vecdot_avx512bf16_bf16 : cpu_has_avx2() ? &vecdot_avx2_bf16_bf16 : ref),
+          "vecdot_get_ggml(bf16) does not hand out the best kernel");
+    const vecdot_kernel *v[2];
+    int nv = 0;
+    if (cpu_has_avx2()) v[nv++] = &vecdot_avx2_bf16_bf16;
+    if (cpu_has_avx512bf16()) v[nv++] = &vecdot_avx512bf16_bf16;
+    else printf("kernels: this CPU has no AVX512_BF16: its bf16 kernel is not run\n");
+    int lens[] = {1, 31, 33, 64, 67, 100, 256, 1000, 2051};
+    for (int k = 0; k < nv; k++)
+        for (int l = 0; l < 9; l++) check_kernel_ref(DT_BF16, lens[l], 24, ref, v[k]);
+    float x[203];
+    uint16_t a[203], b[203];
+    for (int i = 0; i < 203; i++) x[i] = frand() * (i % 3 ? 1e3f : 1e-39f); // (some subnormal)
+    uint32_t tie = 0x3f808000u, tie2 = 0x3f818000u, qnan = 0x7fc00001u, snan = 0x7f800001u;
+    memcpy(&x[0], &tie, 4), memcpy(&x[1], &tie2, 4), memcpy(&x[2], &qnan, 4), memcpy(&x[3], &snan, 4);
+    x[4] = INFINITY, x[5] = -INFINITY, x[6] = -0.0f, x[7] = 3.4028235e38f;
+    act_quant_bf16_ref(x, a, 203);
+    int same = 1;
+    for (int i = 0; i < 203; i++) same &= a[i] == f32_to_bf16(x[i]);
+    CHECK(same && a[0] == 0x3f80 && a[1] == 0x3f82 && (a[2] & 0x7fc0) == 0x7fc0 && (a[3] & 0x7fc0) == 0x7fc0,
+          "bf16 activations: not rounded to nearest even: %04x %04x %04x %04x", a[0], a[1], a[2], a[3]);
+    for (int k = 0; k < nv; k++) {
+        v[k]->quant(x, b, 203);
+        CHECK(!memcmp(a, b, sizeof a), "bf16 activations: kernel %d's quantizer differs from f32_to_bf16", k);
+    }
 }
 
 int main(void) {
@@ -563,5 +603,6 @@ int main(void) {
         activate_ggml(g, 203, ACT_GELU_TANH);
         CHECK(!memcmp(g, want, sizeof g), "activate_ggml differs from f16(gelu(f16(x)))");
     }
+    check_bf16_act();
     return check_summary("kernels");
 }

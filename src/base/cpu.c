@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-static int g_avx2, g_vnni;
+static int g_avx2, g_vnni, g_bf16;
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 static void cpu_detect(void) {
@@ -17,6 +17,7 @@ static void cpu_detect(void) {
     const char *off = getenv("INFER_NO_VNNI");
     g_vnni = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni") && !(off && *off && *off != '0');
+    g_bf16 = g_vnni && __builtin_cpu_supports("avx512bf16");
 }
 
 int cpu_has_avx2(void) {
@@ -27,4 +28,9 @@ int cpu_has_avx2(void) {
 int cpu_has_vnni(void) {
     pthread_once(&g_cpu_once, cpu_detect);
     return g_vnni;
+}
+
+int cpu_has_avx512bf16(void) {
+    pthread_once(&g_cpu_once, cpu_detect);
+    return g_bf16;
 }

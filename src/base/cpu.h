@@ -8,5 +8,7 @@ int cpu_has_avx2(void);
 // environment variable INFER_NO_VNNI is unset or "0" (set: the AVX2 kernels,
 // for comparisons).
 int cpu_has_vnni(void);
+// 1 when it has that and AVX512_BF16 (vdpbf16ps) as well.
+int cpu_has_avx512bf16(void);
 
 #endif

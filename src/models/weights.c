@@ -516,11 +516,20 @@ infer_status model_bind(infer_model *m) {
     return decode_small(m);
 }
 
+// A GGUF file's products follow ggml's numerics (weight.ggml): its bf16
+// weights meet bf16 activations, as in llama.cpp. INFER_BF16_EXACT=1 keeps
+// f32 activations (as a safetensors checkpoint's: exact, slower).
+static int ggml_weights(const infer_model *m) {
+    const char *e = getenv("INFER_BF16_EXACT");
+    return m->gguf && !(e && *e && *e != '0');
+}
+
 // Repacks the 2-D weights whose type the CPU's packed kernels take (pack.h):
 // the products then read the copies; the mapped tensors stay for everything
 // else (embedding rows, the vindex). A tensor used by two slots is packed once.
 static infer_status pack_one(infer_model *m, weight *w) {
     const tensor *t = w->w;
+    w->ggml = ggml_weights(m);
     if (!t || w->trans || t->nd != 2 || t->type < 0) return INFER_OK;
     int kind = pack_kind_for(t->type, t->ne[0]);
     if (!kind) return INFER_OK;
@@ -558,6 +567,9 @@ static infer_status pack_one(infer_model *m, weight *w) {
 infer_status model_pack(infer_model *m) {
     for (int il = 0; il < m->cfg.n_layer; il++) {
         layer_weights *l = &m->layers[il];
+        weight *ex[] = {l->exp_gate, l->exp_up, l->exp_gate_up, l->exp_down};
+        for (int k = 0; k < 4; k++)
+            for (int e = 0; ex[k] && e < m->cfg.n_expert; e++) ex[k][e].ggml = ggml_weights(m);
         weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wqkv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->ffn_gate_up,
                         &l->ple_gate, &l->ple_proj};
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) TRY(pack_one(m, ws[i]));

@@ -34,11 +34,14 @@ static inline int64_t tensor_nelem(const tensor *t) {
 // A weight used in a product. trans: stored [in, out] (GPT-2 Conv1D, gpt-oss
 // experts) rather than the usual [out, in]. pack: w's rows repacked for the
 // CPU's kernels (enum pack_kind in pack.h), or NULL; the model owns it.
+// ggml: the products follow ggml's CPU numerics (a GGUF file's weights: bf16
+// rows meet activations rounded to bf16; vecdot_get_ggml).
 typedef struct {
     const tensor *w;
     int trans;
     int pack_kind;
     const void *pack;
+    int ggml;
 } weight;
 
 // RoPE for one layer, resolved for its head_dim: pairs (i * pair_stride,

@@ -39,6 +39,7 @@ typedef struct {
     int grouped;        // quant writes grouped q8_0 activations (act_q8_0_group)
     vec_dotr_fn dotr;   // 4 weight rows against one token (decode), or NULL
     vec_tile_fn tile24; // 2 weight rows by 4 tokens (float weights' prefill), or NULL
+    vec_tile_fn tile44; // 4 weight rows by 4 tokens (s[k * 4 + r]), preferred to tile24, or NULL
 } vecdot_kernel;
 
 // Grouped q8_0 activations (kernels with `grouped`): the row's blocks in
@@ -73,6 +74,8 @@ static inline size_t act_packed_k_row_size(int n) { return ((size_t)n + (size_t)
 // the reference), so results track llama.cpp's for the same file.
 void act_quant_q8_0(const float *x, void *y, int n);
 void act_quant_q8_K(const float *x, void *y, int n);
+// f32 -> bf16 rounded to nearest even (NaN kept quiet), ggml's fp32_to_bf16
+void act_quant_bf16_ref(const float *x, void *y, int n);
 
 // Each type's row in the traits table (dtype.c) holds its scalar kernel and
 // its SIMD one; these pick from it.
@@ -86,6 +89,13 @@ const vecdot_kernel *vecdot_get_ref(int wtype);
 // type has one and the CPU has VNNI, else the AVX2 one (NULL if none or the
 // CPU lacks AVX2).
 const vecdot_kernel *vecdot_get_simd(int wtype);
+// The kernel of ggml's CPU numerics for weights of a type in a GGUF file
+// (weight.ggml): bf16 weights meet activations rounded to bf16, as ggml's
+// vec_dot_type for bf16 is bf16 (vecdot_bf16.c), on AVX512_BF16 where the CPU
+// has it; every other type gets vecdot_get's kernel (its activation type is
+// ggml's already). vecdot_get_ggml_ref: the scalar oracle of the same.
+const vecdot_kernel *vecdot_get_ggml(int wtype);
+const vecdot_kernel *vecdot_get_ggml_ref(int wtype);
 // "avx512vnni", "avx2", or "scalar": the best ISA vecdot_get hands out on
 // this CPU (types without a VNNI kernel get their AVX2 one).
 const char *vecdot_isa(void);
@@ -99,6 +109,7 @@ int vecdot_scalar_forced(void);
 VECDOT_REF(f32, f32)
 VECDOT_REF(f16, f32)
 VECDOT_REF(bf16, f32)
+VECDOT_REF(bf16, bf16)
 VECDOT_REF(q8_0, q8_0)
 VECDOT_REF(q4_0, q8_0)
 VECDOT_REF(q4_1, q8_0)
@@ -119,5 +130,7 @@ extern const vecdot_kernel vecdot_avx2_f32, vecdot_avx2_f16, vecdot_avx2_bf16, v
 // The AVX-512 VNNI (+VL) kernels of q8_0, q4_K and q6_K (vecdot_vnni.c):
 // the AVX2 ones with dpbusd / dpwssd, the same results bit for bit.
 extern const vecdot_kernel vecdot_vnni_q8_0, vecdot_vnni_q4_K, vecdot_vnni_q6_K;
+// bf16 weights x bf16 activations (vecdot_bf16.c): the oracle, AVX2, AVX512_BF16.
+extern const vecdot_kernel vecdot_ref_bf16_bf16, vecdot_avx2_bf16_bf16, vecdot_avx512bf16_bf16;
 
 #endif

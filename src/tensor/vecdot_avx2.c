@@ -37,7 +37,7 @@ static inline float tail_bf16(const uint8_t *w, int j) { uint16_t h; memcpy(&h, 
                 if (RW > 1) __asm__("" : "+x"(xv[r])); /* keep it in a register for the RW rows */    \
             }                                                                                         \
             _Pragma("GCC unroll 4") for (int k = 0; k < RW; k++) {                                    \
-                if (RT == 1 && i % 16 == 0) _mm_prefetch((const char *)w + ws * k + bytes * i + PREFETCH_AHEAD, _MM_HINT_NTA); \
+                if (RT == 1 && i % 16 == 0) _mm_prefetch((const char *)w + ws * k + bytes * i + PREFETCH_AHEAD, PREFETCH_HINT); \
                 __m256 wv = load8(w + ws * k, i);                                                     \
                 _Pragma("GCC unroll 4") for (int r = 0; r < RT; r++) acc[k * RT + r] = _mm256_fmadd_ps(wv, xv[r], acc[k * RT + r]); \
             }                                                                                         \
@@ -104,7 +104,7 @@ AVX2 static float dot_q5_K(const void *vw, const void *vx, int n) {
     __m256 acc = _mm256_setzero_ps();
     float accm = 0;
     for (int i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
+        _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, PREFETCH_HINT);
         int16_t sc[8];
         int m[8];
         scales_mins_k4(w[i].scales, sc, m);
@@ -159,8 +159,8 @@ AVX2 static inline __attribute__((always_inline)) void q2K_tokens(const void *vw
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
         if (R == 1) {
-            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, PREFETCH_HINT);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, PREFETCH_HINT);
         }
         __m128i sm = _mm_loadu_si128((const __m128i *)w[i].scales);
         __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
@@ -230,8 +230,8 @@ AVX2 static inline __attribute__((always_inline)) void q3K_tokens(const void *vw
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
         if (R == 1) {
-            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, PREFETCH_HINT);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, PREFETCH_HINT);
         }
         __m256i sc = _mm256_cvtepi8_epi16(q3K_scales(w[i].scales));
         __m256i sch[2] = {_mm256_permute4x64_epi64(sc, 0x44), _mm256_permute4x64_epi64(sc, 0xee)};

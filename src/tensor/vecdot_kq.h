@@ -22,8 +22,8 @@ Q32_TARGET static inline __attribute__((always_inline)) void Q32_NAME(q4K_tokens
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
         if (R == 1) {
-            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD, PREFETCH_HINT);
+            _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64, PREFETCH_HINT);
         }
         __m128i sm = q4K_scales_mins(w[i].scales);
         __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
@@ -76,7 +76,7 @@ Q32_TARGET static inline __attribute__((always_inline)) void Q32_NAME(q6K_tokens
     for (int i = 0; i < n / QK_K; i++) {
         if (R == 1)
             _Pragma("GCC unroll 8")
-            for (int k = 0; k < 3; k++) _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64 * k, _MM_HINT_NTA);
+            for (int k = 0; k < 3; k++) _mm_prefetch((const char *)(w + i) + PREFETCH_AHEAD + 64 * k, PREFETCH_HINT);
         __m128i sc8 = _mm_loadu_si128((const __m128i *)w[i].scales);
         __m256i sumi[8];
         _Pragma("GCC unroll 8")

@@ -72,7 +72,7 @@ Q32_TARGET static inline __attribute__((always_inline)) void Q32_NAME(q32_tile)(
         for (int k = 0; k < RW; k++) {
             const void *w = (const char *)w0 + ws * k;
             if (RT == 1) // every cache line of the next 4 blocks, PREFETCH_AHEAD bytes on
-                for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch((const char *)w + bsz * (size_t)i + PREFETCH_AHEAD + o, _MM_HINT_NTA);
+                for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch((const char *)w + bsz * (size_t)i + PREFETCH_AHEAD + o, PREFETCH_HINT);
             __m256i u[4], sg[4];
             _Pragma("GCC unroll 8")
             for (int j = 0; j < 4; j++) {

@@ -304,6 +304,14 @@ const vecdot_kernel *vecdot_get(int t) {
     return k ? k : vecdot_get_ref(t);
 }
 
+const vecdot_kernel *vecdot_get_ggml(int t) {
+    if (t != DT_BF16) return vecdot_get(t);
+    if (atomic_load_explicit(&g_force_scalar, memory_order_relaxed) || !cpu_has_avx2()) return &vecdot_ref_bf16_bf16;
+    return cpu_has_avx512bf16() ? &vecdot_avx512bf16_bf16 : &vecdot_avx2_bf16_bf16;
+}
+
+const vecdot_kernel *vecdot_get_ggml_ref(int t) { return t == DT_BF16 ? &vecdot_ref_bf16_bf16 : vecdot_get_ref(t); }
+
 const char *vecdot_isa(void) {
     if (atomic_load(&g_force_scalar) || !cpu_has_avx2()) return "scalar";
     return cpu_has_vnni() ? "avx512vnni" : "avx2";

@@ -16,6 +16,12 @@
 
 // Weight rows stream from memory once per token: fetch this many bytes ahead,
 // non-temporally (they are not read again until the next token).
+// (the hint: PREFETCH_HINT_NTA=1 builds the non-temporal one)
+#if PREFETCH_HINT_NTA
+#define PREFETCH_HINT _MM_HINT_NTA
+#else
+#define PREFETCH_HINT _MM_HINT_T0
+#endif
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 2048
 #endif

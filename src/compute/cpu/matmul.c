@@ -135,18 +135,22 @@ static void rows_range(const mm_job *a, int j0, int j1) {
         int p1 = p0 + panel < j1 ? p0 + panel : j1;
         for (int t0 = 0; t0 < a->T; t0 += tb) {
             int t1 = t0 + tb < a->T ? t0 + tb : a->T, j = p0;
-            if (!a->xq && a->k && a->k->tile24) // float weights: 2 rows by 4 tokens
-                for (; j + 2 <= p1; j += 2) {
+            for (int rw = 4; rw >= 2; rw -= 2) { // float weights (and bf16 activations): 4 or 2 rows by 4 tokens
+                vec_tile_fn tile = !a->k ? NULL : rw == 4 ? a->k->tile44 : a->k->tile24;
+                if (!tile) continue;
+                for (; j + rw <= p1; j += rw) {
                     int t = t0;
                     for (; t + 4 <= t1; t += 4) {
-                        float s8[8];
-                        a->k->tile24(base + rs * (size_t)j, rs, a->x + (size_t)t * a->n_in, xrow, a->n_in, s8);
-                        for (int k = 0; k < 2; k++)
+                        float s16[16];
+                        const void *xt = a->xq ? (const void *)(a->xq + xrow * t) : (const void *)(a->x + (size_t)t * a->n_in);
+                        tile(base + rs * (size_t)j, rs, xt, xrow, a->n_in, s16);
+                        for (int k = 0; k < rw; k++)
                             for (int r = 0; r < 4; r++)
-                                a->y[(size_t)(t + r) * a->n_out + j + k] = s8[k * 4 + r] + (a->bias ? a->bias[j + k] : 0.0f);
+                                a->y[(size_t)(t + r) * a->n_out + j + k] = s16[k * 4 + r] + (a->bias ? a->bias[j + k] : 0.0f);
                     }
-                    if (t < t1) row_tokens(a, base + rs * (size_t)j, j, t, t1), row_tokens(a, base + rs * (size_t)(j + 1), j + 1, t, t1);
+                    for (int k = 0; t < t1 && k < rw; k++) row_tokens(a, base + rs * (size_t)(j + k), j + k, t, t1);
                 }
+            }
             for (; j < p1; j++) row_tokens(a, base + rs * (size_t)j, j, t0, t1);
         }
     }
@@ -226,6 +230,9 @@ static void quant_range(void *arg, int t0, int t1) {
     for (int t = t0; t < t1; t++) q(a->x + (size_t)t * a->n_in, a->xq + a->xq_row * t, a->n_in);
 }
 
+// the row kernel of W (its numerics: vecdot.h)
+static const vecdot_kernel *kernel_of(const weight *w) { return w->ggml ? vecdot_get_ggml(w->w->type) : vecdot_get(w->w->type); }
+
 // W's packed copy, where it has one and the SIMD kernels are in use
 static const pack_kernel *packed(const weight *w) {
     return w->pack && !w->trans && !vecdot_scalar_forced() ? pack_kernel_get(w->pack_kind) : NULL;
@@ -240,7 +247,7 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
         if (!(a.xq = grow(ex, &ex->xq, &ex->xq_cap, a.xq_row * (size_t)T))) return;
         pool_for(ex->pool, T, 8, quant_range, &a);
     } else if (!w->trans) {
-        a.k = vecdot_get(w->w->type);
+        a.k = kernel_of(w);
         if (a.k && a.k->act_type != DT_F32) {
             a.xq_row = act_row_size(a.k, n_in);
             if (!(a.xq = grow(ex, &ex->xq, &ex->xq_cap, a.xq_row * (size_t)T))) return;
@@ -317,7 +324,7 @@ static void mq_range(void *arg, int t0, int t1) {
 void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
                   int T, int n_in, const int *n_out) {
     int plain = n <= MULTI_MAX && pool_size(ex->pool) > 1;
-    for (int i = 0; i < n && plain; i++) plain = !w[i]->trans && vecdot_get(w[i]->w->type);
+    for (int i = 0; i < n && plain; i++) plain = !w[i]->trans && kernel_of(w[i]);
     if (!plain) { // one by one
         for (int i = 0; i < n; i++) matmul(ex, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;
@@ -325,7 +332,7 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
     multi_job m = {.n = n};
     for (int i = 0; i < n; i++) {
         mm_job *a = &m.jobs[i];
-        *a = (mm_job){.y = y[i], .x = x, .k = vecdot_get(w[i]->w->type), .W = w[i]->w, .bias = bias[i], .T = T,
+        *a = (mm_job){.y = y[i], .x = x, .k = kernel_of(w[i]), .W = w[i]->w, .bias = bias[i], .T = T,
                       .n_in = n_in, .n_out = n_out[i]};
         m.total += n_out[i];
         if ((a->pk = packed(w[i]))) {

@@ -32,7 +32,7 @@ static void ref_matmul(backend *b, float *y, const float *x, const weight *w, co
         free(row);
         return;
     }
-    const vecdot_kernel *k = vecdot_get_ref(W->type);
+    const vecdot_kernel *k = w->ggml ? vecdot_get_ggml_ref(W->type) : vecdot_get_ref(W->type);
     size_t rs = dtype_row_size(W->type, n_in);
     unsigned char *xq = NULL;
     if (k && k->quant) {
