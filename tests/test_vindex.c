@@ -581,6 +581,10 @@ static void check_threads(const char *tmp) {
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(void) {
+    // The rebuilt GGUFs hold the fixtures' bf16 tensors: compared with
+    // transformers, they keep f32 activations (a GGUF's bf16 products
+    // otherwise take bf16 activations, as llama.cpp's; tests/cli_gguf_convert.sh).
+    setenv("INFER_BF16_EXACT", "1", 1);
     char tmp[] = "/tmp/infer_vindex_XXXXXX";
     if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
     DIR *d = opendir(FIXTURES_DIR);
