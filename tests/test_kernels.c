@@ -411,6 +411,53 @@ static void check_bf16_act(void) {
     }
 }
 
+// The AMX kernel of packed bf16 weights (an AMX CPU only): against the
+// oracle of its two f32 chains and the double-sum dot (normalized MSE <=
+// 1e-7), T tokens at once equal to one token at a time bit for bit, rows past
+// the end zero.
+static void check_amx_bf16(int n, int rows) {
+    int kind = pack_kind_for(DT_BF16, n);
+    CHECK(kind == PACK_BF16, "bf16 n=%d: no AMX packing on an AMX CPU", n);
+    if (kind != PACK_BF16) return;
+    const pack_kernel *pk = pack_kernel_get(kind);
+    enum { T = 37 };
+    size_t rs = 2 * (size_t)n, xr = pack_act_row_size(kind, n), gb = pack_group_bytes(kind, n);
+    int ng = (rows + 7) / 8;
+    unsigned char *w = malloc(rs * rows), *p = malloc(pack_bytes(kind, rows, n)), *x = calloc(T, xr);
+    float *f = malloc(sizeof(float) * n), *o = malloc(sizeof(float) * 8 * T), *o1 = malloc(sizeof(float) * 8), *oref = malloc(sizeof(float) * 8 * T);
+    for (int r = 0; r < rows; r++) {
+        for (int i = 0; i < n; i++) f[i] = frand() * (r % 5 == 0 && i % 17 == 0 ? 9.0f : 1.0f);
+        dtype_get(DT_BF16)->from_float(f, w + rs * r, n);
+    }
+    pack_rows(kind, w, rows, n, p);
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < n; i++) f[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+        pk->quant(f, x + xr * t, n);
+    }
+    double e1 = 0, e2 = 0, s2 = 0;
+    int same = 1;
+    for (int g = 0; g < ng; g++) {
+        const unsigned char *pg = p + gb * g;
+        pk->tile(pg, x, xr, T, n, o, 8);
+        pack_tile_ref(kind, pg, x, xr, T, n, oref);
+        for (int t = 0; t < T; t++) {
+            pk->tile(pg, x + xr * t, xr, 1, n, o1, 8);
+            same &= !memcmp(o1, o + 8 * t, sizeof(float) * 8);
+            for (int r = 0; r < 8; r++) {
+                float want = 8 * g + r < rows ? vecdot_bf16_bf16(w + rs * (8 * g + r), x + xr * t, n) : 0.0f;
+                e1 += (double)(o[8 * t + r] - oref[8 * t + r]) * (o[8 * t + r] - oref[8 * t + r]);
+                e2 += (double)(o[8 * t + r] - want) * (o[8 * t + r] - want);
+                s2 += (double)want * want;
+                if (8 * g + r >= rows) same &= o[8 * t + r] == 0.0f;
+            }
+        }
+    }
+    CHECK(e1 / s2 <= 1e-7 && e2 / s2 <= 1e-7, "bf16 n=%d: AMX vs its oracle %.3g, vs the dot %.3g (normalized MSE)", n, e1 / s2, e2 / s2);
+    CHECK(same, "bf16 n=%d: AMX tokens at once differ from one at a time (or rows past the end are not zero)", n);
+    printf("kernels: AMX bf16 n=%d: normalized MSE %.3g against its oracle, %s\n", n, e1 / s2, e1 == 0 ? "bit for bit" : "not bit for bit");
+    free(w), free(p), free(x), free(f), free(o), free(o1), free(oref);
+}
+
 int main(void) {
     printf("kernels: SIMD ISA %s\n", vecdot_isa());
     check_long_attention();
@@ -604,5 +651,7 @@ int main(void) {
         CHECK(!memcmp(g, want, sizeof g), "activate_ggml differs from f16(gelu(f16(x)))");
     }
     check_bf16_act();
+    if (cpu_has_amx_bf16()) { check_amx_bf16(32, 8); check_amx_bf16(64 * 5, 13); check_amx_bf16(2560, 21); }
+    else printf("kernels: this CPU has no AMX (or the OS did not grant it): the AMX kernel is not run\n");
     return check_summary("kernels");
 }

@@ -3,8 +3,12 @@
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdlib.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
-static int g_avx2, g_vnni, g_bf16;
+static int g_avx2, g_vnni, g_bf16, g_amx;
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 static void cpu_detect(void) {
@@ -18,6 +22,21 @@ static void cpu_detect(void) {
     g_vnni = g_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni") && !(off && *off && *off != '0');
     g_bf16 = g_vnni && __builtin_cpu_supports("avx512bf16");
+    // AMX: CPUID.7.0 EDX bits 22 (bf16) and 24 (tiles), XCR0 bits 17-18
+    // (the OS saves the tile state), then the permission to use it
+    unsigned a7, b7, c7, d7 = 0;
+    const char *noamx = getenv("INFER_NO_AMX");
+    if (g_bf16 && __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (d7 >> 22 & 1) && (d7 >> 24 & 1) && !(noamx && *noamx && *noamx != '0')) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        int os = (lo >> 17 & 3) == 3;
+#ifdef __linux__
+        if (os) os = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+        os = 0;
+#endif
+        g_amx = os;
+    }
 }
 
 int cpu_has_avx2(void) {
@@ -33,4 +52,9 @@ int cpu_has_vnni(void) {
 int cpu_has_avx512bf16(void) {
     pthread_once(&g_cpu_once, cpu_detect);
     return g_bf16;
+}
+
+int cpu_has_amx_bf16(void) {
+    pthread_once(&g_cpu_once, cpu_detect);
+    return g_amx;
 }

@@ -10,5 +10,9 @@ int cpu_has_avx2(void);
 int cpu_has_vnni(void);
 // 1 when it has that and AVX512_BF16 (vdpbf16ps) as well.
 int cpu_has_avx512bf16(void);
+// 1 when it also has AMX tiles with bf16 (TDPBF16PS), the OS has granted
+// this process the tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM), and
+// INFER_NO_AMX is unset or "0".
+int cpu_has_amx_bf16(void);
 
 #endif

@@ -532,6 +532,7 @@ static infer_status pack_one(infer_model *m, weight *w) {
     w->ggml = ggml_weights(m);
     if (!t || w->trans || t->nd != 2 || t->type < 0) return INFER_OK;
     int kind = pack_kind_for(t->type, t->ne[0]);
+    if (kind == PACK_BF16 && !w->ggml) kind = PACK_NONE; // (bf16 activations: a GGUF file's numerics only)
     if (!kind) return INFER_OK;
     for (int i = 0; i < m->n_packs; i++) // (packs are made in slot order: look for the same tensor's)
         if (m->packs[i] && *(const tensor **)m->packs[i] == t) {

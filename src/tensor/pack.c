@@ -25,18 +25,23 @@ size_t pack_record_bytes(int kind) {
     case PACK_Q4_0: return 16 + 128;
     case PACK_Q4_K: return 32 + 64 + 64 + 1024;
     case PACK_Q6_K: return 16 + 128 + 16 * 96;
+    case PACK_BF16: return 512;
     default: return 0;
     }
 }
 
 size_t pack_group_bytes(int kind, int64_t cols) { return pack_record_bytes(kind) * (size_t)(cols / (is_k(kind) ? QK_K : QK)); }
 
-size_t pack_act_row_size(int kind, int n) { return is_k(kind) ? act_packed_k_row_size(n) : act_packed_row_size(n); }
+size_t pack_act_row_size(int kind, int n) {
+    if (kind == PACK_BF16) return (2 * (size_t)n + 63) & ~(size_t)63;
+    return is_k(kind) ? act_packed_k_row_size(n) : act_packed_row_size(n);
+}
 
 size_t pack_bytes(int kind, int64_t rows, int64_t cols) { return pack_group_bytes(kind, cols) * (size_t)((rows + 7) / 8); }
 
 static int dtype_of(int kind) {
-    return kind == PACK_Q8_0 ? DT_Q8_0 : kind == PACK_Q5_0 ? DT_Q5_0 : kind == PACK_Q4_0 ? DT_Q4_0 : kind == PACK_Q4_K ? DT_Q4_K : DT_Q6_K;
+    return kind == PACK_Q8_0 ? DT_Q8_0 : kind == PACK_Q5_0 ? DT_Q5_0 : kind == PACK_Q4_0 ? DT_Q4_0 : kind == PACK_Q4_K ? DT_Q4_K
+         : kind == PACK_BF16 ? DT_BF16 : DT_Q6_K;
 }
 
 int pack_kind_for(int dtype, int64_t cols) {
@@ -51,6 +56,7 @@ int pack_kind_for(int dtype, int64_t cols) {
     case DT_Q4_0: return PACK_Q4_0;
     case DT_Q4_K: return PACK_Q4_K;
     case DT_Q6_K: return PACK_Q6_K;
+    case DT_BF16: return cpu_has_amx_bf16() ? PACK_BF16 : PACK_NONE;
     default: return PACK_NONE;
     }
 }
@@ -156,6 +162,15 @@ static void pack_range(const pack_job *j, int64_t gb, int64_t ge) {
     const void *src = j->src;
     const size_t rs = dtype_row_size(dtype_of(kind), j->cols), rec = pack_record_bytes(kind);
     uint8_t *out = (uint8_t *)j->dst + rec * (size_t)nb * (size_t)gb;
+    if (kind == PACK_BF16) { // B tiles: row k = the 8 rows' columns 2k, 2k+1 (zero rows past the end)
+        for (int64_t g0 = 8 * gb; g0 < 8 * ge; g0 += 8)
+            for (int i = 0; i < nb; i++, out += rec)
+                for (int r = 0; r < 8; r++)
+                    for (int k = 0; k < 16; k++)
+                        if (g0 + r < rows) memcpy(out + 32 * k + 4 * r, (const char *)src + rs * (size_t)(g0 + r) + 64 * (size_t)i + 4 * k, 4);
+                        else memset(out + 32 * k + 4 * r, 0, 4);
+        return;
+    }
     if (is_k(kind)) {
         for (int64_t g0 = 8 * gb; g0 < 8 * ge; g0 += 8)
             for (int i = 0; i < nb; i++, out += rec) {
@@ -281,6 +296,25 @@ static void pack_tile_ref_k(int kind, const void *group, const void *x, size_t x
 
 // The oracle: the same integers and the same float operations, in C.
 void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, int T, int n, float *out) {
+    if (kind == PACK_BF16) { // the two chains of f32 sums, exact products, in the tiles' order
+        for (int t = 0; t < T; t++) {
+            const uint8_t *xt = (const uint8_t *)x + xstride * (size_t)t;
+            for (int r = 0; r < 8; r++) {
+                float c[2] = {0.0f, 0.0f};
+                for (int i = 0; i < n / QK; i++) {
+                    const uint8_t *b = (const uint8_t *)group + 512 * (size_t)i;
+                    for (int k = 0; k < 16; k++)
+                        for (int e = 0; e < 2; e++) {
+                            uint16_t wv, xv;
+                            memcpy(&wv, b + 32 * k + 4 * r + 2 * e, 2), memcpy(&xv, xt + 64 * i + 4 * k + 2 * e, 2);
+                            c[i % 2] += bf16_to_f32(wv) * bf16_to_f32(xv);
+                        }
+                }
+                out[t * 8 + r] = c[0] + c[1];
+            }
+        }
+        return;
+    }
     if (is_k(kind)) {
         pack_tile_ref_k(kind, group, x, xstride, T, n, out);
         return;
@@ -324,6 +358,7 @@ const pack_kernel *pack_kernel_get(int kind) {
     case PACK_Q4_0: return &pack_vnni_q4_0;
     case PACK_Q4_K: return &pack_vnni_q4_K;
     case PACK_Q6_K: return &pack_vnni_q6_K;
+    case PACK_BF16: return &pack_amx_bf16;
     default: return NULL;
     }
 }

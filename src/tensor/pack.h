@@ -24,6 +24,9 @@
 //         row sc_2p, sc_2p+1), then per 16-column sub-block its 4 granule
 //         vectors: two nibble vectors (V_0|V_1, V_2|V_3) and one vector of
 //         their 2-bit high parts (V_0 in bits 0-1 .. V_3 in bits 6-7).
+//   bf16 (AMX CPUs, a GGUF file's bf16 weights): per 32 columns the B tile
+//         of TDPBF16PS, 16 rows of 32 bytes: row k holds for each of the 8
+//         rows its columns 2k and 2k+1 (a 4-byte granule), 512 bytes.
 // The records hold the bytes of the 8 rows' blocks (q4_K's unpacked scales
 // and mins take 32 more), so packing costs little memory beyond the copy (the
 // mapped originals are left untouched). The activations are quantized to
@@ -35,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum pack_kind { PACK_NONE, PACK_Q8_0, PACK_Q5_0, PACK_Q4_0, PACK_Q4_K, PACK_Q6_K };
+enum pack_kind { PACK_NONE, PACK_Q8_0, PACK_Q5_0, PACK_Q4_0, PACK_Q4_K, PACK_Q6_K, PACK_BF16 };
 
 // The packing this CPU's kernels take for weights of a dtype with `cols`
 // columns: PACK_NONE where there is none (no VNNI, another type, or the
@@ -67,6 +70,11 @@ const pack_kernel *pack_kernel_get(int kind);
 
 // the VNNI kernels (vecdot_pack.c)
 extern const pack_kernel pack_vnni_q8_0, pack_vnni_q5_0, pack_vnni_q4_0, pack_vnni_q4_K, pack_vnni_q6_K;
+// the AMX kernel of bf16 weights (pack_amx.c): bf16 activations (plain rows,
+// as act_quant_bf16_ref makes them), tokens 16 at a time through TDPBF16PS,
+// the even 32-column blocks summed into one tile and the odd into another,
+// then the two added; each token's sums are the same whatever T.
+extern const pack_kernel pack_amx_bf16;
 // the scalar quantizer of the k-quant kernels' activations (the oracle of theirs)
 void pack_quant_k_ref(const float *x, void *y, int n);
 

@@ -76,6 +76,7 @@ void act_quant_q8_0(const float *x, void *y, int n);
 void act_quant_q8_K(const float *x, void *y, int n);
 // f32 -> bf16 rounded to nearest even (NaN kept quiet), ggml's fp32_to_bf16
 void act_quant_bf16_ref(const float *x, void *y, int n);
+void act_quant_bf16_avx2(const float *x, void *y, int n); // (the same bits, AVX2)
 
 // Each type's row in the traits table (dtype.c) holds its scalar kernel and
 // its SIMD one; these pick from it.

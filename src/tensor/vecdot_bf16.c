@@ -30,7 +30,7 @@ float vecdot_bf16_bf16(const void *w, const void *x, int n) {
 }
 
 // f32 -> bf16 as f32_to_bf16 (nearest even, NaN kept quiet), 8 at a time
-AVX2 static void act_quant_bf16_avx2(const float *x, void *y, int n) {
+AVX2 void act_quant_bf16_avx2(const float *x, void *y, int n) {
     uint16_t *o = y;
     int i = 0;
     const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000), one = _mm256_set1_epi32(1);
