@@ -54,6 +54,8 @@ static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int 
         const uint8_t *xt = xb + xstride * (size_t)t0;
         int i = 0;
         for (; i + 2 <= nb; i += 2) {
+            // the tile loads wait on memory one by one: fetch the records 8 ahead (decode streams them)
+            for (int o = 0; o < 1024; o += 64) __builtin_prefetch(g + 512 * (size_t)(i + 8) + o, 0, 3);
             __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
                              "tileloadd (%2,%3,1), %%tmm3\n\t"
                              "tileloadd (%4,%1,1), %%tmm4\n\t"
