@@ -55,6 +55,11 @@ static int op_att(cuda_dev *d, void *a) {
     return cuda_attention(d, t->q, t->out, 1, t->H, t->KV, t->hd, 0, t->pos, (const float *const *)t->tab, (const float *const *)t->tab + 1,
                           0.0625f, 0.0f, NULL, 1, t->sc, t->P + 1);
 }
+static int op_attd(cuda_dev *d, void *a) {
+    att_arg *t = a;
+    return cuda_attention_d(d, t->q, t->out, 1, t->H, t->KV, t->hd, 0, t->pos, (const float *const *)t->tab, (const float *const *)t->tab + 1,
+                            0.0625f, 0.0f, NULL, 1, t->sc, t->P + 1, 0, NULL, 1);
+}
 static int op_scale(cuda_dev *d, void *a) { return cuda_scale(d, a, 32, 1.0f); }
 
 static void matmul_row(cuda_dev *d, const char *name, int type, int rows, int cols) {
@@ -94,7 +99,7 @@ int main(void) {
         c2.c.xq = xq;
         printf("| chain: norm, quantize | %s n %d | %8.2f | |\n", nm[s], e, time_op(d, op_chain, &c2));
         cuda_free(d, o), cuda_free(d, x), cuda_free(d, xn), cuda_free(d, w), cuda_free(d, xq);
-        int hd = 256, nq = H[s] * hd, nkv = KV[s] * hd, P = 128;
+        int hd = 256, nq = H[s] * hd, nkv = KV[s] * hd, P = 4096; // (the cache's positions; attention timed at several)
         float *q = zeros(d, sizeof(float) * nq), *k = zeros(d, sizeof(float) * nkv), *v = zeros(d, sizeof(float) * nkv), *nw = zeros(d, sizeof(float) * hd);
         float *inv = zeros(d, sizeof(float) * hd / 2), *kc = zeros(d, sizeof(float) * (P + 1) * nkv), *vc = zeros(d, sizeof(float) * (P + 1) * nkv);
         float *out = zeros(d, sizeof(float) * nq), *sc = zeros(d, sizeof(float) * H[s] * (P + 1));
@@ -106,8 +111,14 @@ int main(void) {
         qkv_arg qa = {{.q = q, .k = k, .v = v, .H = H[s], .KV = KV[s], .hd = hd, .kind = 1, .round = 1, .n_pairs = hd / 2, .pair_offset = hd / 2,
                        .pair_stride = 1, .q_norm = nw, .k_norm = nw, .inv_freq = inv, .eps = 1e-6f, .mscale = 1.0f, .k_cache = tab, .v_cache = tab + 1}, pos};
         printf("| q/k/v norms, RoPE, cache rows | %s %d+%d heads of %d | %8.2f | |\n", nm[s], H[s], KV[s], hd, time_op(d, op_qkv, &qa));
-        att_arg aa = {q, out, sc, H[s], KV[s], hd, P, pos, tab};
-        printf("| attention, one row at position %d | %s | %8.2f | |\n", P, nm[s], time_op(d, op_att, &aa));
+        int at[4] = {16, 128, 1024, 4096};
+        for (int i = 0; i < 4; i++) {
+            cuda_upload(d, pos, &at[i], sizeof at[i]);
+            att_arg aa = {q, out, sc, H[s], KV[s], hd, P, pos, tab};
+            printf("| attention, one row at position %d | %s | %8.2f | |\n", at[i], nm[s], time_op(d, op_att, &aa));
+            printf("| attention, one decode row at position %d (its cache read before the wait) | %s | %8.2f | |\n", at[i], nm[s],
+                   time_op(d, op_attd, &aa));
+        }
         float *all[] = {q, k, v, nw, inv, kc, vc, out, sc};
         for (int i = 0; i < 9; i++) cuda_free(d, all[i]);
         cuda_free(d, pos), cuda_free(d, tab);

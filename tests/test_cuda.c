@@ -252,6 +252,112 @@ static void check_ops(cuda_dev *d) {
     cuda_free(d, dx), cuda_free(d, dw), cuda_free(d, db), cuda_free(d, dy);
 }
 
+// Long rows (with INFER_CUDA_ATT_SPLIT, a row's positions split over
+// blocks): 3 rows at positions 299, 150 and 20 of a 300-position cache, 4
+// query heads on 1 KV head of 128, plain and ggml numerics (probabilities
+// rounded to f16), windows, softcaps and sinks; each row alone equal to it
+// in the batch, bit for bit.
+static void check_att_long(cuda_dev *d) {
+    enum { H3 = 4, HD3 = 128, P3 = 300, NQ3 = H3 * HD3 };
+    static float k3[P3 * HD3], v3[P3 * HD3], q3[3 * NQ3], w3[3 * NQ3], u3[3 * NQ3], g3[3 * NQ3], s3[P3 + 1];
+    for (int i = 0; i < P3 * HD3; i++) k3[i] = frand(), v3[i] = frand();
+    for (int i = 0; i < 3 * NQ3; i++) q3[i] = frand() * 0.5f;
+    float sk3[H3] = {1.5f, -2.0f, 0.25f, 3.0f};
+    int pos[3] = {299, 150, 20};
+    float *dk = dev_copy(d, k3, P3 * HD3), *dv = dev_copy(d, v3, P3 * HD3), *dq = dev_copy(d, q3, 3 * NQ3), *dsk = dev_copy(d, sk3, H3);
+    float *o1 = cuda_alloc(d, sizeof w3), *o2 = cuda_alloc(d, sizeof w3), *dsc = cuda_alloc(d, sizeof(float) * 3 * H3 * P3);
+    int *dpos = cuda_alloc(d, sizeof pos);
+    const float *kp[6] = {dk, dk, dk, dv, dv, dv};
+    const float **dkp = cuda_alloc(d, sizeof kp);
+    int ok0 = dk && dv && dq && dsk && o1 && o2 && dsc && dpos && dkp && !cuda_upload(d, dpos, pos, sizeof pos) &&
+              !cuda_upload(d, (void *)dkp, kp, sizeof kp);
+    for (int variant = 0; variant < 8; variant++) {
+        int ggml = variant & 1, window = variant & 2 ? 100 : 0;
+        float cap = variant & 4 ? 20.0f : 0.0f, scale = 0.088f;
+        const float *sk = variant >= 6 ? sk3 : NULL;
+        for (int t = 0; t < 3; t++)
+            for (int h = 0; h < H3; h++) {
+                int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
+                for (int j = 0; j < n; j++) {
+                    float a = 0;
+                    for (int i = 0; i < HD3; i++) a += q3[t * NQ3 + h * HD3 + i] * k3[(lo + j) * HD3 + i];
+                    a *= scale;
+                    s3[j] = cap ? cap * tanhf(a / cap) : a;
+                }
+                if (sk) s3[n] = sk[h];
+                softmax(s3, sk ? n + 1 : n);
+                for (int i = 0; i < HD3; i++) { // (u3: without ggml's rounding)
+                    float o = 0;
+                    for (int j = 0; j < n; j++) o += s3[j] * v3[(lo + j) * HD3 + i];
+                    u3[t * NQ3 + h * HD3 + i] = o;
+                }
+                if (ggml)
+                    for (int j = 0; j < n; j++) s3[j] = f16_to_f32(f32_to_f16(s3[j]));
+                for (int i = 0; i < HD3; i++) {
+                    float o = 0;
+                    for (int j = 0; j < n; j++) o += s3[j] * v3[(lo + j) * HD3 + i];
+                    w3[t * NQ3 + h * HD3 + i] = o;
+                }
+            }
+        int ok = ok0 && !cuda_attention(d, dq, o1, 3, H3, 1, HD3, window, dpos, dkp, dkp + 3, scale, cap, sk ? dsk : NULL, ggml, dsc, P3) &&
+                 !cuda_download(d, g3, o1, sizeof g3);
+        // (ggml: a probability near an f16 rounding boundary may round the other way from the CPU's, each such
+        // flip about 1e-4 of the output; the GPU is to be far closer to the rounded values than the unrounded are)
+        double err = ok ? max_rel(g3, w3, 3 * NQ3) : -1.0, unr = max_rel(u3, w3, 3 * NQ3);
+        CHECK(ok && (ggml ? err <= 3e-4 && err < 0.25 * unr : err <= 1e-5), "attention of long rows, variant %d: %s, error %.3g (unrounded %.3g)",
+              variant, cuda_status(), err, unr);
+        int alone = ok;
+        for (int t = 0; t < 3 && alone; t++) {
+            const float *kt[2] = {dk, dv};
+            const float **dkt = cuda_alloc(d, sizeof kt);
+            alone = dkt && !cuda_upload(d, (void *)dkt, kt, sizeof kt) &&
+                    !cuda_attention(d, dq + t * NQ3, o2, 1, H3, 1, HD3, window, dpos + t, dkt, dkt + 1, scale, cap, sk ? dsk : NULL, ggml,
+                                    dsc, P3) &&
+                    same_floats(d, o1 + t * NQ3, o2, NQ3);
+            cuda_free(d, (void *)dkt);
+        }
+        CHECK(alone, "attention of long rows, variant %d: a row alone differs from it among the others (%s)", variant, cuda_status());
+    }
+    cuda_free(d, dk), cuda_free(d, dv), cuda_free(d, dq), cuda_free(d, dsk), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, dsc);
+    cuda_free(d, dpos), cuda_free(d, (void *)dkp);
+}
+
+// Decode rows' attention (cuda_attention_d: the cache rows before each row's
+// position read before the kernel waits) against cuda_attention_q, bit for
+// bit: 3 rows, a cache each, at positions 99, 40 and 0 of 100.
+static void check_att_decode(cuda_dev *d, int H, int KV, int HD, int window, int ggml) {
+    enum { R = 3, P = 100 };
+    const int NQ = H * HD, NKV = KV * HD;
+    float *q = malloc(sizeof(float) * R * NQ), *kv = malloc(sizeof(float) * 2 * R * P * NKV);
+    for (int i = 0; i < R * NQ; i++) q[i] = frand();
+    for (int i = 0; i < 2 * R * P * NKV; i++) kv[i] = frand();
+    int pos[R] = {99, 40, 0};
+    float *dq = dev_copy(d, q, R * NQ), *dkv = dev_copy(d, kv, 2 * R * P * NKV), *o1 = cuda_alloc(d, sizeof(float) * R * NQ);
+    float *o2 = cuda_alloc(d, sizeof(float) * R * NQ), *sc = cuda_alloc(d, sizeof(float) * R * H * P);
+    size_t xr = cuda_act_row_size(DT_Q8_0, NQ), used = (size_t)NQ / 32 * 34;
+    void *x1 = cuda_alloc(d, R * xr), *x2 = cuda_alloc(d, R * xr);
+    unsigned char *h1 = malloc(R * xr), *h2 = malloc(R * xr);
+    int *dp = cuda_alloc(d, sizeof pos);
+    const float *tab[2 * R];
+    for (int i = 0; i < 2 * R; i++) tab[i] = dkv ? dkv + (size_t)i * P * NKV : NULL;
+    const float **dt = cuda_alloc(d, sizeof tab);
+    float scale = 1.0f / sqrtf((float)HD);
+    int qz = cuda_attention_q_ok(DT_Q8_0, H, HD);
+    int ok = dq && dkv && o1 && o2 && sc && x1 && x2 && h1 && h2 && dp && dt && !cuda_upload(d, dp, pos, sizeof pos) &&
+             !cuda_upload(d, (void *)dt, tab, sizeof tab) &&
+             !cuda_attention_q(d, dq, o1, R, H, KV, HD, window, dp, dt, dt + R, scale, 0.0f, NULL, ggml, sc, P, DT_Q8_0, qz ? x1 : NULL) &&
+             !cuda_attention_d(d, dq, o2, R, H, KV, HD, window, dp, dt, dt + R, scale, 0.0f, NULL, ggml, sc, P, DT_Q8_0, qz ? x2 : NULL, 1) &&
+             same_floats(d, o1, o2, (size_t)R * NQ);
+    if (ok && qz) {
+        ok = !cuda_download(d, h1, x1, R * xr) && !cuda_download(d, h2, x2, R * xr);
+        for (int t = 0; t < R && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
+    }
+    CHECK(ok, "decode rows' attention (%d heads on %d of %d, window %d, ggml %d): differs from cuda_attention_q (%s)", H, KV, HD, window,
+          ggml, cuda_status());
+    cuda_free(d, dq), cuda_free(d, dkv), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, sc), cuda_free(d, x1), cuda_free(d, x2);
+    cuda_free(d, dp), cuda_free(d, (void *)dt), free(q), free(kv), free(h1), free(h2);
+}
+
 // n floats at device p, downloaded into a fresh host array (NULL on failure)
 static float *host_of(cuda_dev *d, const float *p, size_t n) {
     float *h = malloc(sizeof(float) * n);
@@ -375,6 +481,8 @@ static void check_fused(cuda_dev *d) {
             cuda_free(d, dp), cuda_free(d, dt);
         }
     }
+    int shapes[4][3] = {{8, 2, 128}, {4, 1, 256}, {2, 2, 64}, {2, 1, 512}};
+    for (int v = 0; v < 16; v++) check_att_decode(d, shapes[v % 4][0], shapes[v % 4][1], shapes[v % 4][2], v & 4 ? 30 : 0, v >> 3 & 1);
 }
 
 // The prompt products (tensor cores, f16 inputs): against the dequantized
@@ -506,8 +614,14 @@ int main(void) {
     check_gemm(d, DT_BF16, 8192, 256, 70), check_gemm(d, DT_F16, 4096, 512, 65);
     CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
+    check_att_long(d);
     check_fused(d);
     check_topk(d);
     cuda_close(d);
+    // the attention's positions split over blocks (off by default: faster from about 1000 positions, slower below)
+    setenv("INFER_CUDA_ATT_SPLIT", "16", 1);
+    cuda_dev *ds = cuda_open(0);
+    CHECK(ds != NULL, "cuda_open (INFER_CUDA_ATT_SPLIT=16): %s", cuda_status());
+    if (ds) check_att_long(ds), cuda_close(ds);
     return check_summary("cuda");
 }

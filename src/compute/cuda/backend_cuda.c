@@ -23,6 +23,7 @@
 
 enum {
     N_ROWS_MAX = 512,            // rows of a pass (context.h's N_BATCH_DEV)
+    ATT_DECODE_ROWS = 64,        // rows of a pass checked for being decode rows (cu_attention)
     SCORES_MAX = 1 << 24,        // attention score floats a launch may use (the rows of a pass go in groups)
     PTAB_MAX = 2048,             // row-pointer tables kept before they are all dropped
 };
@@ -120,7 +121,7 @@ typedef struct {
     // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
     int att_q;
     struct {
-        int on, T, H, KV, hd, window, ggml, stride;
+        int on, T, H, KV, hd, window, ggml, stride, decode;
         const float *q, *sinks, *const *tab;
         float *out, *sc, scale, softcap;
         const int *pos;
@@ -129,8 +130,9 @@ typedef struct {
 
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
-    return cuda_attention_q(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos, s->at.tab,
-                            s->at.tab + s->at.T, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq);
+    return cuda_attention_d(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos, s->at.tab,
+                            s->at.tab + s->at.T, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq,
+                            s->at.decode);
 }
 
 // The waiting operations, launched (every operation but one that joins them
@@ -475,7 +477,7 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
     if (!s || (q->k && (q->kt != KV_F32 || q->vt != KV_F32))) { fail_op(b); return; } // (f32 caches only: context.c)
     const rope_table *r = q->rope;
     if (!s->fuse || q->qn != q->hd || q->kn != q->hd || q->hd > 512 || q->norm_kind == NORM_OP_LAYER ||
-        (r && (r->n_pairs < 1 || (r->n_pairs - 1) * r->pair_stride + r->pair_offset >= q->hd))) {
+        (r && (r->n_pairs < 1 || r->n_pairs > 256 || (r->n_pairs - 1) * r->pair_stride + r->pair_offset >= q->hd))) {
         qkv_prep_ops(b, q);
         return;
     }
@@ -496,6 +498,15 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
     if ((q->q_norm && !c.q_norm) || (q->k_norm && !c.k_norm) || (r && !c.inv_freq) || (q->k && (!c.k_cache || !c.v_cache)) ||
         cuda_qkv_prep(s->d, &c, q->T, s->pos))
         fail_op(b);
+}
+
+// whether each row of the attention is its sequence's only row of the pass (a cache of its own)
+static int decode_rows(const attn_desc *a) {
+    if (a->T > ATT_DECODE_ROWS) return 0;
+    for (int t = 0; t < a->T; t++)
+        for (int u = 0; u < t; u++)
+            if (a->k[u] == a->k[t]) return 0;
+    return 1;
 }
 
 static int cu_graph(backend *b, int phase, uint64_t key) {
@@ -536,12 +547,12 @@ static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int
 }
 
 static void cu_attention(backend *b, const attn_desc *a) {
-    cuda_state *s = state_flushed(b);
-    if (!s || a->kt != KV_F32 || a->vt != KV_F32) { fail_op(b); return; } // (f32 caches only: context.c)
-    const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
     size_t per_row = (size_t)a->H * a->stride, nq = (size_t)a->H * a->hd;
     int group = SCORES_MAX / per_row > 0 ? (int)(SCORES_MAX / per_row) : 1; // rows a launch (the scores' memory)
     group = group < a->T ? group : a->T;
+    cuda_state *s = state_flushed(b);
+    if (!s || a->kt != KV_F32 || a->vt != KV_F32) { fail_op(b); return; } // (f32 caches only: context.c)
+    const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
     float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)group * per_row);
     const void *kv[2 * N_ROWS_MAX];
     if (a->T > N_ROWS_MAX) { fail_op(b); return; }
@@ -553,6 +564,7 @@ static void cu_attention(backend *b, const attn_desc *a) {
         s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
+        s->at.decode = decode_rows(a);
         return;
     }
     for (int t = 0; t < a->T; t += group) {

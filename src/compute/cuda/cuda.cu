@@ -33,6 +33,11 @@ struct cuda_dev {
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     int prefetch;        // the products' weights asked into L2 before they wait (mv_prefetch; INFER_CUDA_PREFETCH=0: not)
+    int att_pf;          // decode rows' attention reads its cache before it waits (k_attention's PRE; INFER_CUDA_ATT_PF=0: not)
+    int att_split, att_chunk; // attention's positions split over up to att_split blocks of att_chunk+ (INFER_CUDA_ATT_SPLIT=0: one block)
+    float *ap;           // their partial values and (max, sum) pairs, and each (row, head)'s count of blocks done
+    int *acnt;
+    size_t ap_cap, acnt_cap;
     float *part;         // its partial sums
     size_t part_cap;
     cudaStream_t stream;
@@ -158,6 +163,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->ordinal = ordinal, d->gt_on = -1;
     const char *pf = getenv("INFER_CUDA_PREFETCH");
     d->prefetch = !(pf && *pf == '0');
+    const char *ap = getenv("INFER_CUDA_ATT_PF");
+    d->att_pf = !(ap && *ap == '0');
     const char *g = getenv("INFER_CUDA_MV_GROUP");
     d->mv_group = g && atoi(g) == 4 ? 4 : 8; // (k_mv's MV_GROUP)
     const char *gk = getenv("INFER_CUDA_GEMM_KERNEL");
@@ -168,6 +175,9 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->mmv = !mm || *mm != '0';
     const char *nw = getenv("INFER_CUDA_MV_NARROW");
     d->mv_narrow = !(nw && *nw == '0');
+    const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");
+    d->att_split = as ? atoi(as) : 0, d->att_chunk = ac && atoi(ac) > 0 ? atoi(ac) : 16;
+    d->att_split = d->att_split < 0 ? 0 : d->att_split > 64 ? 64 : d->att_split;
     if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, ordinal) != cudaSuccess || d->sms < 1) d->sms = 1;
     if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         set_status("cudaStreamCreate", e);
@@ -197,7 +207,7 @@ extern "C" HIDDEN void cuda_close(cuda_dev *d) {
     }
     cudaStreamDestroy(d->stream);
     cudaFreeHost(d->ring);
-    cudaFree(d->part);
+    cudaFree(d->part), cudaFree(d->ap), cudaFree(d->acnt);
     free(d);
 }
 
@@ -1510,20 +1520,44 @@ static __device__ float f16_round(float v) { return __half2float(__ushort_as_hal
 // flight together (positions past the window read the last one and are
 // dropped); NE = 0: any hd, a position at a time.
 enum { ATT_THREADS = 512 }; // (16 warps: a decode row's positions in fewer rounds)
-template <int NE>
+
+template <int NE, int PRE>
 static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
                                                           const float *const *kc, const float *const *vc, float scale, float softcap,
                                                           const float *sinks, int ggml, float *scores, int stride, uint8_t *xq, size_t xr,
                                                           int xk) {
-    PDL_ENTRY();
     __shared__ float sh[32];
     __shared__ float part[ATT_THREADS / 32][512];
-    int t = blockIdx.x, h = blockIdx.y, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
-    int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
-    const float *qh = q + (size_t)t * nq + (size_t)h * hd;
-    const float *k = kc[t] + (size_t)kh * hd + (size_t)lo * nkv, *v = vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
-    float *s = scores + ((size_t)t * H + h) * stride;
+    const int t = blockIdx.x, h = blockIdx.y, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    // PRE (decode rows, each its sequence's only row of the pass): the cache
+    // rows before position hi are no kernel's of this pass, so the first
+    // round's K rows are read, its V rows asked into L1 and the rest into L2
+    // before the wait for the kernel before (which writes q and row hi)
+    const int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
+    const float *k = kc[t] + (size_t)kh * hd + (size_t)lo * nkv, *v = vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
+    enum { NK = PRE && NE > 0 && NE <= 8 ? NE : 1 };
+    float k0[4][NK];
+    if (PRE && NE > 0 && NE <= 8) {
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            const int j = wp + g * nw;
+            if (j < n - 1) {
+#pragma unroll
+                for (int e = 0; e < NK; e++) k0[g][e] = k[(size_t)j * nkv + lane + 32 * e];
+                if (lane < NE) asm volatile("prefetch.global.L1 [%0];" ::"l"(v + (size_t)j * nkv + 32 * lane));
+            }
+        }
+        const int G = H / KV, lines = hd / 32, first = 4 * nw;
+        for (int i = (h % G) * blockDim.x + threadIdx.x; i < (n - 1 - first) * lines; i += G * blockDim.x) {
+            const size_t o = (size_t)(first + i / lines) * nkv + 32 * (i % lines);
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(k + o));
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(v + o));
+        }
+    }
+    PDL_ENTRY();
+    const float *qh = q + (size_t)t * nq + (size_t)h * hd;
+    float *s = scores + ((size_t)t * H + h) * stride;
     if (NE) {
         float qv[NE > 0 ? NE : 1];
 #pragma unroll
@@ -1535,8 +1569,13 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
                 int j = min(j0 + g * nw, n - 1);
                 const float *kr = k + (size_t)j * nkv;
                 a[g] = 0.0f;
+                if (PRE && NE <= 8 && j0 == wp && j < n - 1) {
 #pragma unroll
-                for (int e = 0; e < NE; e++) a[g] = fmaf(qv[e], kr[lane + 32 * e], a[g]);
+                    for (int e = 0; e < NK; e++) a[g] = fmaf(qv[e], k0[g][e], a[g]);
+                } else {
+#pragma unroll
+                    for (int e = 0; e < NE; e++) a[g] = fmaf(qv[e], kr[lane + 32 * e], a[g]);
+                }
             }
 #pragma unroll
             for (int g = 0; g < 4; g++) {
@@ -1625,20 +1664,216 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
             for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
     }
 }
+// ---------------------------------------------------------------------------
+// Decode attention with a row's positions split over blocks (flash-decoding):
+// few rows and heads would otherwise leave one SM to read a head's whole K
+// and V. A row's n positions go in S = ceil(n / C) chunks of C = max(chunk,
+// ceil(n / spl)) (from n alone: a row's values do not depend on the rows
+// beside it, so a batch's rows equal their single decodes), a block a (row,
+// head, chunk), in two kernels: k_att_scores writes the chunk's scores and
+// their (max, sum of exp); k_att_values takes the row's max and sum from the
+// S pairs, the chunk's probabilities (ggml: rounded to f16, as the CPU's) and
+// their values; the last of a (row, head)'s blocks adds the S parts in
+// chunk order, writes the head's output and its quantized blocks.
+enum { AS_THREADS = 128 };
+struct att_split_args { int spl, chunk; float *part; float2 *stat; int *cnt; };
+
+static __device__ __forceinline__ int att_chunk_len(int n, int spl, int chunk) {
+    int c = (n + spl - 1) / spl;
+    return c > chunk ? c : chunk;
+}
+
+template <int NE>
+static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q, int H, int KV, int hd, int window, const int *pos,
+                                                                 const float *const *kc, float scale, float softcap, float *scores,
+                                                                 int stride, att_split_args sa) {
+    PDL_ENTRY();
+    __shared__ float sh[32];
+    int t = blockIdx.x, h = blockIdx.y, c = blockIdx.z, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
+    int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
+    int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
+    if (c >= S) return;
+    int a = c * C, b = a + C < n ? a + C : n;
+    const float *qh = q + (size_t)t * nq + (size_t)h * hd, *k = kc[t] + (size_t)kh * hd + (size_t)lo * nkv;
+    float *s = scores + ((size_t)t * H + h) * stride;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
+    float qv[NE];
+#pragma unroll
+    for (int e = 0; e < NE; e++) qv[e] = qh[lane + 32 * e];
+    float m = -INFINITY;
+    for (int j0 = a + wp; j0 < b; j0 += 4 * nw) {
+        float acc[4];
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            const float *kr = k + (size_t)min(j0 + g * nw, b - 1) * nkv;
+            acc[g] = 0.0f;
+#pragma unroll
+            for (int e = 0; e < NE; e++) acc[g] = fmaf(qv[e], kr[lane + 32 * e], acc[g]);
+        }
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            float v = warp_sum(acc[g]) * scale;
+            if (softcap) v = softcap * tanhf(v / softcap);
+            if (j0 + g * nw < b) {
+                m = fmaxf(m, v);
+                if (lane == 0) s[j0 + g * nw] = v;
+            }
+        }
+    }
+    m = block_max(m, sh); // (its barriers also make the scores written visible to the block)
+    float l = 0.0f;
+    for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[j] - m);
+    l = block_sum(l, sh);
+    if (threadIdx.x == 0) sa.stat[((size_t)t * H + h) * sa.spl + c] = make_float2(m, l);
+}
+
+// the head's output o (global, this block's writes) as the next product's quantized blocks
+static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, int xk, int t, int h, int hd, int nq) {
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    uint8_t *row = xq + xr * t;
+    if (xk)
+        for (int b = wp; b < hd / QK_K; b += nw) {
+            float v8[8];
+            for (int e = 0; e < 8; e++) v8[e] = o[QK_K * b + 8 * lane + e];
+            warp_q8_K(v8, lane, row, nq / QK_K, h * (hd / QK_K) + b);
+        }
+    else
+        for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
+}
+
+template <int NE>
+static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, int H, int KV, int hd, int window, const int *pos,
+                                                                 const float *const *vc, const float *sinks, int ggml,
+                                                                 const float *scores, int stride, att_split_args sa, uint8_t *xq,
+                                                                 size_t xr, int xk) {
+    PDL_ENTRY();
+    __shared__ float red[AS_THREADS / 32][NE * 32];
+    __shared__ int last;
+    int t = blockIdx.x, h = blockIdx.y, c = blockIdx.z, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
+    int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
+    int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
+    if (c >= S) return;
+    int a = c * C, b = a + C < n ? a + C : n;
+    const size_t rh = (size_t)t * H + h;
+    // the row's max and sum from the chunks' pairs, in chunk order
+    const float2 *st = sa.stat + rh * sa.spl;
+    float M = sinks ? sinks[h] : -INFINITY, L = 0.0f;
+    for (int i = 0; i < S; i++) M = fmaxf(M, st[i].x);
+    for (int i = 0; i < S; i++) L += st[i].y * expf(st[i].x - M);
+    if (sinks) L += expf(sinks[h] - M);
+    const float *s = scores + rh * stride, *v = vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
+    float acc[NE];
+#pragma unroll
+    for (int e = 0; e < NE; e++) acc[e] = 0.0f;
+    for (int j0 = a + wp; j0 < b; j0 += 4 * nw) {
+        float vv[4][NE], p[4];
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            int j = min(j0 + g * nw, b - 1);
+            float pj = expf(s[j] - M) / L;
+            p[g] = j0 + g * nw < b ? (ggml ? f16_round(pj) : pj) : 0.0f;
+#pragma unroll
+            for (int e = 0; e < NE; e++) vv[g][e] = v[(size_t)j * nkv + lane + 32 * e];
+        }
+#pragma unroll
+        for (int g = 0; g < 4; g++)
+#pragma unroll
+            for (int e = 0; e < NE; e++) acc[e] = fmaf(p[g], vv[g][e], acc[e]);
+    }
+#pragma unroll
+    for (int e = 0; e < NE; e++) red[wp][lane + 32 * e] = acc[e];
+    __syncthreads();
+    float *o = out + (size_t)t * nq + (size_t)h * hd;
+    if (S == 1) {
+        for (int i = threadIdx.x; i < hd; i += AS_THREADS) o[i] = (red[0][i] + red[1][i]) + (red[2][i] + red[3][i]);
+    } else {
+        float *part = sa.part + rh * sa.spl * hd;
+        for (int i = threadIdx.x; i < hd; i += AS_THREADS) part[(size_t)c * hd + i] = (red[0][i] + red[1][i]) + (red[2][i] + red[3][i]);
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh, 1) == S - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        for (int i = threadIdx.x; i < hd; i += AS_THREADS) {
+            float r = 0.0f;
+            for (int k = 0; k < S; k++) r += __ldcg(part + (size_t)k * hd + i);
+            o[i] = r;
+        }
+        if (threadIdx.x == 0) sa.cnt[rh] = 0; // (for the next launch, and the graph's next replay)
+    }
+    if (xq) {
+        __syncthreads();
+        att_quant_head(o, xq, xr, xk, t, h, hd, nq);
+    }
+}
+
+// the split kernels for rows [t0, t0 + T) -- the buffers for AS_ROWS rows at a time
+enum { AS_ROWS = 64 };
+static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                         const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
+                         float *scores, int stride, uint8_t *xq, size_t xr, int xk) {
+    const int spl = d->att_split, rows = T < AS_ROWS ? T : AS_ROWS;
+    size_t need = sizeof(float) * (size_t)rows * H * spl * (hd + 2), nc = sizeof(int) * (size_t)rows * H;
+    if (need > d->ap_cap || nc > d->acnt_cap) {
+        cudaStreamCaptureStatus cs;
+        if (cudaStreamIsCapturing(d->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return -1;
+        cudaStreamSynchronize(d->stream);
+        cudaFree(d->ap), cudaFree(d->acnt);
+        d->ap = NULL, d->acnt = NULL, d->ap_cap = d->acnt_cap = 0;
+        if (cudaMalloc((void **)&d->ap, need) != cudaSuccess || cudaMalloc((void **)&d->acnt, nc) != cudaSuccess ||
+            cudaMemset(d->acnt, 0, nc) != cudaSuccess)
+            return set_status("attention partial sums", cudaGetLastError());
+        d->ap_cap = need, d->acnt_cap = nc;
+    }
+    const size_t nq = (size_t)H * hd;
+    for (int t0 = 0; t0 < T; t0 += rows) {
+        int r = T - t0 < rows ? T - t0 : rows;
+        att_split_args sa = {spl, d->att_chunk, d->ap, (float2 *)(d->ap + (size_t)rows * H * spl * hd), d->acnt};
+        dim3 g(r, H, spl);
+        const float *qt = q + t0 * nq;
+        float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
+        uint8_t *xt = xq ? xq + xr * t0 : NULL;
+#define AS(ne)                                                                                                                 \
+    launch(k_att_scores<ne>, g, AS_THREADS, 0, d->stream, qt, H, KV, hd, window, pos + t0, k + t0, scale, softcap, sc, stride, sa); \
+    launch(k_att_values<ne>, g, AS_THREADS, 0, d->stream, ot, H, KV, hd, window, pos + t0, v + t0, sinks, ggml,                 \
+           (const float *)sc, stride, sa, xt, xr, xk)
+        switch (hd) {
+        case 32: AS(1); break;
+        case 64: AS(2); break;
+        case 96: AS(3); break;
+        case 128: AS(4); break;
+        case 256: AS(8); break;
+        default: AS(16); break;
+        }
+#undef AS
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return set_status("attention", e);
+    }
+    return 0;
+}
+
 extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd) {
     return !is_float(wtype) && cuda_act_row_size(wtype, H * hd) && hd % (is_k(wtype) ? QK_K : QK) == 0;
 }
 
-extern "C" HIDDEN int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+static int att_hd_ok(int hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256 || hd == 512; }
+
+extern "C" HIDDEN int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                                        const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
-                                       int ggml, float *scores, int stride, int wtype, void *xq) {
+                                       int ggml, float *scores, int stride, int wtype, void *xq, int decode) {
     if (T <= 0) return 0;
     if (hd > 512 || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
     size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
     int xk = xq && is_k(wtype);
+    if (d->att_split > 0 && att_hd_ok(hd))
+        return att_split_run(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk);
     dim3 g(T, H);
-#define ATT(ne) launch(k_attention<ne>, g, ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, \
-                       stride, (uint8_t *)xq, xr, xk)
+    const int pre = decode && d->att_pf;
+#define ATT(ne)                                                                                                                       \
+    launch(pre ? k_attention<ne, 1> : k_attention<ne, 0>, g, ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, \
+           sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk)
     switch (hd) {
     case 32: ATT(1); break;
     case 64: ATT(2); break;
@@ -1652,10 +1887,16 @@ extern "C" HIDDEN int cuda_attention_q(cuda_dev *d, const float *q, float *out, 
     return launched("attention");
 }
 
+extern "C" HIDDEN int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                       const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
+                                       int ggml, float *scores, int stride, int wtype, void *xq) {
+    return cuda_attention_d(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, wtype, xq, 0);
+}
+
 extern "C" HIDDEN int cuda_attention(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
                                      int ggml, float *scores, int stride) {
-    return cuda_attention_q(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, 0, NULL);
+    return cuda_attention_d(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, 0, NULL, 0);
 }
 
 // act (tensor.h's enum act_kind: 0 silu, 1 gelu tanh, 2 gelu, 3 relu); ggml:
@@ -2186,34 +2427,48 @@ extern "C" HIDDEN int cuda_chain_run(cuda_dev *d, const cuda_chain *c, int rows,
 // One block of 256 per (row, head) of q, k and v: the head's norm, its RoPE,
 // the f16 rounding, written back and (k, v) into the row's cache.
 static __global__ void k_qkv(cuda_qkv c, const int *pos) {
-    PDL_ENTRY();
-    __shared__ float sh[32], buf[512];
+    // before the wait, what is not the kernel before's work: this thread's
+    // RoPE angle (pair threadIdx.x), norm weights (elements threadIdx.x + 256 k)
+    // and cache row
     const int t = blockIdx.x, j = blockIdx.y, hd = c.hd;
     const int kind = j < c.H ? 0 : j < c.H + c.KV ? 1 : 2, h = kind == 0 ? j : kind == 1 ? j - c.H : j - c.H - c.KV;
+    const float *w = kind == 0 ? c.q_norm : kind == 1 ? c.k_norm : NULL;
+    const int pt = pos[t], nk = kind == 2 ? 0 : c.kind;
+    float cs0 = 0.0f, sn0 = 0.0f, sc[2] = {1.0f, 1.0f};
+    if (c.inv_freq && (int)threadIdx.x < c.n_pairs) {
+        float ang = (float)pt * c.inv_freq[threadIdx.x];
+        cs0 = cosf(ang) * c.mscale, sn0 = sinf(ang) * c.mscale;
+    }
+    for (int k = 0; k < 2; k++) {
+        int i = threadIdx.x + 256 * k;
+        if (w && i < hd) sc[k] = nk == 1 ? 1.0f + w[i] : w[i]; // (normed's)
+    }
+    float *cache = kind == 0 || !c.k_cache ? NULL : (kind == 1 ? c.k_cache : c.v_cache)[t] + ((size_t)pt * c.KV + h) * hd;
+    PDL_ENTRY();
+    __shared__ float sh[32], buf[512];
     float *base = kind == 0 ? c.q : kind == 1 ? c.k : c.v;
     int heads = kind == 0 ? c.H : c.KV;
     float *p = base + ((size_t)t * heads + h) * hd;
-    const float *w = kind == 0 ? c.q_norm : kind == 1 ? c.k_norm : NULL;
     if (kind == 0 ? c.q_norm != NULL : kind == 1 ? c.k_norm != NULL : c.v_norm) { // k_norm over the head
         float s = 0;
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) s += p[i] * p[i];
+        for (int i = threadIdx.x; i < hd; i += 256) s += p[i] * p[i];
         float r = 1.0f / sqrtf(block_sum(s, sh) / (float)hd + c.eps);
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = normed(p, w, r, i, kind == 2 ? 0 : c.kind);
+        for (int k = 0; k < 2; k++) {
+            int i = threadIdx.x + 256 * k;
+            if (i < hd) buf[i] = p[i] * r * sc[k];
+        }
     } else {
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = p[i];
+        for (int i = threadIdx.x; i < hd; i += 256) buf[i] = p[i];
     }
     __syncthreads();
-    if (kind < 2 && c.inv_freq) { // k_rope
-        for (int q = threadIdx.x; q < c.n_pairs; q += blockDim.x) {
-            float ang = (float)pos[t] * c.inv_freq[q];
-            float cs = cosf(ang) * c.mscale, sn = sinf(ang) * c.mscale;
-            int a = q * c.pair_stride;
-            rot(buf + a, buf + a + c.pair_offset, cs, sn);
+    if (kind < 2 && c.inv_freq) { // k_rope (n_pairs <= hd / 2 <= 256: a pair a thread at most)
+        if ((int)threadIdx.x < c.n_pairs) {
+            int a = threadIdx.x * c.pair_stride;
+            rot(buf + a, buf + a + c.pair_offset, cs0, sn0);
         }
         __syncthreads();
     }
-    float *cache = kind == 0 || !c.k_cache ? NULL : (kind == 1 ? c.k_cache : c.v_cache)[t] + ((size_t)pos[t] * c.KV + h) * hd;
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+    for (int i = threadIdx.x; i < hd; i += 256) {
         float v = c.round ? f16_round(buf[i]) : buf[i];
         p[i] = v;
         if (cache) cache[i] = v;
@@ -2222,7 +2477,8 @@ static __global__ void k_qkv(cuda_qkv c, const int *pos) {
 
 extern "C" HIDDEN int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const int *pos) {
     if (T <= 0) return 0;
-    if (c->hd > 512 || c->kind > 1 || (c->inv_freq && (c->n_pairs < 1 || (c->n_pairs - 1) * c->pair_stride + c->pair_offset >= c->hd))) return -1;
+    if (c->hd > 512 || c->kind > 1 || (c->inv_freq && (c->n_pairs < 1 || c->n_pairs > 256 || (c->n_pairs - 1) * c->pair_stride + c->pair_offset >= c->hd)))
+        return -1;
     int heads = c->H + (c->k ? 2 * c->KV : 0);
     launch(k_qkv, dim3(T, heads), 256, 0, d->stream, *c, pos);
     return launched("q, k, v");

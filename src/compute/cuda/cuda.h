@@ -106,6 +106,12 @@ int cuda_attention_q_ok(int wtype, int H, int hd);
 int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                      float *scores, int stride, int wtype, void *d_xq);
+// The same for decode rows (decode set: each row its sequence's only row of
+// the pass, so that its cache rows before its position are no kernel's of
+// the pass): those are read before the kernel waits for the one before it.
+int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                     const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
+                     float *scores, int stride, int wtype, void *d_xq, int decode);
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
 // idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
 // ties to the lower index: walk.c's topk_abs, on the GPU (one block).

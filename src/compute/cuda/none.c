@@ -72,6 +72,13 @@ int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int 
         (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride, (void)wtype, (void)xq;
     return -1;
 }
+int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                     const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml, float *scores,
+                     int stride, int wtype, void *xq, int decode) {
+    (void)d, (void)q, (void)out, (void)T, (void)H, (void)KV, (void)hd, (void)window, (void)pos, (void)k, (void)v, (void)scale,
+        (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride, (void)wtype, (void)xq, (void)decode;
+    return -1;
+}
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
 int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) { (void)d, (void)s, (void)n, (void)k, (void)idx; return -1; }
 int cuda_walk_ok(int type) { (void)type; return 0; }
