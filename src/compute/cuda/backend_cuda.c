@@ -23,7 +23,6 @@
 
 enum {
     N_ROWS_MAX = 512,            // rows of a pass (context.h's N_BATCH_DEV)
-    ATT_DECODE_ROWS = 64,        // rows of a pass checked for being decode rows (cu_attention)
     SCORES_MAX = 1 << 24,        // attention score floats a launch may use (the rows of a pass go in groups)
     PTAB_MAX = 2048,             // row-pointer tables kept before they are all dropped
 };
@@ -91,6 +90,7 @@ typedef struct {
     // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not (a
     // gemm segment is one sequence's run).
     int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
+    int pass_decode;             // every row of the pass is its sequence's only one (run[t] all set: cuda_attention_d)
     void *am;                    // argmax's row results
     size_t am_cap;
     void *wk;                    // the walk's scratch: scores, indices, activations, chunk sums, x's q8_0 row
@@ -440,7 +440,8 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     cuda_state *s = state_flushed(b);
     if (!s || T > N_ROWS_MAX) { fail_op(b); return; }
     if (s->n_ptab > PTAB_MAX) ptab_drop(s); // (a server's changing batches would grow them without end)
-    s->pass_T = T, s->n_seg = 0;
+    s->pass_T = T, s->n_seg = 0, s->pass_decode = 1;
+    for (int t = 0; t < T; t++) s->pass_decode &= run[t] != 0;
     if (s->gemm && s->batch_gemm && T >= CUDA_GEMM_MIN_T) // (the whole pass one product on the tensor cores)
         s->seg0[s->n_seg] = 0, s->seg_gemm[s->n_seg++] = 1, T = 0;
     for (int t = 0; t < T;) {
@@ -500,14 +501,7 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
         fail_op(b);
 }
 
-// whether each row of the attention is its sequence's only row of the pass (a cache of its own)
-static int decode_rows(const attn_desc *a) {
-    if (a->T > ATT_DECODE_ROWS) return 0;
-    for (int t = 0; t < a->T; t++)
-        for (int u = 0; u < t; u++)
-            if (a->k[u] == a->k[t]) return 0;
-    return 1;
-}
+
 
 static int cu_graph(backend *b, int phase, uint64_t key) {
     cuda_state *s = state_flushed(b);
@@ -564,7 +558,7 @@ static void cu_attention(backend *b, const attn_desc *a) {
         s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
-        s->at.decode = decode_rows(a);
+        s->at.decode = s->pass_decode;
         return;
     }
     for (int t = 0; t < a->T; t += group) {

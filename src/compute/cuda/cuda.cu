@@ -1519,6 +1519,20 @@ static __device__ float f16_round(float v) { return __half2float(__ushort_as_hal
 // positions at a time, the lanes NE values of each, the loads of the 4 in
 // flight together (positions past the window read the last one and are
 // dropped); NE = 0: any hd, a position at a time.
+// the head's output o (global, this block's writes) as the next product's quantized blocks
+static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, int xk, int t, int h, int hd, int nq) {
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    uint8_t *row = xq + xr * t;
+    if (xk)
+        for (int b = wp; b < hd / QK_K; b += nw) {
+            float v8[8];
+            for (int e = 0; e < 8; e++) v8[e] = o[QK_K * b + 8 * lane + e];
+            warp_q8_K(v8, lane, row, nq / QK_K, h * (hd / QK_K) + b);
+        }
+    else
+        for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
+}
+
 enum { ATT_THREADS = 512 }; // (16 warps: a decode row's positions in fewer rounds)
 
 template <int NE, int PRE>
@@ -1653,15 +1667,7 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
     }
     if (xq) { // the head's blocks of the row the next product reads, from the values just written (cuda_quantize's)
         __syncthreads();
-        uint8_t *row = xq + xr * t;
-        if (xk)
-            for (int b = wp; b < hd / QK_K; b += nw) {
-                float v8[8];
-                for (int e = 0; e < 8; e++) v8[e] = o[QK_K * b + 8 * lane + e];
-                warp_q8_K(v8, lane, row, nq / QK_K, h * (hd / QK_K) + b);
-            }
-        else
-            for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
+        att_quant_head(o, xq, xr, xk, t, h, hd, nq);
     }
 }
 // ---------------------------------------------------------------------------
@@ -1725,20 +1731,6 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q
     for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[j] - m);
     l = block_sum(l, sh);
     if (threadIdx.x == 0) sa.stat[((size_t)t * H + h) * sa.spl + c] = make_float2(m, l);
-}
-
-// the head's output o (global, this block's writes) as the next product's quantized blocks
-static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, int xk, int t, int h, int hd, int nq) {
-    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
-    uint8_t *row = xq + xr * t;
-    if (xk)
-        for (int b = wp; b < hd / QK_K; b += nw) {
-            float v8[8];
-            for (int e = 0; e < 8; e++) v8[e] = o[QK_K * b + 8 * lane + e];
-            warp_q8_K(v8, lane, row, nq / QK_K, h * (hd / QK_K) + b);
-        }
-    else
-        for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
 }
 
 template <int NE>
