@@ -1513,12 +1513,6 @@ extern "C" HIDDEN int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int 
 
 static __device__ float f16_round(float v) { return __half2float(__ushort_as_half((unsigned short)f32_to_f16(v))); }
 
-// One block per (row, query head): scores over the row's window of its
-// cache, softmax (with a sink, softcap), then the values. scores: stride
-// floats per (row, head). NE = hd / 32 (a head of 32 NE): each warp takes 4
-// positions at a time, the lanes NE values of each, the loads of the 4 in
-// flight together (positions past the window read the last one and are
-// dropped); NE = 0: any hd, a position at a time.
 // the head's output o (global, this block's writes) as the next product's quantized blocks
 static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, int xk, int t, int h, int hd, int nq) {
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
@@ -1533,6 +1527,12 @@ static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, in
         for (int b = wp; b < hd / QK; b += nw) warp_q8_0(o[QK * b + lane], lane, row, nq / QK, h * (hd / QK) + b);
 }
 
+// One block per (row, query head): scores over the row's window of its
+// cache, softmax (with a sink, softcap), then the values. scores: stride
+// floats per (row, head). NE = hd / 32 (a head of 32 NE): each warp takes 4
+// positions at a time, the lanes NE values of each, the loads of the 4 in
+// flight together (positions past the window read the last one and are
+// dropped); NE = 0: any hd, a position at a time.
 enum { ATT_THREADS = 512 }; // (16 warps: a decode row's positions in fewer rounds)
 
 template <int NE, int PRE>
