@@ -74,13 +74,47 @@ static void matmul_row(cuda_dev *d, const char *name, int type, int rows, int co
     cuda_free(d, m.w), cuda_free(d, m.xq), cuda_free(d, m.y), cuda_free(d, m.x), free(h);
 }
 
-int main(void) {
+// The same product over NC copies of the matrix in turn (NC x its bytes well past the 50 MB of L2): each
+// launch reads its weights from memory, as a decode step does (its prefetch into L2 overlapping the launch
+// before it). glu: gate and up of rows x cols each, joined by their activation (cuda_matmul_multi's).
+enum { NC = 8 };
+typedef struct { int type, rows, cols, glu, i; void *w[2 * NC], *xq; float *y[2]; } cold_arg;
+static int op_cold(cuda_dev *d, void *a) {
+    cold_arg *m = a;
+    int i = m->i++ % NC;
+    if (!m->glu) return cuda_matmul(d, m->type, m->w[i], m->rows, m->cols, m->xq, 1, m->y[0]);
+    cuda_mat mm[2] = {{m->type, m->w[2 * i], m->rows, m->y[0]}, {m->type, m->w[2 * i + 1], m->rows, m->y[1]}};
+    return cuda_matmul_multi(d, 2, mm, m->cols, m->xq, 1, 1, 1);
+}
+static void matmul_cold(cuda_dev *d, const char *name, int type, int rows, int cols, int glu) {
+    size_t rs = dtype_row_size(type, cols);
+    unsigned char *h = calloc(rs, (size_t)rows);
+    cold_arg m = {type, rows, cols, glu, 0, {0}, zeros(d, cuda_act_row_size(type, cols)), {zeros(d, sizeof(float) * rows), zeros(d, sizeof(float) * rows)}};
+    int ok = h && m.xq && m.y[0] && m.y[1];
+    for (int i = 0; i < (glu ? 2 : 1) * NC && ok; i++) ok = (m.w[i] = cuda_weight_upload(d, type, h, rows, cols)) != NULL;
+    double us = ok ? time_op(d, op_cold, &m) : -1, bytes = (double)rs * rows * (glu ? 2 : 1);
+    printf("| matmul %-14s from memory (%d copies in turn) | %s %d x %d%s | %8.2f | %7.0f |\n", name, NC, dtype_get(type)->name, rows, cols,
+           glu ? " x 2 (glu)" : "", us, us > 0 ? bytes / us / 1e3 : 0);
+    for (int i = 0; i < 2 * NC; i++) cuda_free(d, m.w[i]);
+    cuda_free(d, m.xq), cuda_free(d, m.y[0]), cuda_free(d, m.y[1]), free(h);
+}
+
+int main(int argc, char **argv) {
     if (!cuda_device_count()) { printf("bench_cuda_ops: no GPU: %s\n", cuda_status()); return 0; }
     cuda_dev *d = cuda_open(0);
     if (!d) { printf("bench_cuda_ops: %s\n", cuda_status()); return 1; }
     printf("%s: microseconds a launch inside a captured graph (%d launches, %d replays)\n\n", cuda_name(d), PER_GRAPH, REPLAYS);
     printf("| operation | shape | us | GB/s |\n| --- | --- | ---: | ---: |\n");
     float *one = zeros(d, 4096);
+    if (argc > 1 && !strcmp(argv[1], "cold")) { // (the decode products at the 1B and 4B shapes from memory, alone)
+        matmul_cold(d, "1b ffn gate+up", DT_Q5_0, 6912, 1152, 1), matmul_cold(d, "1b ffn down", DT_Q6_K, 1152, 6912, 0);
+        matmul_cold(d, "4b ffn gate+up", DT_Q4_K, 10240, 2560, 1), matmul_cold(d, "4b ffn down", DT_Q6_K, 2560, 10240, 0);
+        matmul_cold(d, "4b ffn down", DT_Q4_K, 2560, 10240, 0), matmul_cold(d, "4b qkv", DT_Q4_K, 4096, 2560, 0);
+        matmul_cold(d, "4b o", DT_Q4_K, 2560, 2048, 0);
+        cuda_free(d, one);
+        cuda_close(d);
+        return 0;
+    }
     printf("| scale (32 floats: the floor) | | %8.2f | |\n", time_op(d, op_scale, one));
     int E[3] = {640, 1152, 2560}, F[3] = {2048, 6912, 10240}, H[3] = {4, 4, 8}, KV[3] = {1, 1, 4};
     const char *nm[3] = {"270m", "1b", "4b"};
@@ -109,7 +143,7 @@ int main(void) {
         float *th[2] = {kc, vc};
         cuda_upload(d, pos, &hp, sizeof hp), cuda_upload(d, tab, th, sizeof th);
         qkv_arg qa = {{.q = q, .k = k, .v = v, .H = H[s], .KV = KV[s], .hd = hd, .kind = 1, .round = 1, .n_pairs = hd / 2, .pair_offset = hd / 2,
-                       .pair_stride = 1, .q_norm = nw, .k_norm = nw, .inv_freq = inv, .eps = 1e-6f, .mscale = 1.0f, .k_cache = tab, .v_cache = tab + 1}, pos};
+                       .pair_stride = 1, .q_norm = nw, .k_norm = nw, .inv_freq = inv, .eps = 1e-6f, .mscale = 1.0f, .k_cache = (void *const *)tab, .v_cache = (void *const *)tab + 1}, pos};
         printf("| q/k/v norms, RoPE, cache rows | %s %d+%d heads of %d | %8.2f | |\n", nm[s], H[s], KV[s], hd, time_op(d, op_qkv, &qa));
         int at[4] = {16, 128, 1024, 4096};
         for (int i = 0; i < 4; i++) {

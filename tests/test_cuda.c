@@ -329,8 +329,9 @@ static void check_att_decode(cuda_dev *d, int H, int KV, int HD, int window, int
     enum { R = 3, P = 100 };
     const int NQ = H * HD, NKV = KV * HD;
     float *q = malloc(sizeof(float) * R * NQ), *kv = malloc(sizeof(float) * 2 * R * P * NKV);
+    uint16_t *kv16 = malloc(2 * 2 * R * P * NKV);
     for (int i = 0; i < R * NQ; i++) q[i] = frand();
-    for (int i = 0; i < 2 * R * P * NKV; i++) kv[i] = frand();
+    for (int i = 0; i < 2 * R * P * NKV; i++) kv16[i] = f32_to_f16(frand()), kv[i] = f16_to_f32(kv16[i]); // (f16 values: kv16 below)
     int pos[R] = {99, 40, 0};
     float *dq = dev_copy(d, q, R * NQ), *dkv = dev_copy(d, kv, 2 * R * P * NKV), *o1 = cuda_alloc(d, sizeof(float) * R * NQ);
     float *o2 = cuda_alloc(d, sizeof(float) * R * NQ), *sc = cuda_alloc(d, sizeof(float) * R * H * P);
@@ -354,6 +355,20 @@ static void check_att_decode(cuda_dev *d, int H, int KV, int HD, int window, int
     }
     CHECK(ok, "decode rows' attention (%d heads on %d of %d, window %d, ggml %d): differs from cuda_attention_q (%s)", H, KV, HD, window,
           ggml, cuda_status());
+    // the same values in f16 caches (cuda_attention_kv's kv16), decode rows and not: o1 bit for bit
+    {
+        void *h = cuda_alloc(d, 2 * 2 * (size_t)R * P * NKV), *ht[2 * R], **dh = cuda_alloc(d, sizeof ht);
+        for (int i = 0; i < 2 * R; i++) ht[i] = h ? (char *)h + 2 * (size_t)i * P * NKV : NULL;
+        int ok16 = ok && h && dh && !cuda_upload(d, h, kv16, 2 * 2 * (size_t)R * P * NKV) && !cuda_upload(d, dh, ht, sizeof ht);
+        for (int dec = 0; dec < 2 && ok16; dec++)
+            ok16 = !cuda_attention_kv(d, dq, o2, R, H, KV, HD, window, dp, (const void *const *)dh, (const void *const *)dh + R, scale, 0.0f,
+                                      NULL, ggml, sc, P, DT_Q8_0, qz ? x2 : NULL, dec, 1) &&
+                   same_floats(d, o1, o2, (size_t)R * NQ);
+        CHECK(ok16, "attention over f16 caches (%d heads on %d of %d, window %d, ggml %d): differs from the f32 caches' (%s)", H, KV, HD,
+              window, ggml, cuda_status());
+        cuda_free(d, h), cuda_free(d, (void *)dh);
+    }
+    free(kv16);
     cuda_free(d, dq), cuda_free(d, dkv), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, sc), cuda_free(d, x1), cuda_free(d, x2);
     cuda_free(d, dp), cuda_free(d, (void *)dt), free(q), free(kv), free(h1), free(h2);
 }
@@ -469,13 +484,36 @@ static void check_fused(cuda_dev *d) {
                      !cuda_norm(d, v1, v1, NULL, NULL, R * KV, HD, 1e-6f, 0) &&
                      !cuda_rope(d, q1, R, H, HD, dp, di, HD / 2, off, stride, 1.0f) && !cuda_rope(d, k1, R, KV, HD, dp, di, HD / 2, off, stride, 1.0f) &&
                      !cuda_round_f16(d, q1, R * NQ) && !cuda_round_f16(d, k1, R * NKV) && !cuda_round_f16(d, v1, R * NKV) &&
-                     !cuda_kv_store(d, dt, dp, k1, R, NKV) && !cuda_kv_store(d, dt + 2, dp, v1, R, NKV);
+                     !cuda_kv_store(d, (void *const *)dt, dp, k1, R, NKV, 0) && !cuda_kv_store(d, (void *const *)dt + 2, dp, v1, R, NKV, 0);
             cuda_qkv c = {.q = q2, .k = k2, .v = v2, .H = H, .KV = KV, .hd = HD, .kind = 1, .v_norm = 1, .round = 1,
                           .n_pairs = HD / 2, .pair_offset = off, .pair_stride = stride, .q_norm = dn, .k_norm = dn, .inv_freq = di,
-                          .eps = 1e-6f, .mscale = 1.0f, .k_cache = dt + 4, .v_cache = dt + 6};
+                          .eps = 1e-6f, .mscale = 1.0f, .k_cache = (void *const *)dt + 4, .v_cache = (void *const *)dt + 6};
             ok = ok && !cuda_qkv_prep(d, &c, R, dp) && same_floats(d, q1, q2, R * NQ) && same_floats(d, k1, k2, R * NKV) &&
                  same_floats(d, v1, v2, R * NKV) && same_floats(d, kc1, kc2, P * NKV) && same_floats(d, vc1, vc2, P * NKV);
             CHECK(ok, "q, k, v norms, RoPE (layout %d), rounding and cache rows in one kernel: differ from the kernels one by one", layout);
+            // f16 caches (kv16): the same rows as halves, by the fused kernel and by cuda_kv_store
+            {
+                void *h[4] = {cuda_alloc(d, 2 * P * NKV), cuda_alloc(d, 2 * P * NKV), cuda_alloc(d, 2 * P * NKV), cuda_alloc(d, 2 * P * NKV)};
+                void *ht[8] = {h[0], h[0], h[1], h[1], h[2], h[2], h[3], h[3]};
+                void **dh = cuda_alloc(d, sizeof ht);
+                float *q3 = dev_copy(d, q, R * NQ), *k3 = dev_copy(d, kv, R * NKV), *v3 = dev_copy(d, kv, R * NKV);
+                int ok16 = h[0] && h[1] && h[2] && h[3] && dh && q3 && k3 && v3 && !cuda_upload(d, dh, ht, sizeof ht);
+                for (int i = 0; i < 4 && ok16; i++) ok16 = !cuda_zero(d, h[i], 2 * P * NKV);
+                cuda_qkv c16 = c;
+                c16.q = q3, c16.k = k3, c16.v = v3, c16.k_cache = (void *const *)dh, c16.v_cache = (void *const *)dh + 2, c16.kv16 = 1;
+                ok16 = ok16 && !cuda_qkv_prep(d, &c16, R, dp) && !cuda_kv_store(d, (void *const *)dh + 4, dp, k1, R, NKV, 1) &&
+                       !cuda_kv_store(d, (void *const *)dh + 6, dp, v1, R, NKV, 1);
+                float *hk = host_of(d, kc1, P * NKV), *hv = host_of(d, vc1, P * NKV);
+                uint16_t *g = malloc(2 * P * NKV);
+                for (int i = 0; i < 4 && ok16; i++) {
+                    ok16 = hk && hv && g && !cuda_download(d, g, h[i], 2 * P * NKV);
+                    for (int j = 0; j < P * NKV && ok16; j++) ok16 = g[j] == f32_to_f16(i % 2 ? hv[j] : hk[j]);
+                }
+                CHECK(ok16, "q, k, v cache rows in f16 (layout %d): not the f32 rows' values as halves", layout);
+                free(hk), free(hv), free(g);
+                for (int i = 0; i < 4; i++) cuda_free(d, h[i]);
+                cuda_free(d, dh), cuda_free(d, q3), cuda_free(d, k3), cuda_free(d, v3);
+            }
             float *all[] = {q1, k1, v1, q2, k2, v2, dn, di, kc1, vc1, kc2, vc2};
             for (int i = 0; i < 12; i++) cuda_free(d, all[i]);
             cuda_free(d, dp), cuda_free(d, dt);

@@ -148,11 +148,38 @@ static void default_model(void) {
     if (infer_gpu_count() > 0) {
         infer_ctx *g = NULL;
         CHECK(!infer_ctx_new(m, 16, &g), "%s", infer_last_error());
-        CHECK(g && !infer_ctx_set_backend(g, "cuda") && !strcmp(infer_ctx_kv_type(g, 0), "f32"), "on cuda the default is f32: %s",
+        CHECK(g && !infer_ctx_set_backend(g, "cuda") && !strcmp(infer_ctx_kv_type(g, 0), "f16"), "on cuda a GGUF's default is f16 too: %s",
               infer_last_error());
         st = g ? infer_ctx_set_kv_type(g, "q8_0", NULL) : INFER_OK;
-        CHECK(st == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), "f32"), "q8_0 on cuda: %d %s", st, infer_last_error());
+        CHECK(st == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), "f16"), "q8_0 on cuda: %d %s", st, infer_last_error());
+        st = g ? infer_ctx_set_kv_type(g, "f32", "f16") : INFER_OK;
+        CHECK(st == INFER_ERR_UNSUPPORTED, "f32 keys and f16 values on cuda: %d %s", st, infer_last_error());
         infer_ctx_free(g);
+        // on the GPU too, the f16 cache's logits are the f32 cache's bit for bit (its values are f16 already),
+        // a prompt and decode steps; and a copy of the f16 context goes on as the context
+        infer_ctx *g32 = NULL, *g16 = NULL, *gc = NULL;
+        CHECK(!infer_ctx_new(m, 128, &g32) && !infer_ctx_set_backend(g32, "cuda") && !infer_ctx_set_kv_type(g32, "f32", "f32") &&
+                  !infer_ctx_new(m, 128, &g16) && !infer_ctx_set_backend(g16, "cuda") && !infer_ctx_new(m, 128, &gc) &&
+                  !infer_ctx_set_backend(gc, "cuda"),
+              "%s", infer_last_error());
+        CHECK(g32 && g16 && infer_ctx_kv_bytes_per_pos(g32) == 2 * infer_ctx_kv_bytes_per_pos(g16), "cuda: f16 rows are half of f32's");
+        float *g1 = malloc(sizeof(float) * rows * V), *g2 = malloc(sizeof(float) * rows * V);
+        CHECK(g32 && run(g32, ids, g1, V), "cuda f32 cache: %s", infer_last_error());
+        CHECK(g16 && run(g16, ids, g2, V), "cuda f16 cache: %s", infer_last_error());
+        CHECK(!memcmp(g1, g2, sizeof(float) * rows * V), "cuda f16 cache: logits differ from the f32 cache's (max rel err %g)",
+              test_rel_err(g2, g1, rows * V));
+        CHECK(test_rel_err(g2, ref, rows * V) < 1e-2, "cuda f16 cache against the CPU's: max rel err %g", test_rel_err(g2, ref, rows * V));
+        if (gc && g16 && !infer_ctx_copy(gc, g16, NP)) {
+            int32_t nt = ids[NP - 1];
+            float *l1 = malloc(sizeof(float) * V), *l2 = malloc(sizeof(float) * V);
+            infer_ctx_truncate(g16, NP);
+            CHECK(!infer_eval(g16, &nt, 1, l1, 0) && !infer_eval(gc, &nt, 1, l2, 0) && !memcmp(l1, l2, sizeof(float) * V),
+                  "cuda: the copied f16 context's next logits differ from the context's: %s", infer_last_error());
+            free(l1), free(l2);
+        } else
+            CHECK(0, "cuda: copying an f16 context: %s", infer_last_error());
+        free(g1), free(g2);
+        infer_ctx_free(g32), infer_ctx_free(g16), infer_ctx_free(gc);
     }
     infer_ctx_free(c);
     infer_ctx_free(c32);

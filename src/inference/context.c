@@ -284,12 +284,13 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks f32, f16 or q8_0 feature rows; this vindex's are %s (layer %d; "
                       "on the CPU it runs)", what, fo->name, dtype_get(ty) ? dtype_get(ty)->name : "of an unknown type", il);
     }
-    // the KV cache's types: those asked for, else the default (a device's: f32)
-    int kt = c->kv_req[0] >= 0 ? c->kv_req[0] : ops->host ? kv_default(m) : KV_F32;
-    int vt = c->kv_req[1] >= 0 ? c->kv_req[1] : ops->host ? kv_default(m) : KV_F32;
-    if (!st && !ops->host && (kt != KV_F32 || vt != KV_F32))
-        st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" keeps its KV cache in f32 (a cache of %s / %s runs on the CPU)", what,
-                  ops->name, kv_type_name(kt), kv_type_name(vt));
+    // the KV cache's types: those asked for, else the default (f16 under ggml's numerics, whose cache rows
+    // are f16 values, else f32; a device keeps both caches in one of the two)
+    int kt = c->kv_req[0] >= 0 ? c->kv_req[0] : kv_default(m);
+    int vt = c->kv_req[1] >= 0 ? c->kv_req[1] : kv_default(m);
+    if (!st && !ops->host && (kt != vt || (kt != KV_F32 && kt != KV_F16)))
+        st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" keeps its K and V caches both in f32 or both in f16 (a cache of %s / %s runs "
+                  "on the CPU)", what, ops->name, kv_type_name(kt), kv_type_name(vt));
     // the memory: laid out again where its kind, the split or the cache's types change
     int same_mem = ops == c->arena_ops || (ops->host && c->arena_ops->host);
     int relay = !same_mem || split != c->split || (split && memcmp(att, c->att_dev, (size_t)L)) || kt != c->kt || vt != c->vt;

@@ -121,7 +121,7 @@ typedef struct {
     // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
     int att_q;
     struct {
-        int on, T, H, KV, hd, window, ggml, stride, decode;
+        int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
         const float *q, *sinks, *const *tab;
         float *out, *sc, scale, softcap;
         const int *pos;
@@ -130,9 +130,9 @@ typedef struct {
 
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
-    return cuda_attention_d(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos, s->at.tab,
-                            s->at.tab + s->at.T, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq,
-                            s->at.decode);
+    return cuda_attention_kv(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos,
+                             (const void *const *)s->at.tab, (const void *const *)s->at.tab + s->at.T, s->at.scale, s->at.softcap,
+                             s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq, s->at.decode, s->at.kv16);
 }
 
 // The waiting operations, launched (every operation but one that joins them
@@ -466,16 +466,16 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
 
 static void cu_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n) {
     cuda_state *s = state_flushed(b);
-    void *tab = s && type == KV_F32 ? ptr_table(s, (const void *const *)cache, T) : NULL; // (the cache is f32 here: context.c)
+    void *tab = s && (type == KV_F32 || type == KV_F16) ? ptr_table(s, (const void *const *)cache, T) : NULL; // (f32 or f16: context.c)
     (void)pos; // (the pass's positions are on the device: begin_pass)
-    if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n)) fail_op(b);
+    if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n, type == KV_F16)) fail_op(b);
 }
 
 // Each head's norm, RoPE, rounding and the cache rows in one kernel where it
 // covers the layer (per-head norms, heads of up to 512), else op by op.
 static void cu_qkv_prep(backend *b, const qkv_desc *q) {
     cuda_state *s = state_flushed(b);
-    if (!s || (q->k && (q->kt != KV_F32 || q->vt != KV_F32))) { fail_op(b); return; } // (f32 caches only: context.c)
+    if (!s || (q->k && (q->kt != q->vt || (q->kt != KV_F32 && q->kt != KV_F16)))) { fail_op(b); return; } // (f32 or f16 caches: context.c)
     const rope_table *r = q->rope;
     if (!s->fuse || q->qn != q->hd || q->kn != q->hd || q->hd > 512 || q->norm_kind == NORM_OP_LAYER ||
         (r && (r->n_pairs < 1 || r->n_pairs > 256 || (r->n_pairs - 1) * r->pair_stride + r->pair_offset >= q->hd))) {
@@ -484,7 +484,7 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
     }
     cuda_qkv c = {
         .q = q->q, .k = q->k, .v = q->v, .H = q->H, .KV = q->KV, .hd = q->hd, .kind = q->norm_kind == NORM_OP_RMS_PLUS_ONE,
-        .v_norm = q->v_norm, .round = q->round, .eps = q->eps,
+        .v_norm = q->v_norm, .round = q->round, .eps = q->eps, .kv16 = q->kt == KV_F16,
         .q_norm = q->q_norm ? dev_of(b, q->q_norm, sizeof(float) * (size_t)q->hd) : NULL,
         .k_norm = q->k_norm ? dev_of(b, q->k_norm, sizeof(float) * (size_t)q->hd) : NULL,
     };
@@ -493,8 +493,8 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
         c.n_pairs = r->n_pairs, c.pair_offset = r->pair_offset, c.pair_stride = r->pair_stride, c.mscale = r->mscale;
     }
     if (q->k) {
-        c.k_cache = (float *const *)ptr_table(s, (const void *const *)q->k_cache, q->T);
-        c.v_cache = (float *const *)ptr_table(s, (const void *const *)q->v_cache, q->T);
+        c.k_cache = (void *const *)ptr_table(s, (const void *const *)q->k_cache, q->T);
+        c.v_cache = (void *const *)ptr_table(s, (const void *const *)q->v_cache, q->T);
     }
     if ((q->q_norm && !c.q_norm) || (q->k_norm && !c.k_norm) || (r && !c.inv_freq) || (q->k && (!c.k_cache || !c.v_cache)) ||
         cuda_qkv_prep(s->d, &c, q->T, s->pos))
@@ -545,7 +545,7 @@ static void cu_attention(backend *b, const attn_desc *a) {
     int group = SCORES_MAX / per_row > 0 ? (int)(SCORES_MAX / per_row) : 1; // rows a launch (the scores' memory)
     group = group < a->T ? group : a->T;
     cuda_state *s = state_flushed(b);
-    if (!s || a->kt != KV_F32 || a->vt != KV_F32) { fail_op(b); return; } // (f32 caches only: context.c)
+    if (!s || a->kt != a->vt || (a->kt != KV_F32 && a->kt != KV_F16)) { fail_op(b); return; } // (f32 or f16 caches: context.c)
     const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
     float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)group * per_row);
     const void *kv[2 * N_ROWS_MAX];
@@ -558,13 +558,14 @@ static void cu_attention(backend *b, const attn_desc *a) {
         s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
-        s->at.decode = s->pass_decode;
+        s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
         return;
     }
     for (int t = 0; t < a->T; t += group) {
         int n = a->T - t < group ? a->T - t : group;
-        if (cuda_attention(s->d, a->q + t * nq, a->out + t * nq, n, a->H, a->KV, a->hd, a->window, s->pos + t, tab + t,
-                           tab + a->T + t, a->scale, a->softcap, sinks, a->ggml_numerics, sc, a->stride)) {
+        if (cuda_attention_kv(s->d, a->q + t * nq, a->out + t * nq, n, a->H, a->KV, a->hd, a->window, s->pos + t,
+                              (const void *const *)tab + t, (const void *const *)tab + a->T + t, a->scale, a->softcap, sinks,
+                              a->ggml_numerics, sc, a->stride, 0, NULL, 0, a->kt == KV_F16)) {
             fail_op(b);
             return;
         }

@@ -30,6 +30,7 @@ struct cuda_dev {
     int gemm_kernel;     // the tensor-core kernel: 2 k_gemm2 (default), 1 k_gemm (INFER_CUDA_GEMM_KERNEL=1)
     int sms;             // multiprocessors
     int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
+    int mv_tpr;          // INFER_CUDA_MV_TPR=8|32|128: every k_mv product's threads a row (for measurement; 0: by shape)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     int prefetch;        // the products' weights asked into L2 before they wait (mv_prefetch; INFER_CUDA_PREFETCH=0: not)
@@ -175,6 +176,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->mmv = !mm || *mm != '0';
     const char *nw = getenv("INFER_CUDA_MV_NARROW");
     d->mv_narrow = !(nw && *nw == '0');
+    const char *tp = getenv("INFER_CUDA_MV_TPR");
+    d->mv_tpr = tp && (atoi(tp) == 8 || atoi(tp) == 32 || atoi(tp) == 128) ? atoi(tp) : 0;
     const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");
     d->att_split = as ? atoi(as) : 0, d->att_chunk = ac && atoi(ac) > 0 ? atoi(ac) : 16;
     d->att_split = d->att_split < 0 ? 0 : d->att_split > 64 ? 64 : d->att_split;
@@ -1314,6 +1317,10 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     while (d->mv_narrow && !kq23 && tpr < 128 && (total + MV_THREADS / tpr - 1) / (MV_THREADS / tpr) < 2 * d->sms &&
            4 * tpr <= cols / 32)
         tpr *= 4;
+    // few rows, each long (1B's down: 1152 rows of 5.7 KB): a block a row, its whole row read in one round
+    // (4.98 against 8.39 us at 32 threads a row, from memory, bench_cuda_ops cold)
+    if (!kq23 && total < 2048 && row_bytes(m[0].type, cols) >= 4096) tpr = 128;
+    if (d->mv_tpr && !kq23) tpr = d->mv_tpr;
     const int rpb = MV_THREADS / tpr;
     mv_desc k;
     memset(&k, 0, sizeof k);
@@ -1514,6 +1521,12 @@ extern "C" HIDDEN int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int 
 static __device__ float f16_round(float v) { return __half2float(__ushort_as_half((unsigned short)f32_to_f16(v))); }
 
 // the head's output o (global, this block's writes) as the next product's quantized blocks
+// The KV cache's elements: f32, or f16 (KH; ggml numerics' caches, whose values are f16 already)
+template <int KH> struct kvel { typedef float T; };
+template <> struct kvel<1> { typedef __half T; };
+static __device__ __forceinline__ float kvf(float x) { return x; }
+static __device__ __forceinline__ float kvf(__half x) { return __half2float(x); }
+
 static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, int xk, int t, int h, int hd, int nq) {
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
     uint8_t *row = xq + xr * t;
@@ -1535,9 +1548,9 @@ static __device__ void att_quant_head(const float *o, uint8_t *xq, size_t xr, in
 // dropped); NE = 0: any hd, a position at a time.
 enum { ATT_THREADS = 512 }; // (16 warps: a decode row's positions in fewer rounds)
 
-template <int NE, int PRE>
+template <int NE, int PRE, int KH>
 static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q, float *out, int H, int KV, int hd, int window, const int *pos,
-                                                          const float *const *kc, const float *const *vc, float scale, float softcap,
+                                                          const void *const *kc, const void *const *vc, float scale, float softcap,
                                                           const float *sinks, int ggml, float *scores, int stride, uint8_t *xq, size_t xr,
                                                           int xk) {
     __shared__ float sh[32];
@@ -1549,8 +1562,9 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
     // round's K rows are read, its V rows asked into L1 and the rest into L2
     // before the wait for the kernel before (which writes q and row hi)
     const int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
-    const float *k = kc[t] + (size_t)kh * hd + (size_t)lo * nkv, *v = vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
-    enum { NK = PRE && NE > 0 && NE <= 8 ? NE : 1 };
+    typedef typename kvel<KH>::T KT;
+    const KT *k = (const KT *)kc[t] + (size_t)kh * hd + (size_t)lo * nkv, *v = (const KT *)vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
+    enum { NK = PRE && NE > 0 && NE <= 8 ? NE : 1, EPL = 128 / sizeof(KT) }; // (EPL: elements a 128-byte line)
     float k0[4][NK];
     if (PRE && NE > 0 && NE <= 8) {
 #pragma unroll
@@ -1558,13 +1572,13 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
             const int j = wp + g * nw;
             if (j < n - 1) {
 #pragma unroll
-                for (int e = 0; e < NK; e++) k0[g][e] = k[(size_t)j * nkv + lane + 32 * e];
-                if (lane < NE) asm volatile("prefetch.global.L1 [%0];" ::"l"(v + (size_t)j * nkv + 32 * lane));
+                for (int e = 0; e < NK; e++) k0[g][e] = kvf(k[(size_t)j * nkv + lane + 32 * e]);
+                if (lane < (hd + EPL - 1) / EPL) asm volatile("prefetch.global.L1 [%0];" ::"l"(v + (size_t)j * nkv + EPL * lane));
             }
         }
-        const int G = H / KV, lines = hd / 32, first = 4 * nw;
+        const int G = H / KV, lines = (hd + EPL - 1) / EPL, first = 4 * nw;
         for (int i = (h % G) * blockDim.x + threadIdx.x; i < (n - 1 - first) * lines; i += G * blockDim.x) {
-            const size_t o = (size_t)(first + i / lines) * nkv + 32 * (i % lines);
+            const size_t o = (size_t)(first + i / lines) * nkv + EPL * (i % lines);
             asm volatile("prefetch.global.L2 [%0];" ::"l"(k + o));
             asm volatile("prefetch.global.L2 [%0];" ::"l"(v + o));
         }
@@ -1581,14 +1595,14 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
 #pragma unroll
             for (int g = 0; g < 4; g++) {
                 int j = min(j0 + g * nw, n - 1);
-                const float *kr = k + (size_t)j * nkv;
+                const KT *kr = k + (size_t)j * nkv;
                 a[g] = 0.0f;
                 if (PRE && NE <= 8 && j0 == wp && j < n - 1) {
 #pragma unroll
                     for (int e = 0; e < NK; e++) a[g] = fmaf(qv[e], k0[g][e], a[g]);
                 } else {
 #pragma unroll
-                    for (int e = 0; e < NE; e++) a[g] = fmaf(qv[e], kr[lane + 32 * e], a[g]);
+                    for (int e = 0; e < NE; e++) a[g] = fmaf(qv[e], kvf(kr[lane + 32 * e]), a[g]);
                 }
             }
 #pragma unroll
@@ -1600,9 +1614,9 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
         }
     } else {
         for (int j = wp; j < n; j += nw) { // a warp per position, the lanes along the head
-            const float *kr = k + (size_t)j * nkv;
+            const KT *kr = k + (size_t)j * nkv;
             float acc = 0.0f;
-            for (int i = lane; i < hd; i += 32) acc = fmaf(qh[i], kr[i], acc);
+            for (int i = lane; i < hd; i += 32) acc = fmaf(qh[i], kvf(kr[i]), acc);
             acc = warp_sum(acc) * scale;
             if (softcap) acc = softcap * tanhf(acc / softcap);
             if (lane == 0) s[j] = acc;
@@ -1639,7 +1653,7 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
                 int j = min(j0 + g * nw, n - 1);
                 p[g] = j0 + g * nw < n ? s[j] : 0.0f;
 #pragma unroll
-                for (int e = 0; e < NE; e++) vv[g][e] = v[(size_t)j * nkv + lane + 32 * e];
+                for (int e = 0; e < NE; e++) vv[g][e] = kvf(v[(size_t)j * nkv + lane + 32 * e]);
             }
 #pragma unroll
             for (int g = 0; g < 4; g++)
@@ -1648,11 +1662,11 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
         }
     } else {
         for (int j = wp; j < n; j += nw) {
-            const float *vr = v + (size_t)j * nkv;
+            const KT *vr = v + (size_t)j * nkv;
             float p = s[j];
 #pragma unroll
             for (int e = 0; e < 16; e++)
-                if (lane + 32 * e < hd) acc[e] = fmaf(p, vr[lane + 32 * e], acc[e]);
+                if (lane + 32 * e < hd) acc[e] = fmaf(p, kvf(vr[lane + 32 * e]), acc[e]);
         }
     }
 #pragma unroll
@@ -1689,9 +1703,9 @@ static __device__ __forceinline__ int att_chunk_len(int n, int spl, int chunk) {
     return c > chunk ? c : chunk;
 }
 
-template <int NE>
+template <int NE, int KH>
 static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q, int H, int KV, int hd, int window, const int *pos,
-                                                                 const float *const *kc, float scale, float softcap, float *scores,
+                                                                 const void *const *kc, float scale, float softcap, float *scores,
                                                                  int stride, att_split_args sa) {
     PDL_ENTRY();
     __shared__ float sh[32];
@@ -1700,7 +1714,9 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q
     int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
     if (c >= S) return;
     int a = c * C, b = a + C < n ? a + C : n;
-    const float *qh = q + (size_t)t * nq + (size_t)h * hd, *k = kc[t] + (size_t)kh * hd + (size_t)lo * nkv;
+    typedef typename kvel<KH>::T KT;
+    const float *qh = q + (size_t)t * nq + (size_t)h * hd;
+    const KT *k = (const KT *)kc[t] + (size_t)kh * hd + (size_t)lo * nkv;
     float *s = scores + ((size_t)t * H + h) * stride;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
     float qv[NE];
@@ -1711,10 +1727,10 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q
         float acc[4];
 #pragma unroll
         for (int g = 0; g < 4; g++) {
-            const float *kr = k + (size_t)min(j0 + g * nw, b - 1) * nkv;
+            const KT *kr = k + (size_t)min(j0 + g * nw, b - 1) * nkv;
             acc[g] = 0.0f;
 #pragma unroll
-            for (int e = 0; e < NE; e++) acc[g] = fmaf(qv[e], kr[lane + 32 * e], acc[g]);
+            for (int e = 0; e < NE; e++) acc[g] = fmaf(qv[e], kvf(kr[lane + 32 * e]), acc[g]);
         }
 #pragma unroll
         for (int g = 0; g < 4; g++) {
@@ -1733,9 +1749,9 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q
     if (threadIdx.x == 0) sa.stat[((size_t)t * H + h) * sa.spl + c] = make_float2(m, l);
 }
 
-template <int NE>
+template <int NE, int KH>
 static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, int H, int KV, int hd, int window, const int *pos,
-                                                                 const float *const *vc, const float *sinks, int ggml,
+                                                                 const void *const *vc, const float *sinks, int ggml,
                                                                  const float *scores, int stride, att_split_args sa, uint8_t *xq,
                                                                  size_t xr, int xk) {
     PDL_ENTRY();
@@ -1753,7 +1769,8 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, in
     for (int i = 0; i < S; i++) M = fmaxf(M, st[i].x);
     for (int i = 0; i < S; i++) L += st[i].y * expf(st[i].x - M);
     if (sinks) L += expf(sinks[h] - M);
-    const float *s = scores + rh * stride, *v = vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
+    const float *s = scores + rh * stride;
+    const typename kvel<KH>::T *v = (const typename kvel<KH>::T *)vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
     float acc[NE];
 #pragma unroll
@@ -1766,7 +1783,7 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, in
             float pj = expf(s[j] - M) / L;
             p[g] = j0 + g * nw < b ? (ggml ? f16_round(pj) : pj) : 0.0f;
 #pragma unroll
-            for (int e = 0; e < NE; e++) vv[g][e] = v[(size_t)j * nkv + lane + 32 * e];
+            for (int e = 0; e < NE; e++) vv[g][e] = kvf(v[(size_t)j * nkv + lane + 32 * e]);
         }
 #pragma unroll
         for (int g = 0; g < 4; g++)
@@ -1804,8 +1821,8 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, in
 // the split kernels for rows [t0, t0 + T) -- the buffers for AS_ROWS rows at a time
 enum { AS_ROWS = 64 };
 static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
-                         const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
-                         float *scores, int stride, uint8_t *xq, size_t xr, int xk) {
+                         const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
+                         float *scores, int stride, uint8_t *xq, size_t xr, int xk, int kv16) {
     const int spl = d->att_split, rows = T < AS_ROWS ? T : AS_ROWS;
     size_t need = sizeof(float) * (size_t)rows * H * spl * (hd + 2), nc = sizeof(int) * (size_t)rows * H;
     if (need > d->ap_cap || nc > d->acnt_cap) {
@@ -1827,10 +1844,12 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         const float *qt = q + t0 * nq;
         float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
         uint8_t *xt = xq ? xq + xr * t0 : NULL;
-#define AS(ne)                                                                                                                 \
-    launch(k_att_scores<ne>, g, AS_THREADS, 0, d->stream, qt, H, KV, hd, window, pos + t0, k + t0, scale, softcap, sc, stride, sa); \
-    launch(k_att_values<ne>, g, AS_THREADS, 0, d->stream, ot, H, KV, hd, window, pos + t0, v + t0, sinks, ggml,                 \
+#define AS2(ne, kh)                                                                                                            \
+    launch(k_att_scores<ne, kh>, g, AS_THREADS, 0, d->stream, qt, H, KV, hd, window, pos + t0, k + t0, scale, softcap, sc, stride, sa); \
+    launch(k_att_values<ne, kh>, g, AS_THREADS, 0, d->stream, ot, H, KV, hd, window, pos + t0, v + t0, sinks, ggml,             \
            (const float *)sc, stride, sa, xt, xr, xk)
+#define AS(ne)                                                                                                                 \
+    if (kv16) { AS2(ne, 1); } else { AS2(ne, 0); }
         switch (hd) {
         case 32: AS(1); break;
         case 64: AS(2); break;
@@ -1840,6 +1859,7 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         default: AS(16); break;
         }
 #undef AS
+#undef AS2
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return set_status("attention", e);
     }
@@ -1852,20 +1872,21 @@ extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd) {
 
 static int att_hd_ok(int hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256 || hd == 512; }
 
-extern "C" HIDDEN int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
-                                       const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
-                                       int ggml, float *scores, int stride, int wtype, void *xq, int decode) {
+extern "C" HIDDEN int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                        const void *const *k, const void *const *v, float scale, float softcap, const float *sinks,
+                                        int ggml, float *scores, int stride, int wtype, void *xq, int decode, int kv16) {
     if (T <= 0) return 0;
     if (hd > 512 || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
     size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
     int xk = xq && is_k(wtype);
     if (d->att_split > 0 && att_hd_ok(hd))
-        return att_split_run(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk);
+        return att_split_run(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk,
+                             kv16);
     dim3 g(T, H);
     const int pre = decode && d->att_pf;
 #define ATT(ne)                                                                                                                       \
-    launch(pre ? k_attention<ne, 1> : k_attention<ne, 0>, g, ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, \
-           sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk)
+    launch(kv16 ? (pre ? k_attention<ne, 1, 1> : k_attention<ne, 0, 1>) : pre ? k_attention<ne, 1, 0> : k_attention<ne, 0, 0>, g,     \
+           ATT_THREADS, 0, d->stream, q, out, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk)
     switch (hd) {
     case 32: ATT(1); break;
     case 64: ATT(2); break;
@@ -1877,6 +1898,13 @@ extern "C" HIDDEN int cuda_attention_d(cuda_dev *d, const float *q, float *out, 
     }
 #undef ATT
     return launched("attention");
+}
+
+extern "C" HIDDEN int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                       const float *const *k, const float *const *v, float scale, float softcap, const float *sinks,
+                                       int ggml, float *scores, int stride, int wtype, void *xq, int decode) {
+    return cuda_attention_kv(d, q, out, T, H, KV, hd, window, pos, (const void *const *)k, (const void *const *)v, scale, softcap, sinks,
+                             ggml, scores, stride, wtype, xq, decode, 0);
 }
 
 extern "C" HIDDEN int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
@@ -2213,16 +2241,18 @@ extern "C" HIDDEN int cuda_zero(cuda_dev *d, void *p, size_t bytes) {
     return e == cudaSuccess ? 0 : set_status("memset", e);
 }
 
-static __global__ void k_kv_store(float *const *cache, const int *pos, const float *src, int T, int n) {
+static __global__ void k_kv_store(void *const *cache, const int *pos, const float *src, int T, int n, int kv16) {
     PDL_ENTRY();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)T * n) return;
     int t = (int)(i / n), c = (int)(i % n);
-    cache[t][(size_t)pos[t] * n + c] = src[i];
+    size_t at = (size_t)pos[t] * n + c;
+    if (kv16) ((__half *)cache[t])[at] = __float2half_rn(src[i]);
+    else ((float *)cache[t])[at] = src[i];
 }
-extern "C" HIDDEN int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n) {
+extern "C" HIDDEN int cuda_kv_store(cuda_dev *d, void *const *cache, const int *pos, const float *src, int T, int n, int kv16) {
     if (T <= 0 || n <= 0) return 0;
-    launch(k_kv_store, grid_for((size_t)T * n, 256), 256, 0, d->stream, cache, pos, src, T, n);
+    launch(k_kv_store, grid_for((size_t)T * n, 256), 256, 0, d->stream, cache, pos, src, T, n, kv16);
     return launched("kv store");
 }
 
@@ -2435,7 +2465,8 @@ static __global__ void k_qkv(cuda_qkv c, const int *pos) {
         int i = threadIdx.x + 256 * k;
         if (w && i < hd) sc[k] = nk == 1 ? 1.0f + w[i] : w[i]; // (normed's)
     }
-    float *cache = kind == 0 || !c.k_cache ? NULL : (kind == 1 ? c.k_cache : c.v_cache)[t] + ((size_t)pt * c.KV + h) * hd;
+    const size_t at = ((size_t)pt * c.KV + h) * hd; // (the row's first element in its cache, f32 or f16: kv16)
+    void *cache = kind == 0 || !c.k_cache ? NULL : (kind == 1 ? c.k_cache : c.v_cache)[t];
     PDL_ENTRY();
     __shared__ float sh[32], buf[512];
     float *base = kind == 0 ? c.q : kind == 1 ? c.k : c.v;
@@ -2463,7 +2494,8 @@ static __global__ void k_qkv(cuda_qkv c, const int *pos) {
     for (int i = threadIdx.x; i < hd; i += 256) {
         float v = c.round ? f16_round(buf[i]) : buf[i];
         p[i] = v;
-        if (cache) cache[i] = v;
+        if (cache && c.kv16) ((__half *)cache)[at + i] = __float2half_rn(v);
+        else if (cache) ((float *)cache)[at + i] = v;
     }
 }
 
@@ -2780,8 +2812,12 @@ static __global__ void k_deq_f16(const uint8_t *w, int rows, int cols, int nb, _
     const wrow m = {w, rows, r, nb};
     float v[16];
     deq<TY>::get(m, c / 2, c % 2, v);
-    __half *o = out + (size_t)r * cols + 16 * c;
-    for (int k = 0; k < 16; k++) o[k] = __float2half_rn(v[k]);
+    // (two 16-byte stores: a row's 16 values sit at a 32-byte boundary, cols % 16 == 0; stores of a half
+    // at a time made each warp's write 16 partial-sector passes, ~250 GB/s)
+    __align__(16) __half2 h2[8];
+    for (int k = 0; k < 8; k++) h2[k] = __halves2half2(__float2half_rn(v[2 * k]), __float2half_rn(v[2 * k + 1]));
+    uint4 *o = (uint4 *)(out + (size_t)r * cols + 16 * c);
+    o[0] = *(const uint4 *)h2, o[1] = *(const uint4 *)(h2 + 4);
 }
 
 static int grow(void **p, size_t *cap, size_t bytes) {

@@ -112,6 +112,10 @@ int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int 
 int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                      float *scores, int stride, int wtype, void *d_xq, int decode);
+// The same over caches of f16 (kv16: each row's k and v rows __half, the f32 ones' values rounded) or f32.
+int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                      const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
+                      float *scores, int stride, int wtype, void *d_xq, int decode, int kv16);
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
 // idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
 // ties to the lower index: walk.c's topk_abs, on the GPU (one block).
@@ -162,11 +166,12 @@ typedef struct {
     int H, KV, hd, kind, v_norm, round, n_pairs, pair_offset, pair_stride;
     const float *q_norm, *k_norm, *inv_freq;
     float eps, mscale;
-    float *const *k_cache, *const *v_cache;
+    void *const *k_cache, *const *v_cache;
+    int kv16; // the caches' rows are f16 (the values rounded to nearest), else f32
 } cuda_qkv;
 int cuda_qkv_prep(cuda_dev *d, const cuda_qkv *c, int T, const int *pos);
-// row t of src (n floats) to cache[t] + pos[t] * n (cache and pos device arrays)
-int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n);
+// row t of src (n floats) to cache[t] + pos[t] * n (cache and pos device arrays; kv16: the cache f16)
+int cuda_kv_store(cuda_dev *d, void *const *cache, const int *pos, const float *src, int T, int n, int kv16);
 // CUDA graphs of the stream's work: capture, instantiate, launch, free
 int cuda_graph_begin(cuda_dev *d);
 int cuda_graph_end(cuda_dev *d, void **exec);

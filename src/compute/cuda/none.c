@@ -79,6 +79,13 @@ int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int 
         (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride, (void)wtype, (void)xq, (void)decode;
     return -1;
 }
+int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                      const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml, float *scores,
+                      int stride, int wtype, void *xq, int decode, int kv16) {
+    (void)d, (void)q, (void)out, (void)T, (void)H, (void)KV, (void)hd, (void)window, (void)pos, (void)k, (void)v, (void)scale,
+        (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride, (void)wtype, (void)xq, (void)decode, (void)kv16;
+    return -1;
+}
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
 int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) { (void)d, (void)s, (void)n, (void)k, (void)idx; return -1; }
 int cuda_walk_ok(int type) { (void)type; return 0; }
@@ -108,7 +115,8 @@ int cuda_copy2d(cuda_dev *d, float *dst, size_t ds, const float *src, size_t ss,
 }
 int cuda_zero(cuda_dev *d, void *p, size_t bytes) { (void)d, (void)p, (void)bytes; return -1; }
 int cuda_upload_async(cuda_dev *d, void *dst, const void *src, size_t bytes) { (void)d, (void)dst, (void)src, (void)bytes; return -1; }
-int cuda_kv_store(cuda_dev *d, float *const *cache, const int *pos, const float *src, int T, int n) {
+int cuda_kv_store(cuda_dev *d, void *const *cache, const int *pos, const float *src, int T, int n, int kv16) {
+    (void)kv16;
     (void)d, (void)cache, (void)pos, (void)src, (void)T, (void)n;
     return -1;
 }
