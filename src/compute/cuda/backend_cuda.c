@@ -299,7 +299,7 @@ static int rows_gemm(const cuda_state *s, int wtype, int n_in, int T) {
 }
 
 // The products of a pass's segments, each as its rows would run alone.
-static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, const float *x, int n_in, int n_out) {
+static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, const float *x, int n_in, int n_out, int lowp) {
     if (flush(s)) return -1;
     size_t xr = cuda_act_row_size(wtype, n_in);
     for (int i = 0; i < s->n_seg; i++) {
@@ -307,7 +307,7 @@ static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, c
         const float *xa = x + (size_t)a * n_in;
         float *ya = y + (size_t)a * n_out;
         if (s->seg_gemm[i]) {
-            if (cuda_gemm(s->d, wtype, dw, n_out, n_in, xa, n, ya)) return -1;
+            if (cuda_gemm_lowp(s->d, wtype, dw, n_out, n_in, xa, n, ya, lowp)) return -1;
             continue;
         }
         const void *xq = xa;
@@ -332,10 +332,10 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
     } else if (rows_gemm(s, W->type, n_in, T) == 1) { // (a prompt: the tensor cores)
         const void *dw = dev_weight(b, W, n_in, n_out);
-        if (!dw || flush(s) || cuda_gemm(s->d, W->type, dw, n_out, n_in, x, T, y)) { fail_op(b); return; }
+        if (!dw || flush(s) || cuda_gemm_lowp(s->d, W->type, dw, n_out, n_in, x, T, y, w->ggml)) { fail_op(b); return; }
     } else if (rows_gemm(s, W->type, n_in, T) < 0) {
         const void *dw = dev_weight(b, W, n_in, n_out);
-        if (!dw || matmul_segments(s, W->type, dw, y, x, n_in, n_out)) { fail_op(b); return; }
+        if (!dw || matmul_segments(s, W->type, dw, y, x, n_in, n_out, w->ggml)) { fail_op(b); return; }
     } else {
         const void *dw = dev_weight(b, W, n_in, n_out);
         const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;

@@ -2845,14 +2845,15 @@ static int blas_wants(cuda_dev *d, int wtype, int rows, int cols, int T) {
     return d->blas_state > 0;
 }
 
-static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
-    const int fl = is_float(wtype), ns = fl ? 2 : 1;
+static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y, int lowp) {
+    const int fl = is_float(wtype), ns = fl && !lowp ? 2 : 1;
     const size_t n = (size_t)T * cols;
     if (grow(&d->gx, &d->gx_cap, 2 * ns * n)) return -1;
     const void *wm = w;
     cudaDataType et = wtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    if (wtype == DT_BF16) launch(k_xparts<DT_BF16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__nv_bfloat16 *)d->gx);
-    else if (fl) launch(k_xparts<DT_F16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
+    if (wtype == DT_BF16 && ns == 1) launch(k_xparts<DT_BF16, 1>, grid_for(n, 256), 256, 0, d->stream, x, n, (__nv_bfloat16 *)d->gx);
+    else if (wtype == DT_BF16) launch(k_xparts<DT_BF16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__nv_bfloat16 *)d->gx);
+    else if (fl && ns == 2) launch(k_xparts<DT_F16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
     else launch(k_xparts<DT_F16, 1>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
     if (!fl) {
         if (grow(&d->gw, &d->gw_cap, 2 * (size_t)rows * cols)) return -1;
@@ -2882,9 +2883,14 @@ extern "C" HIDDEN int cuda_gemm_blas(cuda_dev *d, int wtype, int rows, int cols,
 }
 
 extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
+    return cuda_gemm_lowp(d, wtype, w, rows, cols, x, T, y, 0);
+}
+
+extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y, int lowp) {
     if (!cuda_gemm_ok(wtype, cols, T) || rows <= 0) return -1;
     if (blas_wants(d, wtype, rows, cols, T))
-        return blas_gemm(d, wtype, (const uint8_t *)w, rows, cols, is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK), x, T, y);
+        return blas_gemm(d, wtype, (const uint8_t *)w, rows, cols, is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK), x, T, y,
+                         lowp);
     int nb = is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK);
     const uint8_t *wb = (const uint8_t *)w;
     if (d->gemm_kernel == 2 && cols % G2K == 0) {

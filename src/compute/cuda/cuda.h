@@ -80,6 +80,9 @@ int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const voi
 enum { CUDA_GEMM_MIN_T = 16 };
 int cuda_gemm_ok(int wtype, int cols, int T);
 int cuda_gemm(cuda_dev *d, int wtype, const void *d_w, int rows, int cols, const float *d_x, int T, float *d_y);
+// The same; lowp: where cuBLAS takes an f16 / bf16 product, the activations in one part (rounded to the
+// weights' type, as ggml's products round them) instead of two: one cuBLAS product instead of two.
+int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y, int lowp);
 // 1 when cuda_gemm gives this product to cuBLAS (loaded at run time when
 // present; INFER_CUDA_CUBLAS=0: never): f16 / bf16 weights from 64 tokens,
 // the quantized types (dequantized to f16 first) from 256, matrices of 2M

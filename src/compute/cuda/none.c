@@ -30,6 +30,10 @@ int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, int cols, const voi
     return -1;
 }
 int cuda_gemm_ok(int wtype, int cols, int T) { (void)wtype, (void)cols, (void)T; return 0; }
+int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y, int lowp) {
+    (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)x, (void)T, (void)y, (void)lowp;
+    return -1;
+}
 int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y) {
     (void)d, (void)wtype, (void)w, (void)rows, (void)cols, (void)x, (void)T, (void)y;
     return -1;
