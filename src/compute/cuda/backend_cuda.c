@@ -120,16 +120,38 @@ typedef struct {
     // and writes that product's quantized rows itself (cuda_attention_q;
     // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
     int att_q;
+    int att_tile;                // a prompt's rows of one sequence in tiles (cuda_attention_tile; INFER_CUDA_ATT_TILE=1: on)
     struct {
         int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
+        int n_blk, blk0[N_ROWS_MAX], blk_n[N_ROWS_MAX]; // the pass's runs of rows of one sequence
         const float *q, *sinks, *const *tab;
         float *out, *sc, scale, softcap;
         const int *pos;
     } at;
 } cuda_state;
 
+enum { TILE_MIN_ROWS = 8 }; // (a block of fewer rows: the per-row kernel)
+
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
+    if (!s->at.decode && s->att_tile && s->at.n_blk > 0 && cuda_attention_tile_ok(s->at.hd, s->at.ggml)) {
+        const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
+        const void *const *tab = (const void *const *)s->at.tab;
+        for (int i = 0; i < s->at.n_blk; i++) {
+            const int a = s->at.blk0[i], n = s->at.blk_n[i];
+            uint8_t *xb = xq ? (uint8_t *)xq + xr * a : NULL;
+            float *sc = s->at.sc + (size_t)a * s->at.H * s->at.stride;
+            int rc = n >= TILE_MIN_ROWS
+                         ? cuda_attention_tile(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                               s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks,
+                                               s->at.ggml, sc, s->at.stride, wtype, xb, s->at.kv16)
+                         : cuda_attention_kv(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                             s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks,
+                                             s->at.ggml, sc, s->at.stride, wtype, xb, 0, s->at.kv16);
+            if (rc) return rc;
+        }
+        return 0;
+    }
     return cuda_attention_kv(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos,
                              (const void *const *)s->at.tab, (const void *const *)s->at.tab + s->at.T, s->at.scale, s->at.softcap,
                              s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq, s->at.decode, s->at.kv16);
@@ -181,6 +203,8 @@ static cuda_state *state(backend *b) {
     s->gemm = !gz || !*gz || *gz != '0';
     const char *bz = getenv("INFER_CUDA_BATCH_GEMM");
     s->batch_gemm = bz && *bz == '1';
+    const char *tz = getenv("INFER_CUDA_ATT_TILE"); // (off: half the per-row kernel's prompt speed so far, bench/RESULTS.md)
+    s->att_tile = tz && *tz == '1';
     b->dev = s;
     return s;
 }
@@ -558,7 +582,11 @@ static void cu_attention(backend *b, const attn_desc *a) {
         s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
-        s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
+        s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16, s->at.n_blk = 0;
+        for (int t = 0, e; t < a->T; t = e) { // (the runs of rows of one sequence: one cache)
+            for (e = t + 1; e < a->T && a->k[e] == a->k[t] && a->v[e] == a->v[t];) e++;
+            s->at.blk0[s->at.n_blk] = t, s->at.blk_n[s->at.n_blk++] = e - t;
+        }
         return;
     }
     for (int t = 0; t < a->T; t += group) {

@@ -1521,6 +1521,7 @@ extern "C" HIDDEN int cuda_rope(cuda_dev *d, float *x, int rows, int heads, int 
 static __device__ float f16_round(float v) { return __half2float(__ushort_as_half((unsigned short)f32_to_f16(v))); }
 
 // the head's output o (global, this block's writes) as the next product's quantized blocks
+extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd);
 // The KV cache's elements: f32, or f16 (KH; ggml numerics' caches, whose values are f16 already)
 template <int KH> struct kvel { typedef float T; };
 template <> struct kvel<1> { typedef __half T; };
@@ -1864,6 +1865,159 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         if (e != cudaSuccess) return set_status("attention", e);
     }
     return 0;
+}
+
+// ---------------------------------------------------------------------------
+// A prompt's attention in tiles (rows of one sequence, ggml's numerics): a block takes AT_QT rows of one
+// head and meets its cache AT_PT positions at a time, the tiles in shared memory, the products on the
+// tensor cores (WMMA, f16 x f16 into f32). Under ggml's numerics q, k and v are f16 values and the
+// probabilities are rounded to f16 before they meet V, so the f16 inputs are exact and each product is
+// the per-row kernel's; only the order of the f32 sums differs. Scores go through the scores buffer as
+// k_attention's (scale, softcap, then each row's softmax with its sink), in the row's window only.
+enum { AT_QT = 32, AT_PT = 32, AT_THREADS = 128 };
+static __device__ __forceinline__ __half tohalf(float x) { return __float2half_rn(x); }
+static __device__ __forceinline__ __half tohalf(__half x) { return x; }
+template <int HD> static size_t att_tile_smem() { return 2 * 2 * (size_t)AT_QT * (HD + 8) + 4 * (size_t)AT_QT * (AT_PT + 4) + 2 * (size_t)AT_QT * (AT_PT + 8); }
+
+template <int HD, int KH>
+static __global__ void __launch_bounds__(AT_THREADS) k_att_tile(const float *q, float *out, int T, int H, int KV, int window, const int *pos,
+                                                               const void *const *kc, const void *const *vc, float scale, float softcap,
+                                                               const float *sinks, int ggml, float *scores, int stride, uint8_t *xq,
+                                                               size_t xr, int xk) {
+    using namespace nvcuda;
+    typedef typename kvel<KH>::T KT;
+    enum { LD = HD + 8, SLD = AT_PT + 4, PLD = AT_PT + 8, NW = AT_THREADS / 32 };
+    extern __shared__ __align__(128) unsigned char at_smem[];
+    __half *Qs = (__half *)at_smem;              // [QT][LD] the rows' q
+    __half *KVs = Qs + AT_QT * LD;               // [PT][LD] a tile of K, then of V
+    float *Ss = (float *)(KVs + AT_PT * LD);     // [QT][SLD] a tile's scores; then each warp's 16 x 16 output staging
+    __half *Ps = (__half *)(Ss + AT_QT * SLD);   // [QT][PLD] a tile's probabilities
+    __shared__ int lo_s[AT_QT], hi_s[AT_QT];
+    PDL_ENTRY();
+    const int t0 = blockIdx.x * AT_QT, h = blockIdx.y, kh = h / (H / KV), nq = H * HD, nkv = KV * HD;
+    const int nt = min(AT_QT, T - t0), tid = threadIdx.x, wp = tid / 32, lane = tid % 32;
+    if (tid < AT_QT) {
+        int hi = tid < nt ? pos[t0 + tid] : -1, lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0;
+        lo_s[tid] = tid < nt ? lo : 0x7fffffff, hi_s[tid] = hi;
+    }
+    for (int i = tid; i < AT_QT * HD; i += AT_THREADS) {
+        int r = i / HD, c = i % HD;
+        Qs[r * LD + c] = __float2half_rn(r < nt ? q[(size_t)(t0 + r) * nq + (size_t)h * HD + c] : 0.0f);
+    }
+    __syncthreads();
+    int plo = 0x7fffffff, phi = -1;
+    for (int r = 0; r < nt; r++) plo = min(plo, lo_s[r]), phi = max(phi, hi_s[r]);
+    const KT *K = (const KT *)kc[t0] + (size_t)kh * HD, *V = (const KT *)vc[t0] + (size_t)kh * HD;
+    const int fr = wp / 2, fc = wp % 2; // (this warp's 16 x 16 fragment of a tile: rows 16 fr, positions or columns 16 fc)
+    for (int j0 = plo; j0 <= phi; j0 += AT_PT) {
+        for (int i = tid; i < AT_PT * HD; i += AT_THREADS) {
+            int p = i / HD, c = i % HD;
+            KVs[p * LD + c] = tohalf(K[(size_t)min(j0 + p, phi) * nkv + c]);
+        }
+        __syncthreads();
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.0f);
+#pragma unroll 4
+        for (int k = 0; k < HD; k += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+            wmma::load_matrix_sync(a, Qs + 16 * fr * LD + k, LD);
+            wmma::load_matrix_sync(b, KVs + 16 * fc * LD + k, LD);
+            wmma::mma_sync(acc, a, b, acc);
+        }
+        wmma::store_matrix_sync(Ss + 16 * fr * SLD + 16 * fc, acc, SLD, wmma::mem_row_major);
+        __syncthreads();
+        for (int i = tid; i < AT_QT * AT_PT; i += AT_THREADS) {
+            int r = i / AT_PT, j = j0 + i % AT_PT;
+            if (r < nt && j >= lo_s[r] && j <= hi_s[r]) {
+                float v = Ss[r * SLD + i % AT_PT] * scale;
+                if (softcap) v = softcap * tanhf(v / softcap);
+                scores[((size_t)(t0 + r) * H + h) * stride + (j - lo_s[r])] = v;
+            }
+        }
+        __syncthreads();
+    }
+    for (int r = wp; r < nt; r += NW) { // each row's softmax, a warp a row (its scores written above by this block)
+        float *s = scores + ((size_t)(t0 + r) * H + h) * stride;
+        const int n = hi_s[r] - lo_s[r] + 1;
+        float m = -INFINITY;
+        for (int j = lane; j < n; j += 32) m = fmaxf(m, s[j]);
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (sinks) m = fmaxf(m, sinks[h]);
+        float sum = 0.0f;
+        for (int j = lane; j < n; j += 32) sum += expf(s[j] - m);
+        sum = warp_sum(sum);
+        if (sinks) sum += expf(sinks[h] - m);
+        for (int j = lane; j < n; j += 32) {
+            float p = expf(s[j] - m) / sum;
+            s[j] = ggml ? f16_round(p) : p;
+        }
+    }
+    __syncthreads();
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> o[HD / 32]; // (columns 16 (fc + 2 i))
+#pragma unroll
+    for (int i = 0; i < HD / 32; i++) wmma::fill_fragment(o[i], 0.0f);
+    for (int j0 = plo; j0 <= phi; j0 += AT_PT) {
+        for (int i = tid; i < AT_PT * HD; i += AT_THREADS) {
+            int p = i / HD, c = i % HD;
+            KVs[p * LD + c] = tohalf(V[(size_t)min(j0 + p, phi) * nkv + c]);
+        }
+        for (int i = tid; i < AT_QT * AT_PT; i += AT_THREADS) {
+            int r = i / AT_PT, j = j0 + i % AT_PT;
+            float p = r < nt && j >= lo_s[r] && j <= hi_s[r] ? scores[((size_t)(t0 + r) * H + h) * stride + (j - lo_s[r])] : 0.0f;
+            Ps[r * PLD + i % AT_PT] = __float2half_rn(p);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < AT_PT; k += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+            wmma::load_matrix_sync(a, Ps + 16 * fr * PLD + k, PLD);
+#pragma unroll
+            for (int i = 0; i < HD / 32; i++) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
+                wmma::load_matrix_sync(b, KVs + k * LD + 16 * (fc + 2 * i), LD);
+                wmma::mma_sync(o[i], a, b, o[i]);
+            }
+        }
+        __syncthreads();
+    }
+    float *stg = Ss + 256 * wp; // (16 x 16 floats a warp)
+#pragma unroll
+    for (int i = 0; i < HD / 32; i++) {
+        wmma::store_matrix_sync(stg, o[i], 16, wmma::mem_row_major);
+        __syncwarp();
+        for (int e = lane; e < 256; e += 32) {
+            int r = 16 * fr + e / 16;
+            if (r < nt) out[(size_t)(t0 + r) * nq + (size_t)h * HD + 16 * (fc + 2 * i) + e % 16] = stg[e];
+        }
+        __syncwarp();
+    }
+    if (xq) {
+        __syncthreads();
+        for (int r = 0; r < nt; r++) att_quant_head(out + (size_t)(t0 + r) * nq + (size_t)h * HD, xq, xr, xk, t0 + r, h, HD, nq);
+    }
+}
+
+extern "C" HIDDEN int cuda_attention_tile_ok(int hd, int ggml) { return ggml && (hd == 64 || hd == 128 || hd == 256); }
+
+extern "C" HIDDEN int cuda_attention_tile(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                                          const void *const *k, const void *const *v, float scale, float softcap, const float *sinks,
+                                          int ggml, float *scores, int stride, int wtype, void *xq, int kv16) {
+    if (T <= 0) return 0;
+    if (!cuda_attention_tile_ok(hd, ggml) || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
+    size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
+    int xk = xq && is_k(wtype);
+    dim3 g((T + AT_QT - 1) / AT_QT, H);
+#define AT(hd_)                                                                                                               \
+    launch(kv16 ? k_att_tile<hd_, 1> : k_att_tile<hd_, 0>, g, AT_THREADS, att_tile_smem<hd_>(), d->stream, q, out, T, H, KV, window, pos, \
+           k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk)
+    switch (hd) {
+    case 64: AT(64); break;
+    case 128: AT(128); break;
+    default: AT(256); break;
+    }
+#undef AT
+    return launched("attention tiles");
 }
 
 extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd) {

@@ -115,6 +115,12 @@ int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int 
 int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                      float *scores, int stride, int wtype, void *d_xq, int decode);
+// A prompt's rows of one sequence (T rows, one cache; ggml's numerics, hd 64, 128 or 256: cuda_attention_tile_ok)
+// in tiles on the tensor cores: cuda_attention_kv's values up to the order of the f32 sums.
+int cuda_attention_tile_ok(int hd, int ggml);
+int cuda_attention_tile(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                        const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
+                        float *scores, int stride, int wtype, void *d_xq, int kv16);
 // The same over caches of f16 (kv16: each row's k and v rows __half, the f32 ones' values rounded) or f32.
 int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                       const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
