@@ -11,7 +11,7 @@ rows = [r for r in csv.DictReader(l for l in open(src) if not l.startswith("#"))
 title = next((l[2:].strip() for l in open(src) if l.startswith("#")), src)
 labels = [f"{r['shape']}\n{r['test']}" for r in rows]
 ratio = [float(r["infer"]) / float(r["llama"]) for r in rows]
-fig, ax = plt.subplots(figsize=(10, 4))
+fig, ax = plt.subplots(figsize=(max(10, 0.95 * len(rows)), 4))
 bars = ax.bar(range(len(rows)), ratio, color=["#3a7" if x >= 1 else "#c55" for x in ratio])
 ax.axhline(1.0, color="black", linewidth=0.8)
 for b, x in zip(bars, ratio):
