@@ -148,10 +148,11 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
         if (src->arena_ops->host) {
             memcpy(dst->k_cache[il], src->k_cache[il], kv_bytes(src->kt, (size_t)n * nkv));
             memcpy(dst->v_cache[il], src->v_cache[il], kv_bytes(src->vt, (size_t)n * nkv));
-        } else if (n) { // (device memory, f32 or f16: the backend copies the positions' bytes as floats, rounded up)
-            int kf = (int)((kv_bytes(src->kt, (size_t)n * nkv) + 3) / 4), vf = (int)((kv_bytes(src->vt, (size_t)n * nkv) + 3) / 4);
-            dst->be.ops->copy(&dst->be, dst->k_cache[il], (size_t)kf, src->k_cache[il], (size_t)kf, 1, kf);
-            dst->be.ops->copy(&dst->be, dst->v_cache[il], (size_t)vf, src->v_cache[il], (size_t)vf, 1, vf);
+        } else if (n) { // (device memory, f32 or f16 rows: the backend copies each position's bytes as floats)
+            size_t kb = kv_bytes(src->kt, (size_t)nkv), vb = kv_bytes(src->vt, (size_t)nkv);
+            if (kb % 4 || vb % 4) return fail(INFER_ERR_UNSUPPORTED, "context copy: cache rows of %zu / %zu bytes on a device", kb, vb);
+            dst->be.ops->copy(&dst->be, dst->k_cache[il], kb / 4, src->k_cache[il], kb / 4, n, (int)(kb / 4));
+            dst->be.ops->copy(&dst->be, dst->v_cache[il], vb / 4, src->v_cache[il], vb / 4, n, (int)(vb / 4));
         }
     }
     if (!dst->arena_ops->host) dst->be.ops->download(&dst->be, &one, dst->arena, 1); // (the copies done before src moves on)
