@@ -600,9 +600,11 @@ static void check_fused(cuda_dev *d) {
 // and a weight whose dequantized value the CPU rounds otherwise may round to
 // the next f16), and against the unrounded product (the f16 inputs' own
 // error, documented: <= 1e-5). F16 and BF16 weights (their own values, the
-// activations in two parts): against the exact product, <= 1e-9.
-static void check_gemm_lowp(cuda_dev *d, int wt, int rows, int cols, int T);
-static void check_gemm(cuda_dev *d, int wt, int rows, int cols, int T) {
+// activations in two parts): against the exact product, <= 1e-9. lowp
+// (cuda_gemm_lowp, ggml's f16 / bf16 products): where cuBLAS takes them, the
+// activations in one part, against the product with them rounded to the
+// weights' type, <= 1e-7 (elsewhere k_gemm2's two parts, as without).
+static void check_gemm_p(cuda_dev *d, int wt, int rows, int cols, int T, int lowp) {
     const dtype_traits *tr = dtype_get(wt);
     size_t rs = dtype_row_size(wt, cols);
     unsigned char *w = malloc(rs * rows);
@@ -615,23 +617,28 @@ static void check_gemm(cuda_dev *d, int wt, int rows, int cols, int T) {
     for (size_t i = 0; i < (size_t)T * cols; i++) x[i] = frand() * (i % 53 == 0 ? 20.0f : 1.0f);
     void *dw = cuda_weight_upload(d, wt, w, rows, cols);
     float *dx = dev_copy(d, x, (size_t)T * cols), *dy = cuda_alloc(d, sizeof(float) * (size_t)T * rows);
-    int ok = dw && dx && dy && cuda_gemm_ok(wt, cols, T) && !cuda_gemm(d, wt, dw, rows, cols, dx, T, dy) &&
+    const int fl = wt == DT_F16 || wt == DT_BF16, one = lowp && fl && cuda_gemm_blas(d, wt, rows, cols, T);
+    int ok = dw && dx && dy && cuda_gemm_ok(wt, cols, T) && !cuda_gemm_lowp(d, wt, dw, rows, cols, dx, T, dy, lowp) &&
              !cuda_download(d, y, dy, sizeof(float) * (size_t)T * rows);
-    CHECK(ok, "%s gemm %dx%d, %d tokens: %s", tr->name, rows, cols, T, cuda_status());
+    CHECK(ok, "%s gemm%s %dx%d, %d tokens: %s", tr->name, lowp ? " (lowp)" : "", rows, cols, T, cuda_status());
     if (ok) {
-        double e16 = 0, e = 0, s = 0;
+        double e16 = 0, e = 0, e1 = 0, s = 0;
         for (int t = 0; t < T; t++)
             for (int r = 0; r < rows; r++) {
-                double a = 0, a16 = 0;
+                double a = 0, a16 = 0, a1 = 0;
                 for (int i = 0; i < cols; i++) {
                     float wv = wf[(size_t)r * cols + i], xv = x[(size_t)t * cols + i];
                     a += (double)wv * xv;
                     a16 += (double)f16_to_f32(f32_to_f16(wv)) * f16_to_f32(f32_to_f16(xv));
+                    a1 += (double)wv * (wt == DT_BF16 ? bf16_to_f32(f32_to_bf16(xv)) : f16_to_f32(f32_to_f16(xv)));
                 }
                 double g = y[(size_t)t * rows + r];
-                e16 += (g - a16) * (g - a16), e += (g - a) * (g - a), s += a * a;
+                e16 += (g - a16) * (g - a16), e += (g - a) * (g - a), e1 += (g - a1) * (g - a1), s += a * a;
             }
-        if (wt == DT_F16 || wt == DT_BF16) // (float weights: the activations in two parts, near f32)
+        if (one) // (the activations in one part, rounded to the weights' type)
+            CHECK(e1 <= 1e-7 * s, "%s gemm (lowp, cuBLAS) %dx%d, %d tokens: against the product of the rounded activations, normalized "
+                  "error %.3g", tr->name, rows, cols, T, e1 / s);
+        else if (fl) // (float weights: the activations in two parts, near f32)
             CHECK(e <= 1e-9 * s, "%s gemm %dx%d, %d tokens: against the exact product, normalized error %.3g", tr->name, rows, cols, T, e / s);
         else {
             CHECK(e16 <= 1e-7 * s, "%s gemm %dx%d, %d tokens: against the f16-rounded product, normalized error %.3g", tr->name, rows, cols, T, e16 / s);
@@ -641,48 +648,7 @@ static void check_gemm(cuda_dev *d, int wt, int rows, int cols, int T) {
     cuda_free(d, dw), cuda_free(d, dx), cuda_free(d, dy);
     free(w), free(wf), free(x), free(y);
 }
-
-// cuda_gemm_lowp (ggml's products of f16 / bf16 weights): where cuBLAS takes it, against the product with
-// the activations rounded to the weights' type (normalized error <= 1e-7: the order of the f32 sums differs)
-static void check_gemm_lowp(cuda_dev *d, int wt, int rows, int cols, int T) {
-    const dtype_traits *tr = dtype_get(wt);
-    size_t rs = dtype_row_size(wt, cols);
-    unsigned char *w = malloc(rs * rows);
-    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * cols), *y = malloc(sizeof(float) * (size_t)T * rows);
-    for (int r = 0; r < rows; r++) {
-        for (int i = 0; i < cols; i++) wf[(size_t)r * cols + i] = frand();
-        tr->from_float(wf + (size_t)r * cols, w + rs * r, cols);
-        tr->to_float(w + rs * r, wf + (size_t)r * cols, cols);
-    }
-    for (size_t i = 0; i < (size_t)T * cols; i++) {
-        float v = frand() * (i % 53 == 0 ? 20.0f : 1.0f);
-        x[i] = v;
-    }
-    void *dw = cuda_weight_upload(d, wt, w, rows, cols);
-    float *dx = dev_copy(d, x, (size_t)T * cols), *dy = cuda_alloc(d, sizeof(float) * (size_t)T * rows);
-    int blas = cuda_gemm_blas(d, wt, rows, cols, T);
-    int ok = dw && dx && dy && !cuda_gemm_lowp(d, wt, dw, rows, cols, dx, T, dy, 1) && !cuda_download(d, y, dy, sizeof(float) * (size_t)T * rows);
-    CHECK(ok, "%s gemm (one part) %dx%d, %d tokens: %s", tr->name, rows, cols, T, cuda_status());
-    if (ok) {
-        double e = 0, s = 0;
-        for (int t = 0; t < T; t++)
-            for (int r = 0; r < rows; r++) {
-                double a = 0;
-                for (int i = 0; i < cols; i++) {
-                    float xv = x[(size_t)t * cols + i];
-                    float xr = !blas ? xv : wt == DT_BF16 ? bf16_to_f32(f32_to_bf16(xv)) : f16_to_f32(f32_to_f16(xv));
-                    a += (double)wf[(size_t)r * cols + i] * xr;
-                }
-                double g = y[(size_t)t * rows + r];
-                e += (g - a) * (g - a), s += a * a;
-            }
-        // (k_gemm2, where cuBLAS does not take it, keeps the two parts: near the exact product)
-        CHECK(e <= (blas ? 1e-7 : 1e-9) * s, "%s gemm (one part%s) %dx%d, %d tokens: normalized error %.3g", tr->name, blas ? ", cuBLAS" : "",
-              rows, cols, T, e / s);
-    }
-    cuda_free(d, dw), cuda_free(d, dx), cuda_free(d, dy);
-    free(w), free(wf), free(x), free(y);
-}
+static void check_gemm(cuda_dev *d, int wt, int rows, int cols, int T) { check_gemm_p(d, wt, rows, cols, T, 0); }
 
 // The GPU's top-K (one block) against walk.c's, index for index: scores with
 // many ties, k from 1 to n; then gate KNN (infer_knn) on the GPU against the CPU's.
@@ -764,7 +730,7 @@ int main(void) {
     printf("gemm of 8192 x 256, 260 tokens: %s\n", cuda_gemm_blas(d, DT_Q4_K, 8192, 256, 260) ? "cuBLAS" : "k_gemm2 (no cuBLAS)");
     check_gemm(d, DT_Q4_K, 8192, 256, 260), check_gemm(d, DT_Q6_K, 8192, 256, 260), check_gemm(d, DT_Q8_0, 4096, 512, 300);
     check_gemm(d, DT_BF16, 8192, 256, 70), check_gemm(d, DT_F16, 4096, 512, 65);
-    check_gemm_lowp(d, DT_BF16, 8192, 256, 70), check_gemm_lowp(d, DT_F16, 4096, 512, 65), check_gemm_lowp(d, DT_F16, 100, 512, 16);
+    check_gemm_p(d, DT_BF16, 8192, 256, 70, 1), check_gemm_p(d, DT_F16, 4096, 512, 65, 1), check_gemm_p(d, DT_F16, 100, 512, 16, 1);
     CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
     check_att_long(d);
