@@ -91,6 +91,7 @@ typedef struct {
     // gemm segment is one sequence's run).
     int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
     int pass_decode;             // every row of the pass is its sequence's only one (run[t] all set: cuda_attention_d)
+    int n_run, run0[N_ROWS_MAX + 1]; // the pass's runs of rows of one sequence: run i is rows run0[i] .. run0[i + 1]
     void *am;                    // argmax's row results
     size_t am_cap;
     void *wk;                    // the walk's scratch: scores, indices, activations, chunk sums, x's q8_0 row
@@ -123,7 +124,6 @@ typedef struct {
     int att_tile;                // a prompt's rows of one sequence in tiles (cuda_attention_tile; INFER_CUDA_ATT_TILE=1: on)
     struct {
         int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
-        int n_blk, blk0[N_ROWS_MAX], blk_n[N_ROWS_MAX]; // the pass's runs of rows of one sequence
         const float *q, *sinks, *const *tab;
         float *out, *sc, scale, softcap;
         const int *pos;
@@ -134,11 +134,11 @@ enum { TILE_MIN_ROWS = 8 }; // (a block of fewer rows: the per-row kernel)
 
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
-    if (!s->at.decode && s->att_tile && s->at.n_blk > 0 && cuda_attention_tile_ok(s->at.hd, s->at.ggml)) {
+    if (!s->at.decode && s->att_tile && s->at.T == s->pass_T && cuda_attention_tile_ok(s->at.hd, s->at.ggml)) {
         const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
         const void *const *tab = (const void *const *)s->at.tab;
-        for (int i = 0; i < s->at.n_blk; i++) {
-            const int a = s->at.blk0[i], n = s->at.blk_n[i];
+        for (int i = 0; i < s->n_run; i++) {
+            const int a = s->run0[i], n = s->run0[i + 1] - a;
             uint8_t *xb = xq ? (uint8_t *)xq + xr * a : NULL;
             float *sc = s->at.sc + (size_t)a * s->at.H * s->at.stride;
             int rc = n >= TILE_MIN_ROWS
@@ -464,8 +464,12 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     cuda_state *s = state_flushed(b);
     if (!s || T > N_ROWS_MAX) { fail_op(b); return; }
     if (s->n_ptab > PTAB_MAX) ptab_drop(s); // (a server's changing batches would grow them without end)
-    s->pass_T = T, s->n_seg = 0, s->pass_decode = 1;
-    for (int t = 0; t < T; t++) s->pass_decode &= run[t] != 0;
+    s->pass_T = T, s->n_seg = 0, s->pass_decode = 1, s->n_run = 0;
+    for (int t = 0; t < T; t++) {
+        s->pass_decode &= run[t] != 0;
+        if (run[t] || !t) s->run0[s->n_run++] = t;
+    }
+    s->run0[s->n_run] = T;
     if (s->gemm && s->batch_gemm && T >= CUDA_GEMM_MIN_T) // (the whole pass one product on the tensor cores)
         s->seg0[s->n_seg] = 0, s->seg_gemm[s->n_seg++] = 1, T = 0;
     for (int t = 0; t < T;) {
@@ -582,11 +586,7 @@ static void cu_attention(backend *b, const attn_desc *a) {
         s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
-        s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16, s->at.n_blk = 0;
-        for (int t = 0, e; t < a->T; t = e) { // (the runs of rows of one sequence: one cache)
-            for (e = t + 1; e < a->T && a->k[e] == a->k[t] && a->v[e] == a->v[t];) e++;
-            s->at.blk0[s->at.n_blk] = t, s->at.blk_n[s->at.n_blk++] = e - t;
-        }
+        s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
         return;
     }
     for (int t = 0; t < a->T; t += group) {
