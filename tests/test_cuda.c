@@ -374,43 +374,47 @@ static void check_att_decode(cuda_dev *d, int H, int KV, int HD, int window, int
     cuda_free(d, dp), cuda_free(d, (void *)dt), free(q), free(kv), free(h1), free(h2);
 }
 
-// A prompt's rows of one sequence in tiles (cuda_attention_tile, ggml's numerics) against the per-row
-// kernel (cuda_attention_kv): q, k, v are f16 values, so the products are exact and the sums' order
-// differs; a probability near an f16 rounding boundary may then round to the next f16 (2^-11 of it), so
-// each value is held within 4e-3 of its row's scale and the whole within a normalized error of 1e-9 (the
-// H200 gave at most 5.3e-4 and 2.4e-10); its quantized rows are cuda_quantize's of its floats. T rows at positions P0.. of a cache of P0 + T positions, f32 and f16 caches.
-static void check_att_tile(cuda_dev *d, int H, int KV, int HD, int window, int kv16, float cap, int sink) {
+// A prompt's rows of one sequence through cuBLAS (cuda_attention_gemm) against the per-row kernel
+// (cuda_attention_kv). Under ggml's numerics q, k and v are f16 values, so the products are exact and
+// the sums' order differs; a probability near an f16 rounding boundary may then round to the next f16
+// (2^-11 of it), so each value is held within 4e-3 of its row's scale and the whole within a
+// normalized error of 1e-9; without them (f32 cache, f32 probabilities) within 1e-11 and 1e-5. Its
+// quantized rows are cuda_quantize's of its floats. T rows at positions P0.. of a cache of P0 + T
+// positions, f32 and f16 caches; chunked: a scratch budget of 64 KB, so the rows go a few at a time.
+static void check_att_gemm(cuda_dev *d0, int H, int KV, int HD, int window, int kv16, int ggml, float cap, int sink, int chunked) {
     enum { T = 75, P0 = 41, P = P0 + T };
+    if (chunked) setenv("INFER_CUDA_ATT_GEMM_BYTES", "65536", 1);
+    cuda_dev *d = chunked ? cuda_open(0) : d0;
+    if (chunked) unsetenv("INFER_CUDA_ATT_GEMM_BYTES");
     const int NQ = H * HD, NKV = KV * HD;
     float *q = malloc(sizeof(float) * T * NQ), *kv = malloc(sizeof(float) * 2 * P * NKV), sk[64];
     uint16_t *h16 = malloc(2 * 2 * (size_t)P * NKV);
-    for (int i = 0; i < T * NQ; i++) q[i] = f16_to_f32(f32_to_f16(frand() * 2));
-    for (int i = 0; i < 2 * P * NKV; i++) h16[i] = f32_to_f16(frand() * 2), kv[i] = f16_to_f32(h16[i]);
+    for (int i = 0; i < T * NQ; i++) q[i] = ggml ? f16_to_f32(f32_to_f16(frand() * 2)) : frand() * 2;
+    for (int i = 0; i < 2 * P * NKV; i++) h16[i] = f32_to_f16(frand() * 2), kv[i] = ggml ? f16_to_f32(h16[i]) : frand() * 2;
     for (int i = 0; i < H; i++) sk[i] = frand();
     int pos[T];
     for (int t = 0; t < T; t++) pos[t] = P0 + t;
-    float *dq = dev_copy(d, q, T * NQ), *dkv = dev_copy(d, kv, 2 * P * NKV), *dsk = dev_copy(d, sk, H);
-    void *dh = cuda_alloc(d, 2 * 2 * (size_t)P * NKV);
-    float *o1 = cuda_alloc(d, sizeof(float) * T * NQ), *o2 = cuda_alloc(d, sizeof(float) * T * NQ), *o3 = cuda_alloc(d, sizeof(float) * T * NQ);
-    float *sc = cuda_alloc(d, sizeof(float) * T * H * (P + 1));
+    float *dq = dev_copy(d0, q, T * NQ), *dkv = dev_copy(d0, kv, 2 * P * NKV), *dsk = dev_copy(d0, sk, H);
+    void *dh = cuda_alloc(d0, 2 * 2 * (size_t)P * NKV);
+    float *o1 = cuda_alloc(d0, sizeof(float) * T * NQ), *o2 = cuda_alloc(d0, sizeof(float) * T * NQ), *o3 = cuda_alloc(d0, sizeof(float) * T * NQ);
+    float *sc = cuda_alloc(d0, sizeof(float) * T * H * (P + 1));
     size_t xr = cuda_act_row_size(DT_Q8_0, NQ), used = (size_t)NQ / 32 * 34;
-    void *x1 = cuda_alloc(d, T * xr), *x2 = cuda_alloc(d, T * xr);
-    int *dp = cuda_alloc(d, sizeof pos);
+    void *x1 = cuda_alloc(d0, T * xr), *x2 = cuda_alloc(d0, T * xr);
+    int *dp = cuda_alloc(d0, sizeof pos);
+    const void *kc = kv16 ? (const void *)dh : (const void *)dkv;
+    const void *vc = kv16 ? (const void *)((char *)dh + 2 * (size_t)P * NKV) : (const void *)(dkv + (size_t)P * NKV);
     const void *tab[2 * T];
-    for (int t = 0; t < T; t++)
-        tab[t] = kv16 ? (const void *)dh : (const void *)dkv, tab[T + t] = kv16 ? (const void *)((char *)dh + 2 * (size_t)P * NKV) : (const void *)(dkv + (size_t)P * NKV);
-    const void **dt = cuda_alloc(d, sizeof tab);
+    for (int t = 0; t < T; t++) tab[t] = kc, tab[T + t] = vc;
+    const void **dt = cuda_alloc(d0, sizeof tab);
     float scale = 1.0f / sqrtf((float)HD);
     const float *sinks = sink ? dsk : NULL;
-    int ok = dq && dkv && dsk && dh && o1 && o2 && o3 && sc && x1 && x2 && dp && dt && !cuda_upload(d, dh, h16, 2 * 2 * (size_t)P * NKV) &&
-             !cuda_upload(d, dp, pos, sizeof pos) && !cuda_upload(d, (void *)dt, tab, sizeof tab) &&
+    int ok = d && dq && dkv && dsk && dh && o1 && o2 && o3 && sc && x1 && x2 && dp && dt && !cuda_upload(d0, dh, h16, 2 * 2 * (size_t)P * NKV) &&
+             !cuda_upload(d0, dp, pos, sizeof pos) && !cuda_upload(d0, (void *)dt, tab, sizeof tab) && !cuda_sync(d0) &&
              !cuda_attention_kv(d, dq, o1, T, H, KV, HD, window, dp, (const void *const *)dt, (const void *const *)dt + T, scale, cap, sinks,
-                                1, sc, P + 1, 0, NULL, 0, kv16) &&
-             !cuda_attention_tile(d, dq, o2, T, H, KV, HD, window, dp, (const void *const *)dt, (const void *const *)dt + T, scale, cap, sinks,
-                                  1, sc, P + 1, 0, NULL, kv16) &&
-             !cuda_attention_tile(d, dq, o3, T, H, KV, HD, window, dp, (const void *const *)dt, (const void *const *)dt + T, scale, cap, sinks,
-                                  1, sc, P + 1, DT_Q8_0, x1, kv16) &&
-             !cuda_quantize(d, DT_Q8_0, o3, T, NQ, x2);
+                                ggml, sc, P + 1, 0, NULL, 0, kv16) &&
+             !cuda_attention_gemm(d, dq, o2, T, H, KV, HD, window, dp, pos, kc, vc, scale, cap, sinks, ggml, 0, NULL, kv16) &&
+             !cuda_attention_gemm(d, dq, o3, T, H, KV, HD, window, dp, pos, kc, vc, scale, cap, sinks, ggml, DT_Q8_0, x1, kv16) &&
+             !cuda_quantize(d, DT_Q8_0, o3, T, NQ, x2) && !cuda_sync(d);
     float *a = ok ? host_of(d, o1, (size_t)T * NQ) : NULL, *b = ok ? host_of(d, o2, (size_t)T * NQ) : NULL;
     double e = 0, s2 = 0, worst = 0;
     for (int t = 0; a && b && t < T; t++) {
@@ -423,22 +427,23 @@ static void check_att_tile(cuda_dev *d, int H, int KV, int HD, int window, int k
             if (fabs(df) / rs > worst) worst = fabs(df) / rs;
         }
     }
-    CHECK(ok && a && b && e <= 1e-9 * s2 && worst <= 4e-3,
-          "prompt attention in tiles (%d heads on %d of %d, window %d, %s cache, softcap %g, sinks %d): normalized error %.3g, worst "
-          "%.3g of a row's scale, against the per-row kernel (%s)", H, KV, HD, window, kv16 ? "f16" : "f32", cap, sink, s2 > 0 ? e / s2 : -1.0,
-          worst, cuda_status());
+    CHECK(ok && a && b && e <= (ggml ? 1e-9 : 1e-11) * s2 && worst <= (ggml ? 4e-3 : 1e-5),
+          "prompt attention through cuBLAS (%d heads on %d of %d, window %d, %s cache, ggml %d, softcap %g, sinks %d, chunked %d): "
+          "normalized error %.3g, worst %.3g of a row's scale, against the per-row kernel (%s)", H, KV, HD, window, kv16 ? "f16" : "f32",
+          ggml, cap, sink, chunked, s2 > 0 ? e / s2 : -1.0, worst, cuda_status());
     ok = ok && same_floats(d, o2, o3, (size_t)T * NQ);
-    CHECK(ok, "prompt attention in tiles (%d heads of %d): its floats differ when it also quantizes them", H, HD);
+    CHECK(ok, "prompt attention through cuBLAS (%d heads of %d): its floats differ when it also quantizes them", H, HD);
     if (ok) {
         unsigned char *h1 = malloc(T * xr), *h2 = malloc(T * xr);
         ok = h1 && h2 && !cuda_download(d, h1, x1, T * xr) && !cuda_download(d, h2, x2, T * xr);
         for (int t = 0; t < T && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
         free(h1), free(h2);
-        CHECK(ok, "prompt attention in tiles (%d heads of %d): its quantized rows are not cuda_quantize's of its floats", H, HD);
+        CHECK(ok, "prompt attention through cuBLAS (%d heads of %d): its quantized rows are not cuda_quantize's of its floats", H, HD);
     }
     free(a), free(b), free(q), free(kv), free(h16);
-    cuda_free(d, dq), cuda_free(d, dkv), cuda_free(d, dsk), cuda_free(d, dh), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, o3);
-    cuda_free(d, sc), cuda_free(d, x1), cuda_free(d, x2), cuda_free(d, dp), cuda_free(d, (void *)dt);
+    cuda_free(d0, dq), cuda_free(d0, dkv), cuda_free(d0, dsk), cuda_free(d0, dh), cuda_free(d0, o1), cuda_free(d0, o2), cuda_free(d0, o3);
+    cuda_free(d0, sc), cuda_free(d0, x1), cuda_free(d0, x2), cuda_free(d0, dp), cuda_free(d0, (void *)dt);
+    if (chunked) cuda_close(d);
 }
 
 // n floats at device p, downloaded into a fresh host array (NULL on failure)
@@ -589,9 +594,13 @@ static void check_fused(cuda_dev *d) {
     }
     int shapes[4][3] = {{8, 2, 128}, {4, 1, 256}, {2, 2, 64}, {2, 1, 512}};
     for (int v = 0; v < 16; v++) check_att_decode(d, shapes[v % 4][0], shapes[v % 4][1], shapes[v % 4][2], v & 4 ? 30 : 0, v >> 3 & 1);
-    int tiles[4][3] = {{8, 4, 256}, {4, 1, 256}, {8, 2, 128}, {4, 4, 64}};
-    for (int v = 0; v < 8; v++)
-        check_att_tile(d, tiles[v % 4][0], tiles[v % 4][1], tiles[v % 4][2], v & 4 ? 40 : 0, v & 1, v == 5 ? 30.0f : 0.0f, v == 6);
+    int gs[4][3] = {{8, 4, 256}, {4, 1, 256}, {8, 2, 128}, {4, 4, 64}};
+    if (cuda_attention_gemm_ok(d, 1, 1))
+        for (int v = 0; v < 12; v++)
+            check_att_gemm(d, gs[v % 4][0], gs[v % 4][1], gs[v % 4][2], v & 4 ? 40 : 0, v & 1, v < 8 ? 1 : v & 1, v == 5 ? 30.0f : 0.0f, v == 6,
+                           v == 3 || v == 6 || v == 9);
+    else
+        printf("skip: prompt attention through cuBLAS (cuBLAS or its strided batched product not found: %s)\n", cuda_status());
 }
 
 // The prompt products (tensor cores, f16 inputs): against the dequantized

@@ -121,30 +121,32 @@ typedef struct {
     // and writes that product's quantized rows itself (cuda_attention_q;
     // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
     int att_q;
-    int att_tile;                // a prompt's rows of one sequence in tiles (cuda_attention_tile; INFER_CUDA_ATT_TILE=1: on)
+    int att_gemm;                // a prompt's runs of rows through cuBLAS (cuda_attention_gemm; INFER_CUDA_ATT_GEMM=0: not)
+    int pos_h[N_ROWS_MAX];       // the pass's positions on the host (begin_pass)
     struct {
         int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
         const float *q, *sinks, *const *tab;
         float *out, *sc, scale, softcap;
         const int *pos;
+        const void *k0[N_ROWS_MAX], *v0[N_ROWS_MAX]; // each run's caches (runs of one sequence: one cache)
     } at;
 } cuda_state;
 
-enum { TILE_MIN_ROWS = 8 }; // (a block of fewer rows: the per-row kernel)
+enum { GEMM_MIN_ROWS = 32 }; // (a run of fewer rows: the per-row kernel)
 
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
-    if (!s->at.decode && s->att_tile && s->at.T == s->pass_T && cuda_attention_tile_ok(s->at.hd, s->at.ggml)) {
+    if (!s->at.decode && s->att_gemm && s->at.T == s->pass_T && cuda_attention_gemm_ok(s->d, s->at.ggml, s->at.kv16)) {
         const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
         const void *const *tab = (const void *const *)s->at.tab;
         for (int i = 0; i < s->n_run; i++) {
             const int a = s->run0[i], n = s->run0[i + 1] - a;
             uint8_t *xb = xq ? (uint8_t *)xq + xr * a : NULL;
             float *sc = s->at.sc + (size_t)a * s->at.H * s->at.stride;
-            int rc = n >= TILE_MIN_ROWS
-                         ? cuda_attention_tile(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                               s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks,
-                                               s->at.ggml, sc, s->at.stride, wtype, xb, s->at.kv16)
+            int rc = n >= GEMM_MIN_ROWS
+                         ? cuda_attention_gemm(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                               s->at.pos + a, s->pos_h + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap,
+                                               s->at.sinks, s->at.ggml, wtype, xb, s->at.kv16)
                          : cuda_attention_kv(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
                                              s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks,
                                              s->at.ggml, sc, s->at.stride, wtype, xb, 0, s->at.kv16);
@@ -203,8 +205,8 @@ static cuda_state *state(backend *b) {
     s->gemm = !gz || !*gz || *gz != '0';
     const char *bz = getenv("INFER_CUDA_BATCH_GEMM");
     s->batch_gemm = bz && *bz == '1';
-    const char *tz = getenv("INFER_CUDA_ATT_TILE"); // (off: half the per-row kernel's prompt speed so far, bench/RESULTS.md)
-    s->att_tile = tz && *tz == '1';
+    const char *tz = getenv("INFER_CUDA_ATT_GEMM");
+    s->att_gemm = !tz || !*tz || *tz != '0';
     b->dev = s;
     return s;
 }
@@ -490,6 +492,7 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
         s->rows_cap = s->pos ? (size_t)T : 0;
     }
     if (!s->pos || cuda_upload_async(s->d, s->pos, pos, sizeof(int) * (size_t)T)) fail_op(b);
+    memcpy(s->pos_h, pos, sizeof(int) * (size_t)T);
 }
 
 static void cu_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n) {
@@ -587,6 +590,7 @@ static void cu_attention(backend *b, const attn_desc *a) {
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
         s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
+        for (int i = 0; i < s->n_run; i++) s->at.k0[i] = a->k[s->run0[i]], s->at.v0[i] = a->v[s->run0[i]];
         return;
     }
     for (int t = 0; t < a->T; t += group) {

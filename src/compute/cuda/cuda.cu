@@ -49,12 +49,15 @@ struct cuda_dev {
     int blas_state;      // 0 not tried, 1 made, -1 none
     void *gx, *gw;       // blas_gemm's scratch: the activations' parts, a matrix's weights in f16
     size_t gx_cap, gw_cap;
+    void *ag_s, *ag_p, *ag_q; // cuda_attention_gemm's scratch: scores, probabilities, q in f16
+    size_t ag_s_cap, ag_p_cap, ag_q_cap, ag_bytes; // (ag_bytes: its scores and probabilities at most; INFER_CUDA_ATT_GEMM_BYTES for tests)
     int gt_on, gt_pending, gt_n; // INFER_CUDA_GRAPH_TIME (cuda_graph_launch)
     double gt_ms;
     cudaEvent_t gt_a, gt_b;
 };
 
 enum { RING_BYTES = 4 << 20, RING_MAX_COPY = 64 << 10 };
+enum { AG_BYTES = 96 << 20 }; // (cuda_attention_gemm's scores and probabilities of a chunk of rows at most)
 
 static char g_status[256] = "not probed";
 
@@ -66,12 +69,16 @@ typedef cublasStatus_t (*blas_stream_fn)(cublasHandle_t, cudaStream_t);
 typedef cublasStatus_t (*blas_gemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *,
                                        cudaDataType, int, const void *, cudaDataType, int, const void *, void *, cudaDataType, int,
                                        cublasComputeType_t, cublasGemmAlgo_t);
+typedef cublasStatus_t (*blas_gemm_sb_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *,
+                                          cudaDataType, int, long long, const void *, cudaDataType, int, long long, const void *, void *,
+                                          cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 static struct {
     void *lib;
     blas_create_fn create;
     blas_destroy_fn destroy;
     blas_stream_fn stream;
     blas_gemm_fn gemm;
+    blas_gemm_sb_fn gemm_sb; // (cublasGemmStridedBatchedEx: cuda_attention_gemm; NULL where missing)
 } g_blas;
 static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
 static void blas_load(void) {
@@ -85,7 +92,8 @@ static void blas_load(void) {
     g_blas.destroy = (blas_destroy_fn)dlsym(g_blas.lib, "cublasDestroy_v2");
     g_blas.stream = (blas_stream_fn)dlsym(g_blas.lib, "cublasSetStream_v2");
     g_blas.gemm = (blas_gemm_fn)dlsym(g_blas.lib, "cublasGemmEx");
-    if (!g_blas.create || !g_blas.destroy || !g_blas.stream || !g_blas.gemm) g_blas.gemm = NULL;
+    g_blas.gemm_sb = (blas_gemm_sb_fn)dlsym(g_blas.lib, "cublasGemmStridedBatchedEx");
+    if (!g_blas.create || !g_blas.destroy || !g_blas.stream || !g_blas.gemm) g_blas.gemm = NULL, g_blas.gemm_sb = NULL;
 }
 
 // Programmatic dependent launch (Hopper): each kernel of a captured graph
@@ -181,6 +189,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");
     d->att_split = as ? atoi(as) : 0, d->att_chunk = ac && atoi(ac) > 0 ? atoi(ac) : 16;
     d->att_split = d->att_split < 0 ? 0 : d->att_split > 64 ? 64 : d->att_split;
+    const char *ab = getenv("INFER_CUDA_ATT_GEMM_BYTES");
+    d->ag_bytes = ab && atol(ab) > 0 ? (size_t)atol(ab) : (size_t)AG_BYTES;
     if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, ordinal) != cudaSuccess || d->sms < 1) d->sms = 1;
     if ((e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         set_status("cudaStreamCreate", e);
@@ -203,7 +213,7 @@ extern "C" HIDDEN void cuda_close(cuda_dev *d) {
     cudaSetDevice(d->ordinal);
     cudaStreamSynchronize(d->stream);
     if (d->blas_state > 0) g_blas.destroy(d->blas);
-    cudaFree(d->gx), cudaFree(d->gw);
+    cudaFree(d->gx), cudaFree(d->gw), cudaFree(d->ag_s), cudaFree(d->ag_p), cudaFree(d->ag_q);
     if (d->gt_on > 0) {
         if (d->gt_n) fprintf(stderr, "cuda: %d graph replays, %.2f us of GPU time each\n", d->gt_n, 1000.0 * d->gt_ms / d->gt_n);
         cudaEventDestroy(d->gt_a), cudaEventDestroy(d->gt_b);
@@ -1868,156 +1878,138 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
 }
 
 // ---------------------------------------------------------------------------
-// A prompt's attention in tiles (rows of one sequence, ggml's numerics): a block takes AT_QT rows of one
-// head and meets its cache AT_PT positions at a time, the tiles in shared memory, the products on the
-// tensor cores (WMMA, f16 x f16 into f32). Under ggml's numerics q, k and v are f16 values and the
-// probabilities are rounded to f16 before they meet V, so the f16 inputs are exact and each product is
-// the per-row kernel's; only the order of the f32 sums differs. Scores go through the scores buffer as
-// k_attention's (scale, softcap, then each row's softmax with its sink), in the row's window only.
-enum { AT_QT = 32, AT_PT = 32, AT_THREADS = 128 };
-static __device__ __forceinline__ __half tohalf(float x) { return __float2half_rn(x); }
-static __device__ __forceinline__ __half tohalf(__half x) { return x; }
-template <int HD> static size_t att_tile_smem() { return 2 * 2 * (size_t)AT_QT * (HD + 8) + 4 * (size_t)AT_QT * (AT_PT + 4) + 2 * (size_t)AT_QT * (AT_PT + 8); }
+// A prompt's attention through cuBLAS (the rows of one sequence): for a chunk
+// of R rows that see keys [klo, klo + N) of the cache, S = scale Q K^T per
+// query head (strided batched products over the KV heads, one call for each
+// of a KV head's G query heads; one call in all when KV is 1), each row's
+// softmax in its own window (softcap, sink; ggml: probabilities rounded to
+// f16, the type of V) into P with zeros outside it, then O = P V. Scores and
+// probabilities are [row][head][key], so each call's outputs land in place
+// through their leading dimensions. The products are the per-row kernel's
+// (f16 x f16 or f32 x f32, f32 sums: under ggml's numerics q is f16 valued,
+// so its f16 copy is exact; an f16 cache without them goes to the per-row
+// kernel), only the order of the sums differs.
 
-template <int HD, int KH>
-static __global__ void __launch_bounds__(AT_THREADS) k_att_tile(const float *q, float *out, int T, int H, int KV, int window, const int *pos,
-                                                               const void *const *kc, const void *const *vc, float scale, float softcap,
-                                                               const float *sinks, int ggml, float *scores, int stride, uint8_t *xq,
-                                                               size_t xr, int xk) {
-    using namespace nvcuda;
-    typedef typename kvel<KH>::T KT;
-    enum { LD = HD + 8, SLD = AT_PT + 4, PLD = AT_PT + 8, NW = AT_THREADS / 32 };
-    extern __shared__ __align__(128) unsigned char at_smem[];
-    __half *Qs = (__half *)at_smem;              // [QT][LD] the rows' q
-    __half *KVs = Qs + AT_QT * LD;               // [PT][LD] a tile of K, then of V
-    float *Ss = (float *)(KVs + AT_PT * LD);     // [QT][SLD] a tile's scores; then each warp's 16 x 16 output staging
-    __half *Ps = (__half *)(Ss + AT_QT * SLD);   // [QT][PLD] a tile's probabilities
-    __shared__ int lo_s[AT_QT], hi_s[AT_QT];
+template <typename PT>
+static __global__ void k_att_softmax(const float *S, PT *P, int H, int N, int klo, int window, const int *pos, float softcap,
+                                     const float *sinks, int ggml) {
     PDL_ENTRY();
-    const int t0 = blockIdx.x * AT_QT, h = blockIdx.y, kh = h / (H / KV), nq = H * HD, nkv = KV * HD;
-    const int nt = min(AT_QT, T - t0), tid = threadIdx.x, wp = tid / 32, lane = tid % 32;
-    if (tid < AT_QT) {
-        int hi = tid < nt ? pos[t0 + tid] : -1, lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0;
-        lo_s[tid] = tid < nt ? lo : 0x7fffffff, hi_s[tid] = hi;
+    __shared__ float sh[32];
+    const int t = blockIdx.x, h = blockIdx.y;
+    const size_t o = ((size_t)t * H + h) * N;
+    const float *s = S + o;
+    PT *p = P + o;
+    const int hi = pos[t] - klo, lo = (window && pos[t] - window + 1 > klo ? pos[t] - window + 1 : klo) - klo;
+    float m = -INFINITY;
+    for (int j = lo + threadIdx.x; j <= hi; j += blockDim.x) {
+        float v = s[j];
+        if (softcap) v = softcap * tanhf(v / softcap);
+        m = fmaxf(m, v);
     }
-    for (int i = tid; i < AT_QT * HD; i += AT_THREADS) {
-        int r = i / HD, c = i % HD;
-        Qs[r * LD + c] = __float2half_rn(r < nt ? q[(size_t)(t0 + r) * nq + (size_t)h * HD + c] : 0.0f);
+    const float sink = sinks ? sinks[h] : -INFINITY;
+    m = fmaxf(block_max(m, sh), sink);
+    float sum = 0.0f;
+    for (int j = lo + threadIdx.x; j <= hi; j += blockDim.x) {
+        float v = s[j];
+        if (softcap) v = softcap * tanhf(v / softcap);
+        sum += expf(v - m);
     }
-    __syncthreads();
-    int plo = 0x7fffffff, phi = -1;
-    for (int r = 0; r < nt; r++) plo = min(plo, lo_s[r]), phi = max(phi, hi_s[r]);
-    const KT *K = (const KT *)kc[t0] + (size_t)kh * HD, *V = (const KT *)vc[t0] + (size_t)kh * HD;
-    const int fr = wp / 2, fc = wp % 2; // (this warp's 16 x 16 fragment of a tile: rows 16 fr, positions or columns 16 fc)
-    for (int j0 = plo; j0 <= phi; j0 += AT_PT) {
-        for (int i = tid; i < AT_PT * HD; i += AT_THREADS) {
-            int p = i / HD, c = i % HD;
-            KVs[p * LD + c] = tohalf(K[(size_t)min(j0 + p, phi) * nkv + c]);
+    sum = block_sum(sum, sh);
+    if (sinks) sum += expf(sink - m);
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+        float e = 0.0f;
+        if (j >= lo && j <= hi) {
+            float v = s[j];
+            if (softcap) v = softcap * tanhf(v / softcap);
+            e = expf(v - m) / sum;
+            if (ggml) e = f16_round(e);
         }
-        __syncthreads();
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::fill_fragment(acc, 0.0f);
-#pragma unroll 4
-        for (int k = 0; k < HD; k += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
-            wmma::load_matrix_sync(a, Qs + 16 * fr * LD + k, LD);
-            wmma::load_matrix_sync(b, KVs + 16 * fc * LD + k, LD);
-            wmma::mma_sync(acc, a, b, acc);
-        }
-        wmma::store_matrix_sync(Ss + 16 * fr * SLD + 16 * fc, acc, SLD, wmma::mem_row_major);
-        __syncthreads();
-        for (int i = tid; i < AT_QT * AT_PT; i += AT_THREADS) {
-            int r = i / AT_PT, j = j0 + i % AT_PT;
-            if (r < nt && j >= lo_s[r] && j <= hi_s[r]) {
-                float v = Ss[r * SLD + i % AT_PT] * scale;
-                if (softcap) v = softcap * tanhf(v / softcap);
-                scores[((size_t)(t0 + r) * H + h) * stride + (j - lo_s[r])] = v;
-            }
-        }
-        __syncthreads();
-    }
-    for (int r = wp; r < nt; r += NW) { // each row's softmax, a warp a row (its scores written above by this block)
-        float *s = scores + ((size_t)(t0 + r) * H + h) * stride;
-        const int n = hi_s[r] - lo_s[r] + 1;
-        float m = -INFINITY;
-        for (int j = lane; j < n; j += 32) m = fmaxf(m, s[j]);
-        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (sinks) m = fmaxf(m, sinks[h]);
-        float sum = 0.0f;
-        for (int j = lane; j < n; j += 32) sum += expf(s[j] - m);
-        sum = warp_sum(sum);
-        if (sinks) sum += expf(sinks[h] - m);
-        for (int j = lane; j < n; j += 32) {
-            float p = expf(s[j] - m) / sum;
-            s[j] = ggml ? f16_round(p) : p;
-        }
-    }
-    __syncthreads();
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> o[HD / 32]; // (columns 16 (fc + 2 i))
-#pragma unroll
-    for (int i = 0; i < HD / 32; i++) wmma::fill_fragment(o[i], 0.0f);
-    for (int j0 = plo; j0 <= phi; j0 += AT_PT) {
-        for (int i = tid; i < AT_PT * HD; i += AT_THREADS) {
-            int p = i / HD, c = i % HD;
-            KVs[p * LD + c] = tohalf(V[(size_t)min(j0 + p, phi) * nkv + c]);
-        }
-        for (int i = tid; i < AT_QT * AT_PT; i += AT_THREADS) {
-            int r = i / AT_PT, j = j0 + i % AT_PT;
-            float p = r < nt && j >= lo_s[r] && j <= hi_s[r] ? scores[((size_t)(t0 + r) * H + h) * stride + (j - lo_s[r])] : 0.0f;
-            Ps[r * PLD + i % AT_PT] = __float2half_rn(p);
-        }
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < AT_PT; k += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-            wmma::load_matrix_sync(a, Ps + 16 * fr * PLD + k, PLD);
-#pragma unroll
-            for (int i = 0; i < HD / 32; i++) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
-                wmma::load_matrix_sync(b, KVs + k * LD + 16 * (fc + 2 * i), LD);
-                wmma::mma_sync(o[i], a, b, o[i]);
-            }
-        }
-        __syncthreads();
-    }
-    float *stg = Ss + 256 * wp; // (16 x 16 floats a warp)
-#pragma unroll
-    for (int i = 0; i < HD / 32; i++) {
-        wmma::store_matrix_sync(stg, o[i], 16, wmma::mem_row_major);
-        __syncwarp();
-        for (int e = lane; e < 256; e += 32) {
-            int r = 16 * fr + e / 16;
-            if (r < nt) out[(size_t)(t0 + r) * nq + (size_t)h * HD + 16 * (fc + 2 * i) + e % 16] = stg[e];
-        }
-        __syncwarp();
-    }
-    if (xq) {
-        __syncthreads();
-        for (int r = 0; r < nt; r++) att_quant_head(out + (size_t)(t0 + r) * nq + (size_t)h * HD, xq, xr, xk, t0 + r, h, HD, nq);
+        p[j] = (PT)e;
     }
 }
 
-extern "C" HIDDEN int cuda_attention_tile_ok(int hd, int ggml) { return ggml && (hd == 64 || hd == 128 || hd == 256); }
+static __global__ void k_to_half(const float *x, size_t n, __half *y) {
+    PDL_ENTRY();
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __float2half_rn(x[i]);
+}
 
-extern "C" HIDDEN int cuda_attention_tile(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
-                                          const void *const *k, const void *const *v, float scale, float softcap, const float *sinks,
-                                          int ggml, float *scores, int stride, int wtype, void *xq, int kv16) {
+static int blas_ready(cuda_dev *d);
+static int grow(void **p, size_t *cap, size_t bytes);
+
+extern "C" HIDDEN int cuda_attention_gemm_ok(cuda_dev *d, int ggml, int kv16) {
+    if (kv16 && !ggml) return 0;
+    cudaStreamCaptureStatus st; // (its scratch grows: not in a graph)
+    if (cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone) return 0;
+    return blas_ready(d) && g_blas.gemm_sb;
+}
+
+extern "C" HIDDEN int cuda_attention_gemm(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window,
+                                          const int *pos, const int *pos_host, const void *k, const void *v, float scale, float softcap,
+                                          const float *sinks, int ggml, int wtype, void *xq, int kv16) {
     if (T <= 0) return 0;
-    if (!cuda_attention_tile_ok(hd, ggml) || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
-    size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
-    int xk = xq && is_k(wtype);
-    dim3 g((T + AT_QT - 1) / AT_QT, H);
-#define AT(hd_)                                                                                                               \
-    launch(kv16 ? k_att_tile<hd_, 1> : k_att_tile<hd_, 0>, g, AT_THREADS, att_tile_smem<hd_>(), d->stream, q, out, T, H, KV, window, pos, \
-           k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk)
-    switch (hd) {
-    case 64: AT(64); break;
-    case 128: AT(128); break;
-    default: AT(256); break;
+    if (H % KV || !cuda_attention_gemm_ok(d, ggml, kv16) || (xq && !cuda_act_row_size(wtype, H * hd))) return -1;
+    const int G = H / KV, nq = H * hd, nkv = KV * hd;
+    const size_t es = kv16 ? 2 : 4, xr = xq ? cuda_act_row_size(wtype, nq) : 0;
+    const cudaDataType et = kv16 ? CUDA_R_16F : CUDA_R_32F;
+    const float zero = 0.0f, one = 1.0f;
+    int lo_all = 0x7fffffff, hi_all = -1;
+    for (int t = 0; t < T; t++) {
+        int p = pos_host[t], lo = window && p - window + 1 > 0 ? p - window + 1 : 0;
+        lo_all = lo < lo_all ? lo : lo_all, hi_all = p > hi_all ? p : hi_all;
     }
-#undef AT
-    return launched("attention tiles");
+    const size_t per_row = (size_t)H * (hi_all - lo_all + 1) * (4 + es); // (an upper bound of a row's share)
+    int R = (int)(d->ag_bytes / per_row);
+    R = R < 1 ? 1 : R > T ? T : R;
+    if (grow(&d->ag_s, &d->ag_s_cap, 4 * (size_t)R * H * (hi_all - lo_all + 1)) ||
+        grow(&d->ag_p, &d->ag_p_cap, es * (size_t)R * H * (hi_all - lo_all + 1)) || (kv16 && grow(&d->ag_q, &d->ag_q_cap, 2 * (size_t)R * nq)))
+        return set_status("attention scratch", cudaErrorMemoryAllocation);
+    for (int t0 = 0; t0 < T; t0 += R) {
+        const int r = T - t0 < R ? T - t0 : R;
+        int klo = 0x7fffffff, khi = -1;
+        for (int t = t0; t < t0 + r; t++) {
+            int p = pos_host[t], lo = window && p - window + 1 > 0 ? p - window + 1 : 0;
+            klo = lo < klo ? lo : klo, khi = p > khi ? p : khi;
+        }
+        const int N = khi - klo + 1;
+        const float *qt = q + (size_t)t0 * nq;
+        const void *qb = qt;
+        if (kv16) {
+            size_t n = (size_t)r * nq;
+            launch(k_to_half, grid_for(n, 256), 256, 0, d->stream, qt, n, (__half *)d->ag_q);
+            qb = d->ag_q;
+        }
+        const uint8_t *kb = (const uint8_t *)k + es * (size_t)klo * nkv, *vb = (const uint8_t *)v + es * (size_t)klo * nkv;
+        float *S = (float *)d->ag_s, *ot = out + (size_t)t0 * nq;
+        // column-major: S^T (N x cols) = (K^T, hd x N)^T (Q^T, hd x cols); O^T (hd x cols) = (V^T, hd x N) (P^T, N x cols)
+        int bad = 0;
+        if (KV == 1) { // (every head's rows against the one K: a column a (row, head))
+            bad |= g_blas.gemm(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, N, r * H, hd, &scale, kb, et, nkv, qb, et, hd, &zero, S, CUDA_R_32F, N,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
+        } else {
+            for (int j = 0; j < G; j++) // (query heads g G + j of KV heads g)
+                bad |= g_blas.gemm_sb(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, N, r, hd, &scale, kb, et, nkv, hd, (const uint8_t *)qb + es * j * hd,
+                                      et, nq, (long long)G * hd, &zero, S + (size_t)j * N, CUDA_R_32F, H * N, (long long)G * N, KV,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
+        }
+        if (bad) return set_status("cublasGemmEx (attention scores)", cudaErrorUnknown);
+        dim3 g(r, H);
+        if (kv16) launch(k_att_softmax<__half>, g, 128, 0, d->stream, (const float *)S, (__half *)d->ag_p, H, N, klo, window, pos + t0, softcap, sinks, ggml);
+        else launch(k_att_softmax<float>, g, 128, 0, d->stream, (const float *)S, (float *)d->ag_p, H, N, klo, window, pos + t0, softcap, sinks, ggml);
+        if (launched("attention softmax")) return -1;
+        if (KV == 1) {
+            bad |= g_blas.gemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, hd, r * H, N, &one, vb, et, nkv, d->ag_p, et, N, &zero, ot, CUDA_R_32F, hd,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
+        } else {
+            for (int j = 0; j < G; j++)
+                bad |= g_blas.gemm_sb(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, hd, r, N, &one, vb, et, nkv, hd, (const uint8_t *)d->ag_p + es * j * N,
+                                      et, H * N, (long long)G * N, &zero, ot + (size_t)j * hd, CUDA_R_32F, nq, (long long)G * hd, KV,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS;
+        }
+        if (bad) return set_status("cublasGemmEx (attention values)", cudaErrorUnknown);
+        if (xq && cuda_quantize(d, wtype, ot, r, nq, (uint8_t *)xq + xr * t0)) return -1;
+    }
+    return 0;
 }
 
 extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd) {
@@ -2991,6 +2983,11 @@ static int blas_wants(cuda_dev *d, int wtype, int rows, int cols, int T) {
     if (T < (is_float(wtype) ? 64 : 256) || cols % 16) return 0;
     cudaStreamCaptureStatus st;
     if (cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone) return 0; // (no allocation in a graph)
+    return blas_ready(d);
+}
+
+// 1 when cuBLAS is loaded and this device's handle made (on first use)
+static int blas_ready(cuda_dev *d) {
     if (d->blas_state == 0) {
         pthread_once(&g_blas_once, blas_load);
         d->blas_state = g_blas.gemm && g_blas.create(&d->blas) == CUBLAS_STATUS_SUCCESS ? 1 : -1;

@@ -115,12 +115,16 @@ int cuda_attention_q(cuda_dev *d, const float *q, float *out, int T, int H, int 
 int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                      const float *const *k, const float *const *v, float scale, float softcap, const float *sinks, int ggml,
                      float *scores, int stride, int wtype, void *d_xq, int decode);
-// A prompt's rows of one sequence (T rows, one cache; ggml's numerics, hd 64, 128 or 256: cuda_attention_tile_ok)
-// in tiles on the tensor cores: cuda_attention_kv's values up to the order of the f32 sums.
-int cuda_attention_tile_ok(int hd, int ggml);
-int cuda_attention_tile(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
-                        const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
-                        float *scores, int stride, int wtype, void *d_xq, int kv16);
+// A prompt's rows of one sequence (T rows at device positions pos, the same
+// on the host at pos_host; one cache: k, v) through cuBLAS: cuda_attention_kv's
+// values up to the order of the f32 sums, its output quantized for the next
+// product into d_xq when given (cuda_quantize's rows). _ok: cuBLAS is there
+// (with its strided batched product), no graph is being captured and the
+// cache is f32 or, under ggml's numerics (q f16 valued), f16.
+int cuda_attention_gemm_ok(cuda_dev *d, int ggml, int kv16);
+int cuda_attention_gemm(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                        const int *pos_host, const void *k, const void *v, float scale, float softcap, const float *sinks, int ggml,
+                        int wtype, void *d_xq, int kv16);
 // The same over caches of f16 (kv16: each row's k and v rows __half, the f32 ones' values rounded) or f32.
 int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                       const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,

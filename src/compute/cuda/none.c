@@ -83,12 +83,12 @@ int cuda_attention_d(cuda_dev *d, const float *q, float *out, int T, int H, int 
         (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride, (void)wtype, (void)xq, (void)decode;
     return -1;
 }
-int cuda_attention_tile_ok(int hd, int ggml) { (void)hd, (void)ggml; return 0; }
-int cuda_attention_tile(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
-                        const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml, float *scores,
-                        int stride, int wtype, void *xq, int kv16) {
-    (void)d, (void)q, (void)out, (void)T, (void)H, (void)KV, (void)hd, (void)window, (void)pos, (void)k, (void)v, (void)scale,
-        (void)softcap, (void)sinks, (void)ggml, (void)scores, (void)stride, (void)wtype, (void)xq, (void)kv16;
+int cuda_attention_gemm_ok(cuda_dev *d, int ggml, int kv16) { (void)d, (void)ggml, (void)kv16; return 0; }
+int cuda_attention_gemm(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                        const int *pos_host, const void *k, const void *v, float scale, float softcap, const float *sinks, int ggml,
+                        int wtype, void *xq, int kv16) {
+    (void)d, (void)q, (void)out, (void)T, (void)H, (void)KV, (void)hd, (void)window, (void)pos, (void)pos_host, (void)k, (void)v,
+        (void)scale, (void)softcap, (void)sinks, (void)ggml, (void)wtype, (void)xq, (void)kv16;
     return -1;
 }
 int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
