@@ -585,12 +585,13 @@ static void cu_attention(backend *b, const attn_desc *a) {
     memcpy(kv + a->T, a->v, sizeof(void *) * (size_t)a->T);
     const float *const *tab = ptr_table(s, kv, 2 * a->T);
     if (!sc || !tab || (a->sinks && !sinks)) { fail_op(b); return; }
-    if (s->att_q && group == a->T) { // (one launch: it waits for the product of its output)
+    if (group == a->T) { // (one launch; att_q: it waits for the product of its output)
         s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
         s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
         s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
         s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
         for (int i = 0; i < s->n_run; i++) s->at.k0[i] = a->k[s->run0[i]], s->at.v0[i] = a->v[s->run0[i]];
+        if (!s->att_q && attention_run(s, 0, NULL)) fail_op(b); // (unfused: now, the same kernels)
         return;
     }
     for (int t = 0; t < a->T; t += group) {
