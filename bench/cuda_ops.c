@@ -86,7 +86,9 @@ static int op_cold(cuda_dev *d, void *a) {
     cuda_mat mm[2] = {{m->type, m->w[2 * i], m->rows, m->y[0]}, {m->type, m->w[2 * i + 1], m->rows, m->y[1]}};
     return cuda_matmul_multi(d, 2, mm, m->cols, m->xq, 1, 1, 1);
 }
+static int g_only = -1, g_at; // (cold N: the N-th of those products alone, for a profiler)
 static void matmul_cold(cuda_dev *d, const char *name, int type, int rows, int cols, int glu) {
+    if (g_only >= 0 && g_at++ != g_only) return;
     size_t rs = dtype_row_size(type, cols);
     unsigned char *h = calloc(rs, (size_t)rows);
     cold_arg m = {type, rows, cols, glu, 0, {0}, zeros(d, cuda_act_row_size(type, cols)), {zeros(d, sizeof(float) * rows), zeros(d, sizeof(float) * rows)}};
@@ -107,10 +109,13 @@ int main(int argc, char **argv) {
     printf("| operation | shape | us | GB/s |\n| --- | --- | ---: | ---: |\n");
     float *one = zeros(d, 4096);
     if (argc > 1 && !strcmp(argv[1], "cold")) { // (the decode products at the 1B and 4B shapes from memory, alone)
+        if (argc > 2) g_only = atoi(argv[2]);
         matmul_cold(d, "1b ffn gate+up", DT_Q5_0, 6912, 1152, 1), matmul_cold(d, "1b ffn down", DT_Q6_K, 1152, 6912, 0);
         matmul_cold(d, "4b ffn gate+up", DT_Q4_K, 10240, 2560, 1), matmul_cold(d, "4b ffn down", DT_Q6_K, 2560, 10240, 0);
         matmul_cold(d, "4b ffn down", DT_Q4_K, 2560, 10240, 0), matmul_cold(d, "4b qkv", DT_Q4_K, 4096, 2560, 0);
         matmul_cold(d, "4b o", DT_Q4_K, 2560, 2048, 0);
+        matmul_cold(d, "4b ffn gate+up", DT_F16, 10240, 2560, 1), matmul_cold(d, "4b ffn down", DT_F16, 2560, 10240, 0);
+        matmul_cold(d, "4b ffn gate+up", DT_BF16, 10240, 2560, 1), matmul_cold(d, "4b head", DT_Q6_K, 262144, 2560, 0);
         cuda_free(d, one);
         cuda_close(d);
         return 0;

@@ -13,7 +13,7 @@
 # llama.cpp from the llama-cpp-python sdist, without models/ and docs/, with
 # ggml-cuda). PREBUILT=1 takes infer and its tests from device-carry/bin.tgz
 # (built here; see bench/gpu-quick.sh) instead of building. PARITY=0 skips the parity tests; BENCH="-p 512 -n 128" sets
-# infer bench's and llama-bench's tests.
+# infer bench's and llama-bench's tests; TG_ENV="ENV=VALUE ..." decode A/B runs.
 # Output: $OUT/gpu.txt and logs.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -181,6 +181,14 @@ fi
 for v in ${PP_OFF:-}; do
     for f in $M $FILES; do
         echo "$(basename $f) $v: $(env $v ./build/infer bench -m $f --device cuda -r 3 -p 512 -n 0 2>>"$OUT/log.txt" | grep pp512 | awk -F'|' '{print $(NF-1)}')" | tee -a "$OUT/gpu.txt"
+    done
+done
+# TG_ENV="ENV=VALUE ...": one-sequence decode again with each setting, alternating with the default (e.g. INFER_CUDA_MV_SPEC=0)
+for v in ${TG_ENV:-}; do
+    for f in $M $FILES; do
+        a=$(./build/infer bench -m $f --device cuda -r 3 -p 0 -n 128 2>>"$OUT/log.txt" | grep tg128 | awk -F'|' '{print $(NF-1)}')
+        b=$(env $v ./build/infer bench -m $f --device cuda -r 3 -p 0 -n 128 2>>"$OUT/log.txt" | grep tg128 | awk -F'|' '{print $(NF-1)}')
+        echo "$(basename $f) tg128: default $a, $v $b" | tee -a "$OUT/gpu.txt"
     done
 done
 # ABLATE=1: one-sequence decode with each of the decode step's latency measures turned off in turn

@@ -706,6 +706,66 @@ static void check_topk(cuda_dev *d) {
     (void)ok_all;
 }
 
+// One-token products in the kernels of one weight type (k_mv's TY, the
+// default) against the kernel of any type (a device opened with
+// INFER_CUDA_MV_SPEC=0), bit for bit: every type, 8, 32 and 128 threads a
+// row, rows that do not fill the last block, three matrices in one launch,
+// gate and up with GELU.
+static void check_mv_spec(cuda_dev *d) {
+    setenv("INFER_CUDA_MV_SPEC", "0", 1);
+    cuda_dev *dn = cuda_open(0);
+    unsetenv("INFER_CUDA_MV_SPEC");
+    CHECK(dn != NULL, "cuda_open (INFER_CUDA_MV_SPEC=0): %s", cuda_status());
+    if (!dn) return;
+    static const int types[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_MXFP4, DT_Q2_K, DT_Q3_K,
+                                DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F32, DT_F16, DT_BF16};
+    static const int shapes[][2] = {{2100, 512}, {1030, 2560}, {301, 4096}, {1500, 8192}, {37, 256}, {2051, 1024}};
+    int differ = 0, failed = 0, cases = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            int ty = types[ti], rows = shapes[si][0], cols = shapes[si][1];
+            size_t rs = dtype_row_size(ty, cols), xr = cuda_act_row_size(ty, cols);
+            int rr[3] = {rows, rows / 2 + 3, rows / 4 + 1};
+            unsigned char *hw = malloc(rs * rows);
+            float *f = malloc(sizeof(float) * cols);
+            void *dw[3] = {0}, *dq = cuda_alloc(d, xr);
+            float *y[2][3] = {{0}}, *dx = NULL;
+            int ok = hw && f && dq && xr;
+            for (int i = 0; i < 3 && ok; i++) {
+                for (int r = 0; r < rr[i]; r++) {
+                    for (int k = 0; k < cols; k++) f[k] = frand() * (k % 29 == 0 ? 4.0f : 1.0f);
+                    dtype_get(ty)->from_float(f, hw + rs * r, cols);
+                }
+                dw[i] = cuda_weight_upload(d, ty, hw, rr[i], cols);
+                y[0][i] = cuda_alloc(d, sizeof(float) * rr[i]), y[1][i] = cuda_alloc(d, sizeof(float) * rr[i]);
+                ok = dw[i] && y[0][i] && y[1][i];
+            }
+            for (int k = 0; k < cols && ok; k++) f[k] = frand() * (k % 53 == 0 ? 20.0f : 1.0f);
+            ok = ok && (dx = dev_copy(d, f, cols)) && !cuda_quantize(d, ty, dx, 1, cols, dq) && !cuda_sync(d);
+            for (int form = 0; form < 3 && ok; form++) { // one matrix, three, gate and up
+                int n = form == 0 ? 1 : form == 1 ? 3 : 2;
+                for (int v = 0; v < 2 && ok; v++) {
+                    cuda_dev *dd = v ? dn : d;
+                    cuda_mat m[3];
+                    for (int i = 0; i < n; i++) m[i] = (cuda_mat){ty, dw[form == 2 ? i : i], form == 2 ? rows : rr[i], y[v][i]};
+                    if (form == 2) m[1].w = dw[0]; // (up: the gate's rows again, enough rows)
+                    ok = !cuda_matmul_multi(dd, n, m, cols, dq, 1, form == 2 ? 1 : -1, 1) && !cuda_sync(dd);
+                }
+                for (int i = 0; i < (form == 2 ? 1 : n) && ok; i++) {
+                    differ += !same_floats(d, y[0][i], y[1][i], form == 2 ? rows : rr[i]);
+                    cases++;
+                }
+            }
+            failed += !ok;
+            for (int i = 0; i < 3; i++) cuda_free(d, dw[i]), cuda_free(d, y[0][i]), cuda_free(d, y[1][i]);
+            cuda_free(d, dq), cuda_free(d, dx), free(hw), free(f);
+        }
+    CHECK(!failed, "k_mv of one type: %d products failed: %s", failed, cuda_status());
+    CHECK(!differ, "k_mv of one type: %d of %d one-token products differ from the kernel of any type", differ, cases);
+    printf("k_mv of one type against any type: %d products compared\n", cases);
+    cuda_close(dn);
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -745,6 +805,7 @@ int main(void) {
     check_att_long(d);
     check_fused(d);
     check_topk(d);
+    check_mv_spec(d);
     cuda_close(d);
     // the attention's positions split over blocks (off by default: faster from about 1000 positions, slower below)
     setenv("INFER_CUDA_ATT_SPLIT", "16", 1);
