@@ -8,7 +8,7 @@
 #include <unistd.h>
 #endif
 
-static int g_avx2, g_vnni, g_bf16, g_amx;
+static int g_avx2, g_vnni, g_bf16, g_amx, g_amx_int8;
 static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
 
 static void cpu_detect(void) {
@@ -36,6 +36,9 @@ static void cpu_detect(void) {
         os = 0;
 #endif
         g_amx = os;
+        g_amx_int8 = os && (d7 >> 25 & 1); // (CPUID.7.0 EDX bit 25: AMX-INT8)
+        const char *noi8 = getenv("INFER_NO_AMX_INT8");
+        if (noi8 && *noi8 && *noi8 != '0') g_amx_int8 = 0;
     }
 }
 
@@ -57,4 +60,9 @@ int cpu_has_avx512bf16(void) {
 int cpu_has_amx_bf16(void) {
     pthread_once(&g_cpu_once, cpu_detect);
     return g_amx;
+}
+
+int cpu_has_amx_int8(void) {
+    pthread_once(&g_cpu_once, cpu_detect);
+    return g_amx_int8;
 }

@@ -14,5 +14,7 @@ int cpu_has_avx512bf16(void);
 // this process the tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM), and
 // INFER_NO_AMX is unset or "0".
 int cpu_has_amx_bf16(void);
+// AMX's int8 products as well (INFER_NO_AMX_INT8=1: not used)
+int cpu_has_amx_int8(void);
 
 #endif

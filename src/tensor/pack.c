@@ -353,7 +353,7 @@ void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, i
 
 const pack_kernel *pack_kernel_get(int kind) {
     switch (kind) {
-    case PACK_Q8_0: return &pack_vnni_q8_0;
+    case PACK_Q8_0: return cpu_has_amx_int8() ? &pack_amx_q8_0 : &pack_vnni_q8_0;
     case PACK_Q5_0: return &pack_vnni_q5_0;
     case PACK_Q4_0: return &pack_vnni_q4_0;
     case PACK_Q4_K: return &pack_vnni_q4_K;

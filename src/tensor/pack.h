@@ -65,6 +65,7 @@ void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, i
 typedef struct {
     void (*quant)(const float *x, void *y, int n);
     pack_tile_fn tile;
+    int tokens; // tokens a call best takes a multiple of (0: any; AMX's q8_0: 16, its tile's rows)
 } pack_kernel;
 const pack_kernel *pack_kernel_get(int kind);
 
@@ -75,6 +76,11 @@ extern const pack_kernel pack_vnni_q8_0, pack_vnni_q5_0, pack_vnni_q4_0, pack_vn
 // the even 32-column blocks summed into one tile and the odd into another,
 // then the two added; each token's sums are the same whatever T.
 extern const pack_kernel pack_amx_bf16;
+// the AMX-INT8 kernel of packed q8_0 weights (pack_amx.c): 16 or 8 tokens a
+// pass through TDPBSUD, each (row, token) bit for bit the VNNI kernel's, which
+// it hands the tokens short of 8; pack_kernel_get's q8_0 kernel on AMX-INT8
+// CPUs (INFER_NO_AMX_INT8=1: the VNNI one)
+extern const pack_kernel pack_amx_q8_0;
 // the scalar quantizer of the k-quant kernels' activations (the oracle of theirs)
 void pack_quant_k_ref(const float *x, void *y, int n);
 

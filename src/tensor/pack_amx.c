@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <immintrin.h>
 
 #if defined(__x86_64__)
 
@@ -28,18 +29,21 @@ typedef struct {
     uint8_t rows[16];
 } tilecfg;
 
-static _Thread_local int g_rows; // the M of the loaded configuration (0: none)
+static _Thread_local int g_cfg; // the loaded configuration: its kind x 32 + M (0: none)
 
-static void configure(int m) {
-    if (g_rows == m) return;
+// M tokens a pass; bf16: C m x 8 f32, A m x 32 bf16, B 16 pairs x 8 rows;
+// q8_0: C m x 8 int32 (tiles 0, 1, 6, 7), A m x 32 int8, B 8 granules (4 columns) x 8 rows
+static void configure(int kind, int m) {
+    if (g_cfg == 32 * kind + m) return;
     tilecfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
-    c.rows[0] = c.rows[1] = (uint8_t)m, c.colsb[0] = c.colsb[1] = 32; // C: m tokens x 8 f32
-    c.rows[2] = c.rows[4] = (uint8_t)m, c.colsb[2] = c.colsb[4] = 64; // A: m tokens x 32 bf16
-    c.rows[3] = c.rows[5] = 16, c.colsb[3] = c.colsb[5] = 32;         // B: 16 pairs x 8 rows
+    c.rows[0] = c.rows[1] = (uint8_t)m, c.colsb[0] = c.colsb[1] = 32;
+    c.rows[2] = c.rows[4] = (uint8_t)m, c.colsb[2] = c.colsb[4] = kind == PACK_BF16 ? 64 : 32;
+    c.rows[3] = c.rows[5] = kind == PACK_BF16 ? 16 : 8, c.colsb[3] = c.colsb[5] = 32;
+    if (kind != PACK_BF16) c.rows[6] = c.rows[7] = (uint8_t)m, c.colsb[6] = c.colsb[7] = 32; // (q8_0: a second pair of C)
     __asm__ volatile("ldtilecfg %0" ::"m"(c));
-    g_rows = m;
+    g_cfg = 32 * kind + m;
 }
 
 static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
@@ -49,7 +53,7 @@ static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int 
     float c0[16 * 8], c1[16 * 8];
     for (int t0 = 0; t0 < T; t0 += 16) {
         const int m = T - t0 < 16 ? T - t0 : 16;
-        configure(m);
+        configure(PACK_BF16, m);
         __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1" ::);
         const uint8_t *xt = xb + xstride * (size_t)t0;
         int i = 0;
@@ -82,6 +86,115 @@ static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int 
 
 const pack_kernel pack_amx_bf16 = {.quant = act_quant_bf16_avx2, .tile = tile_bf16_amx};
 
+// q8_0 on AMX-INT8 (PACK_Q8_0's records, the VNNI kernel's activations):
+// block i of 32 columns is one TDPBSUD of the M tokens' 32 signed values (A,
+// read in place from the activation rows) against the record's 8 granule
+// vectors (B: the 8 rows' values + 128, unsigned), giving each (token, row)
+// the integer sum the VNNI kernel's dpbusd chain gives; the float part is
+// that kernel's operation for operation (the sum plus -128 times the
+// token's sum, converted, times the rows' scales times the token's scale,
+// added into the token's accumulator), so each (row, token) comes out bit
+// for bit as from the VNNI kernel, which takes the tokens short of 8 (and
+// decode).
+#define AMXQ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+
+AMXQ static inline __attribute__((always_inline)) void q8_0_block(const uint8_t *rec, const int32_t *c, const uint8_t *xt, size_t xs, int nb,
+                                                                 int i, int M, __m256 *acc) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)rec));
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) {
+        const uint8_t *x = xt + xs * (size_t)t;
+        __m256i st = _mm256_add_epi32(_mm256_slli_epi32(_mm256_set1_epi32(XP_NEGSUM(x, nb)[i]), 7), _mm256_load_si256((const __m256i *)(c + 8 * t)));
+        __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(XP_D(x, nb)[i]));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), sc, acc[t]);
+    }
+}
+
+// blocks i and i + 1 into C tiles 0 and 1 (set 0) or 6 and 7 (set 1); then, apart, the tiles stored to c
+#define Q8_0_STEP(C0, C1)                                                                                                     \
+    __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
+                     "tilezero %%" C1 "\n\t"                                                                                   \
+                     "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
+                     "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
+                     "tileloadd (%4,%1,1), %%tmm4\n\t"                                                                          \
+                     "tileloadd (%5,%3,1), %%tmm5\n\t"                                                                          \
+                     "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
+                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(XP_QS(xt) + 32 * (size_t)i),                                          \
+                     "r"(xsl), "r"(p + 16), "r"(bs), "r"(XP_QS(xt) + 32 * (size_t)(i + 1)), "r"(p + REC + 16)                   \
+                     : "memory")
+#define Q8_0_STORE(C0, C1)                                                                                                    \
+    __asm__ volatile("tilestored %%" C0 ", (%0,%2,1)\n\t"                                                                       \
+                     "tilestored %%" C1 ", (%1,%2,1)" ::"r"(c[0]), "r"(c[1]), "r"(bs)                                            \
+                     : "memory")
+
+// The M tokens at xt against a group: two blocks a step, their tiles' sums
+// turned into floats a step later (the epilogue of the step before runs
+// between a step's products and their stores, in the other pair of C tiles).
+AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo,
+                                                                int M) {
+    enum { REC = 16 + 256 };
+    const int nb = n / QK;
+    const long xsl = (long)xs, bs = 32;
+    int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
+    __m256 acc[16];
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps();
+    configure(PACK_Q8_0, M);
+    int i = 0, prev = -1;
+    for (; i + 2 <= nb; i += 2) {
+        const uint8_t *p = g + REC * (size_t)i;
+        for (int o = 0; o < 2 * REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3);
+        const int set = (i >> 1) & 1;
+        int32_t(*c)[16 * 8] = cb[set];
+        if (set) Q8_0_STEP("tmm6", "tmm7");
+        else Q8_0_STEP("tmm0", "tmm1");
+        if (prev >= 0) {
+            int32_t(*q)[16 * 8] = cb[set ^ 1];
+            const uint8_t *pp = g + REC * (size_t)prev;
+            q8_0_block(pp, q[0], xt, xs, nb, prev, M, acc);
+            q8_0_block(pp + REC, q[1], xt, xs, nb, prev + 1, M, acc);
+        }
+        if (set) Q8_0_STORE("tmm6", "tmm7");
+        else Q8_0_STORE("tmm0", "tmm1");
+        prev = i;
+    }
+    if (prev >= 0) {
+        int32_t(*q)[16 * 8] = cb[(prev >> 1) & 1];
+        const uint8_t *pp = g + REC * (size_t)prev;
+        q8_0_block(pp, q[0], xt, xs, nb, prev, M, acc);
+        q8_0_block(pp + REC, q[1], xt, xs, nb, prev + 1, M, acc);
+    }
+    if (i < nb) {
+        const uint8_t *p = g + REC * (size_t)i;
+        int32_t *c0 = cb[0][0];
+        __asm__ volatile("tilezero %%tmm0\n\t"
+                         "tileloadd (%0,%1,1), %%tmm2\n\t"
+                         "tileloadd (%2,%3,1), %%tmm3\n\t"
+                         "tdpbsud %%tmm3, %%tmm2, %%tmm0\n\t"
+                         "tilestored %%tmm0, (%4,%3,1)" ::"r"(XP_QS(xt) + 32 * (size_t)i),
+                         "r"(xsl), "r"(p + 16), "r"(bs), "r"(c0)
+                         : "memory");
+        q8_0_block(p, c0, xt, xs, nb, i, M, acc);
+    }
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
+}
+#undef Q8_0_STEP
+#undef Q8_0_STORE
+
+AMXQ static void tile_q8_0_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {
+    const uint8_t *g = group, *xb = x;
+    int t0 = 0;
+    for (; T - t0 >= 16; t0 += 16) q8_0_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);
+    if (T - t0 >= 8) q8_0_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;
+    if (t0 < T) pack_vnni_q8_0.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);
+}
+
+static void quant_q8_0(const float *x, void *y, int n) { pack_vnni_q8_0.quant(x, y, n); }
+
+const pack_kernel pack_amx_q8_0 = {.quant = quant_q8_0, .tile = tile_q8_0_amx, .tokens = 16};
+
 #else
 const pack_kernel pack_amx_bf16 = {0};
+const pack_kernel pack_amx_q8_0 = {0};
 #endif

@@ -43,6 +43,7 @@ static void pk_groups(const mm_job *a, int g0, int g1) {
     float out[TB_MAX * 8];
     int tb = (int)(TOKEN_BLOCK_BYTES / a->xq_row) & ~7, panel = (int)(ROW_PANEL_BYTES / a->gbytes);
     if (tb < 8) tb = 8;
+    if (a->pk->tokens > 1) tb = tb < a->pk->tokens ? a->pk->tokens : tb / a->pk->tokens * a->pk->tokens; // (AMX: whole tiles)
     if (tb > TB_MAX) tb = TB_MAX;
     if (panel < 1) panel = 1;
     for (int p0 = g0; p0 < g1; p0 += panel) {
