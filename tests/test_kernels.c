@@ -411,39 +411,41 @@ static void check_bf16_act(void) {
     }
 }
 
-// The AMX-INT8 kernel of packed q8_0 weights (an AMX-INT8 CPU only): bit for
-// bit the VNNI kernel's for every token count (16 and 8 a pass on AMX, the
-// rest by the VNNI kernel), so a batch on AMX equals one-token calls.
-static void check_amx_q8_0(int n, int rows) {
-    int kind = pack_kind_for(DT_Q8_0, n);
-    CHECK(kind == PACK_Q8_0, "q8_0 n=%d: no packing on an AMX CPU", n);
-    if (kind != PACK_Q8_0) return;
-    CHECK(pack_kernel_get(kind) == &pack_amx_q8_0, "q8_0: pack_kernel_get does not hand out the AMX kernel on an AMX-INT8 CPU");
+// The AMX-INT8 kernels of packed q8_0 and q4_K weights (an AMX-INT8 CPU
+// only): bit for bit the VNNI kernels' for every token count (16 and 8 a pass
+// on AMX, the rest by the VNNI kernel), so a batch on AMX equals one-token calls.
+static void check_amx_int8(int dt, int n, int rows) {
+    const pack_kernel *amx = dt == DT_Q8_0 ? &pack_amx_q8_0 : &pack_amx_q4_K, *vnni = dt == DT_Q8_0 ? &pack_vnni_q8_0 : &pack_vnni_q4_K;
+    const char *name = dtype_get(dt)->name;
+    int kind = pack_kind_for(dt, n);
+    CHECK(kind == (dt == DT_Q8_0 ? PACK_Q8_0 : PACK_Q4_K), "%s n=%d: no packing on an AMX CPU", name, n);
+    if (kind != (dt == DT_Q8_0 ? PACK_Q8_0 : PACK_Q4_K)) return;
+    CHECK(pack_kernel_get(kind) == amx, "%s: pack_kernel_get does not hand out the AMX kernel on an AMX-INT8 CPU", name);
     enum { T = 45 };
-    size_t rs = dtype_row_size(DT_Q8_0, n), xr = pack_act_row_size(kind, n), gb = pack_group_bytes(kind, n);
+    size_t rs = dtype_row_size(dt, n), xr = pack_act_row_size(kind, n), gb = pack_group_bytes(kind, n);
     int ng = (rows + 7) / 8;
     unsigned char *w = malloc(rs * rows), *p = malloc(pack_bytes(kind, rows, n)), *x = calloc(T, xr);
     float *f = malloc(sizeof(float) * n), *oa = malloc(sizeof(float) * 8 * T), *ov = malloc(sizeof(float) * 8 * T);
     for (int r = 0; r < rows; r++) {
         for (int i = 0; i < n; i++) f[i] = frand() * (r % 5 == 0 && i % 17 == 0 ? 9.0f : 1.0f);
-        dtype_get(DT_Q8_0)->from_float(f, w + rs * r, n);
+        dtype_get(dt)->from_float(f, w + rs * r, n);
     }
     pack_rows(kind, w, rows, n, p);
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < n; i++) f[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
-        pack_amx_q8_0.quant(f, x + xr * t, n);
+        amx->quant(f, x + xr * t, n);
     }
     static const int counts[] = {1, 7, 8, 9, 15, 16, 17, 24, 32, 45};
     int same = 1;
     for (int g = 0; g < ng; g++)
         for (int c = 0; c < 10; c++) {
             const unsigned char *pg = p + gb * g;
-            pack_amx_q8_0.tile(pg, x, xr, counts[c], n, oa, 8);
-            pack_vnni_q8_0.tile(pg, x, xr, counts[c], n, ov, 8);
+            amx->tile(pg, x, xr, counts[c], n, oa, 8);
+            vnni->tile(pg, x, xr, counts[c], n, ov, 8);
             same &= !memcmp(oa, ov, sizeof(float) * 8 * counts[c]);
         }
-    CHECK(same, "q8_0 n=%d: the AMX kernel's products differ from the VNNI kernel's", n);
-    printf("kernels: AMX q8_0 n=%d, %d rows: bit for bit the VNNI kernel's at 1 to %d tokens\n", n, rows, T);
+    CHECK(same, "%s n=%d: the AMX kernel's products differ from the VNNI kernel's", name, n);
+    printf("kernels: AMX %s n=%d, %d rows: bit for bit the VNNI kernel's at 1 to %d tokens\n", name, n, rows, T);
     free(w), free(p), free(x), free(f), free(oa), free(ov);
 }
 
@@ -689,7 +691,9 @@ int main(void) {
     check_bf16_act();
     if (cpu_has_amx_bf16()) { check_amx_bf16(32, 8); check_amx_bf16(64 * 5, 13); check_amx_bf16(2560, 21); }
     else printf("kernels: this CPU has no AMX (or the OS did not grant it): the AMX kernel is not run\n");
-    if (cpu_has_amx_int8()) { check_amx_q8_0(32, 8); check_amx_q8_0(96, 13); check_amx_q8_0(2048, 21); }
-    else printf("kernels: this CPU has no AMX-INT8 (or the OS did not grant it): the AMX q8_0 kernel is not run\n");
+    if (cpu_has_amx_int8()) {
+        check_amx_int8(DT_Q8_0, 32, 8), check_amx_int8(DT_Q8_0, 96, 13), check_amx_int8(DT_Q8_0, 2048, 21);
+        check_amx_int8(DT_Q4_K, 256, 8), check_amx_int8(DT_Q4_K, 768, 13), check_amx_int8(DT_Q4_K, 2560, 21);
+    } else printf("kernels: this CPU has no AMX-INT8 (or the OS did not grant it): the AMX int8 kernels are not run\n");
     return check_summary("kernels");
 }

@@ -81,6 +81,10 @@ extern const pack_kernel pack_amx_bf16;
 // it hands the tokens short of 8; pack_kernel_get's q8_0 kernel on AMX-INT8
 // CPUs (INFER_NO_AMX_INT8=1: the VNNI one)
 extern const pack_kernel pack_amx_q8_0;
+// the AMX-INT8 kernel of packed q4_K weights (pack_amx.c): each sub-block's
+// nibbles unpacked to a B tile, its sums by TDPBSUD, the rest the VNNI
+// kernel's, bit for bit; likewise pack_kernel_get's q4_K kernel on AMX-INT8
+extern const pack_kernel pack_amx_q4_K;
 // the scalar quantizer of the k-quant kernels' activations (the oracle of theirs)
 void pack_quant_k_ref(const float *x, void *y, int n);
 

@@ -34,6 +34,7 @@ static _Thread_local int g_cfg; // the loaded configuration: its kind x 32 + M (
 // M tokens a pass; bf16: C m x 8 f32, A m x 32 bf16, B 16 pairs x 8 rows;
 // q8_0: C m x 8 int32 (tiles 0, 1, 6, 7), A m x 32 int8, B 8 granules (4 columns) x 8 rows
 static void configure(int kind, int m) {
+    kind = kind == PACK_BF16 ? PACK_BF16 : PACK_Q8_0; // (the int8 kinds share one configuration)
     if (g_cfg == 32 * kind + m) return;
     tilecfg c;
     memset(&c, 0, sizeof c);
@@ -96,7 +97,13 @@ const pack_kernel pack_amx_bf16 = {.quant = act_quant_bf16_avx2, .tile = tile_bf
 // added into the token's accumulator), so each (row, token) comes out bit
 // for bit as from the VNNI kernel, which takes the tokens short of 8 (and
 // decode).
-#define AMXQ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+#define AMXQ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+
+static inline int32_t ld32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 AMXQ static inline __attribute__((always_inline)) void q8_0_block(const uint8_t *rec, const int32_t *c, const uint8_t *xt, size_t xs, int nb,
                                                                  int i, int M, __m256 *acc) {
@@ -179,8 +186,6 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
 }
-#undef Q8_0_STEP
-#undef Q8_0_STORE
 
 AMXQ static void tile_q8_0_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {
     const uint8_t *g = group, *xb = x;
@@ -194,7 +199,124 @@ static void quant_q8_0(const float *x, void *y, int n) { pack_vnni_q8_0.quant(x,
 
 const pack_kernel pack_amx_q8_0 = {.quant = quant_q8_0, .tile = tile_q8_0_amx, .tokens = 16};
 
+// q4_K on AMX-INT8 (PACK_Q4_K's records, the VNNI kernel's q8_K activations):
+// each 32-column sub-block's nibbles are unpacked to bytes (0..15) in the
+// layout of a B tile, and one TDPBSUD of the tokens' 32 signed values against
+// them gives each (token, row) the sub-block's integer sum that the VNNI
+// kernel's dpbusd chain gives; the rest is that kernel's, operation for
+// operation (the sums times the rows' sub-block scales added as int32; the
+// mins against the activations' sums of 32 by dpwssd; per super-block a
+// convert and an fma each for the mins and the sums), so each (row, token) is
+// bit for bit the VNNI kernel's, which takes the tokens short of 8 (and
+// decode). Two sub-blocks a step, their sums added up a step later, between
+// the next step's products and their stores.
+#define Q4K_STEP(C0, C1)                                                                                                      \
+    __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
+                     "tilezero %%" C1 "\n\t"                                                                                   \
+                     "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
+                     "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
+                     "tileloadd (%4,%1,1), %%tmm4\n\t"                                                                          \
+                     "tileloadd (%5,%3,1), %%tmm5\n\t"                                                                          \
+                     "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
+                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(a0 + 32), "r"(ub[1])          \
+                     : "memory")
+
+AMXQ static inline __attribute__((always_inline)) void q4k_unpack(const uint8_t *nib, uint8_t *u) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    _Pragma("GCC unroll 4")
+    for (int h = 0; h < 4; h++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(nib + 32 * h));
+        _mm256_store_si256((__m256i *)(u + 64 * h), _mm256_and_si256(q, m4));
+        _mm256_store_si256((__m256i *)(u + 64 * h + 32), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+    }
+}
+
+// the sums of a step's sub-block (C stored at c) times the rows' scales, into the tokens' isum
+AMXQ static inline __attribute__((always_inline)) void q4k_sums(const uint8_t *rec, int j, const int32_t *c, int M, __m256i *isum) {
+    const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(rec + 32 + 8 * j)));
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(c + 8 * t)), sc));
+}
+
+AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    enum { REC = 32 + 64 + 64 + 1024 };
+    const int nb = n / QK_K, steps = 4 * nb;
+    const long xsl = (long)xs, bs = 32;
+    int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
+    uint8_t ubuf[2][256] __attribute__((aligned(64)));
+    __m256 acc[16];
+    __m256i isum[16];
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps(), isum[t] = _mm256_setzero_si256();
+    configure(PACK_Q4_K, M);
+    for (int s = 0; s <= steps; s++) {
+        const int i = s >> 2, j = 2 * (s & 3), set = s & 1;
+        const uint8_t *p = g + REC * (size_t)i;
+        int32_t(*c)[16 * 8] = cb[set];
+        if (s < steps) { // this step's products: sub-blocks j and j + 1 of super-block i
+            if (j == 0) for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
+            uint8_t *ub[2] = {ubuf[0], ubuf[1]};
+            q4k_unpack(p + 160 + 128 * (size_t)j, ub[0]);
+            q4k_unpack(p + 160 + 128 * (size_t)(j + 1), ub[1]);
+            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 32 * (size_t)j;
+            if (set) Q4K_STEP("tmm6", "tmm7");
+            else Q4K_STEP("tmm0", "tmm1");
+        }
+        if (s > 0) { // the step before's sums; at the end of its super-block, that super-block's float part
+            const int pi = (s - 1) >> 2, pj = 2 * ((s - 1) & 3);
+            const uint8_t *pp = g + REC * (size_t)pi;
+            q4k_sums(pp, pj, cb[set ^ 1][0], M, isum);
+            q4k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
+            if (pj == 6) {
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
+                _Pragma("GCC unroll 16")
+                for (int t = 0; t < M; t++) {
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(XPK_D(xt + xs * (size_t)t, n)[pi])), acc[t]);
+                    isum[t] = _mm256_setzero_si256();
+                }
+            }
+        }
+        if (s < steps && j == 0) { // super-block i's mins: -sum m_j bs32_j, apart (the VNNI kernel's order: before its sums)
+            __m256i pr[4];
+            _Pragma("GCC unroll 4")
+            for (int q = 0; q < 4; q++) pr[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 96 + 16 * q)));
+            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < M; t++) {
+                const uint8_t *x = xt + xs * (size_t)t;
+                const int16_t *b32 = XPK_BS32(x, n) + 8 * i;
+                __m256i mo = _mm256_setzero_si256();
+                _Pragma("GCC unroll 4")
+                for (int q = 0; q < 4; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b32 + 2 * q)));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), mo)), _mm256_mul_ps(dm, _mm256_set1_ps(XPK_D(x, n)[i])), acc[t]);
+            }
+        }
+        if (s < steps) {
+            if (set) Q8_0_STORE("tmm6", "tmm7");
+            else Q8_0_STORE("tmm0", "tmm1");
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
+}
+
+AMXQ static void tile_q4_K_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {
+    const uint8_t *g = group, *xb = x;
+    int t0 = 0;
+    for (; T - t0 >= 16; t0 += 16) q4k_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);
+    if (T - t0 >= 8) q4k_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;
+    if (t0 < T) pack_vnni_q4_K.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);
+}
+
+static void quant_q4_K(const float *x, void *y, int n) { pack_vnni_q4_K.quant(x, y, n); }
+
+const pack_kernel pack_amx_q4_K = {.quant = quant_q4_K, .tile = tile_q4_K_amx, .tokens = 16};
+#undef Q8_0_STEP
+#undef Q8_0_STORE
+#undef Q4K_STEP
+
 #else
 const pack_kernel pack_amx_bf16 = {0};
 const pack_kernel pack_amx_q8_0 = {0};
+const pack_kernel pack_amx_q4_K = {0};
 #endif
