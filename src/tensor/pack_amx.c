@@ -208,8 +208,8 @@ const pack_kernel pack_amx_q8_0 = {.quant = quant_q8_0, .tile = tile_q8_0_amx, .
 // mins against the activations' sums of 32 by dpwssd; per super-block a
 // convert and an fma each for the mins and the sums), so each (row, token) is
 // bit for bit the VNNI kernel's, which takes the tokens short of 8 (and
-// decode). Two sub-blocks a step, their sums added up a step later, between
-// the next step's products and their stores.
+// decode). Two sub-blocks a step, unpacked a step ahead, their sums added up
+// a step later, between the next step's products and their stores.
 #define Q4K_STEP(C0, C1)                                                                                                      \
     __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
                      "tilezero %%" C1 "\n\t"                                                                                   \
@@ -243,21 +243,20 @@ AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g
     const int nb = n / QK_K, steps = 4 * nb;
     const long xsl = (long)xs, bs = 32;
     int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
-    uint8_t ubuf[2][256] __attribute__((aligned(64)));
+    uint8_t ubuf[2][2][256] __attribute__((aligned(64))); // (a step's B tiles, unpacked a step ahead)
     __m256 acc[16];
     __m256i isum[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps(), isum[t] = _mm256_setzero_si256();
     configure(PACK_Q4_K, M);
+    q4k_unpack(g + 160, ubuf[0][0]), q4k_unpack(g + 160 + 128, ubuf[0][1]);
     for (int s = 0; s <= steps; s++) {
         const int i = s >> 2, j = 2 * (s & 3), set = s & 1;
         const uint8_t *p = g + REC * (size_t)i;
         int32_t(*c)[16 * 8] = cb[set];
         if (s < steps) { // this step's products: sub-blocks j and j + 1 of super-block i
             if (j == 0) for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
-            uint8_t *ub[2] = {ubuf[0], ubuf[1]};
-            q4k_unpack(p + 160 + 128 * (size_t)j, ub[0]);
-            q4k_unpack(p + 160 + 128 * (size_t)(j + 1), ub[1]);
+            uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
             const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 32 * (size_t)j;
             if (set) Q4K_STEP("tmm6", "tmm7");
             else Q4K_STEP("tmm0", "tmm1");
@@ -294,6 +293,10 @@ AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g
         if (s < steps) {
             if (set) Q8_0_STORE("tmm6", "tmm7");
             else Q8_0_STORE("tmm0", "tmm1");
+        }
+        if (s + 1 < steps) { // the next step's sub-blocks, unpacked into the other buffers
+            const uint8_t *nib = g + REC * (size_t)((s + 1) >> 2) + 160 + 128 * (size_t)(2 * ((s + 1) & 3));
+            q4k_unpack(nib, ubuf[set ^ 1][0]), q4k_unpack(nib + 128, ubuf[set ^ 1][1]);
         }
     }
     _Pragma("GCC unroll 16")
