@@ -187,17 +187,19 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *
     for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
 }
 
-AMXQ static void tile_q8_0_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {
-    const uint8_t *g = group, *xb = x;
-    int t0 = 0;
-    for (; T - t0 >= 16; t0 += 16) q8_0_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);
-    if (T - t0 >= 8) q8_0_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;
-    if (t0 < T) pack_vnni_q8_0.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);
-}
-
-static void quant_q8_0(const float *x, void *y, int n) { pack_vnni_q8_0.quant(x, y, n); }
-
-const pack_kernel pack_amx_q8_0 = {.quant = quant_q8_0, .tile = tile_q8_0_amx, .tokens = 16};
+// An AMX kernel: passes of 16 and then 8 tokens (pass_fn), the tokens short of 8 by the VNNI kernel vn, whose
+// activation quantizer it shares.
+#define AMX_KERNEL(t, pass_fn, vn)                                                                                       \
+    AMXQ static void tile_##t##_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) { \
+        const uint8_t *g = group, *xb = x;                                                                               \
+        int t0 = 0;                                                                                                      \
+        for (; T - t0 >= 16; t0 += 16) pass_fn(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);         \
+        if (T - t0 >= 8) pass_fn(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;              \
+        if (t0 < T) vn.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);                        \
+    }                                                                                                                    \
+    static void quant_##t(const float *x, void *y, int n) { vn.quant(x, y, n); }                                         \
+    const pack_kernel pack_amx_##t = {.quant = quant_##t, .tile = tile_##t##_amx, .tokens = 16};
+AMX_KERNEL(q8_0, q8_0_pass, pack_vnni_q8_0)
 
 // q4_K on AMX-INT8 (PACK_Q4_K's records, the VNNI kernel's q8_K activations):
 // each 32-column sub-block's nibbles are unpacked to bytes (0..15) in the
@@ -303,20 +305,11 @@ AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g
     for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
 }
 
-AMXQ static void tile_q4_K_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) {
-    const uint8_t *g = group, *xb = x;
-    int t0 = 0;
-    for (; T - t0 >= 16; t0 += 16) q4k_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);
-    if (T - t0 >= 8) q4k_pass(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;
-    if (t0 < T) pack_vnni_q4_K.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);
-}
-
-static void quant_q4_K(const float *x, void *y, int n) { pack_vnni_q4_K.quant(x, y, n); }
-
-const pack_kernel pack_amx_q4_K = {.quant = quant_q4_K, .tile = tile_q4_K_amx, .tokens = 16};
+AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
 #undef Q8_0_STEP
 #undef Q8_0_STORE
 #undef Q4K_STEP
+#undef AMX_KERNEL
 
 #else
 const pack_kernel pack_amx_bf16 = {0};
