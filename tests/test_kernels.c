@@ -411,15 +411,17 @@ static void check_bf16_act(void) {
     }
 }
 
-// The AMX-INT8 kernels of packed q8_0 and q4_K weights (an AMX-INT8 CPU
+// The AMX-INT8 kernels of packed q8_0, q4_K and q6_K weights (an AMX-INT8 CPU
 // only): bit for bit the VNNI kernels' for every token count (16 and 8 a pass
 // on AMX, the rest by the VNNI kernel), so a batch on AMX equals one-token calls.
 static void check_amx_int8(int dt, int n, int rows) {
-    const pack_kernel *amx = dt == DT_Q8_0 ? &pack_amx_q8_0 : &pack_amx_q4_K, *vnni = dt == DT_Q8_0 ? &pack_vnni_q8_0 : &pack_vnni_q4_K;
+    const pack_kernel *amx = dt == DT_Q8_0 ? &pack_amx_q8_0 : dt == DT_Q4_K ? &pack_amx_q4_K : &pack_amx_q6_K;
+    const pack_kernel *vnni = dt == DT_Q8_0 ? &pack_vnni_q8_0 : dt == DT_Q4_K ? &pack_vnni_q4_K : &pack_vnni_q6_K;
+    const int want = dt == DT_Q8_0 ? PACK_Q8_0 : dt == DT_Q4_K ? PACK_Q4_K : PACK_Q6_K;
     const char *name = dtype_get(dt)->name;
     int kind = pack_kind_for(dt, n);
-    CHECK(kind == (dt == DT_Q8_0 ? PACK_Q8_0 : PACK_Q4_K), "%s n=%d: no packing on an AMX CPU", name, n);
-    if (kind != (dt == DT_Q8_0 ? PACK_Q8_0 : PACK_Q4_K)) return;
+    CHECK(kind == want, "%s n=%d: no packing on an AMX CPU", name, n);
+    if (kind != want) return;
     CHECK(pack_kernel_get(kind) == amx, "%s: pack_kernel_get does not hand out the AMX kernel on an AMX-INT8 CPU", name);
     enum { T = 45 };
     size_t rs = dtype_row_size(dt, n), xr = pack_act_row_size(kind, n), gb = pack_group_bytes(kind, n);
@@ -694,6 +696,7 @@ int main(void) {
     if (cpu_has_amx_int8()) {
         check_amx_int8(DT_Q8_0, 32, 8), check_amx_int8(DT_Q8_0, 96, 13), check_amx_int8(DT_Q8_0, 2048, 21);
         check_amx_int8(DT_Q4_K, 256, 8), check_amx_int8(DT_Q4_K, 768, 13), check_amx_int8(DT_Q4_K, 2560, 21);
+        check_amx_int8(DT_Q6_K, 256, 8), check_amx_int8(DT_Q6_K, 768, 13), check_amx_int8(DT_Q6_K, 2560, 21);
     } else printf("kernels: this CPU has no AMX-INT8 (or the OS did not grant it): the AMX int8 kernels are not run\n");
     return check_summary("kernels");
 }

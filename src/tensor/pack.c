@@ -357,7 +357,7 @@ const pack_kernel *pack_kernel_get(int kind) {
     case PACK_Q5_0: return &pack_vnni_q5_0;
     case PACK_Q4_0: return &pack_vnni_q4_0;
     case PACK_Q4_K: return cpu_has_amx_int8() ? &pack_amx_q4_K : &pack_vnni_q4_K;
-    case PACK_Q6_K: return &pack_vnni_q6_K;
+    case PACK_Q6_K: return cpu_has_amx_int8() ? &pack_amx_q6_K : &pack_vnni_q6_K;
     case PACK_BF16: return &pack_amx_bf16;
     default: return NULL;
     }

@@ -85,6 +85,8 @@ extern const pack_kernel pack_amx_q8_0;
 // nibbles unpacked to a B tile, its sums by TDPBSUD, the rest the VNNI
 // kernel's, bit for bit; likewise pack_kernel_get's q4_K kernel on AMX-INT8
 extern const pack_kernel pack_amx_q4_K;
+// and of packed q6_K weights (16-column sub-blocks: A tiles of 16 values, B of 4 granules)
+extern const pack_kernel pack_amx_q6_K;
 // the scalar quantizer of the k-quant kernels' activations (the oracle of theirs)
 void pack_quant_k_ref(const float *x, void *y, int n);
 

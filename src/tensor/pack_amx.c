@@ -32,16 +32,17 @@ typedef struct {
 static _Thread_local int g_cfg; // the loaded configuration: its kind x 32 + M (0: none)
 
 // M tokens a pass; bf16: C m x 8 f32, A m x 32 bf16, B 16 pairs x 8 rows;
-// q8_0: C m x 8 int32 (tiles 0, 1, 6, 7), A m x 32 int8, B 8 granules (4 columns) x 8 rows
+// q8_0, q4_K: C m x 8 int32 (tiles 0, 1, 6, 7), A m x 32 int8, B 8 granules (4 columns) x 8 rows; q6_K: A m x
+// 16 int8, B 4 granules
 static void configure(int kind, int m) {
-    kind = kind == PACK_BF16 ? PACK_BF16 : PACK_Q8_0; // (the int8 kinds share one configuration)
+    kind = kind == PACK_BF16 || kind == PACK_Q6_K ? kind : PACK_Q8_0; // (q8_0 and q4_K share one configuration)
     if (g_cfg == 32 * kind + m) return;
     tilecfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
     c.rows[0] = c.rows[1] = (uint8_t)m, c.colsb[0] = c.colsb[1] = 32;
-    c.rows[2] = c.rows[4] = (uint8_t)m, c.colsb[2] = c.colsb[4] = kind == PACK_BF16 ? 64 : 32;
-    c.rows[3] = c.rows[5] = kind == PACK_BF16 ? 16 : 8, c.colsb[3] = c.colsb[5] = 32;
+    c.rows[2] = c.rows[4] = (uint8_t)m, c.colsb[2] = c.colsb[4] = kind == PACK_BF16 ? 64 : kind == PACK_Q6_K ? 16 : 32;
+    c.rows[3] = c.rows[5] = kind == PACK_BF16 ? 16 : kind == PACK_Q6_K ? 4 : 8, c.colsb[3] = c.colsb[5] = 32;
     if (kind != PACK_BF16) c.rows[6] = c.rows[7] = (uint8_t)m, c.colsb[6] = c.colsb[7] = 32; // (q8_0: a second pair of C)
     __asm__ volatile("ldtilecfg %0" ::"m"(c));
     g_cfg = 32 * kind + m;
@@ -220,7 +221,7 @@ AMX_KERNEL(q8_0, q8_0_pass, pack_vnni_q8_0)
                      "tileloadd (%4,%1,1), %%tmm4\n\t"                                                                          \
                      "tileloadd (%5,%3,1), %%tmm5\n\t"                                                                          \
                      "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
-                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(a0 + 32), "r"(ub[1])          \
+                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(a1), "r"(ub[1])               \
                      : "memory")
 
 AMXQ static inline __attribute__((always_inline)) void q4k_unpack(const uint8_t *nib, uint8_t *u) {
@@ -259,7 +260,7 @@ AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g
         if (s < steps) { // this step's products: sub-blocks j and j + 1 of super-block i
             if (j == 0) for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
             uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
-            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 32 * (size_t)j;
+            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 32 * (size_t)j, *a1 = a0 + 32;
             if (set) Q4K_STEP("tmm6", "tmm7");
             else Q4K_STEP("tmm0", "tmm1");
         }
@@ -306,6 +307,90 @@ AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g
 }
 
 AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
+
+// q6_K the same way (PACK_Q6_K's records, q8_K activations): a 16-column
+// sub-block's 6-bit values (0..63) unpacked to a B tile of 4 granules, its
+// sums by TDPBSUD of the tokens' 16 values, times the sub-block's signed
+// scales into the tokens' int32 sums, the -32 offset as -32 sum sc_j bs16_j
+// (dpwssd) added to them as integers (the same int32 as the VNNI kernel's,
+// which adds it first), one convert and fma a super-block: bit for bit.
+AMXQ static inline __attribute__((always_inline)) void q6k_unpack(const uint8_t *sb, uint8_t *u) {
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)sb), l1 = _mm256_loadu_si256((const __m256i *)(sb + 32));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(sb + 64));
+    _mm256_store_si256((__m256i *)u, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)));
+    _mm256_store_si256((__m256i *)(u + 32), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)));
+    _mm256_store_si256((__m256i *)(u + 64), _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)));
+    _mm256_store_si256((__m256i *)(u + 96), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));
+}
+
+AMXQ static inline __attribute__((always_inline)) void q6k_sums(const uint8_t *rec, int j, const int32_t *c, int M, __m256i *isum) {
+    const __m256i pr = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(rec + 16 + 16 * (j / 2))));
+    const __m256i sc = j % 2 ? _mm256_srai_epi32(pr, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pr, 16), 16);
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(c + 8 * t)), sc));
+}
+
+AMXQ static inline __attribute__((always_inline)) void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    enum { REC = 16 + 128 + 16 * 96 };
+    const int nb = n / QK_K, steps = 8 * nb;
+    const long xsl = (long)xs, bs = 32;
+    int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
+    uint8_t ubuf[2][2][128] __attribute__((aligned(64)));
+    __m256 acc[16];
+    __m256i isum[16];
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps(), isum[t] = _mm256_setzero_si256();
+    configure(PACK_Q6_K, M);
+    q6k_unpack(g + 144, ubuf[0][0]), q6k_unpack(g + 144 + 96, ubuf[0][1]);
+    for (int s = 0; s <= steps; s++) {
+        const int i = s >> 3, j = 2 * (s & 7), set = s & 1;
+        const uint8_t *p = g + REC * (size_t)i;
+        int32_t(*c)[16 * 8] = cb[set];
+        if (s < steps) { // sub-blocks j and j + 1 of super-block i
+            if (j == 0) for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
+            uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
+            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 16 * (size_t)j, *a1 = a0 + 16;
+            if (set) Q4K_STEP("tmm6", "tmm7");
+            else Q4K_STEP("tmm0", "tmm1");
+        }
+        if (s > 0) { // the step before's sums; at the end of its super-block, the offset and the float part
+            const int pi = (s - 1) >> 3, pj = 2 * ((s - 1) & 7);
+            const uint8_t *pp = g + REC * (size_t)pi;
+            q6k_sums(pp, pj, cb[set ^ 1][0], M, isum);
+            q6k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
+            if (pj == 14) {
+                __m256i pr[8];
+                _Pragma("GCC unroll 8")
+                for (int q = 0; q < 8; q++) pr[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(pp + 16 + 16 * q)));
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
+                _Pragma("GCC unroll 16")
+                for (int t = 0; t < M; t++) {
+                    const uint8_t *x = xt + xs * (size_t)t;
+                    const int16_t *b16 = XPK_BS16(x, n) + 16 * pi;
+                    __m256i mo = _mm256_setzero_si256();
+                    _Pragma("GCC unroll 8")
+                    for (int q = 0; q < 8; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b16 + 2 * q)));
+                    const __m256i v = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(mo, 5));
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(d, _mm256_set1_ps(XPK_D(x, n)[pi])), acc[t]);
+                    isum[t] = _mm256_setzero_si256();
+                }
+            }
+        }
+        if (s < steps) {
+            if (set) Q8_0_STORE("tmm6", "tmm7");
+            else Q8_0_STORE("tmm0", "tmm1");
+        }
+        if (s + 1 < steps) { // the next step's sub-blocks, unpacked into the other buffers
+            const uint8_t *sb = g + REC * (size_t)((s + 1) >> 3) + 144 + 96 * (size_t)(2 * ((s + 1) & 7));
+            q6k_unpack(sb, ubuf[set ^ 1][0]), q6k_unpack(sb + 96, ubuf[set ^ 1][1]);
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
+}
+
+AMX_KERNEL(q6_K, q6k_pass, pack_vnni_q6_K)
 #undef Q8_0_STEP
 #undef Q8_0_STORE
 #undef Q4K_STEP
@@ -315,4 +400,5 @@ AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
 const pack_kernel pack_amx_bf16 = {0};
 const pack_kernel pack_amx_q8_0 = {0};
 const pack_kernel pack_amx_q4_K = {0};
+const pack_kernel pack_amx_q6_K = {0};
 #endif
