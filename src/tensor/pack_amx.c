@@ -241,79 +241,13 @@ AMXQ static inline __attribute__((always_inline)) void q4k_sums(const uint8_t *r
     for (int t = 0; t < M; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(c + 8 * t)), sc));
 }
 
-AMXQ static inline __attribute__((always_inline)) void q4k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    enum { REC = 32 + 64 + 64 + 1024 };
-    const int nb = n / QK_K, steps = 4 * nb;
-    const long xsl = (long)xs, bs = 32;
-    int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
-    uint8_t ubuf[2][2][256] __attribute__((aligned(64))); // (a step's B tiles, unpacked a step ahead)
-    __m256 acc[16];
-    __m256i isum[16];
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps(), isum[t] = _mm256_setzero_si256();
-    configure(PACK_Q4_K, M);
-    q4k_unpack(g + 160, ubuf[0][0]), q4k_unpack(g + 160 + 128, ubuf[0][1]);
-    for (int s = 0; s <= steps; s++) {
-        const int i = s >> 2, j = 2 * (s & 3), set = s & 1;
-        const uint8_t *p = g + REC * (size_t)i;
-        int32_t(*c)[16 * 8] = cb[set];
-        if (s < steps) { // this step's products: sub-blocks j and j + 1 of super-block i
-            if (j == 0) for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
-            uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
-            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 32 * (size_t)j, *a1 = a0 + 32;
-            if (set) Q4K_STEP("tmm6", "tmm7");
-            else Q4K_STEP("tmm0", "tmm1");
-        }
-        if (s > 0) { // the step before's sums; at the end of its super-block, that super-block's float part
-            const int pi = (s - 1) >> 2, pj = 2 * ((s - 1) & 3);
-            const uint8_t *pp = g + REC * (size_t)pi;
-            q4k_sums(pp, pj, cb[set ^ 1][0], M, isum);
-            q4k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
-            if (pj == 6) {
-                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
-                _Pragma("GCC unroll 16")
-                for (int t = 0; t < M; t++) {
-                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(XPK_D(xt + xs * (size_t)t, n)[pi])), acc[t]);
-                    isum[t] = _mm256_setzero_si256();
-                }
-            }
-        }
-        if (s < steps && j == 0) { // super-block i's mins: -sum m_j bs32_j, apart (the VNNI kernel's order: before its sums)
-            __m256i pr[4];
-            _Pragma("GCC unroll 4")
-            for (int q = 0; q < 4; q++) pr[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 96 + 16 * q)));
-            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < M; t++) {
-                const uint8_t *x = xt + xs * (size_t)t;
-                const int16_t *b32 = XPK_BS32(x, n) + 8 * i;
-                __m256i mo = _mm256_setzero_si256();
-                _Pragma("GCC unroll 4")
-                for (int q = 0; q < 4; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b32 + 2 * q)));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), mo)), _mm256_mul_ps(dm, _mm256_set1_ps(XPK_D(x, n)[i])), acc[t]);
-            }
-        }
-        if (s < steps) {
-            if (set) Q8_0_STORE("tmm6", "tmm7");
-            else Q8_0_STORE("tmm0", "tmm1");
-        }
-        if (s + 1 < steps) { // the next step's sub-blocks, unpacked into the other buffers
-            const uint8_t *nib = g + REC * (size_t)((s + 1) >> 2) + 160 + 128 * (size_t)(2 * ((s + 1) & 3));
-            q4k_unpack(nib, ubuf[set ^ 1][0]), q4k_unpack(nib + 128, ubuf[set ^ 1][1]);
-        }
-    }
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
-}
-
-AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
 
 // q6_K the same way (PACK_Q6_K's records, q8_K activations): a 16-column
 // sub-block's 6-bit values (0..63) unpacked to a B tile of 4 granules, its
 // sums by TDPBSUD of the tokens' 16 values, times the sub-block's signed
 // scales into the tokens' int32 sums, the -32 offset as -32 sum sc_j bs16_j
-// (dpwssd) added to them as integers (the same int32 as the VNNI kernel's,
-// which adds it first), one convert and fma a super-block: bit for bit.
+// (dpwssd) added to them as integers at the end (the same int32 as the VNNI
+// kernel's, which starts from it), one convert and fma a super-block.
 AMXQ static inline __attribute__((always_inline)) void q6k_unpack(const uint8_t *sb, uint8_t *u) {
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
     const __m256i l0 = _mm256_loadu_si256((const __m256i *)sb), l1 = _mm256_loadu_si256((const __m256i *)(sb + 32));
@@ -331,50 +265,79 @@ AMXQ static inline __attribute__((always_inline)) void q6k_sums(const uint8_t *r
     for (int t = 0; t < M; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(c + 8 * t)), sc));
 }
 
-AMXQ static inline __attribute__((always_inline)) void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    enum { REC = 16 + 128 + 16 * 96 };
-    const int nb = n / QK_K, steps = 8 * nb;
+// The M tokens at xt against a group of q4_K (K) or q6_K records: two
+// sub-blocks a step, unpacked a step ahead, their sums added up a step later
+// (between the next step's products and their stores, in the other pair of C
+// tiles); q4_K's mins at the start of each super-block, its float part (q6_K:
+// the offset too) at the end.
+AMXQ static inline __attribute__((always_inline)) void kq_pass(int K, const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out,
+                                                              size_t ldo, int M) {
+    const int Q4 = K == PACK_Q4_K, LS = Q4 ? 2 : 3;              // (log2 of the steps a super-block)
+    const size_t REC = Q4 ? 32 + 64 + 64 + 1024 : 16 + 128 + 16 * 96; // (pack_record_bytes)
+    const int W = Q4 ? 32 : 16, V0 = Q4 ? 160 : 144, VS = Q4 ? 128 : 96; // sub-block columns; its values' offset, stride
+    const int nb = n / QK_K, steps = nb << LS;
     const long xsl = (long)xs, bs = 32;
     int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
-    uint8_t ubuf[2][2][128] __attribute__((aligned(64)));
+    uint8_t ubuf[2][2][256] __attribute__((aligned(64))); // (a step's B tiles, unpacked a step ahead)
     __m256 acc[16];
     __m256i isum[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps(), isum[t] = _mm256_setzero_si256();
-    configure(PACK_Q6_K, M);
-    q6k_unpack(g + 144, ubuf[0][0]), q6k_unpack(g + 144 + 96, ubuf[0][1]);
+    configure(K, M);
+    if (Q4) q4k_unpack(g + V0, ubuf[0][0]), q4k_unpack(g + V0 + VS, ubuf[0][1]);
+    else q6k_unpack(g + V0, ubuf[0][0]), q6k_unpack(g + V0 + VS, ubuf[0][1]);
     for (int s = 0; s <= steps; s++) {
-        const int i = s >> 3, j = 2 * (s & 7), set = s & 1;
+        const int i = s >> LS, j = 2 * (s & ((1 << LS) - 1)), set = s & 1;
         const uint8_t *p = g + REC * (size_t)i;
         int32_t(*c)[16 * 8] = cb[set];
-        if (s < steps) { // sub-blocks j and j + 1 of super-block i
-            if (j == 0) for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
+        if (s < steps) { // this step's products: sub-blocks j and j + 1 of super-block i
+            if (j == 0)
+                for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
             uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
-            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + 16 * (size_t)j, *a1 = a0 + 16;
+            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j, *a1 = a0 + W;
             if (set) Q4K_STEP("tmm6", "tmm7");
             else Q4K_STEP("tmm0", "tmm1");
         }
-        if (s > 0) { // the step before's sums; at the end of its super-block, the offset and the float part
-            const int pi = (s - 1) >> 3, pj = 2 * ((s - 1) & 7);
+        if (s > 0) { // the step before's sums; at the end of its super-block, that super-block's float part
+            const int pi = (s - 1) >> LS, pj = 2 * ((s - 1) & ((1 << LS) - 1));
             const uint8_t *pp = g + REC * (size_t)pi;
-            q6k_sums(pp, pj, cb[set ^ 1][0], M, isum);
-            q6k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
-            if (pj == 14) {
+            if (Q4) q4k_sums(pp, pj, cb[set ^ 1][0], M, isum), q4k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
+            else q6k_sums(pp, pj, cb[set ^ 1][0], M, isum), q6k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
+            if (pj == (2 << LS) - 2) {
                 __m256i pr[8];
                 _Pragma("GCC unroll 8")
-                for (int q = 0; q < 8; q++) pr[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(pp + 16 + 16 * q)));
+                for (int q = 0; q < 8 && !Q4; q++) pr[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(pp + 16 + 16 * q)));
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
                 _Pragma("GCC unroll 16")
                 for (int t = 0; t < M; t++) {
                     const uint8_t *x = xt + xs * (size_t)t;
-                    const int16_t *b16 = XPK_BS16(x, n) + 16 * pi;
-                    __m256i mo = _mm256_setzero_si256();
-                    _Pragma("GCC unroll 8")
-                    for (int q = 0; q < 8; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b16 + 2 * q)));
-                    const __m256i v = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(mo, 5));
+                    __m256i v = isum[t];
+                    if (!Q4) { // (the -32 offset: -32 sum sc_j bs16_j, as an int32 like the VNNI kernel's start)
+                        const int16_t *b16 = XPK_BS16(x, n) + 16 * pi;
+                        __m256i mo = _mm256_setzero_si256();
+                        _Pragma("GCC unroll 8")
+                        for (int q = 0; q < 8; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b16 + 2 * q)));
+                        v = _mm256_sub_epi32(v, _mm256_slli_epi32(mo, 5));
+                    }
                     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(d, _mm256_set1_ps(XPK_D(x, n)[pi])), acc[t]);
                     isum[t] = _mm256_setzero_si256();
                 }
+            }
+        }
+        if (Q4 && s < steps && j == 0) { // super-block i's mins: -sum m_j bs32_j, apart (the VNNI kernel's order: before its sums)
+            __m256i pr[4];
+            _Pragma("GCC unroll 4")
+            for (int q = 0; q < 4; q++) pr[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 96 + 16 * q)));
+            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < M; t++) {
+                const uint8_t *x = xt + xs * (size_t)t;
+                const int16_t *b32 = XPK_BS32(x, n) + 8 * i;
+                __m256i mo = _mm256_setzero_si256();
+                _Pragma("GCC unroll 4")
+                for (int q = 0; q < 4; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b32 + 2 * q)));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), mo)),
+                                         _mm256_mul_ps(dm, _mm256_set1_ps(XPK_D(x, n)[i])), acc[t]);
             }
         }
         if (s < steps) {
@@ -382,14 +345,25 @@ AMXQ static inline __attribute__((always_inline)) void q6k_pass(const uint8_t *g
             else Q8_0_STORE("tmm0", "tmm1");
         }
         if (s + 1 < steps) { // the next step's sub-blocks, unpacked into the other buffers
-            const uint8_t *sb = g + REC * (size_t)((s + 1) >> 3) + 144 + 96 * (size_t)(2 * ((s + 1) & 7));
-            q6k_unpack(sb, ubuf[set ^ 1][0]), q6k_unpack(sb + 96, ubuf[set ^ 1][1]);
+            const uint8_t *nv = g + REC * (size_t)((s + 1) >> LS) + V0 + VS * (size_t)(2 * ((s + 1) & ((1 << LS) - 1)));
+            if (Q4) q4k_unpack(nv, ubuf[set ^ 1][0]), q4k_unpack(nv + VS, ubuf[set ^ 1][1]);
+            else q6k_unpack(nv, ubuf[set ^ 1][0]), q6k_unpack(nv + VS, ubuf[set ^ 1][1]);
         }
     }
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
 }
 
+AMXQ static void q4k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    if (M == 16) kq_pass(PACK_Q4_K, g, xt, xs, n, out, ldo, 16);
+    else kq_pass(PACK_Q4_K, g, xt, xs, n, out, ldo, 8);
+}
+AMXQ static void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    if (M == 16) kq_pass(PACK_Q6_K, g, xt, xs, n, out, ldo, 16);
+    else kq_pass(PACK_Q6_K, g, xt, xs, n, out, ldo, 8);
+}
+
+AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
 AMX_KERNEL(q6_K, q6k_pass, pack_vnni_q6_K)
 #undef Q8_0_STEP
 #undef Q8_0_STORE
