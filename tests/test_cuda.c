@@ -747,7 +747,7 @@ static void check_mv_spec(cuda_dev *d) {
                 for (int v = 0; v < 2 && ok; v++) {
                     cuda_dev *dd = v ? dn : d;
                     cuda_mat m[3];
-                    for (int i = 0; i < n; i++) m[i] = (cuda_mat){ty, dw[form == 2 ? i : i], form == 2 ? rows : rr[i], y[v][i]};
+                    for (int i = 0; i < n; i++) m[i] = (cuda_mat){ty, dw[i], form == 2 ? rows : rr[i], y[v][i]};
                     if (form == 2) m[1].w = dw[0]; // (up: the gate's rows again, enough rows)
                     ok = !cuda_matmul_multi(dd, n, m, cols, dq, 1, form == 2 ? 1 : -1, 1) && !cuda_sync(dd);
                 }

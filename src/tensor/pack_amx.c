@@ -118,8 +118,9 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_block(const uint8_t 
     }
 }
 
-// blocks i and i + 1 into C tiles 0 and 1 (set 0) or 6 and 7 (set 1); then, apart, the tiles stored to c
-#define Q8_0_STEP(C0, C1)                                                                                                     \
+// two products into C tiles 0 and 1 (set 0) or 6 and 7 (set 1): A tiles at a0 and a1 (the tokens' values, rows xsl
+// apart) against B tiles at ub[0] and ub[1] (rows bs apart); then, apart, the tiles stored to c
+#define AMX_STEP(C0, C1)                                                                                                      \
     __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
                      "tilezero %%" C1 "\n\t"                                                                                   \
                      "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
@@ -127,8 +128,7 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_block(const uint8_t 
                      "tileloadd (%4,%1,1), %%tmm4\n\t"                                                                          \
                      "tileloadd (%5,%3,1), %%tmm5\n\t"                                                                          \
                      "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
-                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(XP_QS(xt) + 32 * (size_t)i),                                          \
-                     "r"(xsl), "r"(p + 16), "r"(bs), "r"(XP_QS(xt) + 32 * (size_t)(i + 1)), "r"(p + REC + 16)                   \
+                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(a1), "r"(ub[1])               \
                      : "memory")
 #define Q8_0_STORE(C0, C1)                                                                                                    \
     __asm__ volatile("tilestored %%" C0 ", (%0,%2,1)\n\t"                                                                       \
@@ -154,8 +154,10 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *
         for (int o = 0; o < 2 * REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3);
         const int set = (i >> 1) & 1;
         int32_t(*c)[16 * 8] = cb[set];
-        if (set) Q8_0_STEP("tmm6", "tmm7");
-        else Q8_0_STEP("tmm0", "tmm1");
+        const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i, *a1 = a0 + 32;
+        const uint8_t *ub[2] = {p + 16, p + REC + 16};
+        if (set) AMX_STEP("tmm6", "tmm7");
+        else AMX_STEP("tmm0", "tmm1");
         if (prev >= 0) {
             int32_t(*q)[16 * 8] = cb[set ^ 1];
             const uint8_t *pp = g + REC * (size_t)prev;
@@ -213,16 +215,6 @@ AMX_KERNEL(q8_0, q8_0_pass, pack_vnni_q8_0)
 // bit for bit the VNNI kernel's, which takes the tokens short of 8 (and
 // decode). Two sub-blocks a step, unpacked a step ahead, their sums added up
 // a step later, between the next step's products and their stores.
-#define Q4K_STEP(C0, C1)                                                                                                      \
-    __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
-                     "tilezero %%" C1 "\n\t"                                                                                   \
-                     "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
-                     "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
-                     "tileloadd (%4,%1,1), %%tmm4\n\t"                                                                          \
-                     "tileloadd (%5,%3,1), %%tmm5\n\t"                                                                          \
-                     "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
-                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(a1), "r"(ub[1])               \
-                     : "memory")
 
 AMXQ static inline __attribute__((always_inline)) void q4k_unpack(const uint8_t *nib, uint8_t *u) {
     const __m256i m4 = _mm256_set1_epi8(15);
@@ -295,8 +287,8 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass(int K, const uint
                 for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
             uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
             const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j, *a1 = a0 + W;
-            if (set) Q4K_STEP("tmm6", "tmm7");
-            else Q4K_STEP("tmm0", "tmm1");
+            if (set) AMX_STEP("tmm6", "tmm7");
+            else AMX_STEP("tmm0", "tmm1");
         }
         if (s > 0) { // the step before's sums; at the end of its super-block, that super-block's float part
             const int pi = (s - 1) >> LS, pj = 2 * ((s - 1) & ((1 << LS) - 1));
@@ -365,9 +357,8 @@ AMXQ static void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n,
 
 AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
 AMX_KERNEL(q6_K, q6k_pass, pack_vnni_q6_K)
-#undef Q8_0_STEP
+#undef AMX_STEP
 #undef Q8_0_STORE
-#undef Q4K_STEP
 #undef AMX_KERNEL
 
 #else
