@@ -498,6 +498,57 @@ static void check_amx_bf16(int n, int rows) {
     free(w), free(p), free(x), free(f), free(o), free(o1), free(oref);
 }
 
+// Products of packed weights split over 16 threads (chunks of groups, and
+// the tokens split where the groups are few: matmul.c's plan_items) give the
+// same floats as one thread, for matmul and matmul_multi, whatever the split.
+static void check_packed_threads(int wt, int n) {
+    int kind = pack_kind_for(wt, n);
+    if (!kind) return;
+    enum { T = 100, R0 = 256, R1 = 72 };
+    const dtype_traits *tw = dtype_get(wt);
+    size_t rs = dtype_row_size(wt, n);
+    tensor tn[2];
+    weight wt2[2];
+    unsigned char *raw[2], *pk[2];
+    int nr[2] = {R0, R1};
+    float *f = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * T * n);
+    for (int k = 0; k < 2; k++) {
+        raw[k] = malloc(rs * nr[k]), pk[k] = aligned_alloc(64, (pack_bytes(kind, nr[k], n) + 63) & ~(size_t)63);
+        for (int r = 0; r < nr[k]; r++) {
+            for (int i = 0; i < n; i++) f[i] = frand();
+            tw->from_float(f, raw[k] + rs * r, n);
+        }
+        pack_rows(kind, raw[k], nr[k], n, pk[k]);
+        tn[k] = (tensor){.type = wt, .data = raw[k]};
+        tn[k].ne[0] = n, tn[k].ne[1] = nr[k];
+        wt2[k] = (weight){.w = &tn[k], .pack_kind = kind, .pack = pk[k]};
+    }
+    for (int i = 0; i < T * n; i++) x[i] = frand();
+    pool *p16 = pool_new(16);
+    cpu_exec ex1 = {0}, ex16 = {.pool = p16};
+    float *y1[2], *y16[2];
+    for (int k = 0; k < 2; k++) y1[k] = malloc(sizeof(float) * T * nr[k]), y16[k] = malloc(sizeof(float) * T * nr[k]);
+    for (int tt = 1; tt <= T; tt += 33) { // 1, 34, 67, 100 tokens
+        for (int k = 0; k < 2; k++) {
+            matmul(&ex1, y1[k], x, &wt2[k], NULL, tt, n, nr[k]);
+            matmul(&ex16, y16[k], x, &wt2[k], NULL, tt, n, nr[k]);
+            CHECK(!memcmp(y1[k], y16[k], sizeof(float) * tt * nr[k]), "%s n=%d rows=%d T=%d: 16 threads' matmul differs from one's",
+                  tw->name, n, nr[k], tt);
+        }
+        const weight *ws[2] = {&wt2[0], &wt2[1]};
+        const float *bs[2] = {NULL, NULL};
+        memset(y16[0], 0, sizeof(float) * T * R0), memset(y16[1], 0, sizeof(float) * T * R1);
+        matmul_multi(&ex16, 2, y16, x, ws, bs, tt, n, nr);
+        for (int k = 0; k < 2; k++)
+            CHECK(!memcmp(y1[k], y16[k], sizeof(float) * tt * nr[k]), "%s n=%d rows=%d T=%d: 16 threads' matmul_multi differs from one's",
+                  tw->name, n, nr[k], tt);
+    }
+    cpu_exec_release(&ex1), cpu_exec_release(&ex16);
+    pool_free(p16);
+    for (int k = 0; k < 2; k++) free(raw[k]), free(pk[k]), free(y1[k]), free(y16[k]);
+    free(f), free(x);
+}
+
 int main(void) {
     printf("kernels: SIMD ISA %s\n", vecdot_isa());
     check_long_attention();
@@ -516,6 +567,8 @@ int main(void) {
         for (int k = 0; k < 3; k++) { check_packed(pt[k], 32, 8); check_packed(pt[k], 32 * 9, 13); check_packed(pt[k], 2048, 24); }
         int pk[] = {DT_Q4_K, DT_Q6_K};
         for (int k = 0; k < 2; k++) { check_packed(pk[k], 256, 8); check_packed(pk[k], 256 * 3, 13); check_packed(pk[k], 2560, 17); }
+        int all[] = {DT_Q8_0, DT_Q5_0, DT_Q4_0, DT_Q4_K, DT_Q6_K, DT_BF16};
+        for (int k = 0; k < 6; k++) check_packed_threads(all[k], 512);
     } else
         printf("kernels: this CPU has no AVX-512 VNNI: the packed kernels are not run\n");
     int qk[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};

@@ -148,6 +148,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     int ok = 1;
     if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
     c->ex.pool = c->pool;
+    cpu_exec_profile(&c->ex);
     c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m};
     c->k_cache = calloc((size_t)L, sizeof(void *));
     c->v_cache = calloc((size_t)L, sizeof(void *));

@@ -9,7 +9,9 @@
 #include "models/model.h"
 #include "inference/graph.h"
 
-#define N_BATCH 64       // tokens per pass of the layer loop on the CPU
+#ifndef N_BATCH
+#define N_BATCH 512      // tokens per pass of the layer loop on the CPU
+#endif
 #define N_BATCH_DEV 512  // on a device backend (tensor-core tiles want many rows)
 #define N_BATCH_MAX 512
 

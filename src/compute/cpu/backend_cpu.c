@@ -13,13 +13,29 @@
 
 enum { PAR_ROWS = 4, PAR_ELEMS = 8192 };
 
+// `call` timed into slot of the exec's profile when it keeps one (ops.h)
+#define PROFILED(slot, call)                                     \
+    do {                                                         \
+        cpu_exec *ex_ = b->ex;                                   \
+        if (!ex_->prof || ex_->prof_depth) {                     \
+            call;                                                \
+            break;                                               \
+        }                                                        \
+        ex_->prof_depth++;                                       \
+        double t0_ = prof_now();                                 \
+        call;                                                    \
+        ex_->prof[slot] += prof_now() - t0_;                     \
+        ex_->prof[PROF_N + slot]++;                              \
+        ex_->prof_depth--;                                       \
+    } while (0)
+
 static void cpu_matmul(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    matmul(b->ex, y, x, w, bias, T, n_in, n_out);
+    PROFILED(PROF_MATMUL, matmul(b->ex, y, x, w, bias, T, n_in, n_out));
 }
 
 static void cpu_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w,
                              const float *const *bias, int T, int n_in, const int *n_out) {
-    matmul_multi(b->ex, n, y, x, w, bias, T, n_in, n_out);
+    PROFILED(PROF_MULTI, matmul_multi(b->ex, n, y, x, w, bias, T, n_in, n_out));
 }
 
 typedef struct { float *out; const float *x, *w, *b; int n, kind; float eps; } norm_job;
@@ -33,7 +49,7 @@ static void norm_range(void *a, int i0, int i1) {
 static void cpu_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps,
                      int kind) {
     norm_job j = {out, x, w, bias, n, kind, eps};
-    pool_for(b->ex->pool, rows, PAR_ROWS, norm_range, &j);
+    PROFILED(PROF_NORM, pool_for(b->ex->pool, rows, PAR_ROWS, norm_range, &j));
 }
 
 typedef struct { float *x; int heads, hd; const int *pos; const rope_table *r; } rope_job;
@@ -43,7 +59,7 @@ static void rope_range(void *a, int t0, int t1) {
 }
 static void cpu_rope(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r) {
     rope_job j = {x, heads, hd, pos, r};
-    pool_for(b->ex->pool, rows, PAR_ROWS, rope_range, &j);
+    PROFILED(PROF_ROPE, pool_for(b->ex->pool, rows, PAR_ROWS, rope_range, &j));
 }
 
 typedef struct { float *g; const float *u; int n, act, ggml; } glu_job;
@@ -58,7 +74,7 @@ static void glu_range(void *a, int i0, int i1) {
 }
 static void cpu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {
     glu_job j = {g, u, n, act, ggml};
-    pool_for(b->ex->pool, rows, PAR_ROWS, glu_range, &j);
+    PROFILED(PROF_GLU, pool_for(b->ex->pool, rows, PAR_ROWS, glu_range, &j));
 }
 static void cpu_act(backend *b, float *x, int rows, int n, int act, int ggml) { cpu_glu(b, x, NULL, rows, n, act, ggml); }
 
@@ -69,7 +85,7 @@ static void resid_range(void *a, int i0, int i1) {
 }
 static void cpu_residual(backend *b, float *x, const float *o, float s, int rows, int n) {
     resid_job j = {x, o, s, n};
-    pool_for(b->ex->pool, rows, PAR_ROWS, resid_range, &j);
+    PROFILED(PROF_RESID, pool_for(b->ex->pool, rows, PAR_ROWS, resid_range, &j));
 }
 
 typedef struct { float *x; size_t n; } round_job;
@@ -80,7 +96,7 @@ static void round_range(void *a, int i0, int i1) {
 }
 static void cpu_round_f16(backend *b, float *x, size_t n) {
     round_job j = {x, n};
-    pool_for(b->ex->pool, (int)((n + PAR_ELEMS - 1) / PAR_ELEMS), 1, round_range, &j);
+    PROFILED(PROF_ROUND, pool_for(b->ex->pool, (int)((n + PAR_ELEMS - 1) / PAR_ELEMS), 1, round_range, &j));
 }
 
 static void cpu_softmax(backend *b, float *x, int n) { (void)b; softmax(x, n); }
@@ -303,7 +319,9 @@ static void split_sum(void *arg, int r0, int r1) {
     }
 }
 
-static void cpu_attention(backend *b, const attn_desc *d) {
+static void cpu_attention_(backend *b, const attn_desc *d);
+static void cpu_attention(backend *b, const attn_desc *d) { PROFILED(PROF_ATTN, cpu_attention_(b, d)); }
+static void cpu_attention_(backend *b, const attn_desc *d) {
     cpu_exec *ex = b->ex;
     int split = 0, nth = pool_size(ex->pool);
     split_job *j = NULL;
@@ -374,6 +392,23 @@ void *backend_host_alloc(backend *b, size_t bytes) {
 
 void backend_host_release(backend *b, void *p) { (void)b; free(p); }
 
+// the host's data steps, timed when profiled
+static void cpu_qkv_prep(backend *b, const qkv_desc *d) { PROFILED(PROF_QKV, qkv_prep_ops(b, d)); }
+static void cpu_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale) {
+    PROFILED(PROF_DATA, host_embed(b, out, table, ids, T, scale));
+}
+static void cpu_copy(backend *b, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {
+    PROFILED(PROF_DATA, host_copy(b, dst, ds, src, ss, rows, n));
+}
+static void cpu_scale(backend *b, float *x, size_t n, float s) { PROFILED(PROF_DATA, host_scale(b, x, n, s)); }
+static void cpu_mul(backend *b, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
+    PROFILED(PROF_DATA, host_mul(b, x, xs, y, ys, rows, n));
+}
+static void cpu_softcap(backend *b, float *x, size_t n, float cap) { PROFILED(PROF_DATA, host_softcap(b, x, n, cap)); }
+static void cpu_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n) {
+    PROFILED(PROF_DATA, host_kv_store(b, cache, type, pos, src, T, n));
+}
+
 const backend_ops backend_cpu_ops = {
     .name = "cpu",
     .matmul = cpu_matmul,
@@ -388,7 +423,9 @@ const backend_ops backend_cpu_ops = {
     .softmax = cpu_softmax,
     .alloc = backend_host_alloc,
     .release = backend_host_release,
-    HOST_DATA_OPS,
+    .qkv_prep = cpu_qkv_prep, .embed = cpu_embed, .copy = cpu_copy, .scale = cpu_scale, .mul = cpu_mul,
+    .softcap = cpu_softcap, .kv_store = cpu_kv_store, .download = host_download, .upload = host_upload,
+    .glu_oss = host_glu_oss, .argmax = host_argmax,
     .host = 1,
 };
 

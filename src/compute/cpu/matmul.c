@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <time.h>
 
 #ifndef TOKEN_BLOCK_BYTES
 #define TOKEN_BLOCK_BYTES 24576
@@ -35,10 +37,10 @@ typedef struct {
     size_t gbytes;           // bytes of a group of 8 packed rows
 } mm_job;
 
-// The packed path: groups [g0, g1) of 8 rows for every token. Prefill walks
-// a panel of groups that stays in L2 against blocks of tokens in L1, as
-// rows_range does.
-static void pk_groups(const mm_job *a, int g0, int g1) {
+// The packed path: groups [g0, g1) of 8 rows for tokens [t0, t1). Prefill
+// walks a panel of groups that stays in L2 against blocks of tokens in L1,
+// as rows_range does.
+static void pk_groups(const mm_job *a, int g0, int g1, int t0, int t1) {
     enum { TB_MAX = 64 };
     float out[TB_MAX * 8];
     int tb = (int)(TOKEN_BLOCK_BYTES / a->xq_row) & ~7, panel = (int)(ROW_PANEL_BYTES / a->gbytes);
@@ -48,18 +50,18 @@ static void pk_groups(const mm_job *a, int g0, int g1) {
     if (panel < 1) panel = 1;
     for (int p0 = g0; p0 < g1; p0 += panel) {
         int p1 = p0 + panel < g1 ? p0 + panel : g1;
-        for (int t0 = 0; t0 < a->T; t0 += tb) {
-            int tn = a->T - t0 < tb ? a->T - t0 : tb;
+        for (int tt = t0; tt < t1; tt += tb) {
+            int tn = t1 - tt < tb ? t1 - tt : tb;
             for (int g = p0; g < p1; g++) {
-                const unsigned char *pg = a->pack + a->gbytes * (size_t)g, *xt = a->xq + a->xq_row * (size_t)t0;
+                const unsigned char *pg = a->pack + a->gbytes * (size_t)g, *xt = a->xq + a->xq_row * (size_t)tt;
                 int r1 = a->n_out - 8 * g < 8 ? a->n_out - 8 * g : 8;
                 if (!a->bias && r1 == 8) { // straight into y
-                    a->pk->tile(pg, xt, a->xq_row, tn, a->n_in, a->y + (size_t)t0 * a->n_out + 8 * g, (size_t)a->n_out);
+                    a->pk->tile(pg, xt, a->xq_row, tn, a->n_in, a->y + (size_t)tt * a->n_out + 8 * g, (size_t)a->n_out);
                     continue;
                 }
                 a->pk->tile(pg, xt, a->xq_row, tn, a->n_in, out, 8);
                 for (int t = 0; t < tn; t++) {
-                    float *yt = a->y + (size_t)(t0 + t) * a->n_out + 8 * g;
+                    float *yt = a->y + (size_t)(tt + t) * a->n_out + 8 * g;
                     for (int r = 0; r < r1; r++) yt[r] = out[8 * t + r] + (a->bias ? a->bias[8 * g + r] : 0.0f);
                 }
             }
@@ -195,7 +197,7 @@ static void mm_task(void *arg, int ith, int nth) {
         int j0 = atomic_fetch_add_explicit(&a->next, a->chunk, memory_order_relaxed);
         if (j0 >= units) break;
         int j1 = j0 + a->chunk > units ? units : j0 + a->chunk;
-        if (a->pk) pk_groups(a, j0, j1);
+        if (a->pk) pk_groups(a, j0, j1, 0, a->T);
         else rows_range(a, j0, j1);
     }
 }
@@ -216,7 +218,31 @@ static unsigned char *grow(cpu_exec *ex, unsigned char **p, size_t *cap, size_t 
     return *p;
 }
 
+void cpu_exec_profile(cpu_exec *ex) {
+    const char *e = getenv("INFER_PROFILE");
+    if (e && *e && strcmp(e, "0") && !ex->prof) ex->prof = calloc(2 * PROF_N, sizeof(double));
+}
+
+double prof_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void prof_print(const double *p, int threads) {
+    static const char *name[PROF_N] = {"matmul", "matmul_multi", "(quantize, in both)", "norm", "rope", "qkv_prep",
+                                       "attention", "glu/act", "residual", "round_f16", "data (embed, copy, kv, ...)"};
+    double total = 0;
+    for (int i = 0; i < PROF_N; i++) total += i == PROF_QUANT ? 0 : p[i];
+    fprintf(stderr, "profile (INFER_PROFILE, %d threads): %.3f s in the CPU backend's operations\n", threads, total);
+    for (int i = 0; i < PROF_N; i++)
+        if (p[PROF_N + i] > 0)
+            fprintf(stderr, "  %-28s %9.0f calls %10.3f ms %5.1f%%\n", name[i], p[PROF_N + i], 1e3 * p[i], total > 0 ? 100 * p[i] / total : 0);
+}
+
 void cpu_exec_release(cpu_exec *ex) {
+    if (ex->prof) prof_print(ex->prof, ex->pool ? pool_size(ex->pool) : 1);
+    free(ex->prof);
     free(ex->xq);
     for (int i = 0; i < CPU_MULTI_MAX; i++) free(ex->mq[i]);
     free(ex->att);
@@ -239,6 +265,85 @@ static const pack_kernel *packed(const weight *w) {
     return w->pack && !w->trans && !vecdot_scalar_forced() ? pack_kernel_get(w->pack_kind) : NULL;
 }
 
+// ---------------------------------------------------------------------------
+// Prefill's work items: chunks of about 1/8 of a thread's share of the rows
+// (whole groups of 8 for packed weights) from a shared counter. Where a
+// packed product has fewer groups than that makes useful chunks of (many
+// threads, few rows), its chunks are panels of groups that stay in L2 and
+// its tokens are split as well, so that the activations a chunk reads are
+// read against several groups and the threads still get about 8 chunks each.
+
+enum { MULTI_MAX = CPU_MULTI_MAX, MULTI_ITEMS = 512 };
+
+typedef struct {
+    mm_job jobs[MULTI_MAX];
+    int n, total;
+    int n_items;                 // T > 1: the chunks, as (job, first row, end row, first token, end token)
+    short item_job[MULTI_ITEMS];
+    int item_r0[MULTI_ITEMS], item_r1[MULTI_ITEMS], item_t0[MULTI_ITEMS], item_t1[MULTI_ITEMS];
+    atomic_int next;
+} multi_job;
+
+static void multi_rows(mm_job *j, int a, int b, int t0, int t1) {
+    if (j->pk) { // whole groups: a group goes to the range that holds its first row
+        if ((a + 7) / 8 < (b + 7) / 8) pk_groups(j, (a + 7) / 8, (b + 7) / 8, t0, t1);
+    } else
+        rows_range(j, a, b);
+}
+
+static void multi_task(void *arg, int ith, int nth) {
+    multi_job *m = arg;
+    if (m->n_items) {
+        for (int it; (it = atomic_fetch_add_explicit(&m->next, 1, memory_order_relaxed)) < m->n_items;)
+            multi_rows(&m->jobs[m->item_job[it]], m->item_r0[it], m->item_r1[it], m->item_t0[it], m->item_t1[it]);
+        return;
+    }
+    int r0 = (int)((long long)m->total * ith / nth), r1 = (int)((long long)m->total * (ith + 1) / nth), base = 0;
+    for (int i = 0; i < m->n && r0 < r1; base += m->jobs[i].n_out, i++) {
+        int a = r0 - base, b = r1 - base, n = m->jobs[i].n_out;
+        if (b <= 0 || a >= n) continue;
+        multi_rows(&m->jobs[i], a < 0 ? 0 : a, b > n ? n : b, 0, m->jobs[i].T);
+    }
+}
+
+// m's items for T > 1 tokens over nth threads (the jobs and m->total set)
+static void plan_items(multi_job *m, int T, int nth) {
+    int chunk = (m->total / (nth * 8) + 7) & ~7, split = 1;
+    if (chunk < 16) chunk = 16;
+    for (;;) {
+        m->n_items = 0;
+        int full = 0;
+        for (int i = 0; i < m->n && !full; i++) {
+            const mm_job *a = &m->jobs[i];
+            int rows = chunk, ts = 1;
+            if (a->pk && split) { // panels of groups, and the tokens split where they are few
+                int panel = (int)(ROW_PANEL_BYTES / a->gbytes), groups = (a->n_out + 7) / 8;
+                panel = panel < 2 ? 2 : panel > groups ? groups : panel;
+                if (8 * panel > rows) {
+                    rows = 8 * panel;
+                    int chunks = (groups + panel - 1) / panel, want = (int)((long long)nth * 8 * a->n_out / m->total);
+                    ts = (want + chunks - 1) / chunks;
+                    if (ts > T / 32) ts = T / 32;
+                    if (ts < 1) ts = 1;
+                }
+            }
+            int tr = ((T + ts - 1) / ts + 15) & ~15; // (whole AMX tiles)
+            for (int r = 0; r < a->n_out && !full; r += rows)
+                for (int t = 0; t < T; t += tr) {
+                    if (m->n_items == MULTI_ITEMS) { full = 1; break; }
+                    int k = m->n_items++;
+                    m->item_job[k] = (short)i;
+                    m->item_r0[k] = r, m->item_r1[k] = r + rows < a->n_out ? r + rows : a->n_out;
+                    m->item_t0[k] = t, m->item_t1[k] = t + tr < T ? t + tr : T;
+                }
+        }
+        if (!full) break;
+        if (split) split = 0; // too many: no token split, then larger chunks
+        else chunk *= 2;
+    }
+    atomic_init(&m->next, 0);
+}
+
 void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     mm_job a = {.y = y, .x = x, .W = w->w, .bias = bias, .T = T, .n_in = n_in, .n_out = n_out, .trans = w->trans};
     if ((a.pk = packed(w))) {
@@ -246,7 +351,9 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
         a.gbytes = pack_group_bytes(w->pack_kind, n_in);
         a.xq_row = pack_act_row_size(w->pack_kind, n_in);
         if (!(a.xq = grow(ex, &ex->xq, &ex->xq_cap, a.xq_row * (size_t)T))) return;
+        double t0 = ex->prof ? prof_now() : 0;
         pool_for(ex->pool, T, 8, quant_range, &a);
+        if (ex->prof) ex->prof[PROF_QUANT] += prof_now() - t0, ex->prof[PROF_N + PROF_QUANT]++;
     } else if (!w->trans) {
         a.k = kernel_of(w);
         if (a.k && a.k->act_type != DT_F32) {
@@ -258,7 +365,7 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
     // small products are not worth waking the pool
     if ((size_t)n_in * n_out * T < 32768 || pool_size(ex->pool) == 1) {
         if (w->trans) trans_range(&a, 0, n_out);
-        else if (a.pk) pk_groups(&a, 0, (n_out + 7) / 8);
+        else if (a.pk) pk_groups(&a, 0, (n_out + 7) / 8, 0, T);
         else rows_range(&a, 0, n_out);
         return;
     }
@@ -266,50 +373,17 @@ void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float
     // thread's reads (and prefetches) sequential. Prefill is compute bound:
     // about 8 chunks per thread balance it.
     int nth = pool_size(ex->pool), units = a.pk ? (n_out + 7) / 8 : n_out;
+    if (a.pk && T > 1) { // (items: plan_items)
+        multi_job m = {.n = 1, .total = n_out};
+        m.jobs[0] = a;
+        plan_items(&m, T, nth);
+        pool_run(ex->pool, multi_task, &m);
+        return;
+    }
     a.chunk = T == 1 ? (units + nth - 1) / nth : units / (nth * 8);
     if (a.chunk < (a.pk ? 2 : 16)) a.chunk = a.pk ? 2 : 16;
     atomic_init(&a.next, 0);
     pool_run(ex->pool, mm_task, &a);
-}
-
-// ---------------------------------------------------------------------------
-// Several products of one input (Q, K, V; gate and up): the input is
-// quantized once per activation format and the pool wakes once. Decode (one
-// token) gives each thread its share of all the rows in turn (contiguous
-// streams); with more tokens the threads take chunks of rows (whole groups of
-// 8 for packed weights) from a shared counter.
-
-enum { MULTI_MAX = CPU_MULTI_MAX, MULTI_ITEMS = 512 };
-
-typedef struct {
-    mm_job jobs[MULTI_MAX];
-    int n, total;
-    int n_items;                 // T > 1: the chunks, as (job, first row, end row)
-    short item_job[MULTI_ITEMS];
-    int item_r0[MULTI_ITEMS], item_r1[MULTI_ITEMS];
-    atomic_int next;
-} multi_job;
-
-static void multi_rows(mm_job *j, int a, int b) {
-    if (j->pk) { // whole groups: a group goes to the range that holds its first row
-        if ((a + 7) / 8 < (b + 7) / 8) pk_groups(j, (a + 7) / 8, (b + 7) / 8);
-    } else
-        rows_range(j, a, b);
-}
-
-static void multi_task(void *arg, int ith, int nth) {
-    multi_job *m = arg;
-    if (m->n_items) {
-        for (int it; (it = atomic_fetch_add_explicit(&m->next, 1, memory_order_relaxed)) < m->n_items;)
-            multi_rows(&m->jobs[m->item_job[it]], m->item_r0[it], m->item_r1[it]);
-        return;
-    }
-    int r0 = (int)((long long)m->total * ith / nth), r1 = (int)((long long)m->total * (ith + 1) / nth), base = 0;
-    for (int i = 0; i < m->n && r0 < r1; base += m->jobs[i].n_out, i++) {
-        int a = r0 - base, b = r1 - base, n = m->jobs[i].n_out;
-        if (b <= 0 || a >= n) continue;
-        multi_rows(&m->jobs[i], a < 0 ? 0 : a, b > n ? n : b);
-    }
 }
 
 typedef struct {
@@ -351,21 +425,11 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
         if (!a->xq) {
             if (!(a->xq = grow(ex, &ex->mq[i], &ex->mq_cap[i], a->xq_row * (size_t)T))) return;
             mq_job q = {a, a->pk ? a->pk->quant : a->k->quant};
+            double t0 = ex->prof ? prof_now() : 0;
             pool_for(ex->pool, T, 8, mq_range, &q);
+            if (ex->prof) ex->prof[PROF_QUANT] += prof_now() - t0, ex->prof[PROF_N + PROF_QUANT]++;
         }
     }
-    if (T > 1) { // chunks of about 1/8 of a thread's share, in whole groups of 8 rows
-        int nth = pool_size(ex->pool), chunk = (m.total / (nth * 8) + 7) & ~7;
-        if (chunk < 16) chunk = 16;
-        while (chunk < m.total && (m.total + chunk - 1) / chunk + n > MULTI_ITEMS) chunk *= 2;
-        for (int i = 0; i < n; i++)
-            for (int r = 0; r < n_out[i]; r += chunk) {
-                m.item_job[m.n_items] = (short)i;
-                m.item_r0[m.n_items] = r;
-                m.item_r1[m.n_items] = r + chunk < n_out[i] ? r + chunk : n_out[i];
-                m.n_items++;
-            }
-        atomic_init(&m.next, 0);
-    }
+    if (T > 1) plan_items(&m, T, pool_size(ex->pool));
     pool_run(ex->pool, multi_task, &m);
 }

@@ -18,7 +18,18 @@ typedef struct {
     float *att;                // attention's partial outputs where a block's keys are split among threads
     size_t att_cap;            // (floats)
     int oom;                   // sticky: scratch could not grow, results since are not to be used
+    double *prof;              // INFER_PROFILE: per op (enum prof_op) seconds, then calls; NULL: off
+    int prof_depth;            // (ops called from ops are counted in the outer one)
 } cpu_exec;
+
+// The CPU backend's time per operation, kept when the environment sets
+// INFER_PROFILE (the device machine has no perf): cpu_exec_profile turns it
+// on for ex, cpu_exec_release prints the table to stderr. Matmul's own
+// activation quantization is counted apart as well (PROF_QUANT, inside it).
+enum prof_op { PROF_MATMUL, PROF_MULTI, PROF_QUANT, PROF_NORM, PROF_ROPE, PROF_QKV, PROF_ATTN, PROF_GLU, PROF_RESID,
+               PROF_ROUND, PROF_DATA, PROF_N };
+void cpu_exec_profile(cpu_exec *ex);
+double prof_now(void);
 void cpu_exec_release(cpu_exec *ex); // frees the scratch (not the pool)
 
 // y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
