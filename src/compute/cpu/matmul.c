@@ -17,7 +17,7 @@
 #define TOKEN_BLOCK_BYTES 24576
 #endif
 #ifndef ROW_PANEL_BYTES
-#define ROW_PANEL_BYTES 131072
+#define ROW_PANEL_BYTES 524288
 #endif
 
 typedef struct {
