@@ -428,6 +428,7 @@ static void check_amx_int8(int dt, int n, int rows) {
     int ng = (rows + 7) / 8;
     unsigned char *w = malloc(rs * rows), *p = malloc(pack_bytes(kind, rows, n)), *x = calloc(T, xr);
     float *f = malloc(sizeof(float) * n), *oa = malloc(sizeof(float) * 8 * T), *ov = malloc(sizeof(float) * 8 * T);
+    float *o2 = malloc(sizeof(float) * 16 * T);
     for (int r = 0; r < rows; r++) {
         for (int i = 0; i < n; i++) f[i] = frand() * (r % 5 == 0 && i % 17 == 0 ? 9.0f : 1.0f);
         dtype_get(dt)->from_float(f, w + rs * r, n);
@@ -447,8 +448,21 @@ static void check_amx_int8(int dt, int n, int rows) {
             same &= !memcmp(oa, ov, sizeof(float) * 8 * counts[c]);
         }
     CHECK(same, "%s n=%d: the AMX kernel's products differ from the VNNI kernel's", name, n);
-    printf("kernels: AMX %s n=%d, %d rows: bit for bit the VNNI kernel's at 1 to %d tokens\n", name, n, rows, T);
-    free(w), free(p), free(x), free(f), free(oa), free(ov);
+    // two groups at once (tile2, 16 rows a token): each group's floats as the VNNI kernel's alone
+    int same2 = 1;
+    for (int g = 0; g + 1 < ng; g++)
+        for (int c = 0; c < 10; c++) {
+            amx->tile2(p + gb * g, gb, x, xr, counts[c], n, o2, 16);
+            for (int h = 0; h < 2; h++) {
+                vnni->tile(p + gb * (g + h), x, xr, counts[c], n, ov, 8);
+                for (int t = 0; t < counts[c]; t++) same2 &= !memcmp(o2 + 16 * t + 8 * h, ov + 8 * t, sizeof(float) * 8);
+            }
+        }
+    CHECK(!amx->tile2 || same2, "%s n=%d: the AMX kernel's two-group products differ from the VNNI kernel's", name, n);
+    CHECK(amx->tile2 != NULL, "%s: the AMX kernel has no two-group pass", name);
+    printf("kernels: AMX %s n=%d, %d rows: bit for bit the VNNI kernel's at 1 to %d tokens, one group and two at a time\n", name, n,
+           rows, T);
+    free(w), free(p), free(x), free(f), free(oa), free(ov), free(o2);
 }
 
 // The AMX kernel of packed bf16 weights (an AMX CPU only): against the
@@ -747,9 +761,9 @@ int main(void) {
     if (cpu_has_amx_bf16()) { check_amx_bf16(32, 8); check_amx_bf16(64 * 5, 13); check_amx_bf16(2560, 21); }
     else printf("kernels: this CPU has no AMX (or the OS did not grant it): the AMX kernel is not run\n");
     if (cpu_has_amx_int8()) {
-        check_amx_int8(DT_Q8_0, 32, 8), check_amx_int8(DT_Q8_0, 96, 13), check_amx_int8(DT_Q8_0, 2048, 21);
-        check_amx_int8(DT_Q4_K, 256, 8), check_amx_int8(DT_Q4_K, 768, 13), check_amx_int8(DT_Q4_K, 2560, 21);
-        check_amx_int8(DT_Q6_K, 256, 8), check_amx_int8(DT_Q6_K, 768, 13), check_amx_int8(DT_Q6_K, 2560, 21);
+        check_amx_int8(DT_Q8_0, 32, 16), check_amx_int8(DT_Q8_0, 96, 13), check_amx_int8(DT_Q8_0, 2048, 21);
+        check_amx_int8(DT_Q4_K, 256, 16), check_amx_int8(DT_Q4_K, 768, 13), check_amx_int8(DT_Q4_K, 2560, 21);
+        check_amx_int8(DT_Q6_K, 256, 16), check_amx_int8(DT_Q6_K, 768, 13), check_amx_int8(DT_Q6_K, 2560, 21);
     } else printf("kernels: this CPU has no AMX-INT8 (or the OS did not grant it): the AMX int8 kernels are not run\n");
     return check_summary("kernels");
 }

@@ -62,10 +62,15 @@ typedef void (*pack_tile_fn)(const void *group, const void *x, size_t xstride, i
 void pack_tile_ref(int kind, const void *group, const void *x, size_t xstride, int T, int n, float *out);
 
 // The kernel of a kind: its activation quantizer (ACT_PACKED layout) and tile.
+// tile2: two neighbouring groups at once (group, and group + gbytes: 16 rows,
+// out[t * ldo + 0..15]), each (row, token) the same floats as tile's; NULL
+// where a kernel has none.
+typedef void (*pack_tile2_fn)(const void *group, size_t gbytes, const void *x, size_t xstride, int T, int n, float *out, size_t ldo);
 typedef struct {
     void (*quant)(const float *x, void *y, int n);
     pack_tile_fn tile;
     int tokens; // tokens a call best takes a multiple of (0: any; AMX's q8_0: 16, its tile's rows)
+    pack_tile2_fn tile2;
 } pack_kernel;
 const pack_kernel *pack_kernel_get(int kind);
 

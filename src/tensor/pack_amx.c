@@ -98,7 +98,7 @@ const pack_kernel pack_amx_bf16 = {.quant = act_quant_bf16_avx2, .tile = tile_bf
 // added into the token's accumulator), so each (row, token) comes out bit
 // for bit as from the VNNI kernel, which takes the tokens short of 8 (and
 // decode).
-#define AMXQ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define AMXQ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 static inline int32_t ld32(const void *p) {
     int32_t v;
@@ -190,9 +190,9 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *
     for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
 }
 
-// An AMX kernel: passes of 16 and then 8 tokens (pass_fn), the tokens short of 8 by the VNNI kernel vn, whose
-// activation quantizer it shares.
-#define AMX_KERNEL(t, pass_fn, vn)                                                                                       \
+// An AMX kernel: passes of 16 and then 8 tokens (pass_fn; pass2_fn: two groups), the tokens short of 8 by the VNNI
+// kernel vn, whose activation quantizer it shares.
+#define AMX_KERNEL(t, pass_fn, pass2_fn, vn)                                                                             \
     AMXQ static void tile_##t##_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) { \
         const uint8_t *g = group, *xb = x;                                                                               \
         int t0 = 0;                                                                                                      \
@@ -200,9 +200,19 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *
         if (T - t0 >= 8) pass_fn(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;              \
         if (t0 < T) vn.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);                        \
     }                                                                                                                    \
+    AMXQ static void tile2_##t##_amx(const void *group, size_t gb, const void *x, size_t xs, int T, int n, float *out,   \
+                                     size_t ldo) {                                                                       \
+        const uint8_t *g = group, *xb = x;                                                                               \
+        int t0 = 0;                                                                                                      \
+        for (; T - t0 >= 16; t0 += 16) pass2_fn(g, gb, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);    \
+        if (T - t0 >= 8) pass2_fn(g, gb, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;         \
+        if (t0 < T) {                                                                                                    \
+            vn.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);                                \
+            vn.tile(g + gb, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0 + 8, ldo);                       \
+        }                                                                                                                \
+    }                                                                                                                    \
     static void quant_##t(const float *x, void *y, int n) { vn.quant(x, y, n); }                                         \
-    const pack_kernel pack_amx_##t = {.quant = quant_##t, .tile = tile_##t##_amx, .tokens = 16};
-AMX_KERNEL(q8_0, q8_0_pass, pack_vnni_q8_0)
+    const pack_kernel pack_amx_##t = {.quant = quant_##t, .tile = tile_##t##_amx, .tokens = 16, .tile2 = tile2_##t##_amx};
 
 // q4_K on AMX-INT8 (PACK_Q4_K's records, the VNNI kernel's q8_K activations):
 // each 32-column sub-block's nibbles are unpacked to bytes (0..15) in the
@@ -355,9 +365,187 @@ AMXQ static void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n,
     else kq_pass(PACK_Q6_K, g, xt, xs, n, out, ldo, 8);
 }
 
-AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
-AMX_KERNEL(q6_K, q6k_pass, pack_vnni_q6_K)
+// Two groups a pass (16 rows): one A tile of the tokens' values meets both
+// groups' B tiles, the two C tiles are stored side by side (row t: group 0's
+// 8 sums, then group 1's) and the arithmetic after them runs on 16 lanes at
+// once. Lane r is row r's operations exactly as in the one-group passes, so
+// the floats are the same.
+#define AMX_STEP2(C0, C1)                                                                                                     \
+    __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
+                     "tilezero %%" C1 "\n\t"                                                                                   \
+                     "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
+                     "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
+                     "tileloadd (%4,%3,1), %%tmm5\n\t"                                                                          \
+                     "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
+                     "tdpbsud %%tmm5, %%tmm2, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(ub[1])                      \
+                     : "memory")
+#define STORE2(C0, C1)                                                                                                        \
+    __asm__ volatile("tilestored %%" C0 ", (%0,%2,1)\n\t"                                                                       \
+                     "tilestored %%" C1 ", (%1,%2,1)" ::"r"(c), "r"(c + 8), "r"(cs)                                              \
+                     : "memory")
+
+// 16 bytes at p then 16 at q, as one vector
+AMXQ static inline __m256i two128(const void *p, const void *q) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p)), _mm_loadu_si128((const __m128i *)q), 1);
+}
+AMXQ static inline __m128i two64(const void *p, const void *q) {
+    return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)p), _mm_loadl_epi64((const __m128i *)q));
+}
+
+AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out,
+                                                                 size_t ldo, int M) {
+    enum { REC = 16 + 256 };
+    const int nb = n / QK;
+    const long xsl = (long)xs, bs = 32, cs = 64;
+    int32_t cb[2][16 * 16] __attribute__((aligned(64)));
+    __m512 acc[16];
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps();
+    configure(PACK_Q8_0, M);
+    for (int i = 0; i <= nb; i++) {
+        const int set = i & 1;
+        int32_t *c = cb[set];
+        if (i < nb) {
+            const uint8_t *p = g + REC * (size_t)i;
+            for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3), __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
+            const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i;
+            const uint8_t *ub[2] = {p + 16, p + gb + 16};
+            if (set) AMX_STEP2("tmm6", "tmm7");
+            else AMX_STEP2("tmm0", "tmm1");
+        }
+        if (i > 0) { // block i - 1: the VNNI kernel's float part, 16 rows a vector
+            const int32_t *q = cb[set ^ 1];
+            const uint8_t *pp = g + REC * (size_t)(i - 1);
+            const __m512 dw = _mm512_cvtph_ps(two128(pp, pp + gb));
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < M; t++) {
+                const uint8_t *x = xt + xs * (size_t)t;
+                __m512i st = _mm512_add_epi32(_mm512_slli_epi32(_mm512_set1_epi32(XP_NEGSUM(x, nb)[i - 1]), 7), _mm512_load_si512(q + 16 * t));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), _mm512_mul_ps(dw, _mm512_set1_ps(XP_D(x, nb)[i - 1])), acc[t]);
+            }
+        }
+        if (i < nb) {
+            if (set) STORE2("tmm6", "tmm7");
+            else STORE2("tmm0", "tmm1");
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) _mm512_storeu_ps(out + ldo * (size_t)t, acc[t]);
+}
+
+// q4_K (K) or q6_K, two groups: a step is sub-block j of super-block i of
+// both, unpacked a step ahead; its sums added a step later, the mins at the
+// start of a super-block and the float part at its end, as kq_pass.
+AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n,
+                                                               float *out, size_t ldo, int M) {
+    const int Q4 = K == PACK_Q4_K, SB = Q4 ? 8 : 16;                  // sub-blocks a super-block
+    const size_t REC = Q4 ? 32 + 64 + 64 + 1024 : 16 + 128 + 16 * 96; // (pack_record_bytes)
+    const int W = Q4 ? 32 : 16, V0 = Q4 ? 160 : 144, VS = Q4 ? 128 : 96;
+    const int nb = n / QK_K, steps = nb * SB;
+    const long xsl = (long)xs, bs = 32, cs = 64;
+    int32_t cb[2][16 * 16] __attribute__((aligned(64)));
+    uint8_t ubuf[2][2][256] __attribute__((aligned(64)));
+    __m512 acc[16];
+    __m512i isum[16];
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps(), isum[t] = _mm512_setzero_si512();
+    configure(K, M);
+    if (Q4) q4k_unpack(g + V0, ubuf[0][0]), q4k_unpack(g + gb + V0, ubuf[0][1]);
+    else q6k_unpack(g + V0, ubuf[0][0]), q6k_unpack(g + gb + V0, ubuf[0][1]);
+    for (int s = 0; s <= steps; s++) {
+        const int i = s / SB, j = s % SB, set = s & 1;
+        const uint8_t *p = g + REC * (size_t)i;
+        int32_t *c = cb[set];
+        if (s < steps) {
+            if (j == 0)
+                for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3), __builtin_prefetch(p + gb + 2 * REC + o, 0, 3);
+            uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
+            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j;
+            if (set) AMX_STEP2("tmm6", "tmm7");
+            else AMX_STEP2("tmm0", "tmm1");
+        }
+        if (s > 0) { // the step before's sums times the rows' scales; at its super-block's end, the float part
+            const int pi = (s - 1) / SB, pj = (s - 1) % SB;
+            const uint8_t *pp = g + REC * (size_t)pi, *pp2 = pp + gb;
+            const int32_t *q = cb[set ^ 1];
+            __m512i sc;
+            if (Q4) sc = _mm512_cvtepu8_epi32(two64(pp + 32 + 8 * pj, pp2 + 32 + 8 * pj));
+            else {
+                const __m512i pr = _mm512_cvtepi8_epi16(two128(pp + 16 + 16 * (pj / 2), pp2 + 16 + 16 * (pj / 2)));
+                sc = pj % 2 ? _mm512_srai_epi32(pr, 16) : _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16);
+            }
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < M; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_load_si512(q + 16 * t), sc));
+            if (pj == SB - 1) {
+                __m512i pr[8];
+                _Pragma("GCC unroll 8")
+                for (int k = 0; k < 8 && !Q4; k++) pr[k] = _mm512_cvtepi8_epi16(two128(pp + 16 + 16 * k, pp2 + 16 + 16 * k));
+                const __m512 d = _mm512_cvtph_ps(two128(pp, pp2));
+                _Pragma("GCC unroll 16")
+                for (int t = 0; t < M; t++) {
+                    const uint8_t *x = xt + xs * (size_t)t;
+                    __m512i v = isum[t];
+                    if (!Q4) {
+                        const int16_t *b16 = XPK_BS16(x, n) + 16 * pi;
+                        __m512i mo = _mm512_setzero_si512();
+                        _Pragma("GCC unroll 8")
+                        for (int k = 0; k < 8; k++) mo = _mm512_dpwssd_epi32(mo, pr[k], _mm512_set1_epi32(ld32(b16 + 2 * k)));
+                        v = _mm512_sub_epi32(v, _mm512_slli_epi32(mo, 5));
+                    }
+                    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(d, _mm512_set1_ps(XPK_D(x, n)[pi])), acc[t]);
+                    isum[t] = _mm512_setzero_si512();
+                }
+            }
+        }
+        if (Q4 && s < steps && j == 0) { // super-block i's mins, before its sums
+            __m512i pr[4];
+            _Pragma("GCC unroll 4")
+            for (int k = 0; k < 4; k++) pr[k] = _mm512_cvtepu8_epi16(two128(p + 96 + 16 * k, p + gb + 96 + 16 * k));
+            const __m512 dm = _mm512_cvtph_ps(two128(p + 16, p + gb + 16));
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < M; t++) {
+                const uint8_t *x = xt + xs * (size_t)t;
+                const int16_t *b32 = XPK_BS32(x, n) + 8 * i;
+                __m512i mo = _mm512_setzero_si512();
+                _Pragma("GCC unroll 4")
+                for (int k = 0; k < 4; k++) mo = _mm512_dpwssd_epi32(mo, pr[k], _mm512_set1_epi32(ld32(b32 + 2 * k)));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mo)),
+                                         _mm512_mul_ps(dm, _mm512_set1_ps(XPK_D(x, n)[i])), acc[t]);
+            }
+        }
+        if (s < steps) {
+            if (set) STORE2("tmm6", "tmm7");
+            else STORE2("tmm0", "tmm1");
+        }
+        if (s + 1 < steps) { // the next step's sub-block of both groups
+            const uint8_t *nv = g + REC * (size_t)((s + 1) / SB) + V0 + VS * (size_t)((s + 1) % SB);
+            if (Q4) q4k_unpack(nv, ubuf[set ^ 1][0]), q4k_unpack(nv + gb, ubuf[set ^ 1][1]);
+            else q6k_unpack(nv, ubuf[set ^ 1][0]), q6k_unpack(nv + gb, ubuf[set ^ 1][1]);
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < M; t++) _mm512_storeu_ps(out + ldo * (size_t)t, acc[t]);
+}
+
+AMXQ static void q8_0_pass2_m(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    if (M == 16) q8_0_pass2(g, gb, xt, xs, n, out, ldo, 16);
+    else q8_0_pass2(g, gb, xt, xs, n, out, ldo, 8);
+}
+AMXQ static void q4k_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    if (M == 16) kq_pass2(PACK_Q4_K, g, gb, xt, xs, n, out, ldo, 16);
+    else kq_pass2(PACK_Q4_K, g, gb, xt, xs, n, out, ldo, 8);
+}
+AMXQ static void q6k_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
+    if (M == 16) kq_pass2(PACK_Q6_K, g, gb, xt, xs, n, out, ldo, 16);
+    else kq_pass2(PACK_Q6_K, g, gb, xt, xs, n, out, ldo, 8);
+}
+
+AMX_KERNEL(q8_0, q8_0_pass, q8_0_pass2_m, pack_vnni_q8_0)
+AMX_KERNEL(q4_K, q4k_pass, q4k_pass2, pack_vnni_q4_K)
+AMX_KERNEL(q6_K, q6k_pass, q6k_pass2, pack_vnni_q6_K)
 #undef AMX_STEP
+#undef AMX_STEP2
+#undef STORE2
 #undef Q8_0_STORE
 #undef AMX_KERNEL
 

@@ -55,6 +55,11 @@ static void pk_groups(const mm_job *a, int g0, int g1, int t0, int t1) {
             for (int g = p0; g < p1; g++) {
                 const unsigned char *pg = a->pack + a->gbytes * (size_t)g, *xt = a->xq + a->xq_row * (size_t)tt;
                 int r1 = a->n_out - 8 * g < 8 ? a->n_out - 8 * g : 8;
+                if (a->pk->tile2 && !a->bias && g + 1 < p1 && a->n_out - 8 * g >= 16) { // two whole groups at once
+                    a->pk->tile2(pg, a->gbytes, xt, a->xq_row, tn, a->n_in, a->y + (size_t)tt * a->n_out + 8 * g, (size_t)a->n_out);
+                    g++;
+                    continue;
+                }
                 if (!a->bias && r1 == 8) { // straight into y
                     a->pk->tile(pg, xt, a->xq_row, tn, a->n_in, a->y + (size_t)tt * a->n_out + 8 * g, (size_t)a->n_out);
                     continue;
