@@ -392,40 +392,45 @@ AMXQ static inline __m128i two64(const void *p, const void *q) {
     return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)p), _mm_loadl_epi64((const __m128i *)q));
 }
 
+// (Tile loads do not take data from the store buffer: a B tile unpacked by
+// vector stores is loaded two steps later, and a C tile's sums, stored to
+// memory, are read by vector loads two steps later too.)
+enum { LAG = 2 };
+
 AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out,
                                                                  size_t ldo, int M) {
     enum { REC = 16 + 256 };
     const int nb = n / QK;
     const long xsl = (long)xs, bs = 32, cs = 64;
-    int32_t cb[2][16 * 16] __attribute__((aligned(64)));
+    int32_t cb[LAG + 1][16 * 16] __attribute__((aligned(64)));
     __m512 acc[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps();
     configure(PACK_Q8_0, M);
-    for (int i = 0; i <= nb; i++) {
-        const int set = i & 1;
-        int32_t *c = cb[set];
+    for (int i = 0; i < nb + LAG; i++) {
+        int32_t *c = cb[i % (LAG + 1)];
         if (i < nb) {
             const uint8_t *p = g + REC * (size_t)i;
             for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3), __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
             const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i;
             const uint8_t *ub[2] = {p + 16, p + gb + 16};
-            if (set) AMX_STEP2("tmm6", "tmm7");
+            if (i & 1) AMX_STEP2("tmm6", "tmm7");
             else AMX_STEP2("tmm0", "tmm1");
         }
-        if (i > 0) { // block i - 1: the VNNI kernel's float part, 16 rows a vector
-            const int32_t *q = cb[set ^ 1];
-            const uint8_t *pp = g + REC * (size_t)(i - 1);
+        if (i >= LAG) { // block i - LAG: the VNNI kernel's float part, 16 rows a vector
+            const int k = i - LAG;
+            const int32_t *q = cb[k % (LAG + 1)];
+            const uint8_t *pp = g + REC * (size_t)k;
             const __m512 dw = _mm512_cvtph_ps(two128(pp, pp + gb));
             _Pragma("GCC unroll 16")
             for (int t = 0; t < M; t++) {
                 const uint8_t *x = xt + xs * (size_t)t;
-                __m512i st = _mm512_add_epi32(_mm512_slli_epi32(_mm512_set1_epi32(XP_NEGSUM(x, nb)[i - 1]), 7), _mm512_load_si512(q + 16 * t));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), _mm512_mul_ps(dw, _mm512_set1_ps(XP_D(x, nb)[i - 1])), acc[t]);
+                __m512i st = _mm512_add_epi32(_mm512_slli_epi32(_mm512_set1_epi32(XP_NEGSUM(x, nb)[k]), 7), _mm512_load_si512(q + 16 * t));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), _mm512_mul_ps(dw, _mm512_set1_ps(XP_D(x, nb)[k])), acc[t]);
             }
         }
         if (i < nb) {
-            if (set) STORE2("tmm6", "tmm7");
+            if (i & 1) STORE2("tmm6", "tmm7");
             else STORE2("tmm0", "tmm1");
         }
     }
@@ -434,8 +439,9 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
 }
 
 // q4_K (K) or q6_K, two groups: a step is sub-block j of super-block i of
-// both, unpacked a step ahead; its sums added a step later, the mins at the
-// start of a super-block and the float part at its end, as kq_pass.
+// both, unpacked LAG steps ahead; its sums are taken LAG steps later (the
+// mins first where it opens a super-block, the float part after where it
+// closes one: the VNNI kernel's order).
 AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n,
                                                                float *out, size_t ldo, int M) {
     const int Q4 = K == PACK_Q4_K, SB = Q4 ? 8 : 16;                  // sub-blocks a super-block
@@ -443,31 +449,50 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
     const int W = Q4 ? 32 : 16, V0 = Q4 ? 160 : 144, VS = Q4 ? 128 : 96;
     const int nb = n / QK_K, steps = nb * SB;
     const long xsl = (long)xs, bs = 32, cs = 64;
-    int32_t cb[2][16 * 16] __attribute__((aligned(64)));
-    uint8_t ubuf[2][2][256] __attribute__((aligned(64)));
+    int32_t cb[LAG + 1][16 * 16] __attribute__((aligned(64)));
+    uint8_t ubuf[LAG + 1][2][256] __attribute__((aligned(64)));
     __m512 acc[16];
     __m512i isum[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps(), isum[t] = _mm512_setzero_si512();
     configure(K, M);
-    if (Q4) q4k_unpack(g + V0, ubuf[0][0]), q4k_unpack(g + gb + V0, ubuf[0][1]);
-    else q6k_unpack(g + V0, ubuf[0][0]), q6k_unpack(g + gb + V0, ubuf[0][1]);
-    for (int s = 0; s <= steps; s++) {
-        const int i = s / SB, j = s % SB, set = s & 1;
-        const uint8_t *p = g + REC * (size_t)i;
-        int32_t *c = cb[set];
+    for (int s = 0; s < LAG && s < steps; s++) {
+        const uint8_t *nv = g + REC * (size_t)(s / SB) + V0 + VS * (size_t)(s % SB);
+        if (Q4) q4k_unpack(nv, ubuf[s][0]), q4k_unpack(nv + gb, ubuf[s][1]);
+        else q6k_unpack(nv, ubuf[s][0]), q6k_unpack(nv + gb, ubuf[s][1]);
+    }
+    for (int s = 0; s < steps + LAG; s++) {
+        int32_t *c = cb[s % (LAG + 1)];
         if (s < steps) {
+            const int i = s / SB, j = s % SB;
+            const uint8_t *p = g + REC * (size_t)i;
             if (j == 0)
                 for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3), __builtin_prefetch(p + gb + 2 * REC + o, 0, 3);
-            uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
+            uint8_t *ub[2] = {ubuf[s % (LAG + 1)][0], ubuf[s % (LAG + 1)][1]};
             const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j;
-            if (set) AMX_STEP2("tmm6", "tmm7");
+            if (s & 1) AMX_STEP2("tmm6", "tmm7");
             else AMX_STEP2("tmm0", "tmm1");
         }
-        if (s > 0) { // the step before's sums times the rows' scales; at its super-block's end, the float part
-            const int pi = (s - 1) / SB, pj = (s - 1) % SB;
+        if (s >= LAG) { // step s - LAG retires
+            const int k = s - LAG, pi = k / SB, pj = k % SB;
             const uint8_t *pp = g + REC * (size_t)pi, *pp2 = pp + gb;
-            const int32_t *q = cb[set ^ 1];
+            const int32_t *q = cb[k % (LAG + 1)];
+            if (Q4 && pj == 0) { // super-block pi's mins, before its sums
+                __m512i pr[4];
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < 4; r++) pr[r] = _mm512_cvtepu8_epi16(two128(pp + 96 + 16 * r, pp2 + 96 + 16 * r));
+                const __m512 dm = _mm512_cvtph_ps(two128(pp + 16, pp2 + 16));
+                _Pragma("GCC unroll 16")
+                for (int t = 0; t < M; t++) {
+                    const uint8_t *x = xt + xs * (size_t)t;
+                    const int16_t *b32 = XPK_BS32(x, n) + 8 * pi;
+                    __m512i mo = _mm512_setzero_si512();
+                    _Pragma("GCC unroll 4")
+                    for (int r = 0; r < 4; r++) mo = _mm512_dpwssd_epi32(mo, pr[r], _mm512_set1_epi32(ld32(b32 + 2 * r)));
+                    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mo)),
+                                             _mm512_mul_ps(dm, _mm512_set1_ps(XPK_D(x, n)[pi])), acc[t]);
+                }
+            }
             __m512i sc;
             if (Q4) sc = _mm512_cvtepu8_epi32(two64(pp + 32 + 8 * pj, pp2 + 32 + 8 * pj));
             else {
@@ -476,20 +501,20 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
             }
             _Pragma("GCC unroll 16")
             for (int t = 0; t < M; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_load_si512(q + 16 * t), sc));
-            if (pj == SB - 1) {
+            if (pj == SB - 1) { // super-block pi's float part
                 __m512i pr[8];
                 _Pragma("GCC unroll 8")
-                for (int k = 0; k < 8 && !Q4; k++) pr[k] = _mm512_cvtepi8_epi16(two128(pp + 16 + 16 * k, pp2 + 16 + 16 * k));
+                for (int r = 0; r < 8 && !Q4; r++) pr[r] = _mm512_cvtepi8_epi16(two128(pp + 16 + 16 * r, pp2 + 16 + 16 * r));
                 const __m512 d = _mm512_cvtph_ps(two128(pp, pp2));
                 _Pragma("GCC unroll 16")
                 for (int t = 0; t < M; t++) {
                     const uint8_t *x = xt + xs * (size_t)t;
                     __m512i v = isum[t];
-                    if (!Q4) {
+                    if (!Q4) { // (the -32 offset, as kq_pass)
                         const int16_t *b16 = XPK_BS16(x, n) + 16 * pi;
                         __m512i mo = _mm512_setzero_si512();
                         _Pragma("GCC unroll 8")
-                        for (int k = 0; k < 8; k++) mo = _mm512_dpwssd_epi32(mo, pr[k], _mm512_set1_epi32(ld32(b16 + 2 * k)));
+                        for (int r = 0; r < 8; r++) mo = _mm512_dpwssd_epi32(mo, pr[r], _mm512_set1_epi32(ld32(b16 + 2 * r)));
                         v = _mm512_sub_epi32(v, _mm512_slli_epi32(mo, 5));
                     }
                     acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(d, _mm512_set1_ps(XPK_D(x, n)[pi])), acc[t]);
@@ -497,30 +522,15 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
                 }
             }
         }
-        if (Q4 && s < steps && j == 0) { // super-block i's mins, before its sums
-            __m512i pr[4];
-            _Pragma("GCC unroll 4")
-            for (int k = 0; k < 4; k++) pr[k] = _mm512_cvtepu8_epi16(two128(p + 96 + 16 * k, p + gb + 96 + 16 * k));
-            const __m512 dm = _mm512_cvtph_ps(two128(p + 16, p + gb + 16));
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < M; t++) {
-                const uint8_t *x = xt + xs * (size_t)t;
-                const int16_t *b32 = XPK_BS32(x, n) + 8 * i;
-                __m512i mo = _mm512_setzero_si512();
-                _Pragma("GCC unroll 4")
-                for (int k = 0; k < 4; k++) mo = _mm512_dpwssd_epi32(mo, pr[k], _mm512_set1_epi32(ld32(b32 + 2 * k)));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mo)),
-                                         _mm512_mul_ps(dm, _mm512_set1_ps(XPK_D(x, n)[i])), acc[t]);
-            }
-        }
         if (s < steps) {
-            if (set) STORE2("tmm6", "tmm7");
+            if (s & 1) STORE2("tmm6", "tmm7");
             else STORE2("tmm0", "tmm1");
         }
-        if (s + 1 < steps) { // the next step's sub-block of both groups
-            const uint8_t *nv = g + REC * (size_t)((s + 1) / SB) + V0 + VS * (size_t)((s + 1) % SB);
-            if (Q4) q4k_unpack(nv, ubuf[set ^ 1][0]), q4k_unpack(nv + gb, ubuf[set ^ 1][1]);
-            else q6k_unpack(nv, ubuf[set ^ 1][0]), q6k_unpack(nv + gb, ubuf[set ^ 1][1]);
+        if (s + LAG < steps) { // the sub-block LAG steps ahead, both groups
+            const int u = s + LAG;
+            const uint8_t *nv = g + REC * (size_t)(u / SB) + V0 + VS * (size_t)(u % SB);
+            if (Q4) q4k_unpack(nv, ubuf[u % (LAG + 1)][0]), q4k_unpack(nv + gb, ubuf[u % (LAG + 1)][1]);
+            else q6k_unpack(nv, ubuf[u % (LAG + 1)][0]), q6k_unpack(nv + gb, ubuf[u % (LAG + 1)][1]);
         }
     }
     _Pragma("GCC unroll 16")
