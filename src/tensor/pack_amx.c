@@ -29,24 +29,26 @@ typedef struct {
     uint8_t rows[16];
 } tilecfg;
 
-static _Thread_local int g_cfg; // the loaded configuration: its kind x 32 + M (0: none)
+static _Thread_local int g_cfg; // the loaded configuration: its kind x 64 + wide x 32 + M (0: none)
 
 // M tokens a pass; bf16: C m x 8 f32, A m x 32 bf16, B 16 pairs x 8 rows;
 // q8_0, q4_K: C m x 8 int32 (tiles 0, 1, 6, 7), A m x 32 int8, B 8 granules (4 columns) x 8 rows; q6_K: A m x
-// 16 int8, B 4 granules
-static void configure(int kind, int m) {
+// 16 int8, B 4 granules. wide (two groups a pass): B and C 16 rows wide (64-byte rows), C tiles 0 and 1.
+static void configure_w(int kind, int m, int wide) {
     kind = kind == PACK_BF16 || kind == PACK_Q6_K ? kind : PACK_Q8_0; // (q8_0 and q4_K share one configuration)
-    if (g_cfg == 32 * kind + m) return;
+    if (g_cfg == 64 * kind + 32 * wide + m) return;
     tilecfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
-    c.rows[0] = c.rows[1] = (uint8_t)m, c.colsb[0] = c.colsb[1] = 32;
+    const int cw = wide ? 64 : 32;
+    c.rows[0] = c.rows[1] = (uint8_t)m, c.colsb[0] = c.colsb[1] = (uint16_t)cw;
     c.rows[2] = c.rows[4] = (uint8_t)m, c.colsb[2] = c.colsb[4] = kind == PACK_BF16 ? 64 : kind == PACK_Q6_K ? 16 : 32;
-    c.rows[3] = c.rows[5] = kind == PACK_BF16 ? 16 : kind == PACK_Q6_K ? 4 : 8, c.colsb[3] = c.colsb[5] = 32;
-    if (kind != PACK_BF16) c.rows[6] = c.rows[7] = (uint8_t)m, c.colsb[6] = c.colsb[7] = 32; // (q8_0: a second pair of C)
+    c.rows[3] = c.rows[5] = kind == PACK_BF16 ? 16 : kind == PACK_Q6_K ? 4 : 8, c.colsb[3] = c.colsb[5] = (uint16_t)cw;
+    if (kind != PACK_BF16) c.rows[6] = c.rows[7] = (uint8_t)m, c.colsb[6] = c.colsb[7] = (uint16_t)cw; // (q8_0: a second pair of C)
     __asm__ volatile("ldtilecfg %0" ::"m"(c));
-    g_cfg = 32 * kind + m;
+    g_cfg = 64 * kind + 32 * wide + m;
 }
+static void configure(int kind, int m) { configure_w(kind, m, 0); }
 
 static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
     const uint8_t *g = group, *xb = x;
@@ -226,15 +228,17 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *
 // decode). Two sub-blocks a step, unpacked a step ahead, their sums added up
 // a step later, between the next step's products and their stores.
 
-AMXQ static inline __attribute__((always_inline)) void q4k_unpack(const uint8_t *nib, uint8_t *u) {
+// (granule g of the 8 rows to u + st * g: st 32 for a B tile of 8 rows, 64 for one group's half of 16)
+AMXQ static inline __attribute__((always_inline)) void q4k_unpack_s(const uint8_t *nib, uint8_t *u, int st) {
     const __m256i m4 = _mm256_set1_epi8(15);
     _Pragma("GCC unroll 4")
     for (int h = 0; h < 4; h++) {
         __m256i q = _mm256_loadu_si256((const __m256i *)(nib + 32 * h));
-        _mm256_store_si256((__m256i *)(u + 64 * h), _mm256_and_si256(q, m4));
-        _mm256_store_si256((__m256i *)(u + 64 * h + 32), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+        _mm256_store_si256((__m256i *)(u + st * (2 * h)), _mm256_and_si256(q, m4));
+        _mm256_store_si256((__m256i *)(u + st * (2 * h + 1)), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
     }
 }
+AMXQ static inline __attribute__((always_inline)) void q4k_unpack(const uint8_t *nib, uint8_t *u) { q4k_unpack_s(nib, u, 32); }
 
 // the sums of a step's sub-block (C stored at c) times the rows' scales, into the tokens' isum
 AMXQ static inline __attribute__((always_inline)) void q4k_sums(const uint8_t *rec, int j, const int32_t *c, int M, __m256i *isum) {
@@ -250,15 +254,16 @@ AMXQ static inline __attribute__((always_inline)) void q4k_sums(const uint8_t *r
 // scales into the tokens' int32 sums, the -32 offset as -32 sum sc_j bs16_j
 // (dpwssd) added to them as integers at the end (the same int32 as the VNNI
 // kernel's, which starts from it), one convert and fma a super-block.
-AMXQ static inline __attribute__((always_inline)) void q6k_unpack(const uint8_t *sb, uint8_t *u) {
+AMXQ static inline __attribute__((always_inline)) void q6k_unpack_s(const uint8_t *sb, uint8_t *u, int st) {
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
     const __m256i l0 = _mm256_loadu_si256((const __m256i *)sb), l1 = _mm256_loadu_si256((const __m256i *)(sb + 32));
     const __m256i h = _mm256_loadu_si256((const __m256i *)(sb + 64));
     _mm256_store_si256((__m256i *)u, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)));
-    _mm256_store_si256((__m256i *)(u + 32), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)));
-    _mm256_store_si256((__m256i *)(u + 64), _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)));
-    _mm256_store_si256((__m256i *)(u + 96), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));
+    _mm256_store_si256((__m256i *)(u + st), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)));
+    _mm256_store_si256((__m256i *)(u + 2 * st), _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)));
+    _mm256_store_si256((__m256i *)(u + 3 * st), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));
 }
+AMXQ static inline __attribute__((always_inline)) void q6k_unpack(const uint8_t *sb, uint8_t *u) { q6k_unpack_s(sb, u, 32); }
 
 AMXQ static inline __attribute__((always_inline)) void q6k_sums(const uint8_t *rec, int j, const int32_t *c, int M, __m256i *isum) {
     const __m256i pr = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(rec + 16 + 16 * (j / 2))));
@@ -365,24 +370,18 @@ AMXQ static void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n,
     else kq_pass(PACK_Q6_K, g, xt, xs, n, out, ldo, 8);
 }
 
-// Two groups a pass (16 rows): one A tile of the tokens' values meets both
-// groups' B tiles, the two C tiles are stored side by side (row t: group 0's
-// 8 sums, then group 1's) and the arithmetic after them runs on 16 lanes at
-// once. Lane r is row r's operations exactly as in the one-group passes, so
+// Two groups a pass (16 rows): B tiles 16 rows wide (granule k's row: group
+// 0's 32 bytes, then group 1's: copied from the two records for q8_0, unpacked
+// so for the k-quants), one TDPBSUD a step into a C tile of 16 rows' sums
+// per token, and the arithmetic after it on 16 lanes at once. Lane r is row r's operations exactly as in the one-group passes, so
 // the floats are the same.
-#define AMX_STEP2(C0, C1)                                                                                                     \
-    __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
-                     "tilezero %%" C1 "\n\t"                                                                                   \
+#define AMX_STEPW(C)                                                                                                          \
+    __asm__ volatile("tilezero %%" C "\n\t"                                                                                    \
                      "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
                      "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
-                     "tileloadd (%4,%3,1), %%tmm5\n\t"                                                                          \
-                     "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
-                     "tdpbsud %%tmm5, %%tmm2, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(ub[1])                      \
+                     "tdpbsud %%tmm3, %%tmm2, %%" C ::"r"(a0), "r"(xsl), "r"(ub), "r"(cs)                                        \
                      : "memory")
-#define STORE2(C0, C1)                                                                                                        \
-    __asm__ volatile("tilestored %%" C0 ", (%0,%2,1)\n\t"                                                                       \
-                     "tilestored %%" C1 ", (%1,%2,1)" ::"r"(c), "r"(c + 8), "r"(cs)                                              \
-                     : "memory")
+#define STOREW(C) __asm__ volatile("tilestored %%" C ", (%0,%1,1)" ::"r"(c), "r"(cs) : "memory")
 
 // 16 bytes at p then 16 at q, as one vector
 AMXQ static inline __m256i two128(const void *p, const void *q) {
@@ -397,25 +396,35 @@ AMXQ static inline __m128i two64(const void *p, const void *q) {
 // memory, are read by vector loads two steps later too.)
 enum { LAG = 2 };
 
+// a block's B tile for two groups: granule k of record r then of record r + gb, 64 bytes a row
+AMXQ static inline __attribute__((always_inline)) void q8_0_wide(const uint8_t *r, size_t gb, uint8_t *w) {
+    _Pragma("GCC unroll 8")
+    for (int k = 0; k < 8; k++)
+        _mm512_store_si512(w + 64 * k, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(r + 16 + 32 * k))),
+                                                          _mm256_loadu_si256((const __m256i *)(r + gb + 16 + 32 * k)), 1));
+}
+
 AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out,
                                                                  size_t ldo, int M) {
     enum { REC = 16 + 256 };
     const int nb = n / QK;
-    const long xsl = (long)xs, bs = 32, cs = 64;
+    const long xsl = (long)xs, cs = 64;
     int32_t cb[LAG + 1][16 * 16] __attribute__((aligned(64)));
+    uint8_t wb[LAG + 1][512] __attribute__((aligned(64))); // (B tiles of 16 rows, copied LAG steps ahead)
     __m512 acc[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps();
-    configure(PACK_Q8_0, M);
+    configure_w(PACK_Q8_0, M, 1);
+    for (int i = 0; i < LAG + 1 && i < nb; i++) q8_0_wide(g + REC * (size_t)i, gb, wb[i]);
     for (int i = 0; i < nb + LAG; i++) {
         int32_t *c = cb[i % (LAG + 1)];
         if (i < nb) {
             const uint8_t *p = g + REC * (size_t)i;
             for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3), __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
             const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i;
-            const uint8_t *ub[2] = {p + 16, p + gb + 16};
-            if (i & 1) AMX_STEP2("tmm6", "tmm7");
-            else AMX_STEP2("tmm0", "tmm1");
+            const uint8_t *ub = wb[i % (LAG + 1)];
+            if (i & 1) AMX_STEPW("tmm1");
+            else AMX_STEPW("tmm0");
         }
         if (i >= LAG) { // block i - LAG: the VNNI kernel's float part, 16 rows a vector
             const int k = i - LAG;
@@ -430,9 +439,10 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
             }
         }
         if (i < nb) {
-            if (i & 1) STORE2("tmm6", "tmm7");
-            else STORE2("tmm0", "tmm1");
+            if (i & 1) STOREW("tmm1");
+            else STOREW("tmm0");
         }
+        if (i >= 1 && i + LAG < nb) q8_0_wide(g + REC * (size_t)(i + LAG), gb, wb[(i + LAG) % (LAG + 1)]);
     }
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) _mm512_storeu_ps(out + ldo * (size_t)t, acc[t]);
@@ -448,18 +458,18 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
     const size_t REC = Q4 ? 32 + 64 + 64 + 1024 : 16 + 128 + 16 * 96; // (pack_record_bytes)
     const int W = Q4 ? 32 : 16, V0 = Q4 ? 160 : 144, VS = Q4 ? 128 : 96;
     const int nb = n / QK_K, steps = nb * SB;
-    const long xsl = (long)xs, bs = 32, cs = 64;
+    const long xsl = (long)xs, cs = 64;
     int32_t cb[LAG + 1][16 * 16] __attribute__((aligned(64)));
-    uint8_t ubuf[LAG + 1][2][256] __attribute__((aligned(64)));
+    uint8_t ubuf[LAG + 1][512] __attribute__((aligned(64))); // (B tiles of 16 rows)
     __m512 acc[16];
     __m512i isum[16];
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps(), isum[t] = _mm512_setzero_si512();
-    configure(K, M);
+    configure_w(K, M, 1);
     for (int s = 0; s < LAG && s < steps; s++) {
         const uint8_t *nv = g + REC * (size_t)(s / SB) + V0 + VS * (size_t)(s % SB);
-        if (Q4) q4k_unpack(nv, ubuf[s][0]), q4k_unpack(nv + gb, ubuf[s][1]);
-        else q6k_unpack(nv, ubuf[s][0]), q6k_unpack(nv + gb, ubuf[s][1]);
+        if (Q4) q4k_unpack_s(nv, ubuf[s], 64), q4k_unpack_s(nv + gb, ubuf[s] + 32, 64);
+        else q6k_unpack_s(nv, ubuf[s], 64), q6k_unpack_s(nv + gb, ubuf[s] + 32, 64);
     }
     for (int s = 0; s < steps + LAG; s++) {
         int32_t *c = cb[s % (LAG + 1)];
@@ -468,10 +478,10 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
             const uint8_t *p = g + REC * (size_t)i;
             if (j == 0)
                 for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3), __builtin_prefetch(p + gb + 2 * REC + o, 0, 3);
-            uint8_t *ub[2] = {ubuf[s % (LAG + 1)][0], ubuf[s % (LAG + 1)][1]};
+            const uint8_t *ub = ubuf[s % (LAG + 1)];
             const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j;
-            if (s & 1) AMX_STEP2("tmm6", "tmm7");
-            else AMX_STEP2("tmm0", "tmm1");
+            if (s & 1) AMX_STEPW("tmm1");
+            else AMX_STEPW("tmm0");
         }
         if (s >= LAG) { // step s - LAG retires
             const int k = s - LAG, pi = k / SB, pj = k % SB;
@@ -523,14 +533,15 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
             }
         }
         if (s < steps) {
-            if (s & 1) STORE2("tmm6", "tmm7");
-            else STORE2("tmm0", "tmm1");
+            if (s & 1) STOREW("tmm1");
+            else STOREW("tmm0");
         }
         if (s + LAG < steps) { // the sub-block LAG steps ahead, both groups
             const int u = s + LAG;
             const uint8_t *nv = g + REC * (size_t)(u / SB) + V0 + VS * (size_t)(u % SB);
-            if (Q4) q4k_unpack(nv, ubuf[u % (LAG + 1)][0]), q4k_unpack(nv + gb, ubuf[u % (LAG + 1)][1]);
-            else q6k_unpack(nv, ubuf[u % (LAG + 1)][0]), q6k_unpack(nv + gb, ubuf[u % (LAG + 1)][1]);
+            uint8_t *d = ubuf[u % (LAG + 1)];
+            if (Q4) q4k_unpack_s(nv, d, 64), q4k_unpack_s(nv + gb, d + 32, 64);
+            else q6k_unpack_s(nv, d, 64), q6k_unpack_s(nv + gb, d + 32, 64);
         }
     }
     _Pragma("GCC unroll 16")
@@ -554,8 +565,8 @@ AMX_KERNEL(q8_0, q8_0_pass, q8_0_pass2_m, pack_vnni_q8_0)
 AMX_KERNEL(q4_K, q4k_pass, q4k_pass2, pack_vnni_q4_K)
 AMX_KERNEL(q6_K, q6k_pass, q6k_pass2, pack_vnni_q6_K)
 #undef AMX_STEP
-#undef AMX_STEP2
-#undef STORE2
+#undef AMX_STEPW
+#undef STOREW
 #undef Q8_0_STORE
 #undef AMX_KERNEL
 
