@@ -392,9 +392,9 @@ AMXQ static inline __m128i two64(const void *p, const void *q) {
 }
 
 // (Tile loads do not take data from the store buffer: a B tile unpacked by
-// vector stores is loaded two steps later, and a C tile's sums, stored to
-// memory, are read by vector loads two steps later too.)
-enum { LAG = 2 };
+// vector stores is loaded LAG steps later; a C tile is stored a step after
+// its product, and its sums are read by vector loads LAG steps after it.)
+enum { LAG = 3 };
 
 // a block's B tile for two groups: granule k of record r then of record r + gb, 64 bytes a row
 AMXQ static inline __attribute__((always_inline)) void q8_0_wide(const uint8_t *r, size_t gb, uint8_t *w) {
@@ -417,7 +417,6 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
     configure_w(PACK_Q8_0, M, 1);
     for (int i = 0; i < LAG + 1 && i < nb; i++) q8_0_wide(g + REC * (size_t)i, gb, wb[i]);
     for (int i = 0; i < nb + LAG; i++) {
-        int32_t *c = cb[i % (LAG + 1)];
         if (i < nb) {
             const uint8_t *p = g + REC * (size_t)i;
             for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3), __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
@@ -425,6 +424,11 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
             const uint8_t *ub = wb[i % (LAG + 1)];
             if (i & 1) AMX_STEPW("tmm1");
             else AMX_STEPW("tmm0");
+        }
+        if (i >= 1 && i <= nb) { // the step before's sums (its product had this step's issue to finish)
+            int32_t *c = cb[(i - 1) % (LAG + 1)];
+            if (i & 1) STOREW("tmm0");
+            else STOREW("tmm1");
         }
         if (i >= LAG) { // block i - LAG: the VNNI kernel's float part, 16 rows a vector
             const int k = i - LAG;
@@ -437,10 +441,6 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
                 __m512i st = _mm512_add_epi32(_mm512_slli_epi32(_mm512_set1_epi32(XP_NEGSUM(x, nb)[k]), 7), _mm512_load_si512(q + 16 * t));
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), _mm512_mul_ps(dw, _mm512_set1_ps(XP_D(x, nb)[k])), acc[t]);
             }
-        }
-        if (i < nb) {
-            if (i & 1) STOREW("tmm1");
-            else STOREW("tmm0");
         }
         if (i >= 1 && i + LAG < nb) q8_0_wide(g + REC * (size_t)(i + LAG), gb, wb[(i + LAG) % (LAG + 1)]);
     }
@@ -472,7 +472,6 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
         else q6k_unpack_s(nv, ubuf[s], 64), q6k_unpack_s(nv + gb, ubuf[s] + 32, 64);
     }
     for (int s = 0; s < steps + LAG; s++) {
-        int32_t *c = cb[s % (LAG + 1)];
         if (s < steps) {
             const int i = s / SB, j = s % SB;
             const uint8_t *p = g + REC * (size_t)i;
@@ -482,6 +481,11 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
             const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j;
             if (s & 1) AMX_STEPW("tmm1");
             else AMX_STEPW("tmm0");
+        }
+        if (s >= 1 && s <= steps) { // the step before's sums (its product had this step's issue to finish)
+            int32_t *c = cb[(s - 1) % (LAG + 1)];
+            if (s & 1) STOREW("tmm0");
+            else STOREW("tmm1");
         }
         if (s >= LAG) { // step s - LAG retires
             const int k = s - LAG, pi = k / SB, pj = k % SB;
@@ -531,10 +535,6 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
                     isum[t] = _mm512_setzero_si512();
                 }
             }
-        }
-        if (s < steps) {
-            if (s & 1) STOREW("tmm1");
-            else STOREW("tmm0");
         }
         if (s + LAG < steps) { // the sub-block LAG steps ahead, both groups
             const int u = s + LAG;
