@@ -118,6 +118,7 @@ enum { ATTN_SPAN = 256 };
 typedef struct {
     const attn_desc *d;
     float *tmp; // per thread: B x group x hd floats (a piece's sums)
+    atomic_int next; // tasks handed out so far
 } attn_job;
 
 // Block blk's rows see positions [lo[b], hi[b]] of the cache; returns the
@@ -148,13 +149,18 @@ static void row_probs(const attn_desc *d, float *s, int n, int h) {
     if (d->ggml_numerics) vec_round_f16(s, (size_t)n);
 }
 
+// Tasks are handed out from a shared counter, the last blocks first (a
+// prompt's later rows see more positions: the long tasks start early and the
+// short ones fill in); which thread takes a task does not change its floats.
 static void attn_task(void *arg, int ith, int nth) {
-    const attn_job *job = arg;
+    (void)nth;
+    attn_job *job = arg;
     const attn_desc *d = job->d;
     int H = d->H, KV = d->KV, hd = d->hd, group = H / KV, nq = H * hd, nkv = KV * hd, stride = d->stride;
     // this thread's scores: (B tokens, group heads, stride), row r of token b at S + (b * group + r) * stride
     float *S = d->scores + (size_t)ith * d->B * group * stride;
-    for (int task = ith; task < d->n_blk * KV; task += nth) {
+    for (int k; (k = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < d->n_blk * KV;) {
+        int task = d->n_blk * KV - 1 - k;
         int t0 = d->blk0[task / KV], kh = task % KV, nt = d->blk_n[task / KV];
         int lo[8], hi[8], p1, p0 = block_span(d, task / KV, lo, hi, &p1);
         // this head's keys and values: rows of the caches' types, ks and vs bytes apart
@@ -345,7 +351,8 @@ static void cpu_attention_(backend *b, const attn_desc *d) {
             if (!p) { ex->oom = 1; return; }
             ex->att = p, ex->att_cap = need;
         }
-        attn_job job = {d, ex->att};
+        attn_job job = {.d = d, .tmp = ex->att};
+        atomic_init(&job.next, 0);
         pool_run(ex->pool, attn_task, &job);
         return;
     }
