@@ -3,20 +3,29 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_THREADS 256
 #define SPIN 20000 // polls before a worker sleeps
+
+// A worker's mark of the last job it finished, on a cache line of its own:
+// the caller reads them all rather than the workers counting down one shared
+// counter (sixteen threads' read-modify-writes of one line queue up).
+typedef struct {
+    _Alignas(64) atomic_uint done;
+} done_mark;
 
 struct pool {
     int n;                        // threads including the caller
     pthread_t tid[MAX_THREADS];
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    atomic_uint gen;              // bumped for every job
-    atomic_int pending;           // workers still running the job
+    _Alignas(64) atomic_uint gen; // bumped for every job
     atomic_int quit;
+    atomic_int sleepers;          // workers waiting on wake (the caller signals only when some are)
     pool_fn fn;                   // the job: written before gen is bumped
     void *arg;
+    done_mark mark[MAX_THREADS];
 };
 
 typedef struct {
@@ -34,23 +43,28 @@ static void *worker(void *a) {
         while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen) {
             if (atomic_load(&p->quit)) return NULL;
             if (++spins > SPIN) {
+                // (sleepers is raised before gen is read again: a caller that bumps gen after that read sees it)
                 pthread_mutex_lock(&p->mu);
+                atomic_fetch_add(&p->sleepers, 1);
                 while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->wake, &p->mu);
+                atomic_fetch_sub(&p->sleepers, 1);
                 pthread_mutex_unlock(&p->mu);
             }
         }
         if (atomic_load(&p->quit)) return NULL;
         seen = atomic_load_explicit(&p->gen, memory_order_acquire);
         p->fn(p->arg, wa.ith, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        atomic_store_explicit(&p->mark[wa.ith].done, seen, memory_order_release);
     }
 }
 
 pool *pool_new(int n) {
     if (n < 1) n = 1;
     if (n > MAX_THREADS) n = MAX_THREADS;
-    pool *p = calloc(1, sizeof *p);
+    size_t bytes = (sizeof(pool) + 63) & ~(size_t)63; // (its done marks want 64-byte lines)
+    pool *p = aligned_alloc(64, bytes);
     if (!p) return NULL;
+    memset(p, 0, bytes);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     p->n = 1;
@@ -88,13 +102,15 @@ void pool_run(pool *p, pool_fn fn, void *arg) {
     }
     p->fn = fn;
     p->arg = arg;
-    atomic_store(&p->pending, p->n - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    unsigned g = atomic_fetch_add(&p->gen, 1) + 1;
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     fn(arg, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {}
+    for (int i = 1; i < p->n; i++)
+        while (atomic_load_explicit(&p->mark[i].done, memory_order_acquire) != g) {}
 }
 
 typedef struct {
