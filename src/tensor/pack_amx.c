@@ -381,6 +381,13 @@ AMXQ static void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n,
                      "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
                      "tdpbsud %%tmm3, %%tmm2, %%" C ::"r"(a0), "r"(xsl), "r"(ub), "r"(cs)                                        \
                      : "memory")
+// (q8_0: the B tile holds the weights' signed values, so TDPBSSD's sums need no -128 x the token's sum)
+#define AMX_STEPW_SS(C)                                                                                                       \
+    __asm__ volatile("tilezero %%" C "\n\t"                                                                                    \
+                     "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
+                     "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
+                     "tdpbssd %%tmm3, %%tmm2, %%" C ::"r"(a0), "r"(xsl), "r"(ub), "r"(cs)                                        \
+                     : "memory")
 #define STOREW(C) __asm__ volatile("tilestored %%" C ", (%0,%1,1)" ::"r"(c), "r"(cs) : "memory")
 
 // 16 bytes at p then 16 at q, as one vector
@@ -396,12 +403,15 @@ AMXQ static inline __m128i two64(const void *p, const void *q) {
 // its product, and its sums are read by vector loads LAG steps after it.)
 enum { LAG = 3 };
 
-// a block's B tile for two groups: granule k of record r then of record r + gb, 64 bytes a row
+// a block's B tile for two groups: granule k of record r then of record r + gb, 64 bytes a row, the stored
+// values (w + 128) turned back to the signed w
 AMXQ static inline __attribute__((always_inline)) void q8_0_wide(const uint8_t *r, size_t gb, uint8_t *w) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
     _Pragma("GCC unroll 8")
     for (int k = 0; k < 8; k++)
-        _mm512_store_si512(w + 64 * k, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(r + 16 + 32 * k))),
-                                                          _mm256_loadu_si256((const __m256i *)(r + gb + 16 + 32 * k)), 1));
+        _mm512_store_si512(w + 64 * k, _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(r + 16 + 32 * k))),
+                                                                           _mm256_loadu_si256((const __m256i *)(r + gb + 16 + 32 * k)), 1),
+                                                        flip));
 }
 
 AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out,
@@ -422,8 +432,8 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
             for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3), __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
             const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i;
             const uint8_t *ub = wb[i % (LAG + 1)];
-            if (i & 1) AMX_STEPW("tmm1");
-            else AMX_STEPW("tmm0");
+            if (i & 1) AMX_STEPW_SS("tmm1");
+            else AMX_STEPW_SS("tmm0");
         }
         if (i >= 1 && i <= nb) { // the step before's sums (its product had this step's issue to finish)
             int32_t *c = cb[(i - 1) % (LAG + 1)];
@@ -436,9 +446,9 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
             const uint8_t *pp = g + REC * (size_t)k;
             const __m512 dw = _mm512_cvtph_ps(two128(pp, pp + gb));
             _Pragma("GCC unroll 16")
-            for (int t = 0; t < M; t++) {
+            for (int t = 0; t < M; t++) { // (the VNNI kernel's integer sum: its -128 x the token's sum is in TDPBSSD's)
                 const uint8_t *x = xt + xs * (size_t)t;
-                __m512i st = _mm512_add_epi32(_mm512_slli_epi32(_mm512_set1_epi32(XP_NEGSUM(x, nb)[k]), 7), _mm512_load_si512(q + 16 * t));
+                const __m512i st = _mm512_load_si512(q + 16 * t);
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(st), _mm512_mul_ps(dw, _mm512_set1_ps(XP_D(x, nb)[k])), acc[t]);
             }
         }
@@ -566,6 +576,7 @@ AMX_KERNEL(q4_K, q4k_pass, q4k_pass2, pack_vnni_q4_K)
 AMX_KERNEL(q6_K, q6k_pass, q6k_pass2, pack_vnni_q6_K)
 #undef AMX_STEP
 #undef AMX_STEPW
+#undef AMX_STEPW_SS
 #undef STOREW
 #undef Q8_0_STORE
 #undef AMX_KERNEL
