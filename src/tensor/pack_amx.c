@@ -312,8 +312,7 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass(int K, const uint
             else q6k_sums(pp, pj, cb[set ^ 1][0], M, isum), q6k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
             if (pj == (2 << LS) - 2) {
                 __m256i pr[8];
-                _Pragma("GCC unroll 8")
-                for (int q = 0; q < 8 && !Q4; q++) pr[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(pp + 16 + 16 * q)));
+                for (int q = 0; q < 8; q++) pr[q] = Q4 ? _mm256_setzero_si256() : _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(pp + 16 + 16 * q)));
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
                 _Pragma("GCC unroll 16")
                 for (int t = 0; t < M; t++) {
@@ -527,8 +526,7 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
             for (int t = 0; t < M; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_load_si512(q + 16 * t), sc));
             if (pj == SB - 1) { // super-block pi's float part
                 __m512i pr[8];
-                _Pragma("GCC unroll 8")
-                for (int r = 0; r < 8 && !Q4; r++) pr[r] = _mm512_cvtepi8_epi16(two128(pp + 16 + 16 * r, pp2 + 16 + 16 * r));
+                for (int r = 0; r < 8; r++) pr[r] = Q4 ? _mm512_setzero_si512() : _mm512_cvtepi8_epi16(two128(pp + 16 + 16 * r, pp2 + 16 + 16 * r));
                 const __m512 d = _mm512_cvtph_ps(two128(pp, pp2));
                 _Pragma("GCC unroll 16")
                 for (int t = 0; t < M; t++) {
