@@ -6,7 +6,7 @@
 #
 # Through `device`, carrying (gitignored, made on the development machine):
 #   device-carry/debs/          libcjson debs
-#   device-carry/llama-full.tgz llama.cpp from the llama-cpp-python sdist (bench/device-compare.sh says how)
+#   device-carry/llama-full.tgz llama.cpp from the llama-cpp-python sdist (scripts/device-carry.sh makes it)
 # then:  bash bench/cpu-matrix.sh
 # Options (environment):
 #   CELLS="270m:q4_k_m 1b:q4_k_m 4b:q4_k_m 1b:q8_0 1b:bf16"  shapes and file types
