@@ -14,6 +14,7 @@
 #   DEPTH=4096 DEPTH_THREADS=4,16   the 1B q4_k_m rows at that depth too (DEPTH=0: none)
 #   P=512 N=128 REPS=1   llama-bench's -p, -n, -r
 #   LLAMA_BENCH=PATH, INFER_BIN=PATH   binaries already built (no build)
+#   KEEP_BIN=1   copy both binaries (llama-bench linked statically) to $OUT/bin
 # A call is at most 10 minutes: split the cells over calls (each rebuilds; the
 # llama.cpp build takes ~2 minutes with -j16). Output: $OUT/matrix.txt (and
 # log.txt); bench/compare-llamacpp prints each table and the ratios.
@@ -40,13 +41,16 @@ fi
 if [ -z "${LLAMA_BENCH:-}" ]; then
     mkdir -p /tmp/lcp && tar xf device-carry/llama-full.tgz -C /tmp/lcp
     cmake -S /tmp/lcp/llama.cpp -B /tmp/lcp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null 2>>"$OUT/log.txt" &&
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null 2>>"$OUT/log.txt" &&
         cmake --build /tmp/lcp/build --target llama-bench -j"$J" >/dev/null 2>>"$OUT/log.txt" ||
         { log "llama-bench build failed"; exit 1; }
     export LLAMA_BENCH=/tmp/lcp/build/bin/llama-bench
 fi
 [ -z "$ib" ] || wait $ib || { log "infer build failed"; exit 1; }
 export INFER_BIN=$INFER
+if [ -n "${KEEP_BIN:-}" ]; then # (both binaries back under $OUT/bin, to be carried to the next call: LLAMA_BENCH=, INFER_BIN=)
+    mkdir -p "$OUT/bin" && cp "$LLAMA_BENCH" "$INFER" "$OUT/bin/" && strip "$OUT/bin/"*
+fi
 grep -o -m1 'avx512[a-z_]*\|amx[a-z_]*' /proc/cpuinfo | sort -u | tr '\n' ' ' >>"$OUT/log.txt"
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|NUMA node\(s\)" | tee -a "$OUT/matrix.txt"
 
