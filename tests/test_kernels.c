@@ -506,6 +506,19 @@ static void check_amx_bf16(int n, int rows) {
             }
         }
     }
+    // two groups at once (tile2): each group's rows as from tile, at T tokens and at one
+    int same2 = pk->tile2 != NULL;
+    float *o2 = malloc(sizeof(float) * 16 * T);
+    for (int g = 0; g + 1 < ng && same2; g++)
+        for (int tt = 1; tt <= T; tt += T - 1) {
+            pk->tile2(p + gb * g, gb, x, xr, tt, n, o2, 16);
+            for (int h = 0; h < 2; h++) {
+                pk->tile(p + gb * (g + h), x, xr, tt, n, o, 8);
+                for (int t = 0; t < tt; t++) same2 &= !memcmp(o2 + 16 * t + 8 * h, o + 8 * t, sizeof(float) * 8);
+            }
+        }
+    free(o2);
+    CHECK(same2, "bf16 n=%d: the AMX two-group pass differs from one group at a time (or is missing)", n);
     CHECK(e1 / s2 <= 1e-7 && e2 / s2 <= 1e-7, "bf16 n=%d: AMX vs its oracle %.3g, vs the dot %.3g (normalized MSE)", n, e1 / s2, e2 / s2);
     CHECK(same, "bf16 n=%d: AMX tokens at once differ from one at a time (or rows past the end are not zero)", n);
     printf("kernels: AMX bf16 n=%d: normalized MSE %.3g against its oracle, %s\n", n, e1 / s2, e1 == 0 ? "bit for bit" : "not bit for bit");

@@ -44,7 +44,7 @@ static void configure_w(int kind, int m, int wide) {
     c.rows[0] = c.rows[1] = (uint8_t)m, c.colsb[0] = c.colsb[1] = (uint16_t)cw;
     c.rows[2] = c.rows[4] = (uint8_t)m, c.colsb[2] = c.colsb[4] = kind == PACK_BF16 ? 64 : kind == PACK_Q6_K ? 16 : 32;
     c.rows[3] = c.rows[5] = kind == PACK_BF16 ? 16 : kind == PACK_Q6_K ? 4 : 8, c.colsb[3] = c.colsb[5] = (uint16_t)cw;
-    if (kind != PACK_BF16) c.rows[6] = c.rows[7] = (uint8_t)m, c.colsb[6] = c.colsb[7] = (uint16_t)cw; // (q8_0: a second pair of C)
+    c.rows[6] = c.rows[7] = (uint8_t)m, c.colsb[6] = c.colsb[7] = (uint16_t)cw; // (a second pair of C)
     __asm__ volatile("ldtilecfg %0" ::"m"(c));
     g_cfg = 64 * kind + 32 * wide + m;
 }
@@ -88,7 +88,61 @@ static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int 
     }
 }
 
-const pack_kernel pack_amx_bf16 = {.quant = act_quant_bf16_avx2, .tile = tile_bf16_amx};
+// Two groups (at g and g + gb) at once, each with its own pair of C tiles
+// (0 and 1; 6 and 7) fed the same tiles in the same order as tile_bf16_amx,
+// so each row comes out as from it; the two groups' records are read side by
+// side (two streams in decode).
+static void tile2_bf16_amx(const void *group, size_t gb, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
+    const uint8_t *g = group, *h = g + gb, *xb = x;
+    const int nb = n / QK;
+    const long xs = (long)xstride, bs = 32;
+    float c[4][16 * 8];
+    for (int t0 = 0; t0 < T; t0 += 16) {
+        const int m = T - t0 < 16 ? T - t0 : 16;
+        configure(PACK_BF16, m);
+        __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm6\n\ttilezero %%tmm7" ::);
+        const uint8_t *xt = xb + xstride * (size_t)t0;
+        int i = 0;
+        for (; i + 2 <= nb; i += 2) {
+            for (int o = 0; o < 1024; o += 64)
+                __builtin_prefetch(g + 512 * (size_t)(i + 8) + o, 0, 3), __builtin_prefetch(h + 512 * (size_t)(i + 8) + o, 0, 3);
+            __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
+                             "tileloadd (%2,%3,1), %%tmm3\n\t"
+                             "tileloadd (%4,%1,1), %%tmm4\n\t"
+                             "tileloadd (%5,%3,1), %%tmm5\n\t"
+                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
+                             "tdpbf16ps %%tmm5, %%tmm4, %%tmm1\n\t"
+                             "tileloadd (%6,%3,1), %%tmm3\n\t"
+                             "tileloadd (%7,%3,1), %%tmm5\n\t"
+                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm6\n\t"
+                             "tdpbf16ps %%tmm5, %%tmm4, %%tmm7" ::"r"(xt + 64 * (size_t)i),
+                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(xt + 64 * (size_t)(i + 1)), "r"(g + 512 * (size_t)(i + 1)),
+                             "r"(h + 512 * (size_t)i), "r"(h + 512 * (size_t)(i + 1))
+                             : "memory");
+        }
+        if (i < nb)
+            __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
+                             "tileloadd (%2,%3,1), %%tmm3\n\t"
+                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
+                             "tileloadd (%4,%3,1), %%tmm3\n\t"
+                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm6" ::"r"(xt + 64 * (size_t)i),
+                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(h + 512 * (size_t)i)
+                             : "memory");
+        __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\t"
+                         "tilestored %%tmm1, (%1,%4,1)\n\t"
+                         "tilestored %%tmm6, (%2,%4,1)\n\t"
+                         "tilestored %%tmm7, (%3,%4,1)" ::"r"(c[0]),
+                         "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(bs)
+                         : "memory");
+        for (int t = 0; t < m; t++)
+            for (int r = 0; r < 8; r++) {
+                out[(size_t)(t0 + t) * ldo + r] = c[0][8 * t + r] + c[1][8 * t + r];
+                out[(size_t)(t0 + t) * ldo + 8 + r] = c[2][8 * t + r] + c[3][8 * t + r];
+            }
+    }
+}
+
+const pack_kernel pack_amx_bf16 = {.quant = act_quant_bf16_avx2, .tile = tile_bf16_amx, .tile2 = tile2_bf16_amx};
 
 // q8_0 on AMX-INT8 (PACK_Q8_0's records, the VNNI kernel's activations):
 // block i of 32 columns is one TDPBSUD of the M tokens' 32 signed values (A,
