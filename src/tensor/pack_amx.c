@@ -50,49 +50,12 @@ static void configure_w(int kind, int m, int wide) {
 }
 static void configure(int kind, int m) { configure_w(kind, m, 0); }
 
-static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
-    const uint8_t *g = group, *xb = x;
-    const int nb = n / QK;
-    const long xs = (long)xstride, bs = 32;
-    float c0[16 * 8], c1[16 * 8];
-    for (int t0 = 0; t0 < T; t0 += 16) {
-        const int m = T - t0 < 16 ? T - t0 : 16;
-        configure(PACK_BF16, m);
-        __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1" ::);
-        const uint8_t *xt = xb + xstride * (size_t)t0;
-        int i = 0;
-        for (; i + 2 <= nb; i += 2) {
-            // the tile loads wait on memory one by one: fetch the records 8 ahead (decode streams them)
-            for (int o = 0; o < 1024; o += 64) __builtin_prefetch(g + 512 * (size_t)(i + 8) + o, 0, 3);
-            __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
-                             "tileloadd (%2,%3,1), %%tmm3\n\t"
-                             "tileloadd (%4,%1,1), %%tmm4\n\t"
-                             "tileloadd (%5,%3,1), %%tmm5\n\t"
-                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
-                             "tdpbf16ps %%tmm5, %%tmm4, %%tmm1" ::"r"(xt + 64 * (size_t)i),
-                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(xt + 64 * (size_t)(i + 1)), "r"(g + 512 * (size_t)(i + 1))
-                             : "memory");
-        }
-        if (i < nb)
-            __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
-                             "tileloadd (%2,%3,1), %%tmm3\n\t"
-                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0" ::"r"(xt + 64 * (size_t)i),
-                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs)
-                             : "memory");
-        __asm__ volatile("tilestored %%tmm0, (%0,%2,1)\n\t"
-                         "tilestored %%tmm1, (%1,%2,1)" ::"r"(c0),
-                         "r"(c1), "r"(bs)
-                         : "memory");
-        for (int t = 0; t < m; t++)
-            for (int r = 0; r < 8; r++) out[(size_t)(t0 + t) * ldo + r] = c0[8 * t + r] + c1[8 * t + r];
-    }
-}
-
-// Two groups (at g and g + gb) at once, each with its own pair of C tiles
-// (0 and 1; 6 and 7) fed the same tiles in the same order as tile_bf16_amx,
-// so each row comes out as from it; the two groups' records are read side by
-// side (two streams in decode).
-static void tile2_bf16_amx(const void *group, size_t gb, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
+// The tokens against one group (two = 0) or two (at g and g + gb, each with
+// its own pair of C tiles, 0 and 1; 6 and 7), fed the same tiles in the same
+// order, so each row comes out the same either way; two groups' records are
+// read side by side (two streams in decode).
+static inline __attribute__((always_inline)) void bf16_tiles(const void *group, size_t gb, const void *x, size_t xstride, int T, int n,
+                                                            float *out, size_t ldo, int two) {
     const uint8_t *g = group, *h = g + gb, *xb = x;
     const int nb = n / QK;
     const long xs = (long)xstride, bs = 32;
@@ -104,42 +67,67 @@ static void tile2_bf16_amx(const void *group, size_t gb, const void *x, size_t x
         const uint8_t *xt = xb + xstride * (size_t)t0;
         int i = 0;
         for (; i + 2 <= nb; i += 2) {
-            for (int o = 0; o < 1024; o += 64)
-                __builtin_prefetch(g + 512 * (size_t)(i + 8) + o, 0, 3), __builtin_prefetch(h + 512 * (size_t)(i + 8) + o, 0, 3);
-            __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
-                             "tileloadd (%2,%3,1), %%tmm3\n\t"
-                             "tileloadd (%4,%1,1), %%tmm4\n\t"
-                             "tileloadd (%5,%3,1), %%tmm5\n\t"
-                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
-                             "tdpbf16ps %%tmm5, %%tmm4, %%tmm1\n\t"
-                             "tileloadd (%6,%3,1), %%tmm3\n\t"
-                             "tileloadd (%7,%3,1), %%tmm5\n\t"
-                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm6\n\t"
-                             "tdpbf16ps %%tmm5, %%tmm4, %%tmm7" ::"r"(xt + 64 * (size_t)i),
-                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(xt + 64 * (size_t)(i + 1)), "r"(g + 512 * (size_t)(i + 1)),
-                             "r"(h + 512 * (size_t)i), "r"(h + 512 * (size_t)(i + 1))
-                             : "memory");
+            // the tile loads wait on memory one by one: fetch the records 8 ahead (decode streams them)
+            for (int o = 0; o < 1024; o += 64) {
+                __builtin_prefetch(g + 512 * (size_t)(i + 8) + o, 0, 3);
+                if (two) __builtin_prefetch(h + 512 * (size_t)(i + 8) + o, 0, 3);
+            }
+            if (two)
+                __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
+                                 "tileloadd (%2,%3,1), %%tmm3\n\t"
+                                 "tileloadd (%4,%1,1), %%tmm4\n\t"
+                                 "tileloadd (%5,%3,1), %%tmm5\n\t"
+                                 "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
+                                 "tdpbf16ps %%tmm5, %%tmm4, %%tmm1\n\t"
+                                 "tileloadd (%6,%3,1), %%tmm3\n\t"
+                                 "tileloadd (%7,%3,1), %%tmm5\n\t"
+                                 "tdpbf16ps %%tmm3, %%tmm2, %%tmm6\n\t"
+                                 "tdpbf16ps %%tmm5, %%tmm4, %%tmm7" ::"r"(xt + 64 * (size_t)i),
+                                 "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(xt + 64 * (size_t)(i + 1)), "r"(g + 512 * (size_t)(i + 1)),
+                                 "r"(h + 512 * (size_t)i), "r"(h + 512 * (size_t)(i + 1))
+                                 : "memory");
+            else
+                __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
+                                 "tileloadd (%2,%3,1), %%tmm3\n\t"
+                                 "tileloadd (%4,%1,1), %%tmm4\n\t"
+                                 "tileloadd (%5,%3,1), %%tmm5\n\t"
+                                 "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
+                                 "tdpbf16ps %%tmm5, %%tmm4, %%tmm1" ::"r"(xt + 64 * (size_t)i),
+                                 "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(xt + 64 * (size_t)(i + 1)), "r"(g + 512 * (size_t)(i + 1))
+                                 : "memory");
         }
-        if (i < nb)
+        if (i < nb) {
             __asm__ volatile("tileloadd (%0,%1,1), %%tmm2\n\t"
                              "tileloadd (%2,%3,1), %%tmm3\n\t"
-                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0\n\t"
-                             "tileloadd (%4,%3,1), %%tmm3\n\t"
-                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm6" ::"r"(xt + 64 * (size_t)i),
-                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs), "r"(h + 512 * (size_t)i)
+                             "tdpbf16ps %%tmm3, %%tmm2, %%tmm0" ::"r"(xt + 64 * (size_t)i),
+                             "r"(xs), "r"(g + 512 * (size_t)i), "r"(bs)
                              : "memory");
-        __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\t"
-                         "tilestored %%tmm1, (%1,%4,1)\n\t"
-                         "tilestored %%tmm6, (%2,%4,1)\n\t"
-                         "tilestored %%tmm7, (%3,%4,1)" ::"r"(c[0]),
-                         "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(bs)
+            if (two)
+                __asm__ volatile("tileloadd (%0,%1,1), %%tmm3\n\t"
+                                 "tdpbf16ps %%tmm3, %%tmm2, %%tmm6" ::"r"(h + 512 * (size_t)i), "r"(bs)
+                                 : "memory");
+        }
+        __asm__ volatile("tilestored %%tmm0, (%0,%2,1)\n\t"
+                         "tilestored %%tmm1, (%1,%2,1)" ::"r"(c[0]),
+                         "r"(c[1]), "r"(bs)
                          : "memory");
+        if (two)
+            __asm__ volatile("tilestored %%tmm6, (%0,%2,1)\n\t"
+                             "tilestored %%tmm7, (%1,%2,1)" ::"r"(c[2]),
+                             "r"(c[3]), "r"(bs)
+                             : "memory");
         for (int t = 0; t < m; t++)
             for (int r = 0; r < 8; r++) {
                 out[(size_t)(t0 + t) * ldo + r] = c[0][8 * t + r] + c[1][8 * t + r];
-                out[(size_t)(t0 + t) * ldo + 8 + r] = c[2][8 * t + r] + c[3][8 * t + r];
+                if (two) out[(size_t)(t0 + t) * ldo + 8 + r] = c[2][8 * t + r] + c[3][8 * t + r];
             }
     }
+}
+static void tile_bf16_amx(const void *group, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
+    bf16_tiles(group, 0, x, xstride, T, n, out, ldo, 0);
+}
+static void tile2_bf16_amx(const void *group, size_t gb, const void *x, size_t xstride, int T, int n, float *out, size_t ldo) {
+    bf16_tiles(group, gb, x, xstride, T, n, out, ldo, 1);
 }
 
 const pack_kernel pack_amx_bf16 = {.quant = act_quant_bf16_avx2, .tile = tile_bf16_amx, .tile2 = tile2_bf16_amx};
@@ -162,110 +150,26 @@ static inline int32_t ld32(const void *p) {
     return v;
 }
 
-AMXQ static inline __attribute__((always_inline)) void q8_0_block(const uint8_t *rec, const int32_t *c, const uint8_t *xt, size_t xs, int nb,
-                                                                 int i, int M, __m256 *acc) {
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)rec));
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) {
-        const uint8_t *x = xt + xs * (size_t)t;
-        __m256i st = _mm256_add_epi32(_mm256_slli_epi32(_mm256_set1_epi32(XP_NEGSUM(x, nb)[i]), 7), _mm256_load_si256((const __m256i *)(c + 8 * t)));
-        __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(XP_D(x, nb)[i]));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), sc, acc[t]);
-    }
-}
-
-// two products into C tiles 0 and 1 (set 0) or 6 and 7 (set 1): A tiles at a0 and a1 (the tokens' values, rows xsl
-// apart) against B tiles at ub[0] and ub[1] (rows bs apart); then, apart, the tiles stored to c
-#define AMX_STEP(C0, C1)                                                                                                      \
-    __asm__ volatile("tilezero %%" C0 "\n\t"                                                                                   \
-                     "tilezero %%" C1 "\n\t"                                                                                   \
-                     "tileloadd (%0,%1,1), %%tmm2\n\t"                                                                          \
-                     "tileloadd (%2,%3,1), %%tmm3\n\t"                                                                          \
-                     "tileloadd (%4,%1,1), %%tmm4\n\t"                                                                          \
-                     "tileloadd (%5,%3,1), %%tmm5\n\t"                                                                          \
-                     "tdpbsud %%tmm3, %%tmm2, %%" C0 "\n\t"                                                                      \
-                     "tdpbsud %%tmm5, %%tmm4, %%" C1 ::"r"(a0), "r"(xsl), "r"(ub[0]), "r"(bs), "r"(a1), "r"(ub[1])               \
-                     : "memory")
-#define Q8_0_STORE(C0, C1)                                                                                                    \
-    __asm__ volatile("tilestored %%" C0 ", (%0,%2,1)\n\t"                                                                       \
-                     "tilestored %%" C1 ", (%1,%2,1)" ::"r"(c[0]), "r"(c[1]), "r"(bs)                                            \
-                     : "memory")
-
-// The M tokens at xt against a group: two blocks a step, their tiles' sums
-// turned into floats a step later (the epilogue of the step before runs
-// between a step's products and their stores, in the other pair of C tiles).
-AMXQ static inline __attribute__((always_inline)) void q8_0_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo,
-                                                                int M) {
-    enum { REC = 16 + 256 };
-    const int nb = n / QK;
-    const long xsl = (long)xs, bs = 32;
-    int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
-    __m256 acc[16];
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps();
-    configure(PACK_Q8_0, M);
-    int i = 0, prev = -1;
-    for (; i + 2 <= nb; i += 2) {
-        const uint8_t *p = g + REC * (size_t)i;
-        for (int o = 0; o < 2 * REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3);
-        const int set = (i >> 1) & 1;
-        int32_t(*c)[16 * 8] = cb[set];
-        const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i, *a1 = a0 + 32;
-        const uint8_t *ub[2] = {p + 16, p + REC + 16};
-        if (set) AMX_STEP("tmm6", "tmm7");
-        else AMX_STEP("tmm0", "tmm1");
-        if (prev >= 0) {
-            int32_t(*q)[16 * 8] = cb[set ^ 1];
-            const uint8_t *pp = g + REC * (size_t)prev;
-            q8_0_block(pp, q[0], xt, xs, nb, prev, M, acc);
-            q8_0_block(pp + REC, q[1], xt, xs, nb, prev + 1, M, acc);
-        }
-        if (set) Q8_0_STORE("tmm6", "tmm7");
-        else Q8_0_STORE("tmm0", "tmm1");
-        prev = i;
-    }
-    if (prev >= 0) {
-        int32_t(*q)[16 * 8] = cb[(prev >> 1) & 1];
-        const uint8_t *pp = g + REC * (size_t)prev;
-        q8_0_block(pp, q[0], xt, xs, nb, prev, M, acc);
-        q8_0_block(pp + REC, q[1], xt, xs, nb, prev + 1, M, acc);
-    }
-    if (i < nb) {
-        const uint8_t *p = g + REC * (size_t)i;
-        int32_t *c0 = cb[0][0];
-        __asm__ volatile("tilezero %%tmm0\n\t"
-                         "tileloadd (%0,%1,1), %%tmm2\n\t"
-                         "tileloadd (%2,%3,1), %%tmm3\n\t"
-                         "tdpbsud %%tmm3, %%tmm2, %%tmm0\n\t"
-                         "tilestored %%tmm0, (%4,%3,1)" ::"r"(XP_QS(xt) + 32 * (size_t)i),
-                         "r"(xsl), "r"(p + 16), "r"(bs), "r"(c0)
-                         : "memory");
-        q8_0_block(p, c0, xt, xs, nb, i, M, acc);
-    }
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
-}
-
-// An AMX kernel: passes of 16 and then 8 tokens (pass_fn; pass2_fn: two groups), the tokens short of 8 by the VNNI
-// kernel vn, whose activation quantizer it shares.
-#define AMX_KERNEL(t, pass_fn, pass2_fn, vn)                                                                             \
-    AMXQ static void tile_##t##_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) { \
-        const uint8_t *g = group, *xb = x;                                                                               \
+// An AMX kernel: passes of 16 and then 8 tokens (pass_fn, one group or two: gb apart), the tokens short of 8 by the
+// VNNI kernel vn, whose activation quantizer it shares.
+#define AMX_KERNEL(t, pass_fn, vn)                                                                                        \
+    AMXQ static inline __attribute__((always_inline)) void tiles_##t(const uint8_t *g, size_t gb, const uint8_t *xb,     \
+                                                                    size_t xs, int T, int n, float *out, size_t ldo,    \
+                                                                    int two) {                                          \
         int t0 = 0;                                                                                                      \
-        for (; T - t0 >= 16; t0 += 16) pass_fn(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);         \
-        if (T - t0 >= 8) pass_fn(g, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;              \
-        if (t0 < T) vn.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);                        \
+        for (; T - t0 >= 16; t0 += 16) pass_fn(g, gb, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16, two); \
+        if (T - t0 >= 8) pass_fn(g, gb, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8, two), t0 += 8;      \
+        if (t0 < T) {                                                                                                    \
+            vn.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);                                \
+            if (two) vn.tile(g + gb, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0 + 8, ldo);              \
+        }                                                                                                                \
+    }                                                                                                                    \
+    AMXQ static void tile_##t##_amx(const void *group, const void *x, size_t xs, int T, int n, float *out, size_t ldo) { \
+        tiles_##t(group, 0, x, xs, T, n, out, ldo, 0);                                                                   \
     }                                                                                                                    \
     AMXQ static void tile2_##t##_amx(const void *group, size_t gb, const void *x, size_t xs, int T, int n, float *out,   \
                                      size_t ldo) {                                                                       \
-        const uint8_t *g = group, *xb = x;                                                                               \
-        int t0 = 0;                                                                                                      \
-        for (; T - t0 >= 16; t0 += 16) pass2_fn(g, gb, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 16);    \
-        if (T - t0 >= 8) pass2_fn(g, gb, xb + xs * (size_t)t0, xs, n, out + ldo * (size_t)t0, ldo, 8), t0 += 8;         \
-        if (t0 < T) {                                                                                                    \
-            vn.tile(g, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0, ldo);                                \
-            vn.tile(g + gb, xb + xs * (size_t)t0, xs, T - t0, n, out + ldo * (size_t)t0 + 8, ldo);                       \
-        }                                                                                                                \
+        tiles_##t(group, gb, x, xs, T, n, out, ldo, 1);                                                                  \
     }                                                                                                                    \
     static void quant_##t(const float *x, void *y, int n) { vn.quant(x, y, n); }                                         \
     const pack_kernel pack_amx_##t = {.quant = quant_##t, .tile = tile_##t##_amx, .tokens = 16, .tile2 = tile2_##t##_amx};
@@ -292,14 +196,6 @@ AMXQ static inline __attribute__((always_inline)) void q4k_unpack_s(const uint8_
         _mm256_store_si256((__m256i *)(u + st * (2 * h + 1)), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
     }
 }
-AMXQ static inline __attribute__((always_inline)) void q4k_unpack(const uint8_t *nib, uint8_t *u) { q4k_unpack_s(nib, u, 32); }
-
-// the sums of a step's sub-block (C stored at c) times the rows' scales, into the tokens' isum
-AMXQ static inline __attribute__((always_inline)) void q4k_sums(const uint8_t *rec, int j, const int32_t *c, int M, __m256i *isum) {
-    const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(rec + 32 + 8 * j)));
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(c + 8 * t)), sc));
-}
 
 
 // q6_K the same way (PACK_Q6_K's records, q8_K activations): a 16-column
@@ -317,112 +213,6 @@ AMXQ static inline __attribute__((always_inline)) void q6k_unpack_s(const uint8_
     _mm256_store_si256((__m256i *)(u + 2 * st), _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)));
     _mm256_store_si256((__m256i *)(u + 3 * st), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));
 }
-AMXQ static inline __attribute__((always_inline)) void q6k_unpack(const uint8_t *sb, uint8_t *u) { q6k_unpack_s(sb, u, 32); }
-
-AMXQ static inline __attribute__((always_inline)) void q6k_sums(const uint8_t *rec, int j, const int32_t *c, int M, __m256i *isum) {
-    const __m256i pr = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(rec + 16 + 16 * (j / 2))));
-    const __m256i sc = j % 2 ? _mm256_srai_epi32(pr, 16) : _mm256_srai_epi32(_mm256_slli_epi32(pr, 16), 16);
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_load_si256((const __m256i *)(c + 8 * t)), sc));
-}
-
-// The M tokens at xt against a group of q4_K (K) or q6_K records: two
-// sub-blocks a step, unpacked a step ahead, their sums added up a step later
-// (between the next step's products and their stores, in the other pair of C
-// tiles); q4_K's mins at the start of each super-block, its float part (q6_K:
-// the offset too) at the end.
-AMXQ static inline __attribute__((always_inline)) void kq_pass(int K, const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out,
-                                                              size_t ldo, int M) {
-    const int Q4 = K == PACK_Q4_K, LS = Q4 ? 2 : 3;              // (log2 of the steps a super-block)
-    const size_t REC = Q4 ? 32 + 64 + 64 + 1024 : 16 + 128 + 16 * 96; // (pack_record_bytes)
-    const int W = Q4 ? 32 : 16, V0 = Q4 ? 160 : 144, VS = Q4 ? 128 : 96; // sub-block columns; its values' offset, stride
-    const int nb = n / QK_K, steps = nb << LS;
-    const long xsl = (long)xs, bs = 32;
-    int32_t cb[2][2][16 * 8] __attribute__((aligned(64)));
-    uint8_t ubuf[2][2][256] __attribute__((aligned(64))); // (a step's B tiles, unpacked a step ahead)
-    __m256 acc[16];
-    __m256i isum[16];
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) acc[t] = _mm256_setzero_ps(), isum[t] = _mm256_setzero_si256();
-    configure(K, M);
-    if (Q4) q4k_unpack(g + V0, ubuf[0][0]), q4k_unpack(g + V0 + VS, ubuf[0][1]);
-    else q6k_unpack(g + V0, ubuf[0][0]), q6k_unpack(g + V0 + VS, ubuf[0][1]);
-    for (int s = 0; s <= steps; s++) {
-        const int i = s >> LS, j = 2 * (s & ((1 << LS) - 1)), set = s & 1;
-        const uint8_t *p = g + REC * (size_t)i;
-        int32_t(*c)[16 * 8] = cb[set];
-        if (s < steps) { // this step's products: sub-blocks j and j + 1 of super-block i
-            if (j == 0)
-                for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3);
-            uint8_t *ub[2] = {ubuf[set][0], ubuf[set][1]};
-            const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j, *a1 = a0 + W;
-            if (set) AMX_STEP("tmm6", "tmm7");
-            else AMX_STEP("tmm0", "tmm1");
-        }
-        if (s > 0) { // the step before's sums; at the end of its super-block, that super-block's float part
-            const int pi = (s - 1) >> LS, pj = 2 * ((s - 1) & ((1 << LS) - 1));
-            const uint8_t *pp = g + REC * (size_t)pi;
-            if (Q4) q4k_sums(pp, pj, cb[set ^ 1][0], M, isum), q4k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
-            else q6k_sums(pp, pj, cb[set ^ 1][0], M, isum), q6k_sums(pp, pj + 1, cb[set ^ 1][1], M, isum);
-            if (pj == (2 << LS) - 2) {
-                __m256i pr[8];
-                for (int q = 0; q < 8; q++) pr[q] = Q4 ? _mm256_setzero_si256() : _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(pp + 16 + 16 * q)));
-                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
-                _Pragma("GCC unroll 16")
-                for (int t = 0; t < M; t++) {
-                    const uint8_t *x = xt + xs * (size_t)t;
-                    __m256i v = isum[t];
-                    if (!Q4) { // (the -32 offset: -32 sum sc_j bs16_j, as an int32 like the VNNI kernel's start)
-                        const int16_t *b16 = XPK_BS16(x, n) + 16 * pi;
-                        __m256i mo = _mm256_setzero_si256();
-                        _Pragma("GCC unroll 8")
-                        for (int q = 0; q < 8; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b16 + 2 * q)));
-                        v = _mm256_sub_epi32(v, _mm256_slli_epi32(mo, 5));
-                    }
-                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(d, _mm256_set1_ps(XPK_D(x, n)[pi])), acc[t]);
-                    isum[t] = _mm256_setzero_si256();
-                }
-            }
-        }
-        if (Q4 && s < steps && j == 0) { // super-block i's mins: -sum m_j bs32_j, apart (the VNNI kernel's order: before its sums)
-            __m256i pr[4];
-            _Pragma("GCC unroll 4")
-            for (int q = 0; q < 4; q++) pr[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 96 + 16 * q)));
-            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < M; t++) {
-                const uint8_t *x = xt + xs * (size_t)t;
-                const int16_t *b32 = XPK_BS32(x, n) + 8 * i;
-                __m256i mo = _mm256_setzero_si256();
-                _Pragma("GCC unroll 4")
-                for (int q = 0; q < 4; q++) mo = _mm256_dpwssd_epi32(mo, pr[q], _mm256_set1_epi32(ld32(b32 + 2 * q)));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), mo)),
-                                         _mm256_mul_ps(dm, _mm256_set1_ps(XPK_D(x, n)[i])), acc[t]);
-            }
-        }
-        if (s < steps) {
-            if (set) Q8_0_STORE("tmm6", "tmm7");
-            else Q8_0_STORE("tmm0", "tmm1");
-        }
-        if (s + 1 < steps) { // the next step's sub-blocks, unpacked into the other buffers
-            const uint8_t *nv = g + REC * (size_t)((s + 1) >> LS) + V0 + VS * (size_t)(2 * ((s + 1) & ((1 << LS) - 1)));
-            if (Q4) q4k_unpack(nv, ubuf[set ^ 1][0]), q4k_unpack(nv + VS, ubuf[set ^ 1][1]);
-            else q6k_unpack(nv, ubuf[set ^ 1][0]), q6k_unpack(nv + VS, ubuf[set ^ 1][1]);
-        }
-    }
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) _mm256_storeu_ps(out + ldo * (size_t)t, acc[t]);
-}
-
-AMXQ static void q4k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    if (M == 16) kq_pass(PACK_Q4_K, g, xt, xs, n, out, ldo, 16);
-    else kq_pass(PACK_Q4_K, g, xt, xs, n, out, ldo, 8);
-}
-AMXQ static void q6k_pass(const uint8_t *g, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    if (M == 16) kq_pass(PACK_Q6_K, g, xt, xs, n, out, ldo, 16);
-    else kq_pass(PACK_Q6_K, g, xt, xs, n, out, ldo, 8);
-}
-
 // Two groups a pass (16 rows): B tiles 16 rows wide (granule k's row: group
 // 0's 32 bytes, then group 1's: copied from the two records for q8_0, unpacked
 // so for the k-quants), one TDPBSUD a step into a C tile of 16 rows' sums
@@ -468,7 +258,7 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_wide(const uint8_t *
 }
 
 AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out,
-                                                                 size_t ldo, int M) {
+                                                                 size_t ldo, int M, int two) {
     enum { REC = 16 + 256 };
     const int nb = n / QK;
     const long xsl = (long)xs, cs = 64;
@@ -482,7 +272,10 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
     for (int i = 0; i < nb + LAG; i++) {
         if (i < nb) {
             const uint8_t *p = g + REC * (size_t)i;
-            for (int o = 0; o < REC; o += 64) __builtin_prefetch(p + 8 * REC + o, 0, 3), __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
+            for (int o = 0; o < REC; o += 64) {
+                __builtin_prefetch(p + 8 * REC + o, 0, 3);
+                if (two) __builtin_prefetch(p + gb + 8 * REC + o, 0, 3);
+            }
             const int8_t *a0 = XP_QS(xt) + 32 * (size_t)i;
             const uint8_t *ub = wb[i % (LAG + 1)];
             if (i & 1) AMX_STEPW_SS("tmm1");
@@ -508,7 +301,7 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
         if (i >= 1 && i + LAG < nb) q8_0_wide(g + REC * (size_t)(i + LAG), gb, wb[(i + LAG) % (LAG + 1)]);
     }
     _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) _mm512_storeu_ps(out + ldo * (size_t)t, acc[t]);
+    for (int t = 0; t < M; t++) _mm512_mask_storeu_ps(out + ldo * (size_t)t, two ? 0xffff : 0xff, acc[t]);
 }
 
 // q4_K (K) or q6_K, two groups: a step is sub-block j of super-block i of
@@ -516,7 +309,7 @@ AMXQ static inline __attribute__((always_inline)) void q8_0_pass2(const uint8_t 
 // mins first where it opens a super-block, the float part after where it
 // closes one: the VNNI kernel's order).
 AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n,
-                                                               float *out, size_t ldo, int M) {
+                                                               float *out, size_t ldo, int M, int two) {
     const int Q4 = K == PACK_Q4_K, SB = Q4 ? 8 : 16;                  // sub-blocks a super-block
     const size_t REC = Q4 ? 32 + 64 + 64 + 1024 : 16 + 128 + 16 * 96; // (pack_record_bytes)
     const int W = Q4 ? 32 : 16, V0 = Q4 ? 160 : 144, VS = Q4 ? 128 : 96;
@@ -529,17 +322,23 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
     _Pragma("GCC unroll 16")
     for (int t = 0; t < M; t++) acc[t] = _mm512_setzero_ps(), isum[t] = _mm512_setzero_si512();
     configure_w(K, M, 1);
+    if (!two) memset(ubuf, 0, sizeof ubuf); // (one group: the B tiles' second half stays zero)
     for (int s = 0; s < LAG && s < steps; s++) {
         const uint8_t *nv = g + REC * (size_t)(s / SB) + V0 + VS * (size_t)(s % SB);
-        if (Q4) q4k_unpack_s(nv, ubuf[s], 64), q4k_unpack_s(nv + gb, ubuf[s] + 32, 64);
-        else q6k_unpack_s(nv, ubuf[s], 64), q6k_unpack_s(nv + gb, ubuf[s] + 32, 64);
+        if (Q4) q4k_unpack_s(nv, ubuf[s], 64);
+        else q6k_unpack_s(nv, ubuf[s], 64);
+        if (two && Q4) q4k_unpack_s(nv + gb, ubuf[s] + 32, 64);
+        else if (two) q6k_unpack_s(nv + gb, ubuf[s] + 32, 64);
     }
     for (int s = 0; s < steps + LAG; s++) {
         if (s < steps) {
             const int i = s / SB, j = s % SB;
             const uint8_t *p = g + REC * (size_t)i;
             if (j == 0)
-                for (size_t o = 0; o < REC; o += 64) __builtin_prefetch(p + 2 * REC + o, 0, 3), __builtin_prefetch(p + gb + 2 * REC + o, 0, 3);
+                for (size_t o = 0; o < REC; o += 64) {
+                    __builtin_prefetch(p + 2 * REC + o, 0, 3);
+                    if (two) __builtin_prefetch(p + gb + 2 * REC + o, 0, 3);
+                }
             const uint8_t *ub = ubuf[s % (LAG + 1)];
             const int8_t *a0 = XPK_QS(xt) + 256 * (size_t)i + W * (size_t)j;
             if (s & 1) AMX_STEPW("tmm1");
@@ -602,35 +401,39 @@ AMXQ static inline __attribute__((always_inline)) void kq_pass2(int K, const uin
             const int u = s + LAG;
             const uint8_t *nv = g + REC * (size_t)(u / SB) + V0 + VS * (size_t)(u % SB);
             uint8_t *d = ubuf[u % (LAG + 1)];
-            if (Q4) q4k_unpack_s(nv, d, 64), q4k_unpack_s(nv + gb, d + 32, 64);
-            else q6k_unpack_s(nv, d, 64), q6k_unpack_s(nv + gb, d + 32, 64);
+            if (Q4) q4k_unpack_s(nv, d, 64);
+            else q6k_unpack_s(nv, d, 64);
+            if (two && Q4) q4k_unpack_s(nv + gb, d + 32, 64);
+            else if (two) q6k_unpack_s(nv + gb, d + 32, 64);
         }
     }
     _Pragma("GCC unroll 16")
-    for (int t = 0; t < M; t++) _mm512_storeu_ps(out + ldo * (size_t)t, acc[t]);
+    for (int t = 0; t < M; t++) _mm512_mask_storeu_ps(out + ldo * (size_t)t, two ? 0xffff : 0xff, acc[t]);
 }
 
-AMXQ static void q8_0_pass2_m(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    if (M == 16) q8_0_pass2(g, gb, xt, xs, n, out, ldo, 16);
-    else q8_0_pass2(g, gb, xt, xs, n, out, ldo, 8);
-}
-AMXQ static void q4k_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    if (M == 16) kq_pass2(PACK_Q4_K, g, gb, xt, xs, n, out, ldo, 16);
-    else kq_pass2(PACK_Q4_K, g, gb, xt, xs, n, out, ldo, 8);
-}
-AMXQ static void q6k_pass2(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M) {
-    if (M == 16) kq_pass2(PACK_Q6_K, g, gb, xt, xs, n, out, ldo, 16);
-    else kq_pass2(PACK_Q6_K, g, gb, xt, xs, n, out, ldo, 8);
-}
+// (the passes for M = 16 and 8, one group and two, compiled apart: M and two constants in each)
+#define PASS_M(call) \
+    if (M == 16 && two) call(16, 1); \
+    else if (M == 16) call(16, 0); \
+    else if (two) call(8, 1); \
+    else call(8, 0)
+#define Q8(m, w) q8_0_pass2(g, gb, xt, xs, n, out, ldo, m, w)
+#define Q4K(m, w) kq_pass2(PACK_Q4_K, g, gb, xt, xs, n, out, ldo, m, w)
+#define Q6K(m, w) kq_pass2(PACK_Q6_K, g, gb, xt, xs, n, out, ldo, m, w)
+AMXQ static void q8_0_pass(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M, int two) { PASS_M(Q8); }
+AMXQ static void q4k_pass(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M, int two) { PASS_M(Q4K); }
+AMXQ static void q6k_pass(const uint8_t *g, size_t gb, const uint8_t *xt, size_t xs, int n, float *out, size_t ldo, int M, int two) { PASS_M(Q6K); }
+#undef PASS_M
+#undef Q8
+#undef Q4K
+#undef Q6K
 
-AMX_KERNEL(q8_0, q8_0_pass, q8_0_pass2_m, pack_vnni_q8_0)
-AMX_KERNEL(q4_K, q4k_pass, q4k_pass2, pack_vnni_q4_K)
-AMX_KERNEL(q6_K, q6k_pass, q6k_pass2, pack_vnni_q6_K)
-#undef AMX_STEP
+AMX_KERNEL(q8_0, q8_0_pass, pack_vnni_q8_0)
+AMX_KERNEL(q4_K, q4k_pass, pack_vnni_q4_K)
+AMX_KERNEL(q6_K, q6k_pass, pack_vnni_q6_K)
 #undef AMX_STEPW
 #undef AMX_STEPW_SS
 #undef STOREW
-#undef Q8_0_STORE
 #undef AMX_KERNEL
 
 #else
