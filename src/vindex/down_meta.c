@@ -87,15 +87,19 @@ static void pk_task(void *arg, int ith, int nth) {
     tlist *l = &a->lists[ith];
     int tb = (int)(24576 / a->xrow), panel = (int)(131072 / a->gbytes);
     tb = tb < 1 ? 1 : tb, panel = panel < 1 ? 1 : panel;
+    if (a->pk->tokens > 1) tb = tb < a->pk->tokens ? a->pk->tokens : tb / a->pk->tokens * a->pk->tokens; // (AMX: whole tiles)
     for (int b; (b = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed)) * PB < a->V;) {
         int v0 = b * PB, n = a->V - v0 < PB ? a->V - v0 : PB, ng = (n + 7) / 8; // (the last group's padding rows: columns past n)
         for (int p0 = 0; p0 < ng; p0 += panel) {
             int p1 = p0 + panel < ng ? p0 + panel : ng;
             for (int t0 = 0; t0 < a->F; t0 += tb) {
                 int tn = a->F - t0 < tb ? a->F - t0 : tb;
-                for (int g = p0; g < p1; g++)
-                    a->pk->tile((const unsigned char *)a->head->pack + a->gbytes * (size_t)(v0 / 8 + g), a->xq + a->xrow * (size_t)t0,
-                                a->xrow, tn, a->H, y + (size_t)t0 * PB + 8 * g, PB);
+                for (int g = p0; g < p1; g++) {
+                    const unsigned char *pg = (const unsigned char *)a->head->pack + a->gbytes * (size_t)(v0 / 8 + g), *xt = a->xq + a->xrow * (size_t)t0;
+                    float *yt = y + (size_t)t0 * PB + 8 * g;
+                    if (a->pk->tile2 && g + 1 < p1) a->pk->tile2(pg, a->gbytes, xt, a->xrow, tn, a->H, yt, PB), g++; // (two groups at once)
+                    else a->pk->tile(pg, xt, a->xrow, tn, a->H, yt, PB);
+                }
             }
         }
         for (int f = 0; f < a->F; f++) {
