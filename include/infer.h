@@ -336,6 +336,15 @@ INFER_API int infer_lm_head_index_clusters(const infer_model *model);
 // kernels and infer_get_threads() threads (the product alone: no scale or
 // softcap), for timing and checking the index against.
 INFER_API infer_status infer_lm_head_dense(const infer_model *model, const float *hidden, float *logits);
+// ids (k) = the k rows of the model's own head that score highest against
+// hidden, best first (score, then the lower id): the dense head's answer to
+// the index's lookup, on the device infer_lm_head_set_device chose.
+INFER_API infer_status infer_lm_head_topk_dense(const infer_model *model, const float *hidden, int k, int32_t *ids);
+// Where the head's lookups run: "cpu" (the default) or "cuda" (the model's
+// head and the vindex's lm_head index copied to the first GPU; the products
+// and top-k there, k ids back): infer_lm_head_topk_dense and
+// infer_lm_head_topk_index (and _index_logits) then run there. Needs a vindex.
+INFER_API infer_status infer_lm_head_set_device(infer_model *model, const char *device);
 // The logits of n chosen ids from the model's own output head (scalar dot
 // products, times the family's logit scale, before any final softcap).
 INFER_API infer_status infer_lm_head_logits(const infer_model *model, const float *hidden, const int32_t *ids, int n,

@@ -27,6 +27,7 @@
 #include "vindex/vindex.h"
 #include "vindex/extract.h"
 #include "compute/cpu/ops.h"
+#include "compute/cuda/cuda.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -304,7 +305,27 @@ static void check_lm_index(const char *fam, const char *tmp) {
         for (int i = 1; i < K; i++) sorted &= y[got2[i]] <= y[got2[i - 1]] || got2[i] >= V || got2[i] < 0;
         for (int i = 0; i < K; i++) sorted &= got2[i] >= 0 && got2[i] < V;
         CHECK(sorted, "%s: 2 clusters probed: ids out of range or not best first", fam);
+        CHECK(infer_lm_head_topk_dense(m, x, K, got2) == INFER_OK && !memcmp(got2, want, sizeof want), "%s: the dense head's top %d",
+              fam, K);
+        if (cuda_device_count() > 0) { // the same lookups on the GPU: its products' floats, so the same tokens up to near-ties
+            CHECK(infer_lm_head_set_device(m, "cuda") == INFER_OK, "%s: lm_head on cuda: %s", fam, infer_last_error());
+            int near = 1;
+            CHECK(infer_lm_head_topk_dense(m, x, K, got2) == INFER_OK, "%s: cuda: %s", fam, infer_last_error());
+            for (int i = 0; i < K; i++) near &= got2[i] >= 0 && got2[i] < V && fabsf(y[got2[i]] - y[want[i]]) <= 1e-4f * (fabsf(y[want[0]]) + 1e-3f);
+            CHECK(infer_lm_head_topk_index(m, x, K, C, got) == INFER_OK, "%s: cuda: %s", fam, infer_last_error());
+            for (int i = 0; i < K; i++) near &= got[i] >= 0 && got[i] < V && fabsf(y[got[i]] - y[want[i]]) <= 1e-4f * (fabsf(y[want[0]]) + 1e-3f);
+            CHECK(near, "%s: cuda: the dense head's or the whole index's top %d are not the CPU head's", fam, K);
+            CHECK(infer_lm_head_topk_index(m, x, K, 2, got) == INFER_OK, "%s: cuda: %s", fam, infer_last_error());
+            int fine = 1;
+            for (int i = 0; i < K; i++) fine &= got[i] >= 0 && got[i] < V && (i == 0 || y[got[i]] <= y[got[i - 1]] + 1e-4f * (fabsf(y[want[0]]) + 1e-3f));
+            CHECK(fine, "%s: cuda, 2 clusters probed: ids out of range or not best first", fam);
+            CHECK(infer_lm_head_set_device(m, "cpu") == INFER_OK, "%s: back to the cpu", fam);
+        }
     }
+    if (cuda_device_count() <= 0)
+        CHECK(infer_lm_head_set_device(m, "cuda") == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), "cuda"),
+              "%s: the lm_head on cuda without a GPU: %s", fam, infer_last_error());
+    CHECK(infer_lm_head_set_device(m, "tpu") == INFER_ERR_ARG && strstr(infer_last_error(), "tpu"), "%s: an unknown device accepted", fam);
     CHECK(infer_lm_head_topk_index(m, x, 0, C, got) == INFER_ERR_ARG, "%s: k 0 accepted", fam);
     CHECK(infer_lm_head_topk_index(m, x, K, 0, got) == INFER_ERR_ARG, "%s: 0 probes accepted", fam);
     cpu_exec_release(&ex);

@@ -248,6 +248,30 @@ infer_status infer_lm_head_dense(const infer_model *m, const float *hidden, floa
     return oom ? fail(INFER_ERR_NOMEM, "out of memory for the lm_head's scratch") : INFER_OK;
 }
 
+infer_status infer_lm_head_set_device(infer_model *m, const char *device) {
+    if (!m->vx) return fail(INFER_ERR_ARG, "the lm_head on a device needs a vindex (attach one, or load the model from one)");
+    if (!m->output.w) return fail(INFER_ERR_ARG, "the model has no output head");
+    return vindex_lm_set_device(m->vx, m->output.w, device);
+}
+
+infer_status infer_lm_head_topk_dense(const infer_model *m, const float *hidden, int k, int32_t *ids) {
+    int V = m->cfg.n_vocab;
+    if (k < 1 || k > V) return fail(INFER_ERR_ARG, "lm_head top-k: k %d is outside 1-%d", k, V);
+    if (m->vx && vindex_lm_on_device(m->vx)) return vindex_lm_device_topk(m->vx, hidden, k, 0, ids);
+    float *logits = malloc(sizeof(float) * (size_t)V), *sc = malloc(sizeof(float) * (size_t)k);
+    if (!logits || !sc) return free(logits), free(sc), fail(INFER_ERR_NOMEM, "out of memory for %d logits", V);
+    infer_status st = infer_lm_head_dense(m, hidden, logits);
+    int n = 0;
+    for (int t = 0; !st && t < V; t++) topk_insert(sc, ids, &n, k, logits[t], t);
+    for (int t = 0; !st && n < k; t++) { // (NaN logits: the lowest other ids)
+        int in = 0;
+        for (int i = 0; i < n && !in; i++) in = ids[i] == t;
+        if (!in) ids[n++] = t;
+    }
+    free(logits), free(sc);
+    return st;
+}
+
 infer_status infer_lm_head_logits(const infer_model *m, const float *hidden, const int32_t *ids, int n, float *logits) {
     const tensor *w = m->output.w;
     int V = m->cfg.n_vocab, E = m->cfg.n_embd;

@@ -213,7 +213,14 @@ static void probe_task(void *arg, int ith, int nth) {
     for (int b = 0; b < j->probes && at < r1; b++) {
         int64_t c0 = x->off[j->best[b]], c1 = x->off[j->best[b] + 1], len = c1 - c0;
         int64_t a = r0 > at ? r0 - at : 0, e = r1 - at < len ? r1 - at : len; // (this thread's part of the cluster)
-        for (int64_t q = c0 + a; q < c0 + e; q++) {
+        int64_t q = c0 + a;
+        if (j->kern && j->kern->dotr) // (4 rows a call: the token's activations loaded once for them)
+            for (; q + 4 <= c0 + e; q += 4) {
+                float s4[4];
+                j->kern->dotr((const char *)x->rows + x->rs * (size_t)q, x->rs, j->xa, j->H, s4);
+                for (int i = 0; i < 4; i++) topk_insert(sc, id, n, j->k, s4[i], x->order[q + i]);
+            }
+        for (; q < c0 + e; q++) {
             const char *r = (const char *)x->rows + x->rs * (size_t)q;
             float s = j->kern ? j->kern->dot(r, j->xa, j->H) : tr->dot(r, j->hidden, j->H);
             topk_insert(sc, id, n, j->k, s, x->order[q]);

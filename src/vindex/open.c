@@ -340,6 +340,7 @@ infer_status vindex_open(const char *dir, vindex **out) {
     vindex *v = calloc(1, sizeof *v);
     if (!v) return fail(INFER_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&v->lmi_mu, NULL);
+    pthread_mutex_init(&v->lmg_mu, NULL);
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--; // "x.vindex/" names the same directory
     v->dir = strndup(dir, n);
@@ -383,6 +384,8 @@ void vindex_close(vindex *v) {
     mapfile_close(&v->lmi_map);
     pool_free(v->lmi_pool);
     pthread_mutex_destroy(&v->lmi_mu);
+    vindex_lm_release_device(v);
+    pthread_mutex_destroy(&v->lmg_mu);
     free(v->n_feat);
     free(v->gate);
     free(v->ffn);
@@ -412,6 +415,8 @@ const lm_index *vindex_lm_index(const vindex *v) { return v->lmi.C ? &v->lmi : N
 
 infer_status vindex_lm_topk(vindex *v, const float *hidden, int k, int probes, int threads, int32_t *ids) {
     if (!v->lmi.C) return fail(INFER_ERR_ARG, "%s: no lm_head index (extract with --lm-index)", v->dir);
+    if (probes < 1) return fail(INFER_ERR_ARG, "lm_head index: %d clusters probed (at least 1)", probes);
+    if (v->lmg) return vindex_lm_device_topk(v, hidden, k, probes, ids);
     // the vindex's pool where no other lookup holds it (else one for this lookup)
     pool *p = NULL, *own = NULL;
     int held = threads > 1 && pthread_mutex_trylock(&v->lmi_mu) == 0;

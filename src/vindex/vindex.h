@@ -75,6 +75,14 @@ const struct lm_index_s *vindex_lm_index(const vindex *v);
 // `probes` best clusters (lm_index_topk), on `threads` threads (kept in the
 // vindex between lookups; one lookup at a time uses them, others make their own).
 infer_status vindex_lm_topk(vindex *v, const float *hidden, int k, int probes, int threads, int32_t *ids);
+// The model's head (and the index, where the vindex has one) on a device:
+// "cpu" (none: released) or "cuda" (lm_device.c). On the device, ids (k) =
+// the k best rows of the head (probes 0) or of the index's lookup (probes
+// clusters), best first (score, then the lower id).
+infer_status vindex_lm_set_device(vindex *v, const tensor *head, const char *device);
+int vindex_lm_on_device(const vindex *v);
+infer_status vindex_lm_device_topk(vindex *v, const float *hidden, int k, int probes, int32_t *ids);
+void vindex_lm_release_device(vindex *v);
 // Feature f of a layer: the number of top tokens stored (down_top), with
 // *ids and *scores pointing at them (sorted by score, descending). 0 and
 // NULLs when none are stored or layer/f are out of range.

@@ -50,6 +50,8 @@ struct infer_vindex {
     lm_index lmi;                   // its views (lmi.C 0: none)
     pthread_mutex_t lmi_mu;         // guards lmi_pool: a lookup's threads, kept between lookups
     pool *lmi_pool;
+    struct lm_gpu_s *lmg;           // the head and index on a GPU (lm_device.c), or NULL
+    pthread_mutex_t lmg_mu;         // one lookup there at a time
     char (*names)[32];              // (2 n_layer + 2) names of the tensors above
 };
 

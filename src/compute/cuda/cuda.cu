@@ -2149,19 +2149,30 @@ static __device__ int block_excl_scan(int flag, int *warp_tot, int *total) { // 
     __syncthreads();
     return warp_tot[wp] + in_warp;
 }
-static __global__ void __launch_bounds__(TOPK_THREADS) k_topk_abs(const float *s, int n, int k, int *idx) {
+// The key whose order is the order of |s| (ABS) or of s: |s|'s bits, or s's
+// with the sign flipped for positives and all bits for negatives.
+template <int ABS> static __device__ __forceinline__ unsigned topk_key(float v) {
+    unsigned u = __float_as_uint(ABS ? fabsf(v) : v);
+    return ABS ? u : u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+// n read from dn when given (at most n); k > n: the n indices, then -1s.
+template <int ABS> static __global__ void __launch_bounds__(TOPK_THREADS) k_topk(const float *s, int n, const int *dn, int k, int *idx) {
     PDL_ENTRY();
     __shared__ unsigned hist[256];
     __shared__ unsigned sh_pre, sh_msk;
     __shared__ int sh_kk, warp_tot[32], total;
     const int tid = threadIdx.x;
+    if (dn) n = *dn < n ? *dn : n;
+    for (int i = n + tid; i < k; i += blockDim.x) idx[i] = -1;
+    if (k > n) k = n;
+    if (k < 1) return;
     if (tid == 0) sh_pre = 0, sh_msk = 0, sh_kk = k;
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
         __syncthreads();
         unsigned pre = sh_pre, msk = sh_msk;
         for (int i = tid; i < n; i += blockDim.x) {
-            unsigned key = __float_as_uint(fabsf(s[i]));
+            unsigned key = topk_key<ABS>(s[i]);
             if ((key & msk) == pre) atomicAdd(&hist[(key >> shift) & 255], 1u);
         }
         __syncthreads();
@@ -2180,7 +2191,7 @@ static __global__ void __launch_bounds__(TOPK_THREADS) k_topk_abs(const float *s
     int base = 0, eq_before = 0;
     for (int i0 = 0; i0 < n; i0 += blockDim.x) {
         int i = i0 + tid;
-        unsigned key = i < n ? __float_as_uint(fabsf(s[i])) : 0;
+        unsigned key = i < n ? topk_key<ABS>(s[i]) : 0;
         int gt = i < n && key > key_k, eq = i < n && key == key_k;
         int eq_rank = block_excl_scan(eq, warp_tot, &total), eq_total = total;
         int take = gt || (eq && eq_before + eq_rank < take_eq);
@@ -2308,8 +2319,56 @@ extern "C" HIDDEN int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, c
 
 extern "C" HIDDEN int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) {
     if (n < 1 || k < 1 || k > n) return -1;
-    launch(k_topk_abs, 1, TOPK_THREADS, 0, d->stream, s, n, k, idx);
+    launch(k_topk<1>, 1, TOPK_THREADS, 0, d->stream, s, n, (const int *)NULL, k, idx);
     return launched("top-k");
+}
+extern "C" HIDDEN int cuda_topk_max(cuda_dev *d, const float *s, int n, const int *dn, int k, int *idx) {
+    if (n < 1 || k < 1 || (!dn && k > n)) return -1;
+    launch(k_topk<0>, 1, TOPK_THREADS, 0, d->stream, s, n, dn, k, idx);
+    return launched("top-k");
+}
+
+// The lm_head index's probed clusters (cuda.h's cuda_lm_probe): a block a
+// cluster, its place among the candidates the sum of the clusters before
+// it, a warp a row.
+static __global__ void k_lm_probe(int type, const uint8_t *rows, size_t rs, int H, const unsigned *off, const int *order,
+                                  const int *best, int P, const float *x, const uint8_t *xq, float *cs, int *cid, int *dn) {
+    PDL_ENTRY();
+    __shared__ int part[32];
+    const int b = blockIdx.x, lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = blockDim.x / 32;
+    int base = 0;
+    for (int j = threadIdx.x; j < b; j += blockDim.x) base += (int)(off[best[j] + 1] - off[best[j]]);
+    for (int o = 16; o; o >>= 1) base += __shfl_xor_sync(0xffffffffu, base, o);
+    if (lane == 0) part[wp] = base;
+    __syncthreads();
+    base = 0;
+    for (int w = 0; w < nw; w++) base += part[w];
+    const int c = best[b], c0 = (int)off[c], len = (int)off[c + 1] - c0;
+    if (b == P - 1 && threadIdx.x == 0) *dn = base + len;
+    for (int i = wp; i < len; i += nw) {
+        float v = walk_dot(type, rows + rs * (size_t)(c0 + i), x, xq, H, lane);
+        if (lane == 0) cs[base + i] = v, cid[base + i] = order[c0 + i];
+    }
+}
+extern "C" HIDDEN int cuda_lm_probe(cuda_dev *d, int type, const void *rows, int H, const unsigned *off, const int *order, const int *best,
+                                    int P, const float *x, const void *xq, float *cs, int *cid, int *dn) {
+    if (!cuda_walk_ok(type) || P < 1 || H < 1 || (type == DT_Q8_0 && (H % QK || !xq))) return -1;
+    launch(k_lm_probe, P, 256, 0, d->stream, type, (const uint8_t *)rows, row_bytes(type, H), H, off, order, best, P, x,
+           (const uint8_t *)xq, cs, cid, dn);
+    return launched("lm_head index");
+}
+// out_s[i], out_id[i] = s[pos[i]], id[pos[i]] (id NULL: pos[i] itself; pos[i] < 0: -inf, -1)
+static __global__ void k_lm_gather(const int *pos, int k, const float *s, const int *id, float *out_s, int *out_id) {
+    PDL_ENTRY();
+    for (int i = threadIdx.x; i < k; i += blockDim.x) {
+        int p = pos[i];
+        out_s[i] = p < 0 ? -INFINITY : s[p], out_id[i] = p < 0 ? -1 : id ? id[p] : p;
+    }
+}
+extern "C" HIDDEN int cuda_lm_gather(cuda_dev *d, const int *pos, int k, const float *s, const int *id, float *out_s, int *out_id) {
+    if (k < 1) return -1;
+    launch(k_lm_gather, 1, 256, 0, d->stream, pos, k, s, id, out_s, out_id);
+    return launched("gather");
 }
 
 // host_glu_oss's expression: gate capped at 7, up clamped to +-7, (up + 1) gate sigmoid(1.702 gate)

@@ -133,6 +133,18 @@ int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml)
 // idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
 // ties to the lower index: walk.c's topk_abs, on the GPU (one block).
 int cuda_topk_abs(cuda_dev *d, const float *d_s, int n, int k, int *d_idx);
+// The same for the k largest s[i]; d_n (device int, or NULL): n read there
+// (at most n), and where k exceeds it the indices past it are -1.
+int cuda_topk_max(cuda_dev *d, const float *d_s, int n, const int *d_n, int k, int *d_idx);
+// The lm_head index (vindex/lm_index.h) on the GPU: the rows (rows of type,
+// cluster order, raw bytes; f32, f16 or q8_0 as cuda_walk takes them) of the
+// P clusters best[] (device ints; off: C + 1 offsets, order: token ids) scored
+// against x (H floats; xq: its q8_0 row for q8_0 rows), into the candidates
+// cs / cid (scores, token ids; room for the probed rows), *dn their count.
+int cuda_lm_probe(cuda_dev *d, int type, const void *rows, int H, const unsigned *off, const int *order, const int *best, int P,
+                  const float *x, const void *xq, float *cs, int *cid, int *dn);
+// out_s[i], out_id[i] = s[pos[i]], id[pos[i]] for i < k (id NULL: pos[i]; pos[i] -1: -inf, -1)
+int cuda_lm_gather(cuda_dev *d, const int *pos, int k, const float *s, const int *id, float *out_s, int *out_id);
 // The vindex walk FFN (vindex/walk.h) of one row x (H floats; xq: x as the
 // q8_0 activation row when ffn is q8_0) over k features: feature i is idx[i]
 // (device ints; NULL: i itself), ffn the raw [3F, H] rows (gate, up, down of

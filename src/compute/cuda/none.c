@@ -100,6 +100,16 @@ int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int
 }
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml) { (void)d, (void)g, (void)u, (void)n, (void)act, (void)ggml; return -1; }
 int cuda_topk_abs(cuda_dev *d, const float *s, int n, int k, int *idx) { (void)d, (void)s, (void)n, (void)k, (void)idx; return -1; }
+int cuda_topk_max(cuda_dev *d, const float *s, int n, const int *dn, int k, int *idx) { (void)d, (void)s, (void)n, (void)dn, (void)k, (void)idx; return -1; }
+int cuda_lm_probe(cuda_dev *d, int type, const void *rows, int H, const unsigned *off, const int *order, const int *best, int P,
+                  const float *x, const void *xq, float *cs, int *cid, int *dn) {
+    (void)d, (void)type, (void)rows, (void)H, (void)off, (void)order, (void)best, (void)P, (void)x, (void)xq, (void)cs, (void)cid, (void)dn;
+    return -1;
+}
+int cuda_lm_gather(cuda_dev *d, const int *pos, int k, const float *s, const int *id, float *out_s, int *out_id) {
+    (void)d, (void)pos, (void)k, (void)s, (void)id, (void)out_s, (void)out_id;
+    return -1;
+}
 int cuda_walk_ok(int type) { (void)type; return 0; }
 int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out) { (void)d, (void)x, (void)rows, (void)n, (void)out; return -1; }
 int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq, const float *bias,
