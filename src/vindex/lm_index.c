@@ -23,6 +23,7 @@
 #include "compute/cpu/vec.h"
 #include "tensor/dtype.h"
 #include "tensor/vecdot.h"
+#include "tensor/pack.h"
 #include "base/error.h"
 #include "base/pool.h"
 
@@ -167,7 +168,8 @@ infer_status lm_index_parse(const void *data, size_t size, int V, int H, const c
     if (size != want)
         return fail(INFER_ERR_FORMAT, "%s: %zu bytes, %llu clusters of %d x %d need %llu", path, size, (unsigned long long)C, V, H,
                     (unsigned long long)want);
-    lm_index x = {(int)C, p + HDR, ct, NULL, NULL, (int)hdr[4], (size_t)rs, p + rows_at(ct, (uint64_t)V, (uint64_t)H, C)};
+    lm_index x = {.C = (int)C, .cent = p + HDR, .cent_type = ct, .type = (int)hdr[4], .rs = (size_t)rs,
+                  .rows = p + rows_at(ct, (uint64_t)V, (uint64_t)H, C)};
     x.off = (const uint32_t *)(p + HDR + cent_bytes(ct, (uint64_t)H, C));
     x.order = (const int32_t *)(x.off + C + 1);
     if (x.off[0] != 0 || x.off[C] != (uint32_t)V) return fail(INFER_ERR_FORMAT, "%s: the clusters do not cover the %d rows", path, V);
@@ -188,6 +190,43 @@ infer_status lm_index_parse(const void *data, size_t size, int V, int H, const c
     return INFER_OK;
 }
 
+infer_status lm_index_pack(lm_index *x, int H) {
+    if (x->sketch || pack_kind_for(DT_Q4_0, H) != PACK_Q4_0) return INFER_OK;
+    uint32_t *gs = malloc(sizeof(uint32_t) * ((size_t)x->C + 1));
+    uint32_t big = 0; // (the largest cluster's rows)
+    if (!gs) return fail(INFER_ERR_NOMEM, "out of memory");
+    gs[0] = 0;
+    for (int c = 0; c < x->C; c++) {
+        uint32_t n = x->off[c + 1] - x->off[c];
+        gs[c + 1] = gs[c] + (n + 7) / 8, big = n > big ? n : big;
+    }
+    uint32_t ng = gs[x->C];
+    size_t gb = pack_group_bytes(PACK_Q4_0, H), r4 = dtype_row_size(DT_Q4_0, H);
+    unsigned char *p = malloc(gb * ng), *q = malloc(r4 * big);
+    float *f = malloc(sizeof(float) * (size_t)H);
+    if (!p || !q || !f) {
+        free(gs), free(p), free(q), free(f);
+        return fail(INFER_ERR_NOMEM, "out of memory for the lm_head index's sketch (%u groups of %zu bytes)", ng, gb);
+    }
+    const dtype_traits *tr = dtype_get(x->type), *t4 = dtype_get(DT_Q4_0);
+    for (int c = 0; c < x->C; c++) { // (a cluster's rows as q4_0, then packed)
+        uint32_t n = x->off[c + 1] - x->off[c];
+        for (uint32_t r = 0; r < n; r++) {
+            tr->to_float((const char *)x->rows + x->rs * (size_t)(x->off[c] + r), f, H);
+            t4->from_float(f, q + r4 * r, H);
+        }
+        pack_rows(PACK_Q4_0, q, n, H, p + gb * gs[c]);
+    }
+    free(q), free(f);
+    x->sketch = p, x->gstart = gs;
+    return INFER_OK;
+}
+
+void lm_index_unpack(lm_index *x) {
+    free(x->sketch), free(x->gstart);
+    x->sketch = NULL, x->gstart = NULL;
+}
+
 typedef struct {
     const lm_index *x;
     const int32_t *best; // the probed clusters
@@ -199,7 +238,32 @@ typedef struct {
     float *sc;           // per thread: k scores, ids, count
     int32_t *id;
     int *n;
+    const pack_kernel *pk; // the packed rows' kernel (x->packed), and the hidden state as it takes it
+    const void *xp;
 } probe_job;
+
+// The same over the sketch: groups [total * ith / nth, ...) of the probed
+// clusters in turn, 8 rows a call of the kernel (a group's padding rows left
+// out), each list's ids the rows' places in cluster order.
+static void probe_packed_task(void *arg, int ith, int nth) {
+    probe_job *j = arg;
+    const lm_index *x = j->x;
+    int64_t g0 = j->total * ith / nth, g1 = j->total * (ith + 1) / nth, at = 0;
+    float *sc = j->sc + (size_t)ith * j->k, s8[8];
+    int32_t *id = j->id + (size_t)ith * j->k;
+    int *n = j->n + ith;
+    size_t gb = pack_group_bytes(PACK_Q4_0, j->H), xr = pack_act_row_size(PACK_Q4_0, j->H);
+    for (int b = 0; b < j->probes && at < g1; b++) {
+        int c = j->best[b];
+        int64_t len = x->gstart[c + 1] - x->gstart[c], rows = x->off[c + 1] - x->off[c];
+        int64_t a = g0 > at ? g0 - at : 0, e = g1 - at < len ? g1 - at : len; // (this thread's part of the cluster)
+        for (int64_t g = a; g < e; g++) {
+            j->pk->tile((const unsigned char *)x->sketch + gb * (x->gstart[c] + (size_t)g), j->xp, xr, 1, j->H, s8, 8);
+            for (int i = 0; i < 8 && 8 * g + i < rows; i++) topk_insert(sc, id, n, j->k, s8[i], (int32_t)(x->off[c] + 8 * g + i));
+        }
+        at += len;
+    }
+}
 
 // rows [total * ith / nth, total * (ith + 1) / nth) of the probed clusters in turn
 static void probe_task(void *arg, int ith, int nth) {
@@ -241,20 +305,55 @@ static void cent_range(void *arg, int c0, int c1) {
     }
 }
 
+// The n candidates (places q[i] in cluster order) scored from the rows: by
+// the packed kernel of their type where the CPU has one (the dense head's
+// floats), else the row kernel; into the k best (sc, id: token ids).
+static infer_status rescore(const lm_index *x, const int32_t *q, int n, const float *hidden, const void *xq, const vecdot_kernel *kern,
+                            int H, int k, float *sc, int32_t *id, int *cnt) {
+    int kind = pack_kind_for(x->type, H);
+    if (kind != PACK_NONE && kind != PACK_BF16) {
+        const pack_kernel *pk = pack_kernel_get(kind);
+        size_t gb = pack_group_bytes(kind, H);
+        unsigned char *rows = malloc(x->rs * 8), *g = malloc(gb), *xp = malloc(pack_act_row_size(kind, H));
+        if (!rows || !g || !xp) return free(rows), free(g), free(xp), fail(INFER_ERR_NOMEM, "out of memory");
+        pk->quant(hidden, xp, H);
+        for (int i0 = 0; i0 < n; i0 += 8) { // (8 candidates' rows side by side, packed as a group)
+            int m = n - i0 < 8 ? n - i0 : 8;
+            float s8[8];
+            for (int i = 0; i < m; i++) memcpy(rows + x->rs * i, (const char *)x->rows + x->rs * (size_t)q[i0 + i], x->rs);
+            pack_rows(kind, rows, m, H, g);
+            pk->tile(g, xp, pack_act_row_size(kind, H), 1, H, s8, 8);
+            for (int i = 0; i < m; i++) topk_insert(sc, id, cnt, k, s8[i], x->order[q[i0 + i]]);
+        }
+        free(rows), free(g), free(xp);
+        return INFER_OK;
+    }
+    const dtype_traits *tr = dtype_get(x->type);
+    for (int i = 0; i < n; i++) {
+        const char *r = (const char *)x->rows + x->rs * (size_t)q[i];
+        topk_insert(sc, id, cnt, k, kern ? kern->dot(r, xq, H) : tr->dot(r, hidden, H), x->order[q[i]]);
+    }
+    return INFER_OK;
+}
+
 infer_status lm_index_topk(const lm_index *x, const float *hidden, int V, int H, int k, int probes, pool *p, int32_t *ids) {
     int C = x->C, nth = pool_size(p);
     if (k < 1 || k > V) return fail(INFER_ERR_ARG, "lm_head index: k %d is outside 1-%d", k, V);
     if (probes < 1) return fail(INFER_ERR_ARG, "lm_head index: %d clusters probed (at least 1)", probes);
     if (probes > C) probes = C;
+    // the scan keeps R: k, or with a sketch the best 4k (at least 64) by its scores, scored again from the rows
+    int R = !x->sketch ? k : 4 * k < 64 ? 64 : 4 * k;
+    R = R < V ? R : V;
     float *cs = malloc(sizeof(float) * (size_t)C);
     int32_t *best = malloc(sizeof(int32_t) * (size_t)C);
     const vecdot_kernel *kern = vecdot_get(x->type);
     unsigned char *xq = kern && kern->act_type != DT_F32 ? malloc(act_row_size(kern, H)) : NULL;
-    float *sc = malloc(sizeof(float) * (size_t)k * (nth + 1));
-    int32_t *id = malloc(sizeof(int32_t) * (size_t)k * (nth + 1));
+    float *sc = malloc(sizeof(float) * (size_t)R * (nth + 2));
+    int32_t *id = malloc(sizeof(int32_t) * (size_t)R * (nth + 2));
     int *cnt = calloc((size_t)nth + 1, sizeof(int));
-    if (!cs || !best || !sc || !id || !cnt || (kern && kern->act_type != DT_F32 && !xq)) {
-        free(cs), free(best), free(xq), free(sc), free(id), free(cnt);
+    unsigned char *xp = x->sketch ? malloc(pack_act_row_size(PACK_Q4_0, H)) : NULL;
+    if (!cs || !best || !sc || !id || !cnt || (kern && kern->act_type != DT_F32 && !xq) || (x->sketch && !xp)) {
+        free(cs), free(best), free(xq), free(sc), free(id), free(cnt), free(xp);
         return fail(INFER_ERR_NOMEM, "out of memory");
     }
     const vecdot_kernel *ck = vecdot_get(x->cent_type);
@@ -265,26 +364,40 @@ infer_status lm_index_topk(const lm_index *x, const float *hidden, int V, int H,
     free(cq);
     topk_max(cs, C, probes, best);
     if (xq) kern->quant(hidden, xq, H);
-    probe_job j = {x, best, probes, k, H, kern, xq ? (const void *)xq : hidden, hidden, 0, sc, id, cnt};
-    for (int b = 0; b < probes; b++) j.total += x->off[best[b] + 1] - x->off[best[b]];
-    if (nth > 1 && j.total >= 256) pool_run(p, probe_task, &j);
-    else probe_task(&j, 0, 1), nth = 1;
-    // the threads' lists merged (into the last slot), by score then id
-    float *msc = sc + (size_t)k * nth;
-    int32_t *mid = id + (size_t)k * nth;
+    probe_job j = {x, best, probes, R, H, kern, xq ? (const void *)xq : hidden, hidden, 0, sc, id, cnt, NULL, xp};
+    if (x->sketch) {
+        j.pk = pack_kernel_get(PACK_Q4_0);
+        j.pk->quant(hidden, xp, H);
+        for (int b = 0; b < probes; b++) j.total += x->gstart[best[b] + 1] - x->gstart[best[b]];
+        if (nth > 1 && j.total >= 32) pool_run(p, probe_packed_task, &j);
+        else probe_packed_task(&j, 0, 1), nth = 1;
+    } else {
+        for (int b = 0; b < probes; b++) j.total += x->off[best[b] + 1] - x->off[best[b]];
+        if (nth > 1 && j.total >= 256) pool_run(p, probe_task, &j);
+        else probe_task(&j, 0, 1), nth = 1;
+    }
+    // the threads' lists merged (into slot nth), by score then id
+    float *msc = sc + (size_t)R * nth;
+    int32_t *mid = id + (size_t)R * nth;
     int n = 0;
     for (int t = 0; t < nth; t++)
-        for (int i = 0; i < cnt[t]; i++) topk_insert(msc, mid, &n, k, sc[(size_t)t * k + i], id[(size_t)t * k + i]);
+        for (int i = 0; i < cnt[t]; i++) topk_insert(msc, mid, &n, R, sc[(size_t)t * R + i], id[(size_t)t * R + i]);
+    infer_status st = INFER_OK;
+    if (x->sketch) { // (the sketch's candidates, places in cluster order, scored again into slot nth + 1's k best)
+        int m = 0;
+        st = rescore(x, mid, n, hidden, xq ? (const void *)xq : hidden, kern, H, k, msc + R, mid + R, &m);
+        msc += R, mid += R, n = m;
+    }
     // fewer candidates than k: the rest from the other rows in order (not scored)
-    if (n < k) {
+    if (!st && n < k) {
         unsigned char *in = calloc((size_t)V, 1);
-        if (!in) { free(cs), free(best), free(xq), free(sc), free(id), free(cnt); return fail(INFER_ERR_NOMEM, "out of memory"); }
-        for (int i = 0; i < n; i++) in[mid[i]] = 1;
-        for (int t = 0, c = n; c < k && t < V; t++)
+        if (!in) st = fail(INFER_ERR_NOMEM, "out of memory");
+        for (int i = 0; in && i < n; i++) in[mid[i]] = 1;
+        for (int t = 0, c = n; in && c < k && t < V; t++)
             if (!in[t]) mid[c++] = t;
         free(in);
     }
-    memcpy(ids, mid, sizeof(int32_t) * (size_t)k);
-    free(cs), free(best), free(xq), free(sc), free(id), free(cnt);
-    return INFER_OK;
+    if (!st) memcpy(ids, mid, sizeof(int32_t) * (size_t)k);
+    free(cs), free(best), free(xq), free(sc), free(id), free(cnt), free(xp);
+    return st;
 }

@@ -19,6 +19,11 @@ typedef struct lm_index_s {
     int type;              // the rows' dtype
     size_t rs;             // bytes of a row
     const void *rows;      // V rows in cluster order
+    // a sketch of the rows for the scan: q4_0 copies packed for this CPU's
+    // kernels (pack.h: each cluster's rows in groups of 8, the last padded),
+    // made by lm_index_pack; NULL: none (the rows themselves are scanned)
+    void *sketch;
+    uint32_t *gstart;      // C + 1: cluster c's groups from gstart[c]
 } lm_index;
 
 // The clusters an index gets by default: V / 64 (1 to 65536; measured on the
@@ -35,6 +40,13 @@ infer_status lm_index_build(cpu_exec *ex, void (*row)(const void *src, int64_t r
 // An index file's contents (mapped: size bytes) checked whole against the
 // head's V x H: views into data.
 infer_status lm_index_parse(const void *data, size_t size, int V, int H, const char *path, lm_index *out);
+
+// Makes the scan's sketch where the CPU has packed q4_0 kernels (a lookup
+// then reads 0.53 of a q8_0 row's bytes a row, keeps the best candidates by
+// the sketch's scores and scores those again from the rows); nothing where it
+// has none. lm_index_unpack frees it.
+infer_status lm_index_pack(lm_index *x, int H);
+void lm_index_unpack(lm_index *x);
 
 // ids (k) = the k best of the index's V rows for hidden (H), by the rows'
 // kernel, among the rows of the `probes` clusters whose centroids score

@@ -382,6 +382,7 @@ void vindex_close(vindex *v) {
     if (!v) return;
     for (int i = 0; i < VF_COUNT; i++) mapfile_close(&v->maps[i]);
     mapfile_close(&v->lmi_map);
+    lm_index_unpack(&v->lmi);
     pool_free(v->lmi_pool);
     pthread_mutex_destroy(&v->lmi_mu);
     vindex_lm_release_device(v);
@@ -417,6 +418,11 @@ infer_status vindex_lm_topk(vindex *v, const float *hidden, int k, int probes, i
     if (!v->lmi.C) return fail(INFER_ERR_ARG, "%s: no lm_head index (extract with --lm-index)", v->dir);
     if (probes < 1) return fail(INFER_ERR_ARG, "lm_head index: %d clusters probed (at least 1)", probes);
     if (v->lmg) return vindex_lm_device_topk(v, hidden, k, probes, ids);
+    pthread_mutex_lock(&v->lmg_mu); // (the rows packed for the CPU's kernels at the first lookup)
+    infer_status ps = v->lmi_packed ? INFER_OK : lm_index_pack(&v->lmi, v->n_embd);
+    v->lmi_packed = 1;
+    pthread_mutex_unlock(&v->lmg_mu);
+    if (ps) return ps;
     // the vindex's pool where no other lookup holds it (else one for this lookup)
     pool *p = NULL, *own = NULL;
     int held = threads > 1 && pthread_mutex_trylock(&v->lmi_mu) == 0;

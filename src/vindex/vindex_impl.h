@@ -51,7 +51,8 @@ struct infer_vindex {
     pthread_mutex_t lmi_mu;         // guards lmi_pool: a lookup's threads, kept between lookups
     pool *lmi_pool;
     struct lm_gpu_s *lmg;           // the head and index on a GPU (lm_device.c), or NULL
-    pthread_mutex_t lmg_mu;         // one lookup there at a time
+    pthread_mutex_t lmg_mu;         // one lookup there at a time; guards lmi_packed
+    int lmi_packed;                 // lm_index_pack was tried (at the first CPU lookup)
     char (*names)[32];              // (2 n_layer + 2) names of the tensors above
 };
 

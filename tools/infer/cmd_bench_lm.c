@@ -85,6 +85,11 @@ int cmd_bench_lm(int argc, char **argv) {
     sel = malloc(sizeof(int32_t) * (size_t)V);
     if (!lg || !hid || !sel) { cli_error("out of memory"); goto done; }
     if (infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    { // (a first lookup, untimed: the index's sketch is made then)
+        int32_t w[5];
+        memset(hid, 0, sizeof(float) * (size_t)E);
+        if (infer_lm_head_topk_index(m, hid, 5, probes[0], w) || infer_lm_head_topk_dense(m, hid, 5, w)) { cli_error("%s", infer_last_error()); goto done; }
+    }
     for (int p = 0; p < npos; p++) {
         if (infer_eval_hidden(c, ids + p, 1, lg, 1, hid)) { cli_error("%s", infer_last_error()); goto done; }
         const float *xn = hid + (size_t)L * E; // (the final-normed hidden state)

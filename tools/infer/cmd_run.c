@@ -225,6 +225,8 @@ int cmd_run(int argc, char **argv) {
         hidden = malloc(sizeof(float) * (size_t)(infer_model_n_layer(m) + 1) * infer_model_n_embd(m));
         cl = malloc(sizeof(float) * (size_t)lm_top), cand = malloc(sizeof(int32_t) * (size_t)lm_top);
         if (!hidden || !cl || !cand) { cli_error("out of memory"); goto done; }
+        memset(hidden, 0, sizeof(float) * (size_t)infer_model_n_embd(m)); // (a first lookup before the clock: the index's sketch is made)
+        if (infer_lm_head_topk_index(m, hidden, (int)lm_top, (int)lm_probe, cand)) { cli_error("%s", infer_last_error()); goto done; }
     }
     // (with --lm-probe: the pass stops at the final norm, and the index gives
     // lm_top tokens' logits; the others are -inf)
