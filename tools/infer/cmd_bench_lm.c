@@ -12,28 +12,31 @@
 #include <string.h>
 
 static const char *g_usage =
-    "usage: infer bench-lm [-m MODEL] -x VINDEX [-f TEXT] [--probes 8,16,32,64,128] [-t N] [--device cpu|cuda]\n"
+    "usage: infer bench-lm [-m MODEL] -x VINDEX [-f TEXT | --tokens N] [--probes 8,16,32,64,128] [-t N] [--device cpu|cuda]\n"
     "  the vindex's lm_head index (infer extract --lm-index) against the model's own head over a text,\n"
     "  teacher-forced: top-1 and top-5 recall for each number of clusters probed, and the time of a lookup\n"
     "  against the dense head's (its product and top 5), both with -t threads, or both on the GPU.\n"
     "  -m, --model MODEL      the model the vindex was made from (default: Gemma 3 270M)\n"
     "  -x, --vindex DIR       the vindex, extracted with --lm-index\n"
     "  -f, --file TEXT        the text (default bench/data/english.txt)\n"
+    "      --tokens N         N pseudo-random token ids instead of a text (a model without a tokenizer)\n"
     "      --probes 8,16,...  clusters scored per lookup\n"
     "  -t, --threads N        threads (default 1)\n"
     "      --device cpu|cuda  where the head and the index run (default cpu)\n";
 
-enum { OPT_PROBES = OPT_LOCAL, NP_MAX = 16 };
+enum { OPT_PROBES = OPT_LOCAL, OPT_TOKENS, NP_MAX = 16 };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS,
     {"vindex", required_argument, NULL, 'x'},
     {"file", required_argument, NULL, 'f'},
     {"probes", required_argument, NULL, OPT_PROBES},
     CLI_OPT_DEVICE,
+    {"tokens", required_argument, NULL, OPT_TOKENS},
     {0},
 };
 
 int cmd_bench_lm(int argc, char **argv) {
+    long ntok = 0;
     const char *vdir = NULL, *file = NULL, *probes_s = "8,16,32,64,128", *device = "cpu";
     cli_opts o;
     cli_opts_init(&o, "bench-lm", g_usage);
@@ -44,6 +47,10 @@ int cmd_bench_lm(int argc, char **argv) {
         case 'f': file = optarg; break;
         case OPT_PROBES: probes_s = optarg; break;
         case OPT_DEVICE: device = optarg; break;
+        case OPT_TOKENS:
+            if ((ntok = cli_parse_count("--tokens", optarg, 1 << 20)) < 0) return 1;
+            if (ntok < 2) return cli_error("bench-lm: --tokens takes at least 2");
+            break;
         }
     }
     if (opt == CLI_STOP) return o.status;
@@ -62,8 +69,9 @@ int cmd_bench_lm(int argc, char **argv) {
     if (!model && !(model = cli_default_model())) return 1;
     char default_file[4200];
     size_t tlen;
-    char *text = cli_read_text("bench-lm", cli_bench_text(file, default_file, sizeof default_file), &tlen);
-    if (!text) return 1;
+    if (ntok && file) return cli_error("bench-lm: give a text (-f) or --tokens, not both");
+    char *text = ntok ? NULL : cli_read_text("bench-lm", cli_bench_text(file, default_file, sizeof default_file), &tlen);
+    if (!ntok && !text) return 1;
 
     int rc = 1, n = 0;
     int32_t *ids = NULL;
@@ -77,7 +85,11 @@ int cmd_bench_lm(int argc, char **argv) {
     int C = infer_lm_head_index_clusters(m);
     if (!C) { cli_error("bench-lm: %s has no lm_head index (infer extract --lm-index auto)", vdir); goto done; }
     if (infer_lm_head_set_device(m, device)) { cli_error("bench-lm: %s", infer_last_error()); goto done; }
-    if (infer_tokenize(m, text, tlen, 1, 0, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
+    if (ntok) { // (ids from a fixed LCG: the same sequence every run)
+        if (!(ids = malloc(sizeof(int32_t) * (size_t)ntok))) { cli_error("out of memory"); goto done; }
+        uint32_t r = 12345;
+        for (n = 0; n < ntok; n++) r = r * 1664525u + 1013904223u, ids[n] = (int32_t)((r >> 8) % (uint32_t)infer_model_n_vocab(m));
+    } else if (infer_tokenize(m, text, tlen, 1, 0, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
     if (n < 2) { cli_error("bench-lm: the text gives fewer than 2 tokens"); goto done; }
     int V = infer_model_n_vocab(m), L = infer_model_n_layer(m), E = infer_model_n_embd(m), npos = n - 1;
     lg = malloc(sizeof(float) * (size_t)V);
