@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { LLOYD = 6, SAMPLE = 65536, RB = 1024, HDR = 32 };
 
@@ -202,7 +203,10 @@ infer_status lm_index_pack(lm_index *x, int H) {
     }
     uint32_t ng = gs[x->C];
     size_t gb = pack_group_bytes(PACK_Q4_0, H), r4 = dtype_row_size(DT_Q4_0, H);
-    unsigned char *p = malloc(gb * ng), *q = malloc(r4 * big);
+    // (in 2 MiB pages where the kernel gives them: a lookup reads a few hundred clusters spread over the whole sketch)
+    size_t bytes = (gb * ng + (1u << 21) - 1) & ~(((size_t)1 << 21) - 1);
+    unsigned char *p = aligned_alloc((size_t)1 << 21, bytes), *q = malloc(r4 * big);
+    if (p) madvise(p, bytes, MADV_HUGEPAGE);
     float *f = malloc(sizeof(float) * (size_t)H);
     if (!p || !q || !f) {
         free(gs), free(p), free(q), free(f);
