@@ -207,7 +207,7 @@ static void check_family(const char *fam) {
         free(gs), free(c), free(in);
     }
 
-    // on a GPU: f32 rows, then q8_0 rows with f16 gate vectors
+    // on a GPU: f32 rows, then q8_0 and bf16 rows with f16 gate vectors
     if (backend_cuda()) {
         char what[64];
         snprintf(what, sizeof what, "%s f32", fam);
@@ -220,7 +220,14 @@ static void check_family(const char *fam) {
         walk_layer wq = {&gq, &fq, gated, m->cfg.act, ub, db, NULL, NULL};
         snprintf(what, sizeof what, "%s q8_0", fam);
         if (H % 32 == 0) check_gpu_walk(what, &wq, x, H, F, ws, q);
-        free(q), free(gh);
+        size_t rb = dtype_row_size(DT_BF16, H);
+        unsigned char *b16 = malloc(rb * 3 * F);
+        for (int r = 0; r < 3 * F; r++) dtype_get(DT_BF16)->from_float(rows + (size_t)r * H, b16 + rb * r, H);
+        tensor fb = {"ffn", DT_BF16, "bf16", 2, {H, 3 * F}, b16, rb * 3 * F, NULL};
+        walk_layer wb = {&gq, &fb, gated, m->cfg.act, ub, db, NULL, NULL};
+        snprintf(what, sizeof what, "%s bf16", fam);
+        check_gpu_walk(what, &wb, x, H, F, ws, b16);
+        free(q), free(gh), free(b16);
     }
 
     // the same bits with 1 and 2 threads

@@ -282,7 +282,7 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks by |gate . x| only (layer %d's walkc runs on the CPU)", what,
                       fo->name, il);
         else if (!cuda_walk_ok(ty))
-            st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks f32, f16 or q8_0 feature rows; this vindex's are %s (layer %d; "
+            st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks f32, f16, bf16 or q8_0 feature rows; this vindex's are %s (layer %d; "
                       "on the CPU it runs)", what, fo->name, dtype_get(ty) ? dtype_get(ty)->name : "of an unknown type", il);
     }
     // the KV cache's types: those asked for, else the default (f16 under ggml's numerics, whose cache rows

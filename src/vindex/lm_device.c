@@ -51,7 +51,7 @@ infer_status vindex_lm_set_device(vindex *v, const tensor *head, const char *dev
     if (!head || head->ne[0] != H || head->ne[1] != V) return fail(INFER_ERR_ARG, "lm_head on cuda: the model's head is not %d x %d", V, H);
     const lm_index *x = &v->lmi;
     if (x->C && !cuda_walk_ok(x->type))
-        return fail(INFER_ERR_UNSUPPORTED, "lm_head index on cuda: rows of %s (f32, f16 and q8_0 are scored there)", dtype_get(x->type)->name);
+        return fail(INFER_ERR_UNSUPPORTED, "lm_head index on cuda: rows of %s (f32, f16, bf16 and q8_0 are scored there)", dtype_get(x->type)->name);
     if (cuda_device_count() <= 0) return fail(INFER_ERR_UNSUPPORTED, "lm_head on cuda: %s", cuda_status());
     struct lm_gpu_s *g = calloc(1, sizeof *g);
     if (!g) return fail(INFER_ERR_NOMEM, "out of memory");

@@ -2216,6 +2216,8 @@ static __device__ float walk_dot(int type, const uint8_t *row, const float *x, c
         for (int i = lane; i < H; i += 32) acc = fmaf(ld_f(row + 4 * (size_t)i), x[i], acc);
     } else if (type == DT_F16) {
         for (int i = lane; i < H; i += 32) acc = fmaf(ld_h(row + 2 * (size_t)i), x[i], acc);
+    } else if (type == DT_BF16) {
+        for (int i = lane; i < H; i += 32) acc = fmaf(elt<DT_BF16>::get(row + 2 * (size_t)i), x[i], acc);
     } else { // q8_0: a block a lane; x's row: nb x 32 quants, then nb f16 scales
         const int nb = H / QK;
         for (int b = lane; b < nb; b += 32) {
@@ -2232,6 +2234,7 @@ static __device__ float walk_dot(int type, const uint8_t *row, const float *x, c
 static __device__ __forceinline__ float walk_elt(int type, const uint8_t *row, int h) {
     if (type == DT_F32) return ld_f(row + 4 * (size_t)h);
     if (type == DT_F16) return ld_h(row + 2 * (size_t)h);
+    if (type == DT_BF16) return elt<DT_BF16>::get(row + 2 * (size_t)h);
     const uint8_t *w = row + (size_t)(h / QK) * Q8_0_B;
     return ld_h(w) * (float)(int8_t)w[2 + h % QK];
 }
@@ -2303,7 +2306,7 @@ extern "C" HIDDEN int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, 
     return launched("argmax");
 }
 
-extern "C" HIDDEN int cuda_walk_ok(int type) { return type == DT_F32 || type == DT_F16 || type == DT_Q8_0; }
+extern "C" HIDDEN int cuda_walk_ok(int type) { return type == DT_F32 || type == DT_F16 || type == DT_BF16 || type == DT_Q8_0; }
 
 extern "C" HIDDEN int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq,
                                 const float *bias, const float *down_bias, int gated, int act, float *a, float *part, float *out) {

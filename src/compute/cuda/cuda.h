@@ -137,7 +137,7 @@ int cuda_topk_abs(cuda_dev *d, const float *d_s, int n, int k, int *d_idx);
 // (at most n), and where k exceeds it the indices past it are -1.
 int cuda_topk_max(cuda_dev *d, const float *d_s, int n, const int *d_n, int k, int *d_idx);
 // The lm_head index (vindex/lm_index.h) on the GPU: the rows (rows of type,
-// cluster order, raw bytes; f32, f16 or q8_0 as cuda_walk takes them) of the
+// cluster order, raw bytes; f32, f16, bf16 or q8_0 as cuda_walk takes them) of the
 // P clusters best[] (device ints; off: C + 1 offsets, order: token ids) scored
 // against x (H floats; xq: its q8_0 row for q8_0 rows), into the candidates
 // cs / cid (scores, token ids; room for the probed rows), *dn their count.
@@ -148,7 +148,7 @@ int cuda_lm_gather(cuda_dev *d, const int *pos, int k, const float *s, const int
 // The vindex walk FFN (vindex/walk.h) of one row x (H floats; xq: x as the
 // q8_0 activation row when ffn is q8_0) over k features: feature i is idx[i]
 // (device ints; NULL: i itself), ffn the raw [3F, H] rows (gate, up, down of
-// each feature; f32, f16 or q8_0 blocks). out (H) = sum over the features of
+// each feature; f32, f16, bf16 or q8_0 blocks). out (H) = sum over the features of
 // act(gate . x + bias[f]) (* up . x when gated) * down, added in chunks of 64
 // features in order (part: (k + 63) / 64 x H floats), + down_bias.
 // cuda_walk_ok: the types it takes.
