@@ -43,7 +43,17 @@ INFER_API const char *infer_status_name(infer_status st);
 
 // Loads a model from a directory holding config.json and *.safetensors, or
 // from a GGUF file (llama.cpp's metadata keys and tensor names).
+// Where the environment names a tensor-parallel job (INFER_TP_WORLD > 1,
+// INFER_TP_RANK, INFER_TP_ID, as `infer run --tp N` sets them for its
+// ranks), it loads this rank's share, as infer_model_load_tp.
 INFER_API infer_status infer_model_load(const char *path, infer_model **out);
+// Tensor parallel (Megatron's split; one process a rank, on one host): rank
+// `rank` of `world` keeps its share of the attention heads, the FFN's
+// features and the output's vocabulary rows, and meets the other ranks of
+// job `id` (letters, digits, '-', '_') in shared memory, where each pass sums
+// the attention's and the FFN's outputs and gathers the logits; every rank
+// then holds the whole model's logits. world 1: the whole model.
+INFER_API infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out);
 INFER_API void infer_model_free(infer_model *model);
 
 INFER_API int infer_model_n_vocab(const infer_model *model);

@@ -192,6 +192,8 @@ void infer_ctx_free(infer_ctx *c) {
     free(c->att_dev);
     if (c->arena) c->arena_ops->release(&c->be, c->arena);
     if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
+    if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
+    free(c->tp_host);
     if (c->be.ops->done) c->be.ops->done(&c->be);
     if (c->alt.arena) c->alt.arena_ops->release(&c->alt.be, c->alt.arena);
     if (c->alt.be.ops && c->alt.be.ops->done) c->alt.be.ops->done(&c->alt.be);
@@ -317,8 +319,9 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         if (c->alt.be.ops && c->alt.be.ops->done) c->alt.be.ops->done(&c->alt.be);
         if (!keep) {
             if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
+            if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
             if (c->be.ops->done) c->be.ops->done(&c->be);
-            c->dev_logits = NULL, c->dev_logit_cap = 0;
+            c->dev_logits = NULL, c->dev_logit_cap = 0, c->tp_part = NULL, c->tp_part_cap = 0;
         }
         c->be = nb, c->arena_ops = ops, c->arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
         side d = side_of(c);

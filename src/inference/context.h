@@ -77,6 +77,11 @@ struct infer_ctx {
     float *arena;       // the KV cache and the scratch below: one allocation (context.c's layout)
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
     size_t dev_logit_cap;
+    float *tp_part;     // tensor parallel: this rank's logit columns, in the backend's memory (forward.c)
+    size_t tp_part_cap;
+    float *tp_host;     // ... and the host's copies a device backend's buffers go through
+    size_t tp_host_cap;
+    int tp_failed;      // a collective failed this pass (comm_error says why)
     const backend_ops *arena_ops; // the backend whose memory the arena is
     // KV cache: layer l holds k_cache[l], n_ctx rows of n_kv_head*hd values
     // of type kt (enum kv_type), likewise v (vt); NULL for layers that read

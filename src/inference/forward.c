@@ -9,6 +9,7 @@
 #include "base/pool.h"
 #include "base/half.h"
 #include "base/error.h"
+#include "base/comm.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -95,6 +96,73 @@ static void go_with_x(infer_ctx *c, int dev, int T) {
         CARRY(ple, 0, (size_t)T * cf->n_layer * cf->ple_dim);
         c->ple_sides |= 1 << c->on_dev;
     }
+}
+
+// ---------------------------------------------------------------------------
+// tensor parallel (models/shard.c): sums and gathers over the ranks
+
+// n floats of the host's for a device buffer's trip through the communicator
+static float *tp_host(infer_ctx *c, size_t n) {
+    if (n > c->tp_host_cap) {
+        free(c->tp_host);
+        c->tp_host = malloc(sizeof(float) * n);
+        c->tp_host_cap = c->tp_host ? n : 0;
+    }
+    return c->tp_host;
+}
+
+// x (n floats, the backend's) = its sum over the ranks
+static void tp_sum(infer_ctx *c, float *x, size_t n) {
+    comm *k = c->m->comm;
+    if (!k || c->tp_failed) return;
+    if (OPS->host) {
+        c->tp_failed = comm_allreduce(k, x, n) != 0;
+        return;
+    }
+    float *h = tp_host(c, n);
+    if (!h) {
+        c->tp_failed = 1;
+        return;
+    }
+    OPS->download(BE, h, x, n);
+    c->tp_failed = comm_allreduce(k, h, n) != 0;
+    OPS->upload(BE, x, h, n);
+}
+
+// n rows of logits (lg, rows of V in the backend's memory) = the output head
+// of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered.
+static void head(infer_ctx *c, float *lg, int n) {
+    const infer_model *m = c->m;
+    int E = m->cfg.n_embd, V = m->cfg.n_vocab, W = m->tp_world, nv = m->tp_nv;
+    if (!m->comm) {
+        mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
+        return;
+    }
+    int cnt[COMM_MAX_RANKS];
+    for (int r = 0; r < W; r++) cnt[r] = (int)((int64_t)V * (r + 1) / W - (int64_t)V * r / W);
+    size_t need = (size_t)n * nv;
+    if (need > c->tp_part_cap) {
+        if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
+        c->tp_part = c->arena_ops->alloc(&c->be, sizeof(float) * need);
+        c->tp_part_cap = c->tp_part ? need : 0;
+    }
+    if (!c->tp_part || c->tp_failed) {
+        c->tp_failed = 1;
+        return;
+    }
+    mm(c, c->tp_part, c->s.xn, &m->output, NULL, n, E, nv);
+    if (OPS->host) {
+        c->tp_failed = comm_allgather_cols(m->comm, c->tp_part, n, cnt, lg, (size_t)V) != 0;
+        return;
+    }
+    float *h = tp_host(c, need + (size_t)n * V);
+    if (!h) {
+        c->tp_failed = 1;
+        return;
+    }
+    OPS->download(BE, h, c->tp_part, need);
+    c->tp_failed = comm_allgather_cols(m->comm, h, n, cnt, h + need, (size_t)V) != 0;
+    OPS->upload(BE, lg, h + need, (size_t)n * V);
 }
 
 // ---------------------------------------------------------------------------
@@ -345,6 +413,7 @@ static void layer(infer_ctx *c, int il, int T) {
         move_rows(&c->alt.be, (char *)c->alt.k_cache[il] + at * kb, &c->be, (char *)c->k_cache[il] + at * kb, T * kb);
         move_rows(&c->alt.be, (char *)c->alt.v_cache[il] + at * vb, &c->be, (char *)c->v_cache[il] + at * vb, T * vb);
     }
+    tp_sum(c, c->s.o, TE); // (each rank's heads' share of the output product)
     if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_attn_norm, NULL, T));
     TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
 
@@ -360,6 +429,7 @@ static void layer(infer_ctx *c, int il, int T) {
     if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->s.xn, c->s.o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
     else mlp(c, l, c->s.xn, c->s.o, T);
+    tp_sum(c, c->s.o, TE); // (each rank's features' share)
     if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_ffn_norm, NULL, T));
     if (go(c, home)) CARRY(o, 0, TE);
     TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
@@ -384,6 +454,11 @@ static void layer(infer_ctx *c, int il, int T) {
 // The kernels' scratch could not grow during the pass, or a device backend's
 // operation failed: its results are not to be used.
 static infer_status oom_check(infer_ctx *c) {
+    if (c->tp_failed) {
+        c->tp_failed = 0, c->ex.oom = 0;
+        return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", c->m->tp_rank, c->m->tp_world,
+                    c->m->comm ? comm_error(c->m->comm) : "no communicator");
+    }
     if (!c->ex.oom) return INFER_OK;
     c->ex.oom = 0;
     if (!OPS->host) return fail(INFER_ERR_NOMEM, "backend \"%s\": an operation failed (%s)", OPS->name, cuda_status());
@@ -463,7 +538,7 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     // (not a mixture of experts: its routing is read on the host mid-pass;
     // not a split context: the host side's work is no kernel)
     if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer &&
-        !cf->n_expert && !c->split)
+        !cf->n_expert && !c->split && !m->comm)
         g = OPS->graph(BE, GRAPH_BEGIN, (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48));
     double t0 = 0;
     if (g != 1) {
@@ -481,7 +556,7 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         norm(c, c->s.xn, c->s.x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
         if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->s.xn + (size_t)(n - 1) * E, E);
         if (lg) {
-            mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
+            head(c, lg, n);
             if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
             if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
         }
@@ -525,7 +600,7 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     // as forward's one-sequence steps (positions come up in begin_pass).
     int g = -1, all = n_out == T;
     for (int t = 0; t < T && all; t++) all = R->run[t] && (t + 1 == T || R->run[t + 1]);
-    if (OPS->graph && all && !c->profiling && !cf->n_expert) {
+    if (OPS->graph && all && !c->profiling && !cf->n_expert && !m->comm) {
         uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)T ^ ((uint64_t)(uintptr_t)lbuf << 16);
         for (int t = 0; t < T; t++) key = (key ^ (uint64_t)(uintptr_t)R->seq[t]) * 0x100000001b3ull;
         g = OPS->graph(BE, GRAPH_BEGIN, key | 1); // (never 0: forward's keys are its logits' address)
@@ -542,7 +617,7 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
                 xs = c->s.o;
             }
             norm(c, c->s.xn, xs, m->output_norm, m->output_norm_b, n_out);
-            mm(c, lbuf, c->s.xn, &m->output, NULL, n_out, E, V);
+            head(c, lbuf, n_out);
             if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
             if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
         }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "inference/grammar.h"
+#include "base/comm.h"
 #include "base/error.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -18,7 +19,7 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-infer_status infer_model_load(const char *path, infer_model **out) {
+static infer_status load(const char *path, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;
     double t0 = now();
     struct stat sb;
@@ -45,6 +46,7 @@ infer_status infer_model_load(const char *path, infer_model **out) {
     if (!st) {
         st = model_bind(m);
         if (!st && m->vx) st = vindex_bind_walk(m, m->vx);
+        if (!st) st = model_shard(m, rank, world);
         if (!st) st = model_pack(m);
         if (st) fail_wrap(st, "%s", path);
     }
@@ -52,9 +54,45 @@ infer_status infer_model_load(const char *path, infer_model **out) {
         infer_model_free(m);
         return st;
     }
+    if (world > 1) {
+        const char *e = getenv("INFER_TP_TIMEOUT");
+        double wait = e && atof(e) > 0 ? atof(e) : 300;
+        if (!(m->comm = comm_open(id, rank, world, wait))) {
+            st = fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", rank, world, comm_last_error());
+            infer_model_free(m);
+            return st;
+        }
+    }
     m->load_seconds = now() - t0;
     *out = m;
     return INFER_OK;
+}
+
+infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out) {
+    *out = NULL;
+    if (world < 1 || world > COMM_MAX_RANKS || rank < 0 || rank >= world)
+        return fail(INFER_ERR_ARG, "tensor parallel: rank %d of %d (ranks 0 to world - 1, world 1 to %d)", rank, world, COMM_MAX_RANKS);
+    return load(path, rank, world, id, out);
+}
+
+// An integer from the environment, or def; -1 when it is there but not a number.
+static int env_int(const char *name, int def) {
+    const char *e = getenv(name);
+    if (!e || !*e) return def;
+    char *end;
+    long v = strtol(e, &end, 10);
+    return *end || v < 0 || v > 1 << 20 ? -1 : (int)v;
+}
+
+infer_status infer_model_load(const char *path, infer_model **out) {
+    int world = env_int("INFER_TP_WORLD", 1), rank = env_int("INFER_TP_RANK", 0);
+    if (world < 0 || rank < 0) {
+        *out = NULL;
+        const char *w = getenv("INFER_TP_WORLD"), *r = getenv("INFER_TP_RANK");
+        return fail(INFER_ERR_ARG, "INFER_TP_WORLD=\"%s\", INFER_TP_RANK=\"%s\": not numbers", w ? w : "", r ? r : "");
+    }
+    if (world > 1) return infer_model_load_tp(path, rank, world, getenv("INFER_TP_ID"), out);
+    return load(path, 0, 1, NULL, out);
 }
 
 void infer_model_free(infer_model *m) {

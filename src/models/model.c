@@ -2,6 +2,7 @@
 // and their release. (infer_model_load, inference/model_load.c, chooses the
 // source: a Hugging Face directory, a GGUF file, or a vindex.)
 #include "models/model.h"
+#include "base/comm.h"
 #include "models/quant_mix.h"
 #include "tensor/dtype.h"
 #include "models/gguf.h"
@@ -53,6 +54,9 @@ void model_release(infer_model *m) {
     free(m->views);
     for (int i = 0; i < m->n_packs; i++) free(m->packs[i]);
     free(m->packs);
+    for (int i = 0; i < m->n_tp_keep; i++) free(m->tp_keep[i]);
+    free(m->tp_keep);
+    comm_close(m->comm);
     store_close(&m->store);
     gguf_close(m->gguf);
     config_free(&m->cfg);

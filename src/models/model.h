@@ -72,10 +72,19 @@ struct infer_model {
     int walk_max_features;
     struct infer_vindex *vx;                 // the attached vindex (owned)
     int ffn_external;                        // the FFN is only in the vindex (a model loaded from one, or walk-only)
+    // Tensor parallelism (models/shard.c): this process is rank tp_rank of
+    // tp_world (1: the whole model); its output rows are [tp_v0, tp_v0 + tp_nv).
+    int tp_rank, tp_world, tp_v0, tp_nv;
+    struct comm *comm;                       // the ranks' communicator (owned), NULL when tp_world is 1
+    void **tp_keep;                          // the shard's tensors and copies (owned)
+    int n_tp_keep, cap_tp_keep;
 };
 
 // Fills the slots from the store and checks every shape against the config.
 infer_status model_bind(infer_model *m);
+// Cuts the bound model to rank `rank` of `world`'s share (tensor parallel;
+// shard.c says what each rank keeps); world 1 leaves it whole.
+infer_status model_shard(infer_model *m, int rank, int world);
 // Packs the weights the CPU's packed kernels take (weight.pack; pack.h).
 infer_status model_pack(infer_model *m);
 

@@ -1,0 +1,173 @@
+// Tensor parallelism (Megatron's split): a model cut to one rank's share,
+// after model_bind and before model_pack. Rank r of W keeps
+//   - query heads [r H/W, (r+1) H/W) and the key/value heads they read (all
+//     of one head, copied on every rank, where there are fewer KV heads than
+//     ranks): the rows of wq, wk, wv and their biases, the columns of wo;
+//   - FFN features [r F/W, (r+1) F/W): the rows of gate and up, the columns
+//     of down;
+//   - output rows (the vocabulary) [r V/W, (r+1) V/W).
+// The config then says what this rank computes (n_head, n_kv_head, n_ff are
+// its share), so the forward pass runs unchanged but for a sum over the ranks
+// after the attention's output product and after the FFN (the biases of
+// those two are added on rank 0 only) and the logits' columns gathered
+// (inference/forward.c). Row slices are views into the mapped file; column
+// slices are copies, so a rank maps and holds about its share.
+#include "models/model.h"
+#include "tensor/dtype.h"
+#include "base/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// A tensor made by the shard (and the buffer it owns, or NULL), kept with the model.
+static tensor *keep(infer_model *m, const tensor *like, void *owned) {
+    if (m->n_tp_keep + 2 > m->cap_tp_keep) {
+        int cap = 2 * m->cap_tp_keep + 64;
+        void **p = realloc(m->tp_keep, sizeof *p * (size_t)cap);
+        if (!p) return NULL;
+        m->tp_keep = p, m->cap_tp_keep = cap;
+    }
+    tensor *t = malloc(sizeof *t);
+    if (!t) return NULL;
+    *t = *like;
+    m->tp_keep[m->n_tp_keep++] = t;
+    if (owned) m->tp_keep[m->n_tp_keep++] = owned;
+    return t;
+}
+
+// Rows [r0, r0 + n) of a 2-D tensor stored [out, in] (a view), or of a 1-D one.
+static const tensor *rows_of(infer_model *m, const tensor *t, int64_t r0, int64_t n) {
+    if (!t) return NULL;
+    if (t->nd == 1) {
+        if (r0 + n > t->ne[0]) return NULL;
+        tensor v = *t;
+        v.ne[0] = n;
+        if (v.f32) v.f32 = t->f32 + r0;
+        size_t es = dtype_row_size(t->type, 1);
+        v.data = (const char *)t->data + es * (size_t)r0, v.nbytes = es * (size_t)n;
+        return keep(m, &v, NULL);
+    }
+    if (t->nd != 2 || r0 + n > t->ne[1]) return NULL;
+    size_t rs = dtype_row_size(t->type, t->ne[0]);
+    tensor v = *t;
+    v.ne[1] = n;
+    v.data = (const char *)t->data + rs * (size_t)r0, v.nbytes = rs * (size_t)n;
+    return keep(m, &v, NULL);
+}
+
+// Columns [c0, c0 + n) of a 2-D tensor (a copy; whole blocks of its type).
+static const tensor *cols_of(infer_model *m, const tensor *t, int64_t c0, int64_t n) {
+    if (!t || t->nd != 2 || c0 + n > t->ne[0]) return NULL;
+    int blk = dtype_get(t->type)->blck;
+    if (c0 % blk || n % blk) return NULL;
+    size_t rs = dtype_row_size(t->type, t->ne[0]), ns = dtype_row_size(t->type, n), at = dtype_row_size(t->type, c0);
+    char *p = malloc(ns * (size_t)t->ne[1] + 1);
+    if (!p) return NULL;
+    for (int64_t r = 0; r < t->ne[1]; r++) memcpy(p + ns * r, (const char *)t->data + rs * r + at, ns);
+    tensor v = *t;
+    v.ne[0] = n, v.data = p, v.nbytes = ns * (size_t)t->ne[1], v.f32 = NULL;
+    tensor *k = keep(m, &v, p);
+    if (!k) free(p);
+    return k;
+}
+
+// y = W x's outputs [o0, o0 + n) (rows, or a transposed weight's columns).
+static infer_status out_slice(infer_model *m, weight *w, int64_t o0, int64_t n) {
+    if (!w->w) return INFER_OK;
+    const tensor *t = w->trans ? cols_of(m, w->w, o0, n) : rows_of(m, w->w, o0, n);
+    if (!t) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %s: cannot take outputs %lld..%lld", w->w->name, (long long)o0,
+                        (long long)(o0 + n));
+    w->w = t;
+    return INFER_OK;
+}
+
+// its inputs [i0, i0 + n)
+static infer_status in_slice(infer_model *m, weight *w, int64_t i0, int64_t n) {
+    if (!w->w) return INFER_OK;
+    const tensor *t = w->trans ? rows_of(m, w->w, i0, n) : cols_of(m, w->w, i0, n);
+    if (!t)
+        return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %s: cannot take inputs %lld..%lld (%s blocks of %d%s)", w->w->name,
+                    (long long)i0, (long long)(i0 + n), dtype_get(w->w->type)->name, dtype_get(w->w->type)->blck,
+                    " must not straddle ranks, or out of memory");
+    w->w = t;
+    return INFER_OK;
+}
+
+static infer_status vec_slice(infer_model *m, const tensor **b, int64_t r0, int64_t n) {
+    if (!*b) return INFER_OK;
+    const tensor *t = rows_of(m, *b, r0, n);
+    if (!t) return fail(INFER_ERR_NOMEM, "tensor parallel: %s: cannot take %lld..%lld", (*b)->name, (long long)r0, (long long)(r0 + n));
+    *b = t;
+    return INFER_OK;
+}
+
+#define TRY(x) do { infer_status st_ = (x); if (st_) return st_; } while (0)
+
+infer_status model_shard(infer_model *m, int rank, int world) {
+    m->tp_rank = rank, m->tp_world = world;
+    m->tp_v0 = 0, m->tp_nv = m->cfg.n_vocab;
+    if (world == 1) return INFER_OK;
+    infer_config *c = &m->cfg;
+    const family *f = c->fam;
+    if (c->n_expert) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: mixture-of-experts models are not split yet");
+    if (m->vx || m->ffn_external) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: a vindex is not split");
+    if (f->qk_norm_full)
+        return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %s norms each token's whole q and k row (across the ranks' heads)",
+                    c->model_type);
+    int H = c->n_head, F = c->n_ff;
+    if (H % world) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %d attention heads do not split over %d ranks", H, world);
+    if (F % world) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: an FFN of %d features does not split over %d ranks", F, world);
+    if (m->output.trans) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: a transposed output head is not split");
+    int hq = H / world, q0 = rank * hq;
+    int64_t f0 = (int64_t)rank * (F / world), nf = F / world;
+    for (int il = 0; il < c->n_layer; il++) {
+        layer_config *lc = &c->layers[il];
+        layer_weights *l = &m->layers[il];
+        int KV = lc->n_kv_head, hd = lc->head_dim, g = H / KV;
+        int kv0 = q0 / g, nkv = (q0 + hq - 1) / g + 1 - kv0;
+        if (!(hq % g == 0 || g % hq == 0))
+            return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: layer %d: %d query heads a rank do not share whole groups of %d (%d KV heads)",
+                        il, hq, g, KV);
+        if (l->wqkv.w) { // fused [q; k; v] rows: three views
+            const tensor *b = l->bqkv;
+            l->wq = l->wk = l->wv = l->wqkv;
+            int64_t nq = (int64_t)H * hd, nk = (int64_t)KV * hd;
+            TRY(out_slice(m, &l->wq, (int64_t)q0 * hd, (int64_t)hq * hd));
+            TRY(out_slice(m, &l->wk, nq + (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            TRY(out_slice(m, &l->wv, nq + nk + (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            l->bq = l->bk = l->bv = b;
+            TRY(vec_slice(m, &l->bq, (int64_t)q0 * hd, (int64_t)hq * hd));
+            TRY(vec_slice(m, &l->bk, nq + (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            TRY(vec_slice(m, &l->bv, nq + nk + (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            l->wqkv.w = NULL, l->bqkv = NULL;
+        } else {
+            TRY(out_slice(m, &l->wq, (int64_t)q0 * hd, (int64_t)hq * hd));
+            TRY(out_slice(m, &l->wk, (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            TRY(out_slice(m, &l->wv, (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            TRY(vec_slice(m, &l->bq, (int64_t)q0 * hd, (int64_t)hq * hd));
+            TRY(vec_slice(m, &l->bk, (int64_t)kv0 * hd, (int64_t)nkv * hd));
+            TRY(vec_slice(m, &l->bv, (int64_t)kv0 * hd, (int64_t)nkv * hd));
+        }
+        TRY(in_slice(m, &l->wo, (int64_t)q0 * hd, (int64_t)hq * hd));
+        TRY(vec_slice(m, &l->sinks, q0, hq));
+        if (rank) l->bo = NULL, l->ffn_down_b = NULL; // (added once: rank 0's)
+        if (l->ffn_gate_up.w) { // fused [gate; up] rows
+            l->ffn_gate = l->ffn_up = l->ffn_gate_up;
+            TRY(out_slice(m, &l->ffn_gate, f0, nf));
+            TRY(out_slice(m, &l->ffn_up, F + f0, nf));
+            l->ffn_gate_up.w = NULL;
+        } else {
+            TRY(out_slice(m, &l->ffn_gate, f0, nf));
+            TRY(out_slice(m, &l->ffn_up, f0, nf));
+        }
+        TRY(vec_slice(m, &l->ffn_up_b, f0, nf));
+        TRY(in_slice(m, &l->ffn_down, f0, nf));
+        lc->n_kv_head = nkv;
+    }
+    c->n_head = hq, c->n_ff = (int)nf;
+    if (c->n_kv_head > 0) c->n_kv_head = c->layers[0].n_kv_head;
+    int64_t V = c->n_vocab, v0 = V * rank / world, v1 = V * (rank + 1) / world;
+    TRY(out_slice(m, &m->output, v0, v1 - v0));
+    m->tp_v0 = (int)v0, m->tp_nv = (int)(v1 - v0);
+    return INFER_OK;
+}
