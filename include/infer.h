@@ -54,6 +54,9 @@ INFER_API infer_status infer_model_load(const char *path, infer_model **out);
 // the attention's and the FFN's outputs and gathers the logits; every rank
 // then holds the whole model's logits. world 1: the whole model.
 INFER_API infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out);
+#define INFER_TP_MAX_RANKS 64
+// A job id not in use on this host (for a launcher of ranks).
+INFER_API void infer_tp_new_id(char *out, size_t cap);
 INFER_API void infer_model_free(infer_model *model);
 
 INFER_API int infer_model_n_vocab(const infer_model *model);

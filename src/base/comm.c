@@ -220,6 +220,10 @@ comm *comm_open(const char *id, int rank, int world, double timeout_s) {
     return c;
 }
 
+void comm_abort(comm *c) {
+    if (c && c->h) __atomic_store_n(&c->h->dead, 1, __ATOMIC_RELEASE);
+}
+
 void comm_close(comm *c) {
     if (!c) return;
     if (c->h) munmap(c->h, c->bytes);

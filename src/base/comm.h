@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#define COMM_MAX_RANKS 64
+#define COMM_MAX_RANKS 64 // (infer.h's INFER_TP_MAX_RANKS)
 
 typedef struct comm comm;
 
@@ -21,6 +21,8 @@ typedef struct comm comm;
 // `world`; waits up to timeout_s seconds for the others. NULL on failure
 // (comm_last_error says why).
 comm *comm_open(const char *id, int rank, int world, double timeout_s);
+// Marks the job failed: every rank's next wait on it fails (c NULL: nothing).
+void comm_abort(comm *c);
 void comm_close(comm *c);
 int comm_rank(const comm *c);
 int comm_world(const comm *c);

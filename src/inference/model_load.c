@@ -19,9 +19,30 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static infer_status load_model(const char *path, int rank, int world, infer_model **out);
+
 static infer_status load(const char *path, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;
     double t0 = now();
+    comm *k = NULL; // (the ranks meet first: one that fails to load fails the others at once)
+    if (world > 1) {
+        const char *e = getenv("INFER_TP_TIMEOUT");
+        double wait = e && atof(e) > 0 ? atof(e) : 300;
+        if (!(k = comm_open(id, rank, world, wait)))
+            return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", rank, world, comm_last_error());
+    }
+    infer_status st = load_model(path, rank, world, out);
+    if (st) {
+        comm_abort(k);
+        comm_close(k);
+        return st;
+    }
+    (*out)->comm = k;
+    (*out)->load_seconds = now() - t0;
+    return INFER_OK;
+}
+
+static infer_status load_model(const char *path, int rank, int world, infer_model **out) {
     struct stat sb;
     if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
     int is_file = S_ISREG(sb.st_mode);
@@ -54,24 +75,16 @@ static infer_status load(const char *path, int rank, int world, const char *id, 
         infer_model_free(m);
         return st;
     }
-    if (world > 1) {
-        const char *e = getenv("INFER_TP_TIMEOUT");
-        double wait = e && atof(e) > 0 ? atof(e) : 300;
-        if (!(m->comm = comm_open(id, rank, world, wait))) {
-            st = fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", rank, world, comm_last_error());
-            infer_model_free(m);
-            return st;
-        }
-    }
-    m->load_seconds = now() - t0;
     *out = m;
     return INFER_OK;
 }
 
+void infer_tp_new_id(char *out, size_t cap) { comm_new_id(out, cap); }
+
 infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;
-    if (world < 1 || world > COMM_MAX_RANKS || rank < 0 || rank >= world)
-        return fail(INFER_ERR_ARG, "tensor parallel: rank %d of %d (ranks 0 to world - 1, world 1 to %d)", rank, world, COMM_MAX_RANKS);
+    if (world < 1 || world > INFER_TP_MAX_RANKS || rank < 0 || rank >= world)
+        return fail(INFER_ERR_ARG, "tensor parallel: rank %d of %d (ranks 0 to world - 1, world 1 to %d)", rank, world, INFER_TP_MAX_RANKS);
     return load(path, rank, world, id, out);
 }
 

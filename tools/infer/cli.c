@@ -205,6 +205,8 @@ int cli_place(infer_ctx *c, const char *device, long ngl) {
 }
 
 uint64_t cli_seed(void) {
+    const char *e = getenv("INFER_TP_SEED"); // (the ranks of a --tp job: one seed)
+    if (e && *e) return strtoull(e, NULL, 10);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);

@@ -1,9 +1,15 @@
 // infer: the command-line interface. One file per subcommand.
 #include "cli.h"
 
-#include <stdio.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *g_usage =
     "usage: infer <command> [options]\n"
@@ -68,6 +74,79 @@ static void on_stop(int sig) {
     raise(sig);
 }
 
+// `--tp N` after a command that runs a model (run, logits, bench): the
+// command as rank 0 of a tensor-parallel job of N ranks, one process each,
+// started here with the same arguments (INFER_TP_WORLD, INFER_TP_RANK,
+// INFER_TP_ID and one sampling seed in the environment; infer_model_load
+// reads them). The other ranks' output goes to /dev/null (INFER_TP_VERBOSE=1:
+// their stderr stays), and they end when rank 0 does. Returns -1 to go on as
+// rank 0 (the flag taken out of argv), else the exit status.
+static pid_t g_ranks[INFER_TP_MAX_RANKS];
+static int g_n_ranks;
+
+static int tp_launch(int *argc, char **argv) {
+    int at = -1;
+    const char *val = NULL;
+    for (int i = 2; i < *argc; i++) {
+        if (!strcmp(argv[i], "--")) break;
+        if (!strcmp(argv[i], "--tp")) { at = i, val = i + 1 < *argc ? argv[i + 1] : ""; break; }
+        if (!strncmp(argv[i], "--tp=", 5)) { at = i, val = argv[i] + 5; break; }
+    }
+    if (at < 0) return -1;
+    char *end;
+    errno = 0;
+    long n = strtol(val, &end, 10);
+    if (errno || end == val || *end || n < 1 || n > INFER_TP_MAX_RANKS)
+        return cli_error("--tp: \"%s\" is not a number of ranks (1 to %d)", val, INFER_TP_MAX_RANKS);
+    int drop = strncmp(argv[at], "--tp=", 5) ? 2 : 1;
+    memmove(argv + at, argv + at + drop, sizeof *argv * (size_t)(*argc - at - drop + 1));
+    *argc -= drop;
+    if (n == 1) return -1;
+    if (strcmp(argv[1], "run") && strcmp(argv[1], "logits") && strcmp(argv[1], "bench"))
+        return cli_error("--tp: %s does not run split over processes (run, logits and bench do)", argv[1]);
+    if (getenv("INFER_TP_WORLD")) return cli_error("--tp: already a rank of a job (INFER_TP_WORLD is set)");
+    char id[64], num[32];
+    infer_tp_new_id(id, sizeof id);
+    snprintf(num, sizeof num, "%ld", n);
+    setenv("INFER_TP_WORLD", num, 1), setenv("INFER_TP_ID", id, 1), setenv("INFER_TP_RANK", "0", 1);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)cli_seed());
+    setenv("INFER_TP_SEED", num, 0); // (one default seed: the ranks sample the same tokens from the same logits)
+    const char *v = getenv("INFER_TP_VERBOSE");
+    int verbose = v && *v && *v != '0';
+    fflush(NULL);
+    for (int r = 1; r < n; r++) {
+        pid_t pid = fork();
+        if (pid < 0) return cli_error("--tp: starting rank %d: %s", r, strerror(errno));
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGTERM); // (rank 0 gone: so is this one)
+            snprintf(num, sizeof num, "%d", r);
+            setenv("INFER_TP_RANK", num, 1);
+            int fd = open("/dev/null", O_RDWR);
+            if (fd >= 0) {
+                dup2(fd, 0), dup2(fd, 1);
+                if (!verbose) dup2(fd, 2);
+            }
+            execv("/proc/self/exe", argv);
+            _exit(127);
+        }
+        g_ranks[g_n_ranks++] = pid;
+    }
+    return -1;
+}
+
+// Rank 0's command is done: the others finish their part (their last
+// collective was rank 0's), or are stopped.
+static int tp_wait(int rc) {
+    for (int i = 0; i < g_n_ranks; i++) {
+        int status = 0;
+        if (rc) kill(g_ranks[i], SIGTERM);
+        if (waitpid(g_ranks[i], &status, 0) == g_ranks[i] && !rc && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            rc = cli_error("--tp: rank %d ended with status %d (INFER_TP_VERBOSE=1 shows its messages)", i + 1,
+                           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
     // (a file-size limit makes writes fail with a message instead of killing us)
     signal(SIGXFSZ, SIG_IGN);
@@ -78,7 +157,9 @@ int main(int argc, char **argv) {
         fputs(g_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
+    int tp = tp_launch(&argc, argv);
+    if (tp >= 0) return tp;
     for (size_t i = 0; i < sizeof g_commands / sizeof g_commands[0]; i++)
-        if (!strcmp(argv[1], g_commands[i].name)) return g_commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], g_commands[i].name)) return tp_wait(g_commands[i].run(argc - 1, argv + 1));
     return cli_error("unknown command \"%s\" (infer --help lists them)", argv[1]);
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# infer run --tp N: the command as N processes, each with its share of the
+# model's heads, features and vocabulary (tensor parallel), gives the whole
+# model's greedy tokens and logits; a sampled run gives the same tokens as
+# one process with the same seed; bad --tp values and commands that do not
+# run split are refused by name.
+# usage: cli_tp.sh INFER_BIN FIXTURES_DIR
+infer=$1 fx=$2
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for fam in llama gemma3 qwen2; do
+    m=$fx/$fam
+    [ -d "$m" ] || { echo "FAILED: no fixture $m"; fail=1; continue; }
+    a=$("$infer" run -m "$m" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam: $(cat "$tmp/err")"; fail=1; }
+    b=$("$infer" run --tp 2 -m "$m" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam --tp 2: $(cat "$tmp/err")"; fail=1; }
+    [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: $fam: --tp 2 greedy \"$b\", one process \"$a\""; fail=1; }
+    a=$("$infer" run -m "$m" --ids 1,2,3,4 -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -s 7 2>/dev/null)
+    b=$("$infer" run --tp=2 -m "$m" --ids 1,2,3,4 -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -s 7 2>/dev/null)
+    [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: $fam: --tp 2 sampled \"$b\", one process \"$a\""; fail=1; }
+done
+# logits: every rank's share gathered, within rounding of the whole model's
+"$infer" logits -m "$fx/llama" --ids 5,6,7 --out "$tmp/one" 2>"$tmp/err" || { echo "FAILED: logits: $(cat "$tmp/err")"; fail=1; }
+"$infer" logits --tp 2 -m "$fx/llama" --ids 5,6,7 --out "$tmp/two" 2>"$tmp/err" || { echo "FAILED: logits --tp 2: $(cat "$tmp/err")"; fail=1; }
+python3 - "$tmp/one" "$tmp/two" <<'PY' || fail=1
+import sys, struct
+a, b = (open(p, "rb").read() for p in sys.argv[1:])
+if not a or len(a) != len(b):
+    print(f"FAILED: logits --tp 2: {len(b)} bytes, one process {len(a)}"); sys.exit(1)
+x, y = (struct.unpack(f"<{len(a) // 4}f", s) for s in (a, b))
+rms = (sum(v * v for v in x) / len(x)) ** 0.5
+d = max(abs(u - v) for u, v in zip(x, y))
+if d > 1e-4 * rms: print(f"FAILED: logits --tp 2 differ by {d} (RMS {rms})"); sys.exit(1)
+PY
+# refused by name
+for bad in "--tp 0" "--tp x" "--tp 65" "--tp"; do
+    "$infer" run $bad -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: run $bad accepted"; fail=1; }
+    grep -q -- "--tp" "$tmp/err" || { echo "FAILED: run $bad: $(cat "$tmp/err")"; fail=1; }
+done
+"$infer" serve --tp 2 -m "$fx/llama" >/dev/null 2>"$tmp/err" && { echo "FAILED: serve --tp 2 accepted"; fail=1; }
+grep -q "does not run split" "$tmp/err" || { echo "FAILED: serve --tp 2: $(cat "$tmp/err")"; fail=1; }
+INFER_TP_WORLD=2 "$infer" run --tp 2 -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: --tp inside a job accepted"; fail=1; }
+# heads that do not split
+"$infer" run --tp 7 -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: --tp 7 accepted"; fail=1; }
+grep -q "do not split over 7" "$tmp/err" || { echo "FAILED: --tp 7: $(cat "$tmp/err")"; fail=1; }
+exit $fail
