@@ -55,6 +55,10 @@ INFER_API infer_status infer_model_load(const char *path, infer_model **out);
 // then holds the whole model's logits. world 1: the whole model.
 INFER_API infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out);
 #define INFER_TP_MAX_RANKS 64
+// How the ranks meet for a GPU's buffers, once a pass has run there: "nccl
+// 2.21.5", or "shared memory (why not NCCL)"; "" before that, or for a model
+// that is not split.
+INFER_API const char *infer_model_tp_transport(const infer_model *model);
 // A job id not in use on this host (for a launcher of ranks).
 INFER_API void infer_tp_new_id(char *out, size_t cap);
 INFER_API void infer_model_free(infer_model *model);

@@ -7,11 +7,14 @@
 // tokens identical. A world of one is the whole model bit for bit. Then what
 // is refused or fails with a message rather than a hang: mixture-of-experts
 // models, q and k normed across the heads (OLMo 2), ranks out of range, a job whose other rank never comes, a rank
-// that dies mid-run.
+// that dies mid-run. Where a GPU is, the same with each rank's model on it
+// (see check_gpu), and NCCL's calls.
 #include "check.h"
 #include "infer.h"
 #include "base/comm.h"
 #include "inference/context.h"
+#include "compute/backend.h"
+#include "compute/nccl.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -27,9 +30,13 @@ static void fill(int32_t *ids, int n, int V, unsigned seed) {
 
 // The prompt in two passes (logits at every position), then ND decode steps
 // of the greedy token: NT rows of logits into out.
+static const char *g_backend = "cpu"; // (the GPU's checks: "cuda")
+static int g_vocab;                   // the last family's vocabulary
+
 static int run(infer_model *m, int32_t *ids, float *out, int V) {
     infer_ctx *c = NULL;
-    int ok = infer_ctx_new(m, 32, &c) == INFER_OK && infer_ctx_set_threads(c, 2) == INFER_OK;
+    int ok = infer_ctx_new(m, 32, &c) == INFER_OK && infer_ctx_set_threads(c, 2) == INFER_OK &&
+             infer_ctx_set_backend(c, g_backend) == INFER_OK;
     ok = ok && infer_eval(c, ids, NP1, out, 0) == INFER_OK;
     ok = ok && infer_eval(c, ids + NP1, NP2, out + (size_t)NP1 * V, 0) == INFER_OK;
     for (int i = NP1 + NP2; ok && i < NT; i++) {
@@ -73,6 +80,7 @@ static void check_family(const char *name, const char *dir) {
         return;
     }
     int V = infer_model_n_vocab(m), moe = m->cfg.n_expert > 0, qk_full = m->cfg.fam->qk_norm_full;
+    g_vocab = V;
     float *want = malloc(sizeof(float) * NT * V), *got = malloc(sizeof(float) * NT * V);
     int32_t ids[NT], ids1[NT];
     fill(ids, NT, V, 7);
@@ -182,7 +190,125 @@ static void check_errors(const char *dir) {
     infer_model_free(m);
 }
 
+// Where a GPU is: two ranks sharing it (NCCL refuses two ranks on one GPU,
+// so their sums go through the host's shared memory) against the whole model
+// on it, and NCCL itself in a job of one rank on the GPU's stream
+// (INFER_TEST_NCCL=1: it must be found). Each run is a process of its own,
+// started by exec (CUDA does not survive a fork): `test_tp --gpu RANK WORLD
+// ID DIR OUT` writes its NT rows of logits to OUT.
+static int gpu_rank(char **a) {
+    int rank = atoi(a[0]), world = atoi(a[1]);
+    g_backend = "cuda";
+    infer_model *m = NULL;
+    if (infer_model_load_tp(a[3], rank, world, world > 1 ? a[2] : NULL, &m)) {
+        fprintf(stderr, "FAIL rank %d: %s\n", rank, infer_last_error());
+        return 1;
+    }
+    int V = infer_model_n_vocab(m);
+    int32_t ids[NT];
+    fill(ids, NT, V, 7);
+    float *out = malloc(sizeof(float) * NT * V);
+    int ok = run(m, ids, out, V);
+    if (!ok) fprintf(stderr, "FAIL rank %d: %s\n", rank, infer_last_error());
+    if (ok && rank == 0 && world > 1) printf("cuda, %d ranks: %s\n", world, infer_model_tp_transport(m));
+    FILE *f = ok ? fopen(a[4], "wb") : NULL;
+    ok = f && fwrite(out, sizeof(float), (size_t)NT * V, f) == (size_t)NT * V;
+    if (f) fclose(f);
+    free(out);
+    infer_model_free(m);
+    return !ok;
+}
+
+static pid_t spawn(char **args) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int done_ok(pid_t pid) {
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static float *read_rows(const char *path, size_t n) {
+    float *x = malloc(sizeof(float) * n);
+    FILE *f = fopen(path, "rb");
+    int ok = f && fread(x, sizeof(float), n, f) == n;
+    if (f) fclose(f);
+    unlink(path);
+    if (!ok) free(x);
+    return ok ? x : NULL;
+}
+
+static void check_gpu(const char *name, const char *dir, int V) {
+    char id[64], w0[128], r0[128], r1[128];
+    comm_new_id(id, sizeof id);
+    snprintf(w0, sizeof w0, "/tmp/%s.whole", id), snprintf(r0, sizeof r0, "/tmp/%s.r0", id), snprintf(r1, sizeof r1, "/tmp/%s.r1", id);
+    char *whole[] = {"test_tp", "--gpu", "0", "1", id, (char *)dir, w0, NULL};
+    CHECK(done_ok(spawn(whole)), "%s on cuda: the whole model failed", name);
+    char *a0[] = {"test_tp", "--gpu", "0", "2", id, (char *)dir, r0, NULL}, *a1[] = {"test_tp", "--gpu", "1", "2", id, (char *)dir, r1, NULL};
+    pid_t p0 = spawn(a0), p1 = spawn(a1);
+    int ok0 = done_ok(p0), ok1 = done_ok(p1);
+    CHECK(ok0 && ok1, "%s on cuda, 2 ranks: rank 0 %s, rank 1 %s", name, ok0 ? "ok" : "failed", ok1 ? "ok" : "failed");
+    float *want = read_rows(w0, (size_t)NT * V), *g0 = read_rows(r0, (size_t)NT * V), *g1 = read_rows(r1, (size_t)NT * V);
+    if (want && g0 && g1) {
+        double worst = 0;
+        for (int r = 0; r < NT; r++) {
+            double e = test_rel_err(g0 + (size_t)r * V, want + (size_t)r * V, (size_t)V);
+            worst = e > worst ? e : worst;
+        }
+        CHECK(worst <= 1e-4, "%s on cuda, 2 ranks: max error %.3g of the RMS from one GPU's logits", name, worst);
+        CHECK(!memcmp(g0, g1, sizeof(float) * NT * V), "%s on cuda: ranks 0 and 1 hold different logits", name);
+        printf("%s on cuda, 2 ranks against one: max error %.3g of the RMS\n", name, worst);
+    }
+    free(want), free(g0), free(g1);
+}
+
+static int nccl_unit(void) {
+    comm *k = comm_open(NULL, 0, 1, 1);
+    nccl *g = k ? nccl_open(k) : NULL;
+    const char *e = getenv("INFER_TEST_NCCL");
+    if (!g) {
+        printf("nccl: %s\n", nccl_why());
+        comm_close(k);
+        return e && *e == '1';
+    }
+    printf("nccl %s\n", nccl_version());
+    const backend_ops *cu = backend_cuda();
+    cpu_exec ex = {0};
+    backend b = {cu, &ex, NULL, NULL};
+    enum { N = 1000 };
+    static float h[2 * N], back[2 * N];
+    for (int i = 0; i < N; i++) h[i] = (float)i * 0.5f - 3.0f;
+    float *d = cu->alloc(&b, sizeof(float) * 2 * N);
+    void *st = d ? backend_cuda_stream(&b) : NULL;
+    int bad = !(d && st);
+    if (!bad) {
+        cu->upload(&b, d, h, N);
+        bad |= nccl_allreduce(g, d, N, st) != 0;
+        bad |= nccl_allgather(g, d, d + N, N, st) != 0;
+        cu->download(&b, back, d, 2 * N);
+        bad |= memcmp(back, h, sizeof(float) * N) || memcmp(back + N, h, sizeof(float) * N) || ex.oom;
+        if (bad) fprintf(stderr, "FAIL nccl, one rank: %s\n", nccl_why());
+        cu->release(&b, d);
+    }
+    if (cu->done) cu->done(&b);
+    nccl_close(g);
+    comm_close(k);
+    return bad;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 7 && !strcmp(argv[1], "--gpu")) return gpu_rank(argv + 2);
+    if (argc == 2 && !strcmp(argv[1], "--gpu-probe")) return backend_cuda() ? 0 : 1;
+    if (argc == 2 && !strcmp(argv[1], "--nccl")) return nccl_unit();
+    // (this process never starts CUDA: its children fork)
+    char *probe[] = {"test_tp", "--gpu-probe", NULL};
+    int gpu = done_ok(spawn(probe));
     char **dirs;
     int n = test_fixture_dirs(&dirs, argc > 1 ? argv[1] : NULL);
     CHECK(n > 0, "no fixture families under %s", FIXTURES_DIR);
@@ -190,8 +316,11 @@ int main(int argc, char **argv) {
         const char *name = strrchr(dirs[i], '/') + 1;
         check_family(name, dirs[i]);
         if (!strcmp(name, "llama")) check_errors(dirs[i]);
+        if (gpu && (!strcmp(name, "llama") || !strcmp(name, "gemma3") || !strcmp(name, "qwen2"))) check_gpu(name, dirs[i], g_vocab);
         free(dirs[i]);
     }
     free(dirs);
+    char *nc[] = {"test_tp", "--nccl", NULL};
+    if (gpu) CHECK(done_ok(spawn(nc)), "NCCL on the GPU (INFER_TEST_NCCL=1: the library must be there)");
     return check_summary("test_tp");
 }

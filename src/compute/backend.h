@@ -174,6 +174,10 @@ struct backend {
 // The CUDA backend (compute/cuda/backend_cuda.c): NULL in a build without
 // CUDA or on a machine without a usable GPU (cuda_status() says why).
 const backend_ops *backend_cuda(void);
+// The CUDA stream (a cudaStream_t) of b, a CUDA backend, once the work it
+// holds back is queued (for NCCL's collectives in the stream's order); NULL
+// for another backend or on a failure.
+void *backend_cuda_stream(backend *b);
 
 // The data-movement ops of the host backends (memory the CPU reads): plain
 // loops, shared by the CPU and reference backends (compute/host_ops.c).

@@ -10,8 +10,10 @@
 #include "base/half.h"
 #include "base/error.h"
 #include "base/comm.h"
+#include "compute/nccl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,12 +113,33 @@ static float *tp_host(infer_ctx *c, size_t n) {
     return c->tp_host;
 }
 
+// The job's NCCL communicator for a GPU backend's buffers, opened by every
+// rank at its first GPU pass (INFER_TP_NCCL=0: never), or NULL: then the
+// buffers go through the host's shared memory.
+static nccl *tp_nccl(infer_ctx *c) {
+    infer_model *m = c->m;
+    if (!m->nccl_tried) {
+        m->nccl_tried = 1;
+        const char *e = getenv("INFER_TP_NCCL");
+        if (!(e && *e == '0')) m->nccl = nccl_open(m->comm);
+        if (m->nccl) snprintf(m->tp_transport, sizeof m->tp_transport, "nccl %s", nccl_version());
+        else snprintf(m->tp_transport, sizeof m->tp_transport, "shared memory (%s)", e && *e == '0' ? "INFER_TP_NCCL=0" : nccl_why());
+    }
+    return m->nccl;
+}
+
 // x (n floats, the backend's) = its sum over the ranks
 static void tp_sum(infer_ctx *c, float *x, size_t n) {
     comm *k = c->m->comm;
     if (!k || c->tp_failed) return;
     if (OPS->host) {
         c->tp_failed = comm_allreduce(k, x, n) != 0;
+        return;
+    }
+    nccl *g = tp_nccl(c);
+    if (g) {
+        void *st = backend_cuda_stream(BE);
+        c->tp_failed = !st || nccl_allreduce(g, x, n, st) != 0;
         return;
     }
     float *h = tp_host(c, n);
@@ -130,7 +153,9 @@ static void tp_sum(infer_ctx *c, float *x, size_t n) {
 }
 
 // n rows of logits (lg, rows of V in the backend's memory) = the output head
-// of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered.
+// of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered
+// (NCCL: every rank's block of n rows of at most nv_max columns side by side,
+// then each block's columns into place).
 static void head(infer_ctx *c, float *lg, int n) {
     const infer_model *m = c->m;
     int E = m->cfg.n_embd, V = m->cfg.n_vocab, W = m->tp_world, nv = m->tp_nv;
@@ -138,9 +163,13 @@ static void head(infer_ctx *c, float *lg, int n) {
         mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
         return;
     }
-    int cnt[COMM_MAX_RANKS];
-    for (int r = 0; r < W; r++) cnt[r] = (int)((int64_t)V * (r + 1) / W - (int64_t)V * r / W);
-    size_t need = (size_t)n * nv;
+    int cnt[COMM_MAX_RANKS], nv_max = 0;
+    for (int r = 0; r < W; r++) {
+        cnt[r] = (int)((int64_t)V * (r + 1) / W - (int64_t)V * r / W);
+        nv_max = cnt[r] > nv_max ? cnt[r] : nv_max;
+    }
+    nccl *g = OPS->host ? NULL : tp_nccl(c);
+    size_t blk = (size_t)n * nv_max, need = g ? blk * (W + 1) : (size_t)n * nv;
     if (need > c->tp_part_cap) {
         if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
         c->tp_part = c->arena_ops->alloc(&c->be, sizeof(float) * need);
@@ -155,14 +184,25 @@ static void head(infer_ctx *c, float *lg, int n) {
         c->tp_failed = comm_allgather_cols(m->comm, c->tp_part, n, cnt, lg, (size_t)V) != 0;
         return;
     }
-    float *h = tp_host(c, need + (size_t)n * V);
+    if (g) {
+        void *st = backend_cuda_stream(BE);
+        float *recv = c->tp_part + blk;
+        if (!st || nccl_allgather(g, c->tp_part, recv, blk, st)) {
+            c->tp_failed = 1;
+            return;
+        }
+        for (int r = 0, off = 0; r < W; off += cnt[r++])
+            OPS->copy(BE, lg + off, (size_t)V, recv + blk * r, (size_t)cnt[r], n, cnt[r]);
+        return;
+    }
+    float *h = tp_host(c, (size_t)n * nv + (size_t)n * V);
     if (!h) {
         c->tp_failed = 1;
         return;
     }
-    OPS->download(BE, h, c->tp_part, need);
-    c->tp_failed = comm_allgather_cols(m->comm, h, n, cnt, h + need, (size_t)V) != 0;
-    OPS->upload(BE, lg, h + need, (size_t)n * V);
+    OPS->download(BE, h, c->tp_part, (size_t)n * nv);
+    c->tp_failed = comm_allgather_cols(m->comm, h, n, cnt, h + (size_t)n * nv, (size_t)V) != 0;
+    OPS->upload(BE, lg, h + (size_t)n * nv, (size_t)n * V);
 }
 
 // ---------------------------------------------------------------------------
@@ -457,7 +497,7 @@ static infer_status oom_check(infer_ctx *c) {
     if (c->tp_failed) {
         c->tp_failed = 0, c->ex.oom = 0;
         return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", c->m->tp_rank, c->m->tp_world,
-                    c->m->comm ? comm_error(c->m->comm) : "no communicator");
+                    c->m->nccl && nccl_why()[0] ? nccl_why() : c->m->comm ? comm_error(c->m->comm) : "no communicator");
     }
     if (!c->ex.oom) return INFER_OK;
     c->ex.oom = 0;

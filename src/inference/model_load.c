@@ -81,6 +81,8 @@ static infer_status load_model(const char *path, int rank, int world, infer_mode
 
 void infer_tp_new_id(char *out, size_t cap) { comm_new_id(out, cap); }
 
+const char *infer_model_tp_transport(const infer_model *m) { return m->tp_transport; }
+
 infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;
     if (world < 1 || world > INFER_TP_MAX_RANKS || rank < 0 || rank >= world)

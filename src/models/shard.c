@@ -3,8 +3,8 @@
 //   - query heads [r H/W, (r+1) H/W) and the key/value heads they read (all
 //     of one head, copied on every rank, where there are fewer KV heads than
 //     ranks): the rows of wq, wk, wv and their biases, the columns of wo;
-//   - FFN features [r F/W, (r+1) F/W): the rows of gate and up, the columns
-//     of down;
+//   - FFN features [r F/W, (r+1) F/W) (in whole blocks of down's type: shares
+//     may differ by a block): the rows of gate and up, the columns of down;
 //   - output rows (the vocabulary) [r V/W, (r+1) V/W).
 // The config then says what this rank computes (n_head, n_kv_head, n_ff are
 // its share), so the forward pass runs unchanged but for a sum over the ranks
@@ -116,10 +116,20 @@ infer_status model_shard(infer_model *m, int rank, int world) {
                     c->model_type);
     int H = c->n_head, F = c->n_ff;
     if (H % world) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %d attention heads do not split over %d ranks", H, world);
-    if (F % world) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: an FFN of %d features does not split over %d ranks", F, world);
     if (m->output.trans) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: a transposed output head is not split");
     int hq = H / world, q0 = rank * hq;
-    int64_t f0 = (int64_t)rank * (F / world), nf = F / world;
+    // the features in whole blocks of the down product's type (its columns are
+    // cut), as evenly as they go: Gemma 3 1B's 6912 are 27 blocks of 256, 14 and 13
+    int blk = 1;
+    for (int il = 0; il < c->n_layer; il++) {
+        const tensor *d = m->layers[il].ffn_down.w;
+        int b = d && d->type >= 0 ? dtype_get(d->type)->blck : 1;
+        blk = b > blk ? b : blk;
+    }
+    if (F % blk || F / blk < world)
+        return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: an FFN of %d features in blocks of %d does not split over %d ranks", F, blk,
+                    world);
+    int64_t nb = F / blk, f0 = blk * (nb * rank / world), nf = blk * (nb * (rank + 1) / world) - f0;
     for (int il = 0; il < c->n_layer; il++) {
         layer_config *lc = &c->layers[il];
         layer_weights *l = &m->layers[il];

@@ -683,6 +683,12 @@ static void cu_softcap(backend *b, float *x, size_t n, float cap) {
     if (!s || cuda_softcap(s->d, x, n, cap)) fail_op(b);
 }
 
+void *backend_cuda_stream(backend *b) {
+    if (b->ops->host || strcmp(b->ops->name, "cuda")) return NULL;
+    cuda_state *s = state_flushed(b);
+    return s ? cuda_stream(s->d) : NULL;
+}
+
 static void cu_download(backend *b, float *host, const float *src, size_t n) {
     cuda_state *s = state_flushed(b);
     if (!s || cuda_download(s->d, host, src, sizeof(float) * n)) fail_op(b);

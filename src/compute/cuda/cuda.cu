@@ -259,6 +259,8 @@ extern "C" HIDDEN int cuda_upload_async(cuda_dev *d, void *dst, const void *src,
     return e == cudaSuccess ? 0 : set_status("upload", e);
 }
 
+extern "C" HIDDEN void *cuda_stream(cuda_dev *d) { return (void *)d->stream; }
+
 extern "C" HIDDEN int cuda_download(cuda_dev *d, void *dst, const void *src, size_t bytes) {
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);

@@ -38,6 +38,8 @@ void cuda_free(cuda_dev *d, void *p);
 int cuda_upload(cuda_dev *d, void *d_dst, const void *src, size_t bytes);   // 0 on success
 int cuda_download(cuda_dev *d, void *dst, const void *d_src, size_t bytes); // waits for the stream
 int cuda_sync(cuda_dev *d);
+// The device's stream (a cudaStream_t), for a library that queues work on it (NCCL).
+void *cuda_stream(cuda_dev *d);
 // Copies `bytes` (at most 64 KiB) from the host to d_dst in the stream's
 // order without waiting: src is staged in a pinned ring that is reused only
 // after 4 MiB of later staging (a pass synchronizes long before that).
