@@ -27,9 +27,12 @@ I=/tmp/bin/infer S=${SHAPE:-1b}
     a=$($I run -m /tmp/s.gguf --device cuda --ids 1,2,3,4,5 -n 32 --temp 0 2>/tmp/ea)
     b=$($I run --tp 2 -m /tmp/s.gguf --device cuda --ids 1,2,3,4,5 -n 32 --temp 0 2>/tmp/eb); tail -n 1 /tmp/ea /tmp/eb
     [ -n "$a" ] && [ "$a" = "$b" ] && echo "greedy 32 tokens, --tp 2 on cuda = one process: yes" || echo "greedy: differ: [$a] [$b]"
-    for tp in 1 2; do
-        echo "## --tp $tp, cuda"; timeout 120 $I bench --tp $tp -m /tmp/s.gguf --device cuda -p 128 -n 32 -r 2 2>&1 | tail -2
+    c=$($I run --tp 2 --split layer -m /tmp/s.gguf --device cuda --ids 1,2,3,4,5 -n 32 --temp 0 2>/tmp/ec); tail -n 1 /tmp/ec
+    [ -n "$a" ] && [ "$a" = "$c" ] && echo "greedy 32 tokens, --tp 2 --split layer on cuda = one process: yes" || echo "greedy (layer): differ: [$a] [$c]"
+    for sp in "--tp 1" "--tp 2" "--tp 2 --split layer"; do
+        echo "## $sp, cuda"; timeout 120 $I bench $sp -m /tmp/s.gguf --device cuda -p 128 -n 32 -r 2 2>&1 | tail -2
     done
     echo "## --tp 1, cpu, 16 threads"; timeout 120 $I bench -m /tmp/s.gguf --device cpu -t 16 -p 128 -n 32 -r 2 2>&1 | tail -2
     echo "## --tp 2, cpu, 8 threads a rank"; timeout 120 $I bench --tp 2 -m /tmp/s.gguf --device cpu -t 8 -p 128 -n 32 -r 2 2>&1 | tail -2
+    echo "## --tp 2 --split layer, cpu, 8 threads a rank"; timeout 120 $I bench --tp 2 --split layer -m /tmp/s.gguf --device cpu -t 8 -p 128 -n 32 -r 2 2>&1 | tail -2
 } 2>&1 | tee "$OUT/tp.txt"

@@ -54,6 +54,12 @@ INFER_API infer_status infer_model_load(const char *path, infer_model **out);
 // the attention's and the FFN's outputs and gathers the logits; every rank
 // then holds the whole model's logits. world 1: the whole model.
 INFER_API infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out);
+// The same with a choice of split: "row" (the above) or "layer" (a pipeline,
+// llama.cpp's -sm layer: rank r runs layers [r L/W, (r+1) L/W), the residual
+// stream handed from rank to rank, the last rank's logits to all).
+// INFER_TP_SPLIT in the environment chooses it for infer_model_load.
+INFER_API infer_status infer_model_load_split(const char *path, const char *split, int rank, int world, const char *id,
+                                              infer_model **out);
 #define INFER_TP_MAX_RANKS 64
 // How the ranks meet for a GPU's buffers, once a pass has run there: "nccl
 // 2.21.5", or "shared memory (why not NCCL)"; "" before that, or for a model

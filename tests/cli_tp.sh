@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # infer run --tp N: the command as N processes, each with its share of the
-# model's heads, features and vocabulary (tensor parallel), gives the whole
+# model's heads, features and vocabulary (tensor parallel; --split layer: its
+# run of layers), gives the whole
 # model's greedy tokens and logits; a sampled run gives the same tokens as
 # one process with the same seed; bad --tp values and commands that do not
 # run split are refused by name.
@@ -15,6 +16,8 @@ for fam in llama gemma3 qwen2; do
     a=$("$infer" run -m "$m" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam: $(cat "$tmp/err")"; fail=1; }
     b=$("$infer" run --tp 2 -m "$m" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam --tp 2: $(cat "$tmp/err")"; fail=1; }
     [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: $fam: --tp 2 greedy \"$b\", one process \"$a\""; fail=1; }
+    c=$("$infer" run --tp 2 --split layer -m "$m" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam --split layer: $(cat "$tmp/err")"; fail=1; }
+    [ "$a" = "$c" ] || { echo "FAILED: $fam: --tp 2 --split layer greedy \"$c\", one process \"$a\""; fail=1; }
     a=$("$infer" run -m "$m" --ids 1,2,3,4 -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -s 7 2>/dev/null)
     b=$("$infer" run --tp=2 -m "$m" --ids 1,2,3,4 -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -s 7 2>/dev/null)
     [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: $fam: --tp 2 sampled \"$b\", one process \"$a\""; fail=1; }
@@ -33,9 +36,9 @@ d = max(abs(u - v) for u, v in zip(x, y))
 if d > 1e-4 * rms: print(f"FAILED: logits --tp 2 differ by {d} (RMS {rms})"); sys.exit(1)
 PY
 # refused by name
-for bad in "--tp 0" "--tp x" "--tp 65" "--tp"; do
+for bad in "--tp 0" "--tp x" "--tp 65" "--tp" "--split layer" "--tp 2 --split rows"; do
     "$infer" run $bad -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: run $bad accepted"; fail=1; }
-    grep -q -- "--tp" "$tmp/err" || { echo "FAILED: run $bad: $(cat "$tmp/err")"; fail=1; }
+    grep -q -- "--tp\|--split" "$tmp/err" || { echo "FAILED: run $bad: $(cat "$tmp/err")"; fail=1; }
 done
 "$infer" serve --tp 2 -m "$fx/llama" >/dev/null 2>"$tmp/err" && { echo "FAILED: serve --tp 2 accepted"; fail=1; }
 grep -q "does not run split" "$tmp/err" || { echo "FAILED: serve --tp 2: $(cat "$tmp/err")"; fail=1; }

@@ -1,6 +1,7 @@
 // Tensor parallelism (models/shard.c, base/comm.c) on one host without a
 // GPU: two processes, ranks 0 and 1 of a job, each with its share of every
-// fixture family's heads, features and vocabulary, must give the logits of
+// fixture family's heads, features and vocabulary (or, the layer split, its
+// half of the layers), must give the logits of
 // the whole model at every position of a prompt in two passes and of decode
 // steps (within the CPU backend's tolerance against the reference: the sums
 // over the ranks round differently), and both ranks the same bits; greedy
@@ -52,12 +53,12 @@ static int run(infer_model *m, int32_t *ids, float *out, int V) {
 
 // Rank `rank` of a job of two: its logits against want; the count of
 // failures (the child's exit status), its logits into got.
-static int rank_run(const char *dir, const char *id, int rank, const float *want, float *got, int V, const char *name) {
+static int rank_run(const char *dir, const char *split, const char *id, int rank, const float *want, float *got, int V, const char *name) {
     infer_model *m = NULL;
     int32_t ids[NT];
     fill(ids, NT, V, 7);
-    if (infer_model_load_tp(dir, rank, 2, id, &m)) {
-        fprintf(stderr, "FAIL %s rank %d: %s\n", name, rank, infer_last_error());
+    if (infer_model_load_split(dir, split, rank, 2, id, &m)) {
+        fprintf(stderr, "FAIL %s (%s split) rank %d: %s\n", name, split, rank, infer_last_error());
         return 1;
     }
     int bad = 0;
@@ -79,7 +80,9 @@ static void check_family(const char *name, const char *dir) {
         CHECK(0, "%s: %s", name, infer_last_error());
         return;
     }
-    int V = infer_model_n_vocab(m), moe = m->cfg.n_expert > 0, qk_full = m->cfg.fam->qk_norm_full;
+    int V = infer_model_n_vocab(m), moe = m->cfg.n_expert > 0, qk_full = m->cfg.fam->qk_norm_full, m_layers = m->cfg.n_layer;
+    int *kv_src = malloc(sizeof(int) * m_layers);
+    for (int il = 0; il < m_layers; il++) kv_src[il] = m->cfg.layers[il].kv_source;
     g_vocab = V;
     float *want = malloc(sizeof(float) * NT * V), *got = malloc(sizeof(float) * NT * V);
     int32_t ids[NT], ids1[NT];
@@ -95,52 +98,59 @@ static void check_family(const char *name, const char *dir) {
         infer_model_free(m);
     }
 
-    char id[64];
-    comm_new_id(id, sizeof id);
-    if (moe || qk_full) { // refused by each rank (OLMo 2: q and k normed over all the heads, which no rank holds)
-        const char *why = moe ? "mixture-of-experts" : "whole q and k";
+    // each split: refused where it cannot cut the model, else two ranks
+    int L = m_layers, cross = 0; // (a layer of rank 1's run reading a K/V cache of rank 0's)
+    for (int il = L / 2; il < L; il++) cross |= kv_src[il] < L / 2;
+    const char *splits[] = {"row", "layer"};
+    for (int si = 0; si < 2; si++) {
+        const char *split = splits[si], *why = NULL;
+        if (si == 0 && (moe || qk_full)) why = moe ? "mixture-of-experts" : "whole q and k"; // (OLMo 2: q and k normed over all heads)
+        if (si == 1 && cross) why = "on another rank";
+        char id[64];
+        comm_new_id(id, sizeof id);
         fflush(NULL);
         pid_t pid = fork();
-        if (pid == 0) {
+        if (pid == 0 && why) {
             infer_model *m1 = NULL;
-            _exit(infer_model_load_tp(dir, 1, 2, id, &m1) == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), why) ? 0 : 1);
+            _exit(infer_model_load_split(dir, split, 1, 2, id, &m1) == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), why) ? 0 : 1);
         }
-        CHECK(infer_model_load_tp(dir, 0, 2, id, &m) == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), why),
-              "%s: split: %s", name, m ? "loaded" : infer_last_error());
+        if (pid == 0) {
+            float *g1 = malloc(sizeof(float) * NT * V);
+            int bad = rank_run(dir, split, id, 1, want, g1, V, name);
+            // rank 1's bits for rank 0 to compare: through a file beside the job
+            char path[128];
+            snprintf(path, sizeof path, "/tmp/%s.rank1", id);
+            FILE *f = fopen(path, "wb");
+            if (!f || fwrite(g1, sizeof(float), (size_t)NT * V, f) != (size_t)NT * V) bad++;
+            if (f) fclose(f);
+            _exit(bad > 100 ? 100 : bad);
+        }
+        if (why) {
+            m = NULL;
+            CHECK(infer_model_load_split(dir, split, 0, 2, id, &m) == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), why),
+                  "%s: %s split: %s", name, split, m ? "loaded" : infer_last_error());
+            int status = 0;
+            waitpid(pid, &status, 0);
+            CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: %s split: rank 1 not refused so", name, split);
+            infer_model_free(m);
+            continue;
+        }
+        int bad = rank_run(dir, split, id, 0, want, got, V, name);
         int status = 0;
         waitpid(pid, &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: rank 1 not refused so", name);
-        infer_model_free(m);
-        free(want), free(got);
-        return;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        float *g1 = malloc(sizeof(float) * NT * V);
-        int bad = rank_run(dir, id, 1, want, g1, V, name);
-        // rank 1's bits for rank 0 to compare: through a file beside the job
+        CHECK(bad == 0, "%s: %s split, rank 0 of 2: %d rows off the whole model's logits", name, split, bad);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: %s split, rank 1 of 2 failed (status %d)", name, split, status);
         char path[128];
         snprintf(path, sizeof path, "/tmp/%s.rank1", id);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(g1, sizeof(float), (size_t)NT * V, f) != (size_t)NT * V) bad++;
+        float *g1 = malloc(sizeof(float) * NT * V);
+        FILE *f = fopen(path, "rb");
+        int same = f && fread(g1, sizeof(float), (size_t)NT * V, f) == (size_t)NT * V && !memcmp(g1, got, sizeof(float) * NT * V);
         if (f) fclose(f);
-        _exit(bad > 100 ? 100 : bad);
+        unlink(path);
+        CHECK(same, "%s: %s split: ranks 0 and 1 hold different logits", name, split);
+        free(g1);
     }
-    int bad = rank_run(dir, id, 0, want, got, V, name);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK(bad == 0, "%s: rank 0 of 2: %d rows off the whole model's logits", name, bad);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: rank 1 of 2 failed (status %d)", name, status);
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/%s.rank1", id);
-    float *g1 = malloc(sizeof(float) * NT * V);
-    FILE *f = fopen(path, "rb");
-    int same = f && fread(g1, sizeof(float), (size_t)NT * V, f) == (size_t)NT * V && !memcmp(g1, got, sizeof(float) * NT * V);
-    if (f) fclose(f);
-    unlink(path);
-    CHECK(same, "%s: ranks 0 and 1 hold different logits", name);
-    free(g1), free(want), free(got);
+    free(kv_src), free(want), free(got);
 }
 
 // What fails, and says so, rather than hanging.
@@ -195,12 +205,12 @@ static void check_errors(const char *dir) {
 // on it, and NCCL itself in a job of one rank on the GPU's stream
 // (INFER_TEST_NCCL=1: it must be found). Each run is a process of its own,
 // started by exec (CUDA does not survive a fork): `test_tp --gpu RANK WORLD
-// ID DIR OUT` writes its NT rows of logits to OUT.
+// ID DIR OUT SPLIT` writes its NT rows of logits to OUT.
 static int gpu_rank(char **a) {
     int rank = atoi(a[0]), world = atoi(a[1]);
     g_backend = "cuda";
     infer_model *m = NULL;
-    if (infer_model_load_tp(a[3], rank, world, world > 1 ? a[2] : NULL, &m)) {
+    if (infer_model_load_split(a[3], a[5], rank, world, world > 1 ? a[2] : NULL, &m)) {
         fprintf(stderr, "FAIL rank %d: %s\n", rank, infer_last_error());
         return 1;
     }
@@ -210,7 +220,7 @@ static int gpu_rank(char **a) {
     float *out = malloc(sizeof(float) * NT * V);
     int ok = run(m, ids, out, V);
     if (!ok) fprintf(stderr, "FAIL rank %d: %s\n", rank, infer_last_error());
-    if (ok && rank == 0 && world > 1) printf("cuda, %d ranks: %s\n", world, infer_model_tp_transport(m));
+    if (ok && rank == 0 && world > 1) printf("cuda, %d ranks, %s split: %s\n", world, a[5], infer_model_tp_transport(m));
     FILE *f = ok ? fopen(a[4], "wb") : NULL;
     ok = f && fwrite(out, sizeof(float), (size_t)NT * V, f) == (size_t)NT * V;
     if (f) fclose(f);
@@ -244,16 +254,17 @@ static float *read_rows(const char *path, size_t n) {
     return ok ? x : NULL;
 }
 
-static void check_gpu(const char *name, const char *dir, int V) {
+static void check_gpu(const char *name, const char *dir, int V, const char *split) {
     char id[64], w0[128], r0[128], r1[128];
     comm_new_id(id, sizeof id);
     snprintf(w0, sizeof w0, "/tmp/%s.whole", id), snprintf(r0, sizeof r0, "/tmp/%s.r0", id), snprintf(r1, sizeof r1, "/tmp/%s.r1", id);
-    char *whole[] = {"test_tp", "--gpu", "0", "1", id, (char *)dir, w0, NULL};
+    char *sp = (char *)split;
+    char *whole[] = {"test_tp", "--gpu", "0", "1", id, (char *)dir, w0, sp, NULL};
     CHECK(done_ok(spawn(whole)), "%s on cuda: the whole model failed", name);
-    char *a0[] = {"test_tp", "--gpu", "0", "2", id, (char *)dir, r0, NULL}, *a1[] = {"test_tp", "--gpu", "1", "2", id, (char *)dir, r1, NULL};
+    char *a0[] = {"test_tp", "--gpu", "0", "2", id, (char *)dir, r0, sp, NULL}, *a1[] = {"test_tp", "--gpu", "1", "2", id, (char *)dir, r1, sp, NULL};
     pid_t p0 = spawn(a0), p1 = spawn(a1);
     int ok0 = done_ok(p0), ok1 = done_ok(p1);
-    CHECK(ok0 && ok1, "%s on cuda, 2 ranks: rank 0 %s, rank 1 %s", name, ok0 ? "ok" : "failed", ok1 ? "ok" : "failed");
+    CHECK(ok0 && ok1, "%s on cuda, 2 ranks, %s split: rank 0 %s, rank 1 %s", name, split, ok0 ? "ok" : "failed", ok1 ? "ok" : "failed");
     float *want = read_rows(w0, (size_t)NT * V), *g0 = read_rows(r0, (size_t)NT * V), *g1 = read_rows(r1, (size_t)NT * V);
     if (want && g0 && g1) {
         double worst = 0;
@@ -261,9 +272,9 @@ static void check_gpu(const char *name, const char *dir, int V) {
             double e = test_rel_err(g0 + (size_t)r * V, want + (size_t)r * V, (size_t)V);
             worst = e > worst ? e : worst;
         }
-        CHECK(worst <= 1e-4, "%s on cuda, 2 ranks: max error %.3g of the RMS from one GPU's logits", name, worst);
-        CHECK(!memcmp(g0, g1, sizeof(float) * NT * V), "%s on cuda: ranks 0 and 1 hold different logits", name);
-        printf("%s on cuda, 2 ranks against one: max error %.3g of the RMS\n", name, worst);
+        CHECK(worst <= 1e-4, "%s on cuda, 2 ranks, %s split: max error %.3g of the RMS from one GPU's logits", name, split, worst);
+        CHECK(!memcmp(g0, g1, sizeof(float) * NT * V), "%s on cuda, %s split: ranks 0 and 1 hold different logits", name, split);
+        printf("%s on cuda, 2 ranks, %s split, against one: max error %.3g of the RMS\n", name, split, worst);
     }
     free(want), free(g0), free(g1);
 }
@@ -303,7 +314,7 @@ static int nccl_unit(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 7 && !strcmp(argv[1], "--gpu")) return gpu_rank(argv + 2);
+    if (argc == 8 && !strcmp(argv[1], "--gpu")) return gpu_rank(argv + 2);
     if (argc == 2 && !strcmp(argv[1], "--gpu-probe")) return backend_cuda() ? 0 : 1;
     if (argc == 2 && !strcmp(argv[1], "--nccl")) return nccl_unit();
     // (this process never starts CUDA: its children fork)
@@ -316,7 +327,7 @@ int main(int argc, char **argv) {
         const char *name = strrchr(dirs[i], '/') + 1;
         check_family(name, dirs[i]);
         if (!strcmp(name, "llama")) check_errors(dirs[i]);
-        if (gpu && (!strcmp(name, "llama") || !strcmp(name, "gemma3") || !strcmp(name, "qwen2"))) check_gpu(name, dirs[i], g_vocab);
+        if (gpu && (!strcmp(name, "llama") || !strcmp(name, "gemma3") || !strcmp(name, "qwen2"))) check_gpu(name, dirs[i], g_vocab, "row"), check_gpu(name, dirs[i], g_vocab, "layer");
         free(dirs[i]);
     }
     free(dirs);

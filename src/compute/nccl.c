@@ -15,6 +15,7 @@ typedef int (*get_id_fn)(nccl_id *);
 typedef int (*init_rank_fn)(void **comm, int nranks, nccl_id id, int rank);
 typedef int (*all_reduce_fn)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, void *stream);
 typedef int (*all_gather_fn)(const void *send, void *recv, size_t count, int dtype, void *comm, void *stream);
+typedef int (*bcast_fn)(const void *send, void *recv, size_t count, int dtype, int root, void *comm, void *stream);
 typedef int (*destroy_fn)(void *comm);
 typedef const char *(*err_fn)(int);
 typedef int (*version_fn)(int *);
@@ -26,6 +27,7 @@ static struct {
     init_rank_fn init_rank;
     all_reduce_fn all_reduce;
     all_gather_fn all_gather;
+    bcast_fn bcast;
     destroy_fn destroy;
     err_fn err;
     version_fn version;
@@ -72,10 +74,11 @@ static int load(void) {
     L.init_rank = (init_rank_fn)dlsym(h, "ncclCommInitRank");
     L.all_reduce = (all_reduce_fn)dlsym(h, "ncclAllReduce");
     L.all_gather = (all_gather_fn)dlsym(h, "ncclAllGather");
+    L.bcast = (bcast_fn)dlsym(h, "ncclBroadcast");
     L.destroy = (destroy_fn)dlsym(h, "ncclCommDestroy");
     L.err = (err_fn)dlsym(h, "ncclGetErrorString");
     L.version = (version_fn)dlsym(h, "ncclGetVersion");
-    if (!L.get_id || !L.init_rank || !L.all_reduce || !L.all_gather || !L.destroy || !L.err || !L.version) {
+    if (!L.get_id || !L.init_rank || !L.all_reduce || !L.all_gather || !L.bcast || !L.destroy || !L.err || !L.version) {
         snprintf(why, sizeof why, "the NCCL library lacks ncclCommInitRank, ncclAllReduce or another call infer makes");
         dlclose(h);
         memset(&L, 0, sizeof L);
@@ -144,5 +147,11 @@ int nccl_allreduce(nccl *n, float *x, size_t count, void *stream) {
 int nccl_allgather(nccl *n, const float *send, float *recv, size_t count, void *stream) {
     int r = L.all_gather(send, recv, count, NCCL_FLOAT32, n->comm, stream);
     if (r) snprintf(why, sizeof why, "ncclAllGather: %s", L.err(r));
+    return r ? -1 : 0;
+}
+
+int nccl_bcast(nccl *n, float *x, size_t count, int root, void *stream) {
+    int r = L.bcast(x, x, count, NCCL_FLOAT32, root, n->comm, stream);
+    if (r) snprintf(why, sizeof why, "ncclBroadcast: %s", L.err(r));
     return r ? -1 : 0;
 }

@@ -27,5 +27,7 @@ const char *nccl_version(void);
 // 0, or -1 (nccl_why says why).
 int nccl_allreduce(nccl *n, float *x, size_t count, void *stream);
 int nccl_allgather(nccl *n, const float *send, float *recv, size_t count, void *stream);
+// x (count floats) = rank root's x
+int nccl_bcast(nccl *n, float *x, size_t count, int root, void *stream);
 
 #endif

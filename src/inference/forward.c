@@ -131,7 +131,7 @@ static nccl *tp_nccl(infer_ctx *c) {
 // x (n floats, the backend's) = its sum over the ranks
 static void tp_sum(infer_ctx *c, float *x, size_t n) {
     comm *k = c->m->comm;
-    if (!k || c->tp_failed) return;
+    if (!k || c->tp_failed || c->m->tp_layers) return; // (a pipeline's layers are whole)
     if (OPS->host) {
         c->tp_failed = comm_allreduce(k, x, n) != 0;
         return;
@@ -152,6 +152,31 @@ static void tp_sum(infer_ctx *c, float *x, size_t n) {
     OPS->upload(BE, x, h, n);
 }
 
+// x (n floats, the backend's) = rank root's x
+static void tp_bcast(infer_ctx *c, float *x, size_t n, int root) {
+    comm *k = c->m->comm;
+    if (!k || c->tp_failed) return;
+    if (OPS->host) {
+        c->tp_failed = comm_bcast(k, x, sizeof(float) * n, root) != 0;
+        return;
+    }
+    nccl *g = tp_nccl(c);
+    if (g) {
+        void *st = backend_cuda_stream(BE);
+        c->tp_failed = !st || nccl_bcast(g, x, n, root, st) != 0;
+        return;
+    }
+    float *h = tp_host(c, n);
+    if (!h) {
+        c->tp_failed = 1;
+        return;
+    }
+    int me = c->m->tp_rank == root;
+    if (me) OPS->download(BE, h, x, n);
+    c->tp_failed = comm_bcast(k, h, sizeof(float) * n, root) != 0;
+    if (!me) OPS->upload(BE, x, h, n);
+}
+
 // n rows of logits (lg, rows of V in the backend's memory) = the output head
 // of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered
 // (NCCL: every rank's block of n rows of at most nv_max columns side by side,
@@ -159,8 +184,9 @@ static void tp_sum(infer_ctx *c, float *x, size_t n) {
 static void head(infer_ctx *c, float *lg, int n) {
     const infer_model *m = c->m;
     int E = m->cfg.n_embd, V = m->cfg.n_vocab, W = m->tp_world, nv = m->tp_nv;
-    if (!m->comm) {
-        mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
+    if (!m->comm || m->tp_layers) { // (a pipeline's last rank has the logits: every rank gets them)
+        if (!m->comm || m->tp_rank == W - 1) mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
+        if (m->comm) tp_bcast(c, lg, (size_t)n * V, W - 1);
         return;
     }
     int cnt[COMM_MAX_RANKS], nv_max = 0;
@@ -505,6 +531,18 @@ static infer_status oom_check(infer_ctx *c) {
     return fail(INFER_ERR_NOMEM, "out of memory for the kernels' scratch");
 }
 
+// A pipeline split's pass (models/shard.c): stage s is rank s's run of
+// layers; each stage's residual stream goes to the next rank (every rank
+// takes part in each hand-over; the others' copies are not read).
+static void pipeline_layers(infer_ctx *c, int T) {
+    const infer_model *m = c->m;
+    for (int s = 0; s < m->tp_world; s++) {
+        if (s == m->tp_rank)
+            for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, T);
+        if (s < m->tp_world - 1) tp_bcast(c, c->s.x, (size_t)T * m->cfg.n_embd, s);
+    }
+}
+
 void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
     pass_rows *R = &c->rows;
     R->n_blk = 0, R->B = 1, R->stride = 1;
@@ -584,7 +622,8 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     if (g != 1) {
         if (hidden)
             for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->s.x + (size_t)(T - 1) * E, E);
-        for (int il = first_layer; il < cf->n_layer; il++) {
+        if (m->tp_layers && m->comm) pipeline_layers(c, T);
+        else for (int il = first_layer; il < cf->n_layer; il++) {
             go_with_x(c, c->att_dev[il], T); // (the residual stream lives where the layer's attention runs)
             layer(c, il, T);
             if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->s.x, (size_t)T * E);
@@ -647,7 +686,8 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     }
     double t0 = 0;
     if (g != 1) {
-        for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
+        if (m->tp_layers && m->comm) pipeline_layers(c, T);
+        else for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
         t0 = c->profiling ? now_s() : 0;
         if (n_out) { // logits of the rows that want them: gathered (unless all do), one product for all
             const float *xs = c->s.x;

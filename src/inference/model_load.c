@@ -19,9 +19,9 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static infer_status load_model(const char *path, int rank, int world, infer_model **out);
+static infer_status load_model(const char *path, int layers, int rank, int world, infer_model **out);
 
-static infer_status load(const char *path, int rank, int world, const char *id, infer_model **out) {
+static infer_status load(const char *path, int layers, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;
     double t0 = now();
     comm *k = NULL; // (the ranks meet first: one that fails to load fails the others at once)
@@ -31,7 +31,7 @@ static infer_status load(const char *path, int rank, int world, const char *id, 
         if (!(k = comm_open(id, rank, world, wait)))
             return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", rank, world, comm_last_error());
     }
-    infer_status st = load_model(path, rank, world, out);
+    infer_status st = load_model(path, layers, rank, world, out);
     if (st) {
         comm_abort(k);
         comm_close(k);
@@ -42,7 +42,7 @@ static infer_status load(const char *path, int rank, int world, const char *id, 
     return INFER_OK;
 }
 
-static infer_status load_model(const char *path, int rank, int world, infer_model **out) {
+static infer_status load_model(const char *path, int layers, int rank, int world, infer_model **out) {
     struct stat sb;
     if (stat(path, &sb) != 0) return fail(INFER_ERR_IO, "%s: no such file or directory", path);
     int is_file = S_ISREG(sb.st_mode);
@@ -67,7 +67,7 @@ static infer_status load_model(const char *path, int rank, int world, infer_mode
     if (!st) {
         st = model_bind(m);
         if (!st && m->vx) st = vindex_bind_walk(m, m->vx);
-        if (!st) st = model_shard(m, rank, world);
+        if (!st) st = layers ? model_split_layers(m, rank, world) : model_shard(m, rank, world);
         if (!st) st = model_pack(m);
         if (st) fail_wrap(st, "%s", path);
     }
@@ -83,11 +83,19 @@ void infer_tp_new_id(char *out, size_t cap) { comm_new_id(out, cap); }
 
 const char *infer_model_tp_transport(const infer_model *m) { return m->tp_transport; }
 
-infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out) {
+infer_status infer_model_load_split(const char *path, const char *split, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;
+    int layers = split && !strcmp(split, "layer");
+    if (split && !layers && strcmp(split, "row"))
+        return fail(INFER_ERR_ARG, "split \"%s\": row (tensor parallel) or layer (pipeline)", split);
     if (world < 1 || world > INFER_TP_MAX_RANKS || rank < 0 || rank >= world)
-        return fail(INFER_ERR_ARG, "tensor parallel: rank %d of %d (ranks 0 to world - 1, world 1 to %d)", rank, world, INFER_TP_MAX_RANKS);
-    return load(path, rank, world, id, out);
+        return fail(INFER_ERR_ARG, "%s split: rank %d of %d (ranks 0 to world - 1, world 1 to %d)", layers ? "layer" : "row", rank, world,
+                    INFER_TP_MAX_RANKS);
+    return load(path, layers, rank, world, id, out);
+}
+
+infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out) {
+    return infer_model_load_split(path, "row", rank, world, id, out);
 }
 
 // An integer from the environment, or def; -1 when it is there but not a number.
@@ -106,8 +114,8 @@ infer_status infer_model_load(const char *path, infer_model **out) {
         const char *w = getenv("INFER_TP_WORLD"), *r = getenv("INFER_TP_RANK");
         return fail(INFER_ERR_ARG, "INFER_TP_WORLD=\"%s\", INFER_TP_RANK=\"%s\": not numbers", w ? w : "", r ? r : "");
     }
-    if (world > 1) return infer_model_load_tp(path, rank, world, getenv("INFER_TP_ID"), out);
-    return load(path, 0, 1, NULL, out);
+    if (world > 1) return infer_model_load_split(path, getenv("INFER_TP_SPLIT"), rank, world, getenv("INFER_TP_ID"), out);
+    return load(path, 0, 0, 1, NULL, out);
 }
 
 void infer_model_free(infer_model *m) {

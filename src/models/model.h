@@ -75,6 +75,8 @@ struct infer_model {
     // Tensor parallelism (models/shard.c): this process is rank tp_rank of
     // tp_world (1: the whole model); its output rows are [tp_v0, tp_v0 + tp_nv).
     int tp_rank, tp_world, tp_v0, tp_nv;
+    int tp_layers;                           // 1: a pipeline split instead (llama.cpp's -sm layer): this rank
+    int pp_l0, pp_l1;                        // runs layers [pp_l0, pp_l1) only
     struct comm *comm;                       // the ranks' communicator (owned), NULL when tp_world is 1
     struct nccl *nccl;                       // NCCL for GPU buffers (owned; opened at the first GPU pass), or NULL
     int nccl_tried;                          // ... and whether that was tried (nccl_why() said why not)
@@ -88,6 +90,8 @@ infer_status model_bind(infer_model *m);
 // Cuts the bound model to rank `rank` of `world`'s share (tensor parallel;
 // shard.c says what each rank keeps); world 1 leaves it whole.
 infer_status model_shard(infer_model *m, int rank, int world);
+// ... or to its run of layers (a pipeline split): the weights of the others dropped.
+infer_status model_split_layers(infer_model *m, int rank, int world);
 // Packs the weights the CPU's packed kernels take (weight.pack; pack.h).
 infer_status model_pack(infer_model *m);
 

@@ -181,3 +181,31 @@ infer_status model_shard(infer_model *m, int rank, int world) {
     m->tp_v0 = (int)v0, m->tp_nv = (int)(v1 - v0);
     return INFER_OK;
 }
+
+// The pipeline split (llama.cpp's -sm layer): rank r of W runs layers
+// [r L/W, (r+1) L/W); the residual stream goes from each run to the next and
+// the last rank's logits to every rank (inference/forward.c). The other
+// layers' products are dropped (never packed or uploaded; their mapped pages
+// never read); every rank keeps the embedding and the output head.
+infer_status model_split_layers(infer_model *m, int rank, int world) {
+    int L = m->cfg.n_layer;
+    m->tp_rank = rank, m->tp_world = world, m->tp_layers = 1;
+    m->tp_v0 = 0, m->tp_nv = m->cfg.n_vocab;
+    m->pp_l0 = (int)((int64_t)L * rank / world), m->pp_l1 = (int)((int64_t)L * (rank + 1) / world);
+    if (world == 1) return INFER_OK;
+    if (L < world) return fail(INFER_ERR_UNSUPPORTED, "layer split: %d layers over %d ranks", L, world);
+    if (m->vx || m->ffn_external) return fail(INFER_ERR_UNSUPPORTED, "layer split: a vindex is not split");
+    for (int il = m->pp_l0; il < m->pp_l1; il++) {
+        int src = m->cfg.layers[il].kv_source;
+        if (src < m->pp_l0)
+            return fail(INFER_ERR_UNSUPPORTED, "layer split: layer %d reads layer %d's K/V, on another rank", il, src);
+    }
+    for (int il = 0; il < L; il++) {
+        if (il >= m->pp_l0 && il < m->pp_l1) continue;
+        layer_weights *l = &m->layers[il];
+        weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wqkv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->ffn_gate_up,
+                        &l->ple_gate, &l->ple_proj};
+        for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) ws[i]->w = NULL;
+    }
+    return INFER_OK;
+}

@@ -74,8 +74,9 @@ static void on_stop(int sig) {
     raise(sig);
 }
 
-// `--tp N` after a command that runs a model (run, logits, bench): the
-// command as rank 0 of a tensor-parallel job of N ranks, one process each,
+// `--tp N [--split row|layer]` after a command that runs a model (run,
+// logits, bench): the command as rank 0 of a job of N ranks, one process
+// each, splitting the model by rows (tensor parallel) or layers (pipeline),
 // started here with the same arguments (INFER_TP_WORLD, INFER_TP_RANK,
 // INFER_TP_ID and one sampling seed in the environment; infer_model_load
 // reads them). The other ranks' output goes to /dev/null (INFER_TP_VERBOSE=1:
@@ -84,23 +85,34 @@ static void on_stop(int sig) {
 static pid_t g_ranks[INFER_TP_MAX_RANKS];
 static int g_n_ranks;
 
-static int tp_launch(int *argc, char **argv) {
-    int at = -1;
-    const char *val = NULL;
+// Takes `--NAME V` or `--NAME=V` out of argv (after the command, before any
+// "--"): V, or NULL when absent ("" when the value is missing).
+static const char *take_flag(int *argc, char **argv, const char *name) {
+    size_t k = strlen(name);
     for (int i = 2; i < *argc; i++) {
         if (!strcmp(argv[i], "--")) break;
-        if (!strcmp(argv[i], "--tp")) { at = i, val = i + 1 < *argc ? argv[i + 1] : ""; break; }
-        if (!strncmp(argv[i], "--tp=", 5)) { at = i, val = argv[i] + 5; break; }
+        if (strncmp(argv[i], "--", 2) || strncmp(argv[i] + 2, name, k) || (argv[i][2 + k] && argv[i][2 + k] != '=')) continue;
+        int eq = argv[i][2 + k] == '=';
+        const char *v = eq ? argv[i] + 3 + k : i + 1 < *argc ? argv[i + 1] : "";
+        int drop = eq || i + 1 >= *argc ? 1 : 2;
+        memmove(argv + i, argv + i + drop, sizeof *argv * (size_t)(*argc - i - drop + 1));
+        *argc -= drop;
+        return v;
     }
-    if (at < 0) return -1;
+    return NULL;
+}
+
+static int tp_launch(int *argc, char **argv) {
+    const char *val = take_flag(argc, argv, "tp"), *split = take_flag(argc, argv, "split");
+    if (split && strcmp(split, "row") && strcmp(split, "layer"))
+        return cli_error("--split: \"%s\" is not row (tensor parallel) or layer (pipeline)", split);
+    if (split && !val) return cli_error("--split %s: with --tp N (the number of processes)", split);
+    if (!val) return -1;
     char *end;
     errno = 0;
     long n = strtol(val, &end, 10);
     if (errno || end == val || *end || n < 1 || n > INFER_TP_MAX_RANKS)
         return cli_error("--tp: \"%s\" is not a number of ranks (1 to %d)", val, INFER_TP_MAX_RANKS);
-    int drop = strncmp(argv[at], "--tp=", 5) ? 2 : 1;
-    memmove(argv + at, argv + at + drop, sizeof *argv * (size_t)(*argc - at - drop + 1));
-    *argc -= drop;
     if (n == 1) return -1;
     if (strcmp(argv[1], "run") && strcmp(argv[1], "logits") && strcmp(argv[1], "bench"))
         return cli_error("--tp: %s does not run split over processes (run, logits and bench do)", argv[1]);
@@ -109,6 +121,7 @@ static int tp_launch(int *argc, char **argv) {
     infer_tp_new_id(id, sizeof id);
     snprintf(num, sizeof num, "%ld", n);
     setenv("INFER_TP_WORLD", num, 1), setenv("INFER_TP_ID", id, 1), setenv("INFER_TP_RANK", "0", 1);
+    setenv("INFER_TP_SPLIT", split ? split : "row", 1);
     snprintf(num, sizeof num, "%llu", (unsigned long long)cli_seed());
     setenv("INFER_TP_SEED", num, 0); // (one default seed: the ranks sample the same tokens from the same logits)
     const char *v = getenv("INFER_TP_VERBOSE");
