@@ -318,9 +318,9 @@ static void check_long_attention(void) {
     for (int i = 0; i < NCTX * nkv; i++) src[i] = frand() * 2;
     pool *p2 = pool_new(2), *p8 = pool_new(8);
     cpu_exec ex2 = {.pool = p2}, ex8 = {.pool = p8}, ex1 = {0};
-    backend cpu2 = {&backend_cpu_ops, &ex2, NULL, NULL}, cpu1 = {&backend_cpu_ops, &ex1, NULL, NULL};
-    backend cpu8 = {&backend_cpu_ops, &ex8, NULL, NULL};
-    backend ref = {&backend_ref_ops, &ex1, NULL, NULL};
+    backend cpu2 = {&backend_cpu_ops, &ex2, NULL, NULL, 0}, cpu1 = {&backend_cpu_ops, &ex1, NULL, NULL, 0};
+    backend cpu8 = {&backend_cpu_ops, &ex8, NULL, NULL, 0};
+    backend ref = {&backend_ref_ops, &ex1, NULL, NULL, 0};
     float *scores = malloc(sizeof(float) * 8 * B * H * stride), sinks[H];
     for (int h = 0; h < H; h++) sinks[h] = frand();
     float *o_ref = malloc(sizeof(float) * T * nq), *o2 = malloc(sizeof(float) * T * nq), *o1 = malloc(sizeof(float) * T * nq);

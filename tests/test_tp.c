@@ -291,7 +291,7 @@ static int nccl_unit(void) {
     printf("nccl %s\n", nccl_version());
     const backend_ops *cu = backend_cuda();
     cpu_exec ex = {0};
-    backend b = {cu, &ex, NULL, NULL};
+    backend b = {cu, &ex, NULL, NULL, 0};
     enum { N = 1000 };
     static float h[2 * N], back[2 * N];
     for (int i = 0; i < N; i++) h[i] = (float)i * 0.5f - 3.0f;

@@ -72,7 +72,7 @@ static void check_gpu_walk(const char *what, const walk_layer *wl, const float *
     const backend_ops *cu = backend_cuda();
     if (!cu) return;
     cpu_exec ex = {0};
-    backend b = {cu, &ex, NULL, owner};
+    backend b = {cu, &ex, NULL, owner, 0};
     float *dx = cu->alloc(&b, sizeof(float) * H), *dout = cu->alloc(&b, sizeof(float) * H);
     float *want = malloc(sizeof(float) * H), *got = malloc(sizeof(float) * H);
     CHECK(dx && dout, "%s: cuda alloc", what);

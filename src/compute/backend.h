@@ -169,6 +169,7 @@ struct backend {
     cpu_exec *ex;            // threads and scratch of the CPU backends (ex->oom: a failed pass)
     void *dev;               // a device backend's state (made on first use), or NULL
     const void *owner;       // the model: a device backend's copies of its weights are shared by its contexts
+    int gpu;                 // the GPU a device backend opens (a tensor-parallel rank's own; else 0)
 };
 
 // The CUDA backend (compute/cuda/backend_cuda.c): NULL in a build without

@@ -27,6 +27,12 @@ static float *alloc_f(size_t n, int *ok) {
 // template's copies live beside it.
 enum { ALIGN_FLOATS = 16 };
 
+// A tensor-parallel rank's GPU: its rank, where the machine has a GPU for
+// each rank (each process sees them all: CUDA_VISIBLE_DEVICES unset), else 0.
+static int tp_gpu(const infer_model *m) {
+    return m->tp_world > 1 && cuda_device_count() >= m->tp_world ? m->tp_rank : 0;
+}
+
 static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
                          float *arena, size_t *kv_floats) {
     size_t at = 0, kv = 0;
@@ -149,7 +155,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
     c->ex.pool = c->pool;
     cpu_exec_profile(&c->ex);
-    c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m};
+    c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m, tp_gpu(m)};
     c->k_cache = calloc((size_t)L, sizeof(void *));
     c->v_cache = calloc((size_t)L, sizeof(void *));
     c->alt.k_cache = calloc((size_t)L, sizeof(void *));
@@ -303,7 +309,7 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
     if (!st && relay) {
         int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
         int keep = ops == c->be.ops; // (a device backend keeps its state: its copies of the weights)
-        backend nb = keep ? c->be : (backend){ops, &c->ex, NULL, m}, hb = {hs, &c->ex, NULL, m};
+        backend nb = keep ? c->be : (backend){ops, &c->ex, NULL, m, tp_gpu(m)}, hb = {hs, &c->ex, NULL, m, 0};
         size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL);
         size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL) : 0;
         float *da = ops->alloc(&nb, sizeof(float) * fd), *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;

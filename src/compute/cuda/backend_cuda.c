@@ -188,7 +188,7 @@ static cuda_state *state(backend *b) {
     if (b->dev) return b->dev;
     cuda_state *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    if (!(s->d = cuda_open(0))) {
+    if (!(s->d = cuda_open(b->gpu))) {
         free(s);
         return NULL;
     }
