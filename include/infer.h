@@ -65,6 +65,14 @@ INFER_API infer_status infer_model_load_split(const char *path, const char *spli
 // 2.21.5", or "shared memory (why not NCCL)"; "" before that, or for a model
 // that is not split.
 INFER_API const char *infer_model_tp_transport(const infer_model *model);
+// This process's rank and the job's ranks (0 and 1 for a model not split).
+INFER_API int infer_model_tp_rank(const infer_model *model);
+INFER_API int infer_model_tp_world(const infer_model *model);
+// Rank 0's `bytes` of buf to every rank of the model's job (a collective: each
+// rank calls it at the same point; a model not split: nothing to do). For a
+// program whose ranks follow rank 0's choices (infer serve: rank 0 takes the
+// requests and tells the others what to evaluate).
+INFER_API infer_status infer_tp_bcast(infer_model *model, void *buf, size_t bytes);
 // A job id not in use on this host (for a launcher of ranks).
 INFER_API void infer_tp_new_id(char *out, size_t cap);
 INFER_API void infer_model_free(infer_model *model);

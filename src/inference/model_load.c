@@ -82,6 +82,14 @@ static infer_status load_model(const char *path, int layers, int rank, int world
 void infer_tp_new_id(char *out, size_t cap) { comm_new_id(out, cap); }
 
 const char *infer_model_tp_transport(const infer_model *m) { return m->tp_transport; }
+int infer_model_tp_rank(const infer_model *m) { return m->tp_rank; }
+int infer_model_tp_world(const infer_model *m) { return m->tp_world > 1 ? m->tp_world : 1; }
+
+infer_status infer_tp_bcast(infer_model *m, void *buf, size_t bytes) {
+    if (!m->comm) return INFER_OK;
+    if (comm_bcast(m->comm, buf, bytes, 0)) return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", m->tp_rank, m->tp_world, comm_error(m->comm));
+    return INFER_OK;
+}
 
 infer_status infer_model_load_split(const char *path, const char *split, int rank, int world, const char *id, infer_model **out) {
     *out = NULL;

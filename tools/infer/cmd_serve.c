@@ -665,6 +665,12 @@ int cmd_serve(int argc, char **argv) {
     g_sv = &sv;
     if (infer_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
     char err[256];
+    int rank = infer_model_tp_rank(sv.m);
+    if (rank > 0) { // (--tp N: rank 0 serves; this rank evaluates what it is told)
+        int rc = serve_follow(sv.m, (int)parallel, (int)o.n_ctx, device, o.ngl, err, sizeof err);
+        infer_model_free(sv.m);
+        return rc ? cli_error("serve, rank %d: %s", rank, err) : 0;
+    }
     if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, o.ngl, (int)queue, err, sizeof err))) {
         infer_model_free(sv.m);
         return cli_error("serve: %s", err);

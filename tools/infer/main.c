@@ -75,7 +75,7 @@ static void on_stop(int sig) {
 }
 
 // `--tp N [--split row|layer]` after a command that runs a model (run,
-// logits, bench): the command as rank 0 of a job of N ranks, one process
+// logits, bench, serve): the command as rank 0 of a job of N ranks, one process
 // each, splitting the model by rows (tensor parallel) or layers (pipeline),
 // started here with the same arguments (INFER_TP_WORLD, INFER_TP_RANK,
 // INFER_TP_ID and one sampling seed in the environment; infer_model_load
@@ -114,8 +114,8 @@ static int tp_launch(int *argc, char **argv) {
     if (errno || end == val || *end || n < 1 || n > INFER_TP_MAX_RANKS)
         return cli_error("--tp: \"%s\" is not a number of ranks (1 to %d)", val, INFER_TP_MAX_RANKS);
     if (n == 1) return -1;
-    if (strcmp(argv[1], "run") && strcmp(argv[1], "logits") && strcmp(argv[1], "bench"))
-        return cli_error("--tp: %s does not run split over processes (run, logits and bench do)", argv[1]);
+    if (strcmp(argv[1], "run") && strcmp(argv[1], "logits") && strcmp(argv[1], "bench") && strcmp(argv[1], "serve"))
+        return cli_error("--tp: %s does not run split over processes (run, logits, bench and serve do)", argv[1]);
     if (getenv("INFER_TP_WORLD")) return cli_error("--tp: already a rank of a job (INFER_TP_WORLD is set)");
     char id[64], num[32];
     infer_tp_new_id(id, sizeof id);

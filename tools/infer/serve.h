@@ -54,6 +54,10 @@ typedef struct {
 // with the reason in err.
 serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, char *err,
                                size_t errlen);
+// A rank other than 0 of a job (infer serve --tp N): the same slots and
+// placement as rank 0's engine, evaluating what rank 0 tells it each step,
+// until rank 0's engine stops (0) or the job fails (-1, err says why).
+int serve_follow(infer_model *m, int slots, int n_ctx, const char *device, long ngl, char *err, size_t errlen);
 // Stops the engine: running and queued tasks end (done, finish NULL), the
 // thread is joined, and later submissions are refused. Idempotent.
 void serve_engine_stop(serve_engine *e);

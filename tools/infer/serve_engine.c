@@ -49,6 +49,7 @@ struct serve_engine {
     infer_model *m;
     int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
+    int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
     long steps;
     serve_counts counts; // (the engine's lock)
     slot *s;
@@ -210,11 +211,46 @@ static void slot_token(serve_engine *e, slot *s, int32_t tok, const float *lg) {
     else if (full) slot_end(s, "length", NULL);
 }
 
+// ---------------------------------------------------------------------------
+// A job of several ranks (infer serve --tp N): rank 0 takes the requests and
+// samples; before each call that runs the model it sends the other ranks
+// what to do (a header of MSG_HDR ints, then `len` ints), and they do the same
+// on their contexts (serve_follow), so every collective of the pass pairs up.
+enum { MSG_STOP, MSG_TRUNCATE, MSG_STEP, MSG_HDR = 4 };
+
+static int tp_send(serve_engine *e, int op, int a, int32_t *body, int len) {
+    if (!e->tp) return 0;
+    int32_t h[MSG_HDR] = {op, a, len, 0};
+    return infer_tp_bcast(e->m, h, sizeof h) || (len && infer_tp_bcast(e->m, body, sizeof(int32_t) * (size_t)len)) ? -1 : 0;
+}
+
+// A step's message: n, then slot, tokens, wants logits, wants the token for
+// each, then every entry's tokens.
+static int tp_step(serve_engine *e, int n, slot *const *sl, const int32_t *const *ids, const int *nids, float *const *lg,
+                   int32_t *const *tk) {
+    if (!e->tp) return 0;
+    int len = 1 + 4 * n;
+    for (int i = 0; i < n; i++) len += nids[i];
+    int32_t *b = malloc(sizeof(int32_t) * (size_t)len);
+    if (!b) return -1;
+    int at = 1 + 4 * n;
+    b[0] = n;
+    for (int i = 0; i < n; i++) {
+        b[1 + 4 * i] = (int32_t)(sl[i] - e->s), b[2 + 4 * i] = nids[i], b[3 + 4 * i] = lg[i] != NULL, b[4 + 4 * i] = tk[i] != NULL;
+        memcpy(b + at, ids[i], sizeof(int32_t) * (size_t)nids[i]);
+        at += nids[i];
+    }
+    int rc = tp_send(e, MSG_STEP, 0, b, len);
+    free(b);
+    return rc;
+}
+
 // The slot takes the task, keeping the `shared` first prompt tokens its
 // context already holds (at least one prompt token is evaluated again, for
 // the logits).
 static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
     int n = t->req.n_prompt, keep = shared < n - 1 ? shared : n - 1;
+    tp_send(e, MSG_TRUNCATE, (int)(s - e->s), (int32_t[]){keep}, 1);
     infer_ctx_truncate(s->ctx, keep);
     s->t = t, s->generating = 0, s->n_fed = keep, s->n_gen = 0, s->used = ++e->steps;
     atomic_store(&s->busy, 1);
@@ -280,7 +316,8 @@ static void step(serve_engine *e) {
     }
     if (!n) return;
     infer_status st = INFER_OK;
-    if (!e->split) st = infer_batch_eval_tokens(e->batch, cx, n, ids, nids, lg, tk);
+    if (tp_step(e, n, sl, ids, nids, lg, tk)) st = INFER_ERR_IO;
+    else if (!e->split) st = infer_batch_eval_tokens(e->batch, cx, n, ids, nids, lg, tk);
     else // (a context split over two devices runs alone: batched passes run on one)
         for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
     if (st) {
@@ -338,6 +375,7 @@ static void *engine_main(void *arg) {
         pthread_mutex_unlock(&e->mu);
         step(e);
     }
+    tp_send(e, MSG_STOP, 0, NULL, 0);
     for (int i = 0; i < e->n_slots; i++)
         if (e->s[i].t) slot_end(&e->s[i], NULL, "the server is stopping");
     pthread_mutex_lock(&e->mu); // (submissions see stop and are refused from here on)
@@ -369,6 +407,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
              (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx);
+    e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     if (ok) ok = !infer_batch_new(m, &e->batch);
     if (ok) {
@@ -520,3 +559,68 @@ void serve_task_cancel(serve_task *t) {
 }
 
 void serve_task_release(serve_task *t) { task_unref(t); }
+
+int serve_follow(infer_model *m, int slots, int n_ctx, const char *device, long ngl, char *err, size_t errlen) {
+    if (slots < 1 || slots > MAX_SLOTS) return snprintf(err, errlen, "--parallel %d: between 1 and %d", slots, MAX_SLOTS), -1;
+    int V = infer_model_n_vocab(m), ok = 1, rc = -1, split = 0;
+    infer_ctx *cx[MAX_SLOTS] = {0};
+    infer_batch *batch = NULL;
+    float *lg = infer_host_alloc(sizeof(float) * (size_t)V * MAX_SLOTS);
+    int32_t tok[MAX_SLOTS], *body = NULL;
+    ok = lg != NULL;
+    for (int i = 0; i < slots && ok; i++) ok = !infer_ctx_new(m, n_ctx, &cx[i]) && !cli_place(cx[i], device, ngl);
+    if (ok) split = infer_ctx_split(cx[0]), ok = !infer_batch_new(m, &batch);
+    if (!ok) snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
+    for (int32_t h[MSG_HDR]; ok;) {
+        if (infer_tp_bcast(m, h, sizeof h)) {
+            snprintf(err, errlen, "%s", infer_last_error());
+            break;
+        }
+        if (h[0] == MSG_STOP) {
+            rc = 0;
+            break;
+        }
+        if (h[2] < 0 || h[2] > (1 << 26) || !(body = realloc(body, sizeof(int32_t) * (size_t)(h[2] + 1))) ||
+            (h[2] && infer_tp_bcast(m, body, sizeof(int32_t) * (size_t)h[2]))) {
+            snprintf(err, errlen, "rank 0's message: %s", h[2] < 0 || h[2] > (1 << 26) ? "bad length" : infer_last_error());
+            break;
+        }
+        if (h[0] == MSG_TRUNCATE && h[1] >= 0 && h[1] < slots) {
+            infer_ctx_truncate(cx[h[1]], body[0]);
+            continue;
+        }
+        int n = h[0] == MSG_STEP ? body[0] : -1;
+        if (n < 1 || n > slots) {
+            snprintf(err, errlen, "rank 0's message: op %d, %d entries", h[0], n);
+            break;
+        }
+        infer_ctx *c[MAX_SLOTS];
+        const int32_t *ids[MAX_SLOTS];
+        int nids[MAX_SLOTS], at = 1 + 4 * n, bad = 0;
+        float *l[MAX_SLOTS];
+        int32_t *tk[MAX_SLOTS];
+        for (int i = 0; i < n; i++) {
+            int sl = body[1 + 4 * i];
+            bad |= sl < 0 || sl >= slots;
+            c[i] = bad ? NULL : cx[sl], nids[i] = body[2 + 4 * i], ids[i] = body + at, at += nids[i];
+            l[i] = body[3 + 4 * i] ? lg + (size_t)V * i : NULL, tk[i] = body[4 + 4 * i] ? &tok[i] : NULL;
+        }
+        if (bad || at > h[2]) {
+            snprintf(err, errlen, "rank 0's message: a step out of range");
+            break;
+        }
+        infer_status st = INFER_OK;
+        if (!split) st = infer_batch_eval_tokens(batch, c, n, ids, nids, l, tk);
+        else
+            for (int i = 0; i < n && !st; i++) st = infer_eval(c[i], ids[i], nids[i], l[i], 1);
+        if (st) { // (rank 0's step failed too, or will find this rank gone)
+            snprintf(err, errlen, "%s", infer_last_error());
+            break;
+        }
+    }
+    free(body);
+    infer_batch_free(batch);
+    for (int i = 0; i < slots; i++) infer_ctx_free(cx[i]);
+    infer_host_free(lg);
+    return rc;
+}
