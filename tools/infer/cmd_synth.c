@@ -1,4 +1,4 @@
-// infer synth --arch gemma3 --shape 270m|1b|4b|12b --type TYPE -o OUT.gguf
+// infer synth --arch gemma3 --shape 270m|1b|4b|12b|27b --type TYPE -o OUT.gguf
 // A GGUF of random weights with a real model's shapes (llama.cpp loads it),
 // for benchmarks of sizes we have no real weights for: a bf16 checkpoint is
 // written to a temporary directory beside OUT and converted as `infer convert`
@@ -11,11 +11,11 @@
 #include <string.h>
 
 static const char *g_usage =
-    "usage: infer synth [--arch gemma3] --shape 270m|1b|4b|12b [--type q4_k_m] [--layers N] -o OUT.gguf\n"
+    "usage: infer synth [--arch gemma3] --shape 270m|1b|4b|12b|27b [--type q4_k_m] [--layers N] -o OUT.gguf\n"
     "  a GGUF of random weights with Gemma 3's shapes (its vocabulary of 262,144, hidden size, heads, FFN,\n"
     "  sliding-window pattern), for benchmarks: speed does not depend on the values.\n"
     "      --arch NAME        gemma3 (the only one so far)\n"
-    "      --shape NAME       270m, 1b, 4b or 12b\n"
+    "      --shape NAME       270m, 1b, 4b, 12b or 27b\n"
     "      --type TYPE        the file type: f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m ... (default q4_k_m)\n"
     "      --layers N         fewer layers than the shape has (default: all)\n"
     "      --vocab N          a smaller vocabulary (small files for tests; default: the shape's 262,144)\n"
@@ -62,9 +62,9 @@ int cmd_synth(int argc, char **argv) {
     if (opt == CLI_STOP) return o.status;
     if (optind < argc) return cli_error("synth: unexpected argument \"%s\"", argv[optind]);
     if (strcmp(arch, "gemma3")) return cli_error("synth: unknown --arch \"%s\" (archs: gemma3)", arch);
-    if (!shape) return cli_error("synth: --shape is required (270m, 1b, 4b or 12b)");
+    if (!shape) return cli_error("synth: --shape is required (270m, 1b, 4b, 12b or 27b)");
     const synth_shape *sh = synth_find(shape);
-    if (!sh) return cli_error("synth: unknown --shape \"%s\" (shapes: 270m, 1b, 4b, 12b)", shape);
+    if (!sh) return cli_error("synth: unknown --shape \"%s\" (shapes: 270m, 1b, 4b, 12b, 27b)", shape);
     if (!out) return cli_error("synth: -o OUT.gguf is required");
     if (layers > sh->layers) return cli_error("synth: --layers %ld exceeds the %s shape's %d", layers, shape, sh->layers);
     if (vocab_from) {
@@ -76,7 +76,7 @@ int cmd_synth(int argc, char **argv) {
         if (vocab < 256 || vocab > (1 << 20)) return cli_error("synth: --vocab-from %s: %ld tokens (256 to %d)", vocab_from, vocab, 1 << 20);
     }
 
-    // the bf16 checkpoint goes beside the output (it can be large: 24 GB for 12b)
+    // the bf16 checkpoint goes beside the output (it can be large: 24 GB for 12b, 54 GB for 27b)
     char dir[4200];
     const char *slash = strrchr(out, '/');
     if (slash) snprintf(dir, sizeof dir, "%.*s/.infer-synth-XXXXXX", (int)(slash - out), out);

@@ -14,6 +14,7 @@ static const synth_shape g_shapes[] = {
     {"1b", 262144, 1152, 6912, 26, 4, 1, 256, 512, 32768},
     {"4b", 262144, 2560, 10240, 34, 8, 4, 256, 1024, 131072},
     {"12b", 262144, 3840, 15360, 48, 16, 8, 256, 1024, 131072},
+    {"27b", 262144, 5376, 21504, 62, 32, 16, 128, 1024, 131072}, // (issue 16: larger than one GPU in bf16 with a long context)
 };
 
 const synth_shape *synth_find(const char *name) {

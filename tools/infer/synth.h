@@ -7,7 +7,7 @@ typedef struct {
     int vocab, hidden, ffn, layers, heads, kv_heads, head_dim, window, max_pos;
 } synth_shape;
 
-// "270m", "1b", "4b", "12b", or NULL.
+// "270m", "1b", "4b", "12b", "27b", or NULL.
 const synth_shape *synth_find(const char *name);
 // Writes config.json and model.safetensors (bf16) of the shape in dir, with
 // `layers` and `vocab` instead of the shape's where positive; 1 on success.
