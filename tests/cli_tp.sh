@@ -40,8 +40,8 @@ for bad in "--tp 0" "--tp x" "--tp 65" "--tp" "--split layer" "--tp 2 --split ro
     "$infer" run $bad -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: run $bad accepted"; fail=1; }
     grep -q -- "--tp\|--split" "$tmp/err" || { echo "FAILED: run $bad: $(cat "$tmp/err")"; fail=1; }
 done
-"$infer" serve --tp 2 -m "$fx/llama" >/dev/null 2>"$tmp/err" && { echo "FAILED: serve --tp 2 accepted"; fail=1; }
-grep -q "does not run split" "$tmp/err" || { echo "FAILED: serve --tp 2: $(cat "$tmp/err")"; fail=1; }
+timeout 60 "$infer" chat --tp 2 -m "$fx/llama" </dev/null >/dev/null 2>"$tmp/err" && { echo "FAILED: chat --tp 2 accepted"; fail=1; }
+grep -q "does not run split" "$tmp/err" || { echo "FAILED: chat --tp 2: $(cat "$tmp/err")"; fail=1; }
 INFER_TP_WORLD=2 "$infer" run --tp 2 -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: --tp inside a job accepted"; fail=1; }
 # heads that do not split
 "$infer" run --tp 7 -m "$fx/llama" --ids 1 -n 1 >/dev/null 2>"$tmp/err" && { echo "FAILED: --tp 7 accepted"; fail=1; }

@@ -186,7 +186,8 @@ infer_status model_shard(infer_model *m, int rank, int world) {
 // [r L/W, (r+1) L/W); the residual stream goes from each run to the next and
 // the last rank's logits to every rank (inference/forward.c). The other
 // layers' products are dropped (never packed or uploaded; their mapped pages
-// never read); every rank keeps the embedding and the output head.
+// never read) and so are their K/V caches; every rank keeps the embedding and
+// the output head.
 infer_status model_split_layers(infer_model *m, int rank, int world) {
     int L = m->cfg.n_layer;
     m->tp_rank = rank, m->tp_world = world, m->tp_layers = 1;
@@ -206,6 +207,7 @@ infer_status model_split_layers(infer_model *m, int rank, int world) {
         weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wqkv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->ffn_gate_up,
                         &l->ple_gate, &l->ple_proj};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) ws[i]->w = NULL;
+        m->cfg.layers[il].kv_source = m->pp_l0; // (a layer that owns no K/V cache: contexts keep none for it)
     }
     return INFER_OK;
 }
