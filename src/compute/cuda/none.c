@@ -150,6 +150,7 @@ void cuda_graph_free(void *exec) { (void)exec; }
 #include "compute/backend.h"
 const backend_ops *backend_cuda(void) { return NULL; }
 void *backend_cuda_stream(backend *b) { (void)b; return NULL; }
+void *cuda_stream(cuda_dev *d) { (void)d; return NULL; }
 #else
 typedef int cuda_none_unused; // (ISO C wants a declaration in every file)
 #endif
