@@ -7,13 +7,7 @@
 # q4_k_m; no tokenizer, so bench-lm reads pseudo-random token ids) its vindex
 # with an lm_head index, bench-lm on the GPU and on the CPU's threads, and
 # decode with the walk graphs on both. Output: $OUT/lm.txt.
-set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
-tar xf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
-mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf
-[ -e /work/main ] || ln -s "$PWD" /work/main
+. "$(dirname "$0")/device-prebuilt.sh"
 I=/tmp/bin/infer S=${SHAPE:-270m} M=/tmp/$S.gguf X=/tmp/$S.vindex T=$(nproc)
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -6,13 +6,7 @@
 # the GPU against one, NCCL's calls in a job of one rank), then `infer run
 # --tp 2 --device cuda` against one process on a synthetic Gemma 3 shape
 # (greedy tokens equal) and `infer bench` of both. Output: $OUT/tp.txt.
-set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
-tar xf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
-mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf
-[ -e /work/main ] || ln -s "$PWD" /work/main
+. "$(dirname "$0")/device-prebuilt.sh"
 # NCCL as PyTorch's wheel has it (the engine opens it at run time)
 lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so.2'))" 2>/dev/null)
 [ -n "$lib" ] && [ -f "$lib" ] && export INFER_NCCL_LIB=$lib

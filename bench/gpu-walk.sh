@@ -5,13 +5,7 @@
 # vindex of the Gemma 3 SHAPE (default 270m, q4_k_m; gate f16, ffn q8_0, no
 # down_meta) and decode / prompt speed of dense and walk graphs on the GPU
 # and on the CPU's 16 threads. Output: $OUT/walk.txt.
-set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-dpkg -i --force-depends device-carry/debs/*.deb >/dev/null 2>&1
-tar xf device-carry/bin.tgz -C /tmp || { echo "no device-carry/bin.tgz"; exit 1; }
-mkdir -p /work/shared/fixtures && ln -sfn "$PWD/device-carry/fixtures/hf" /work/shared/fixtures/hf
-[ -e /work/main ] || ln -s "$PWD" /work/main
+. "$(dirname "$0")/device-prebuilt.sh"
 I=/tmp/bin/infer S=${SHAPE:-270m} M=/tmp/$S.gguf X=/tmp/$S.vindex
 {
     for t in test_walk test_graph; do [ -x /tmp/bin/$t ] && timeout 120 /tmp/bin/$t 2>&1 | grep -E "cuda|checks|FAIL" | tail -6; done
