@@ -22,6 +22,14 @@ for fam in llama gemma3 qwen2; do
     b=$("$infer" run --tp=2 -m "$m" --ids 1,2,3,4 -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -s 7 2>/dev/null)
     [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: $fam: --tp 2 sampled \"$b\", one process \"$a\""; fail=1; }
 done
+# mixtures of experts in GGUF files (each expert's features split; gpt-oss's
+# gate and up biases stored apart there)
+for fam in gpt_oss qwen3_moe; do
+    "$infer" convert "$fx/$fam" "$tmp/$fam.gguf" --type q8_0 >/dev/null 2>"$tmp/err" || { echo "FAILED: convert $fam: $(cat "$tmp/err")"; fail=1; continue; }
+    a=$("$infer" run -m "$tmp/$fam.gguf" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam.gguf: $(cat "$tmp/err")"; fail=1; }
+    b=$("$infer" run --tp 2 -m "$tmp/$fam.gguf" --ids 1,2,3,4 -n 12 --temp 0 2>"$tmp/err") || { echo "FAILED: $fam.gguf --tp 2: $(cat "$tmp/err")"; fail=1; }
+    [ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAILED: $fam.gguf: --tp 2 greedy \"$b\", one process \"$a\""; fail=1; }
+done
 # logits: every rank's share gathered, within rounding of the whole model's
 "$infer" logits -m "$fx/llama" --ids 5,6,7 --out "$tmp/one" 2>"$tmp/err" || { echo "FAILED: logits: $(cat "$tmp/err")"; fail=1; }
 "$infer" logits --tp 2 -m "$fx/llama" --ids 5,6,7 --out "$tmp/two" 2>"$tmp/err" || { echo "FAILED: logits --tp 2: $(cat "$tmp/err")"; fail=1; }

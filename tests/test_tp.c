@@ -1,13 +1,14 @@
 // Tensor parallelism (models/shard.c, base/comm.c) on one host without a
 // GPU: two processes, ranks 0 and 1 of a job, each with its share of every
-// fixture family's heads, features and vocabulary (or, the layer split, its
+// fixture family's heads, features (each expert's, in a mixture of experts)
+// and vocabulary (or, the layer split, its
 // half of the layers), must give the logits of
 // the whole model at every position of a prompt in two passes and of decode
 // steps (within the CPU backend's tolerance against the reference: the sums
 // over the ranks round differently), and both ranks the same bits; greedy
 // tokens identical. A world of one is the whole model bit for bit. Then what
-// is refused or fails with a message rather than a hang: mixture-of-experts
-// models, q and k normed across the heads (OLMo 2), ranks out of range, a job whose other rank never comes, a rank
+// is refused or fails with a message rather than a hang: a layer split whose
+// rank would read another's K/V cache, ranks out of range, a job whose other rank never comes, a rank
 // that dies mid-run. Where a GPU is, the same with each rank's model on it
 // (see check_gpu), and NCCL's calls.
 #include "check.h"
@@ -80,7 +81,7 @@ static void check_family(const char *name, const char *dir) {
         CHECK(0, "%s: %s", name, infer_last_error());
         return;
     }
-    int V = infer_model_n_vocab(m), moe = m->cfg.n_expert > 0, qk_full = m->cfg.fam->qk_norm_full, m_layers = m->cfg.n_layer;
+    int V = infer_model_n_vocab(m), m_layers = m->cfg.n_layer;
     int *kv_src = malloc(sizeof(int) * m_layers);
     for (int il = 0; il < m_layers; il++) kv_src[il] = m->cfg.layers[il].kv_source;
     g_vocab = V;
@@ -104,7 +105,6 @@ static void check_family(const char *name, const char *dir) {
     const char *splits[] = {"row", "layer"};
     for (int si = 0; si < 2; si++) {
         const char *split = splits[si], *why = NULL;
-        if (si == 0 && (moe || qk_full)) why = moe ? "mixture-of-experts" : "whole q and k"; // (OLMo 2: q and k normed over all heads)
         if (si == 1 && cross) why = "on another rank";
         char id[64];
         comm_new_id(id, sizeof id);

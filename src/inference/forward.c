@@ -177,58 +177,94 @@ static void tp_bcast(infer_ctx *c, float *x, size_t n, int root) {
     if (!me) OPS->upload(BE, x, h, n);
 }
 
-// n rows of logits (lg, rows of V in the backend's memory) = the output head
-// of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered
-// (NCCL: every rank's block of n rows of at most nv_max columns side by side,
-// then each block's columns into place).
-static void head(infer_ctx *c, float *lg, int n) {
-    const infer_model *m = c->m;
-    int E = m->cfg.n_embd, V = m->cfg.n_vocab, W = m->tp_world, nv = m->tp_nv;
-    if (!m->comm || m->tp_layers) { // (a pipeline's last rank has the logits: every rank gets them)
-        if (!m->comm || m->tp_rank == W - 1) mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
-        if (m->comm) tp_bcast(c, lg, (size_t)n * V, W - 1);
-        return;
-    }
-    int cnt[COMM_MAX_RANKS], nv_max = 0;
-    for (int r = 0; r < W; r++) {
-        cnt[r] = (int)((int64_t)V * (r + 1) / W - (int64_t)V * r / W);
-        nv_max = cnt[r] > nv_max ? cnt[r] : nv_max;
-    }
-    nccl *g = OPS->host ? NULL : tp_nccl(c);
-    size_t blk = (size_t)n * nv_max, need = g ? blk * (W + 1) : (size_t)n * nv;
-    if (need > c->tp_part_cap) {
+// c->tp_part with room for n floats at least (in the backend's memory), or NULL
+static float *tp_reserve(infer_ctx *c, size_t n) {
+    if (n > c->tp_part_cap) {
         if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
-        c->tp_part = c->arena_ops->alloc(&c->be, sizeof(float) * need);
-        c->tp_part_cap = c->tp_part ? need : 0;
+        c->tp_part = c->arena_ops->alloc(&c->be, sizeof(float) * n);
+        c->tp_part_cap = c->tp_part ? n : 0;
     }
-    if (!c->tp_part || c->tp_failed) {
-        c->tp_failed = 1;
-        return;
-    }
-    mm(c, c->tp_part, c->s.xn, &m->output, NULL, n, E, nv);
+    if (!c->tp_part) c->tp_failed = 1;
+    return c->tp_failed ? NULL : c->tp_part;
+}
+
+// out (n rows of ld floats) gets rank r's n rows of cnt[r] columns at column
+// cnt[0] + ... + cnt[r-1]; this rank's are packed at the front of c->tp_part,
+// reserved for tp_gather_room(n, cnt) floats (NCCL: every rank's block of n
+// rows of at most the widest count side by side, then each into place).
+static size_t tp_gather_room(const infer_ctx *c, int n, const int *cnt) {
+    int W = c->m->tp_world, w = 0;
+    for (int r = 0; r < W; r++) w = cnt[r] > w ? cnt[r] : w;
+    return (size_t)n * w * (W + 1);
+}
+
+static void tp_gather_cols(infer_ctx *c, float *out, size_t ld, int n, const int *cnt) {
+    const infer_model *m = c->m;
+    int W = m->tp_world, me = m->tp_rank, w = 0, total = 0;
+    for (int r = 0; r < W; r++) w = cnt[r] > w ? cnt[r] : w, total += cnt[r];
+    if (c->tp_failed) return;
     if (OPS->host) {
-        c->tp_failed = comm_allgather_cols(m->comm, c->tp_part, n, cnt, lg, (size_t)V) != 0;
+        c->tp_failed = comm_allgather_cols(m->comm, c->tp_part, n, cnt, out, ld) != 0;
         return;
     }
+    nccl *g = tp_nccl(c);
     if (g) {
         void *st = backend_cuda_stream(BE);
+        size_t blk = (size_t)n * w;
         float *recv = c->tp_part + blk;
         if (!st || nccl_allgather(g, c->tp_part, recv, blk, st)) {
             c->tp_failed = 1;
             return;
         }
-        for (int r = 0, off = 0; r < W; off += cnt[r++])
-            OPS->copy(BE, lg + off, (size_t)V, recv + blk * r, (size_t)cnt[r], n, cnt[r]);
+        for (int r = 0, off = 0; r < W; off += cnt[r++]) OPS->copy(BE, out + off, ld, recv + blk * r, (size_t)cnt[r], n, cnt[r]);
         return;
     }
-    float *h = tp_host(c, (size_t)n * nv + (size_t)n * V);
+    size_t mine = (size_t)n * cnt[me];
+    float *h = tp_host(c, mine + (size_t)n * ld);
     if (!h) {
         c->tp_failed = 1;
         return;
     }
-    OPS->download(BE, h, c->tp_part, (size_t)n * nv);
-    c->tp_failed = comm_allgather_cols(m->comm, h, n, cnt, h + (size_t)n * nv, (size_t)V) != 0;
-    OPS->upload(BE, lg, h + (size_t)n * nv, (size_t)n * V);
+    OPS->download(BE, h, c->tp_part, mine);
+    c->tp_failed = comm_allgather_cols(m->comm, h, n, cnt, h + mine, ld) != 0;
+    if (ld == (size_t)total) OPS->upload(BE, out, h + mine, (size_t)n * ld);
+    else c->tp_failed = 1; // (the host's rows go up whole)
+}
+
+// n rows of logits (lg, rows of V in the backend's memory) = the output head
+// of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered.
+static void head(infer_ctx *c, float *lg, int n) {
+    const infer_model *m = c->m;
+    int E = m->cfg.n_embd, V = m->cfg.n_vocab, W = m->tp_world;
+    if (!m->comm || m->tp_layers) { // (a pipeline's last rank has the logits: every rank gets them)
+        if (!m->comm || m->tp_rank == W - 1) mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
+        if (m->comm) tp_bcast(c, lg, (size_t)n * V, W - 1);
+        return;
+    }
+    int cnt[COMM_MAX_RANKS];
+    for (int r = 0; r < W; r++) cnt[r] = (int)((int64_t)V * (r + 1) / W - (int64_t)V * r / W);
+    float *part = tp_reserve(c, tp_gather_room(c, n, cnt));
+    if (!part) return;
+    mm(c, part, c->s.xn, &m->output, NULL, n, E, m->tp_nv);
+    tp_gather_cols(c, lg, (size_t)V, n, cnt);
+}
+
+// The norm of each of T rows (n of this rank's columns, in x) over the whole
+// row, every rank's columns (OLMo 2's q and k): the rows gathered, normed
+// with the whole row's weight w, this rank's columns back.
+static void tp_norm_rows(infer_ctx *c, float *x, int T, int n, const float *w) {
+    const infer_model *m = c->m;
+    int W = m->tp_world, cnt[COMM_MAX_RANKS];
+    for (int r = 0; r < W; r++) cnt[r] = n;
+    size_t room = tp_gather_room(c, T, cnt), N = (size_t)n * W;
+    float *part = tp_reserve(c, room + (size_t)T * N);
+    if (!part) return;
+    float *full = part + room;
+    OPS->copy(BE, part, (size_t)n, x, (size_t)n, T, n);
+    tp_gather_cols(c, full, N, T, cnt);
+    if (c->tp_failed) return;
+    OPS->norm(BE, full, full, w, NULL, T, (int)N, (float)m->cfg.norm_eps, m->cfg.norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS);
+    OPS->copy(BE, x, (size_t)n, full + (size_t)n * m->tp_rank, N, T, n);
 }
 
 // ---------------------------------------------------------------------------
@@ -295,6 +331,10 @@ static void attention(infer_ctx *c, int il, int T) {
         }
     }
     if (c->profiling) c->prof[PH_QKV] += now_s() - t0;
+    // (OLMo 2's norms of whole q and k rows, on a rank of a row split: over every rank's heads)
+    int rows_norm = f->qk_norm_full && m->comm && !m->tp_layers;
+    if (rows_norm && l->q_norm) tp_norm_rows(c, c->s.q, T, nq, l->q_norm->f32);
+    if (rows_norm && l->k_norm && own_kv) tp_norm_rows(c, c->s.k, T, nkv, l->k_norm->f32);
     // per-head norms, RoPE at each token's position, ggml's f16 rounding (it
     // keeps K and V in f16 and rounds q for the q.k products), each K/V row
     // into its sequence's cache
@@ -306,7 +346,7 @@ static void attention(infer_ctx *c, int il, int T) {
         // (OLMo 2 norms each token's whole q and k rather than each head)
         .qn = f->qk_norm_full ? nq : hd, .kn = f->qk_norm_full ? nkv : hd, .v_norm = f->v_norm,
         .norm_kind = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS, .round = m->ggml_numerics,
-        .q_norm = f32_or_null(l->q_norm), .k_norm = f32_or_null(l->k_norm), .eps = (float)cf->norm_eps,
+        .q_norm = rows_norm ? NULL : f32_or_null(l->q_norm), .k_norm = rows_norm ? NULL : f32_or_null(l->k_norm), .eps = (float)cf->norm_eps,
         .rope = f->learned_pos ? NULL : &lc->rope, .pos = c->rows.pos, .k_cache = kd, .v_cache = vd,
         .kt = c->rows.seq[0]->kt, .vt = c->rows.seq[0]->vt, // (a batch's sequences share their caches' types)
     };

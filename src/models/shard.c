@@ -5,12 +5,14 @@
 //     ranks): the rows of wq, wk, wv and their biases, the columns of wo;
 //   - FFN features [r F/W, (r+1) F/W) (in whole blocks of down's type: shares
 //     may differ by a block): the rows of gate and up, the columns of down;
+//     in a mixture of experts, each expert's (every rank routes alike);
 //   - output rows (the vocabulary) [r V/W, (r+1) V/W).
 // The config then says what this rank computes (n_head, n_kv_head, n_ff are
 // its share), so the forward pass runs unchanged but for a sum over the ranks
 // after the attention's output product and after the FFN (the biases of
 // those two are added on rank 0 only) and the logits' columns gathered
-// (inference/forward.c). Row slices are views into the mapped file; column
+// (inference/forward.c; OLMo 2's norms of whole q and k rows gather them
+// first). Row slices are views into the mapped file; column
 // slices are copies, so a rank maps and holds about its share.
 #include "models/model.h"
 #include "tensor/dtype.h"
@@ -101,7 +103,58 @@ static infer_status vec_slice(infer_model *m, const tensor **b, int64_t r0, int6
     return INFER_OK;
 }
 
+// A decoded bias of an expert (owned by its array, freed with the model):
+// elements [r0, r0 + n) moved to its front.
+static void bias_slice(tensor *b, int64_t r0, int64_t n) {
+    if (!b->f32) return;
+    memmove(b->f32, b->f32 + r0, sizeof(float) * (size_t)n);
+    size_t es = dtype_row_size(b->type, 1);
+    b->ne[0] = n, b->data = (const char *)b->data + es * (size_t)r0, b->nbytes = es * (size_t)n;
+}
+
+// the features [f0, f0 + n) of f in whole blocks of blk, as evenly as they go
+// (Gemma 3 1B's 6912 are 27 blocks of 256: 14 and 13)
+static void share(int64_t F, int blk, int rank, int world, int64_t *f0, int64_t *n) {
+    int64_t nb = F / blk;
+    *f0 = blk * (nb * rank / world), *n = blk * (nb * (rank + 1) / world) - *f0;
+}
+
+// the largest block of the types of the inputs of a down product (its columns are cut)
+static int down_block(const weight *w) {
+    const tensor *d = w->w;
+    return d && d->type >= 0 && !w->trans ? dtype_get(d->type)->blck : 1;
+}
+
 #define TRY(x) do { infer_status st_ = (x); if (st_) return st_; } while (0)
+
+// Each expert's features [f0, f0 + nf) of F (the router stays whole: every
+// rank routes a token alike, its x being the same bits on every rank).
+static infer_status shard_experts(infer_model *m, layer_weights *l, int rank, int64_t F, int64_t f0, int64_t nf) {
+    const infer_config *c = &m->cfg;
+    int oss = c->fam->ffn == FFN_OSS;
+    for (int e = 0; e < c->n_expert; e++) {
+        if (l->exp_gate_up[e].w && oss) { // gpt-oss's interleaved (gate, up) rows: feature i at 2i, 2i + 1
+            TRY(out_slice(m, &l->exp_gate_up[e], 2 * f0, 2 * nf));
+            bias_slice(&l->exp_gate_up_b[e], 2 * f0, 2 * nf);
+        } else if (l->exp_gate_up[e].w) { // [gate; up] rows
+            l->exp_gate[e] = l->exp_up[e] = l->exp_gate_up[e];
+            TRY(out_slice(m, &l->exp_gate[e], f0, nf));
+            TRY(out_slice(m, &l->exp_up[e], F + f0, nf));
+            l->exp_gate_up[e].w = NULL;
+        } else {
+            TRY(out_slice(m, &l->exp_gate[e], f0, nf));
+            TRY(out_slice(m, &l->exp_up[e], f0, nf));
+        }
+        bias_slice(&l->exp_gate_b[e], f0, nf);
+        bias_slice(&l->exp_up_b[e], f0, nf);
+        TRY(in_slice(m, &l->exp_down[e], f0, nf));
+        if (rank) { // (the down product's bias: added once, rank 0's)
+            free(l->exp_down_b[e].f32);
+            memset(&l->exp_down_b[e], 0, sizeof l->exp_down_b[e]);
+        }
+    }
+    return INFER_OK;
+}
 
 infer_status model_shard(infer_model *m, int rank, int world) {
     m->tp_rank = rank, m->tp_world = world;
@@ -109,27 +162,31 @@ infer_status model_shard(infer_model *m, int rank, int world) {
     if (world == 1) return INFER_OK;
     infer_config *c = &m->cfg;
     const family *f = c->fam;
-    if (c->n_expert) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: mixture-of-experts models are not split yet");
     if (m->vx || m->ffn_external) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: a vindex is not split");
-    if (f->qk_norm_full)
-        return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %s norms each token's whole q and k row (across the ranks' heads)",
-                    c->model_type);
     int H = c->n_head, F = c->n_ff;
     if (H % world) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %d attention heads do not split over %d ranks", H, world);
     if (m->output.trans) return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: a transposed output head is not split");
     int hq = H / world, q0 = rank * hq;
-    // the features in whole blocks of the down product's type (its columns are
-    // cut), as evenly as they go: Gemma 3 1B's 6912 are 27 blocks of 256, 14 and 13
-    int blk = 1;
+    // the features in whole blocks of the down products' types
+    int blk = 1, xblk = 1, FX = c->n_ff_expert;
     for (int il = 0; il < c->n_layer; il++) {
-        const tensor *d = m->layers[il].ffn_down.w;
-        int b = d && d->type >= 0 ? dtype_get(d->type)->blck : 1;
+        const layer_weights *l = &m->layers[il];
+        int b = down_block(&l->ffn_down);
         blk = b > blk ? b : blk;
+        for (int e = 0; e < c->n_expert; e++) {
+            b = down_block(&l->exp_down[e]);
+            xblk = b > xblk ? b : xblk;
+        }
     }
-    if (F % blk || F / blk < world)
+    if (!c->n_expert && (F % blk || F / blk < world))
         return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: an FFN of %d features in blocks of %d does not split over %d ranks", F, blk,
                     world);
-    int64_t nb = F / blk, f0 = blk * (nb * rank / world), nf = blk * (nb * (rank + 1) / world) - f0;
+    if (c->n_expert && (FX % xblk || FX / xblk < world))
+        return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: experts of %d features in blocks of %d do not split over %d ranks", FX, xblk,
+                    world);
+    int64_t f0 = 0, nf = F, x0 = 0, nx = FX;
+    if (!c->n_expert) share(F, blk, rank, world, &f0, &nf);
+    else share(FX, xblk, rank, world, &x0, &nx);
     for (int il = 0; il < c->n_layer; il++) {
         layer_config *lc = &c->layers[il];
         layer_weights *l = &m->layers[il];
@@ -138,6 +195,9 @@ infer_status model_shard(infer_model *m, int rank, int world) {
         if (!(hq % g == 0 || g % hq == 0))
             return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: layer %d: %d query heads a rank do not share whole groups of %d (%d KV heads)",
                         il, hq, g, KV);
+        if (f->qk_norm_full && nkv * world != KV) // (the k rows are gathered whole for their norm: forward.c)
+            return fail(INFER_ERR_UNSUPPORTED, "tensor parallel: %s norms each token's whole k row: layer %d's %d KV heads do not split over %d ranks",
+                        c->model_type, il, KV, world);
         if (l->wqkv.w) { // fused [q; k; v] rows: three views
             const tensor *b = l->bqkv;
             l->wq = l->wk = l->wv = l->wqkv;
@@ -172,9 +232,10 @@ infer_status model_shard(infer_model *m, int rank, int world) {
         }
         TRY(vec_slice(m, &l->ffn_up_b, f0, nf));
         TRY(in_slice(m, &l->ffn_down, f0, nf));
+        if (c->n_expert) TRY(shard_experts(m, l, rank, FX, x0, nx));
         lc->n_kv_head = nkv;
     }
-    c->n_head = hq, c->n_ff = (int)nf;
+    c->n_head = hq, c->n_ff = (int)nf, c->n_ff_expert = (int)nx;
     if (c->n_kv_head > 0) c->n_kv_head = c->layers[0].n_kv_head;
     int64_t V = c->n_vocab, v0 = V * rank / world, v1 = V * (rank + 1) / world;
     TRY(out_slice(m, &m->output, v0, v1 - v0));
