@@ -99,7 +99,7 @@ int cmd_bench_components(int argc, char **argv) {
     if (!mkdtemp(dir)) return cli_error("bench-components: cannot make a temporary directory");
     snprintf(gg, sizeof gg, "%s/layer.gguf", dir);
     rc = 1;
-    if (!synth_write(dir, synth_find("4b"), 1, 256)) cli_error("bench-components: cannot write the synthetic layer in %s", dir);
+    if (!synth_write(dir, synth_find("gemma3", "4b"), 1, 256)) cli_error("bench-components: cannot write the synthetic layer in %s", dir);
     else if (infer_model_load(dir, &m)) cli_error("%s", infer_last_error());
     else {
         infer_model *q = NULL;

@@ -1,4 +1,4 @@
-// infer synth --arch gemma3 --shape 270m|1b|4b|12b|27b --type TYPE -o OUT.gguf
+// infer synth [--arch gemma3|llama] --shape NAME --type TYPE -o OUT.gguf
 // A GGUF of random weights with a real model's shapes (llama.cpp loads it),
 // for benchmarks of sizes we have no real weights for: a bf16 checkpoint is
 // written to a temporary directory beside OUT and converted as `infer convert`
@@ -11,17 +11,20 @@
 #include <string.h>
 
 static const char *g_usage =
-    "usage: infer synth [--arch gemma3] --shape 270m|1b|4b|12b|27b [--type q4_k_m] [--layers N] -o OUT.gguf\n"
-    "  a GGUF of random weights with Gemma 3's shapes (its vocabulary of 262,144, hidden size, heads, FFN,\n"
-    "  sliding-window pattern), for benchmarks: speed does not depend on the values.\n"
-    "      --arch NAME        gemma3 (the only one so far)\n"
-    "      --shape NAME       270m, 1b, 4b, 12b or 27b\n"
+    "usage: infer synth [--arch gemma3|llama] --shape NAME [--type q4_k_m] [--layers N] -o OUT.gguf\n"
+    "  a GGUF of random weights with a real model's shapes (vocabulary, hidden size, heads, FFN, and\n"
+    "  Gemma 3's sliding-window pattern), for benchmarks: speed does not depend on the values.\n"
+    "      --arch NAME        gemma3 (default) or llama\n"
+    "      --shape NAME       gemma3: 270m, 1b, 4b, 12b or 27b (Gemma 3's; vocabulary 262,144)\n"
+    "                         llama: 8b or 70b (Llama 3's; vocabulary 128,256, untied output)\n"
     "      --type TYPE        the file type: f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m ... (default q4_k_m)\n"
     "      --layers N         fewer layers than the shape has (default: all)\n"
-    "      --vocab N          a smaller vocabulary (small files for tests; default: the shape's 262,144)\n"
+    "      --vocab N          a smaller vocabulary (small files for tests; default: the shape's)\n"
     "      --vocab-from GGUF  the vocabulary (tokenizer.* metadata) of this GGUF, so the file tokenizes text\n"
     "                         (a server's benchmark); its token count becomes the vocabulary's size\n"
-    "  -o, --output PATH      the GGUF file to write\n";
+    "  -o, --output PATH      the GGUF file to write\n"
+    "  disk: a bf16 checkpoint is written beside OUT first and removed after: gemma3 12b 24 GB, 27b 54 GB;\n"
+    "  llama 8b 16 GB (a 4.9 GB q4_k_m file), llama 70b 141 GB (a 42.5 GB q4_k_m file): about 185 GB free.\n";
 
 enum { OPT_ARCH = OPT_LOCAL, OPT_SHAPE, OPT_TYPE, OPT_LAYERS, OPT_VOCAB, OPT_VOCAB_FROM };
 static const struct option g_opts[] = {
@@ -61,10 +64,13 @@ int cmd_synth(int argc, char **argv) {
     }
     if (opt == CLI_STOP) return o.status;
     if (optind < argc) return cli_error("synth: unexpected argument \"%s\"", argv[optind]);
-    if (strcmp(arch, "gemma3")) return cli_error("synth: unknown --arch \"%s\" (archs: gemma3)", arch);
-    if (!shape) return cli_error("synth: --shape is required (270m, 1b, 4b, 12b or 27b)");
-    const synth_shape *sh = synth_find(shape);
-    if (!sh) return cli_error("synth: unknown --shape \"%s\" (shapes: 270m, 1b, 4b, 12b, 27b)", shape);
+    const char *title = synth_title(arch);
+    if (!title) return cli_error("synth: unknown --arch \"%s\" (archs: %s)", arch, synth_archs());
+    char names[256];
+    synth_shape_names(arch, names, sizeof names);
+    if (!shape) return cli_error("synth: --shape is required (--arch %s: %s)", arch, names);
+    const synth_shape *sh = synth_find(arch, shape);
+    if (!sh) return cli_error("synth: unknown --shape \"%s\" for --arch %s (shapes: %s)", shape, arch, names);
     if (!out) return cli_error("synth: -o OUT.gguf is required");
     if (layers > sh->layers) return cli_error("synth: --layers %ld exceeds the %s shape's %d", layers, shape, sh->layers);
     if (vocab_from) {
@@ -76,7 +82,7 @@ int cmd_synth(int argc, char **argv) {
         if (vocab < 256 || vocab > (1 << 20)) return cli_error("synth: --vocab-from %s: %ld tokens (256 to %d)", vocab_from, vocab, 1 << 20);
     }
 
-    // the bf16 checkpoint goes beside the output (it can be large: 24 GB for 12b, 54 GB for 27b)
+    // the bf16 checkpoint goes beside the output (it can be large: 54 GB for gemma3 27b, 141 GB for llama 70b)
     char dir[4200];
     const char *slash = strrchr(out, '/');
     if (slash) snprintf(dir, sizeof dir, "%.*s/.infer-synth-XXXXXX", (int)(slash - out), out);
@@ -87,7 +93,7 @@ int cmd_synth(int argc, char **argv) {
     if (!synth_write(dir, sh, (int)layers, (int)vocab)) cli_error("synth: cannot write the bf16 checkpoint in %s", dir);
     else if (infer_model_load(dir, &m) || infer_convert_gguf_vocab(m, out, type, vocab_from)) cli_error("%s", infer_last_error());
     else {
-        fprintf(stderr, "infer: wrote %s (Gemma 3 %s shape, %ld layers, random weights, %s)\n", out, shape,
+        fprintf(stderr, "infer: wrote %s (%s %s shape, %ld layers, random weights, %s)\n", out, title, shape,
                 layers ? layers : (long)sh->layers, type);
         rc = 0;
     }

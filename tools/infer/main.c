@@ -26,6 +26,7 @@ static const char *g_usage =
     "  bench-knn [-t N] [--features F --hidden H -k K]   gate KNN µs per layer (f32, f16, q4_0), Gemma-3-4B shape\n"
     "  convert HF_DIR OUT.gguf [--type f16]      write a GGUF file that llama.cpp loads (f32 f16 bf16 q8_0 q4_k_m ...)\n"
     "  synth --shape 1b --type q4_k_m -o X.gguf  a GGUF of random weights with Gemma 3's shapes (270m 1b 4b 12b 27b)\n"
+    "        --arch llama --shape 8b|70b         ... with Llama 3's shapes\n"
     "  quantize IN.gguf OUT.gguf TYPE            re-encode a GGUF file's matrices (q8_0, q4_k_m, q6_k, f16, ...)\n"
     "  extract [-m MODEL] -o OUT.vindex          write a vindex: FFN per feature, gate vectors, down_meta, lm_head\n"
     "          [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
