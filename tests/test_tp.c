@@ -102,10 +102,13 @@ static void check_family(const char *name, const char *dir) {
     // each split: refused where it cannot cut the model, else two ranks
     int L = m_layers, cross = 0; // (a layer of rank 1's run reading a K/V cache of rank 0's)
     for (int il = L / 2; il < L; il++) cross |= kv_src[il] < L / 2;
-    const char *splits[] = {"row", "layer"};
-    for (int si = 0; si < 2; si++) {
+    // (the third: the layer split's passes in micro-batches of 2 rows, 3 and 2 steps' worth)
+    const char *splits[] = {"row", "layer", "layer"};
+    for (int si = 0; si < 3; si++) {
         const char *split = splits[si], *why = NULL;
-        if (si == 1 && cross) why = "on another rank";
+        if (si >= 1 && cross) why = "on another rank";
+        if (si == 2) setenv("INFER_PP_ROWS", "2", 1);
+        else unsetenv("INFER_PP_ROWS");
         char id[64];
         comm_new_id(id, sizeof id);
         fflush(NULL);
@@ -138,7 +141,7 @@ static void check_family(const char *name, const char *dir) {
         int bad = rank_run(dir, split, id, 0, want, got, V, name);
         int status = 0;
         waitpid(pid, &status, 0);
-        CHECK(bad == 0, "%s: %s split, rank 0 of 2: %d rows off the whole model's logits", name, split, bad);
+        CHECK(bad == 0, "%s: %s split%s, rank 0 of 2: %d rows off the whole model's logits", name, split, si == 2 ? " (micro-batches)" : "", bad);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: %s split, rank 1 of 2 failed (status %d)", name, split, status);
         char path[128];
         snprintf(path, sizeof path, "/tmp/%s.rank1", id);
@@ -147,9 +150,10 @@ static void check_family(const char *name, const char *dir) {
         int same = f && fread(g1, sizeof(float), (size_t)NT * V, f) == (size_t)NT * V && !memcmp(g1, got, sizeof(float) * NT * V);
         if (f) fclose(f);
         unlink(path);
-        CHECK(same, "%s: %s split: ranks 0 and 1 hold different logits", name, split);
+        CHECK(same, "%s: %s split%s: ranks 0 and 1 hold different logits", name, split, si == 2 ? " (micro-batches)" : "");
         free(g1);
     }
+    unsetenv("INFER_PP_ROWS");
     free(kv_src), free(want), free(got);
 }
 

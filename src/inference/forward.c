@@ -571,16 +571,74 @@ static infer_status oom_check(infer_ctx *c) {
     return fail(INFER_ERR_NOMEM, "out of memory for the kernels' scratch");
 }
 
+// Rows [t0, t0 + n) of a pass's rows (their attention blocks the whole
+// pass's, cut at t0 and t0 + n).
+static void pass_rows_sub(pass_rows *d, const pass_rows *R, int t0, int n) {
+    d->n_blk = 0, d->B = 1, d->stride = R->stride;
+    for (int t = 0; t < n; t++) {
+        d->seq[t] = R->seq[t0 + t], d->pos[t] = R->pos[t0 + t];
+        d->run[t] = R->run[t0 + t] || t == 0;
+    }
+    for (int b = 0; b < R->n_blk; b++) {
+        int a = R->blk0[b] > t0 ? R->blk0[b] : t0, e = R->blk0[b] + R->blk_n[b];
+        e = e < t0 + n ? e : t0 + n;
+        if (a >= e) continue;
+        d->blk0[d->n_blk] = a - t0, d->blk_n[d->n_blk++] = e - a;
+        if (e - a > d->B) d->B = e - a;
+    }
+}
+
+// Rows a micro-batch of a pipeline's pass (INFER_PP_ROWS; 0: none)
+static int pp_rows(void) {
+    const char *e = getenv("INFER_PP_ROWS");
+    int v = e && *e ? atoi(e) : 64;
+    return v < 0 ? 0 : v;
+}
+
 // A pipeline split's pass (models/shard.c): stage s is rank s's run of
 // layers; each stage's residual stream goes to the next rank (every rank
-// takes part in each hand-over; the others' copies are not read).
+// takes part in each hand-over; the others' copies are not read). A pass of
+// at least two micro-batches' rows goes through in micro-batches (GPipe's
+// schedule): at step k rank r runs micro-batch k - r, then each stage's
+// result goes on, so the W ranks work at once (M micro-batches take
+// M + W - 1 steps rather than W M). A micro-batch's rows come after the
+// rows before it, so its attention finds their K/V in the cache.
 static void pipeline_layers(infer_ctx *c, int T) {
     const infer_model *m = c->m;
-    for (int s = 0; s < m->tp_world; s++) {
-        if (s == m->tp_rank)
-            for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, T);
-        if (s < m->tp_world - 1) tp_bcast(c, c->s.x, (size_t)T * m->cfg.n_embd, s);
+    int W = m->tp_world, me = m->tp_rank, E = m->cfg.n_embd, rows = pp_rows();
+    int M = rows > 0 ? T / rows : 1;
+    M = M < 1 ? 1 : M > W * 8 ? W * 8 : M; // (more steps than that: more hand-overs, little more overlap)
+    if (M == 1) {
+        for (int s = 0; s < W; s++) {
+            if (s == me)
+                for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, T);
+            if (s < W - 1) tp_bcast(c, c->s.x, (size_t)T * E, s);
+        }
+        return;
     }
+    pass_rows whole = c->rows;
+    float *x = c->s.x, *ple = c->s.ple;
+    size_t LP = (size_t)m->cfg.n_layer * m->cfg.ple_dim;
+    for (int k = 0; k < M + W - 1; k++) {
+        int j = k - me;
+        if (j >= 0 && j < M) {
+            int t0 = (int)((int64_t)T * j / M), n = (int)((int64_t)T * (j + 1) / M) - t0;
+            pass_rows_sub(&c->rows, &whole, t0, n);
+            if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, n);
+            c->s.x = x + (size_t)t0 * E;
+            if (ple) c->s.ple = ple + (size_t)t0 * LP;
+            for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, n);
+            c->s.x = x, c->s.ple = ple;
+        }
+        for (int s = 0; s < W - 1; s++) { // stage s's micro-batch k - s on to the next
+            int js = k - s;
+            if (js < 0 || js >= M) continue;
+            int t0 = (int)((int64_t)T * js / M), n = (int)((int64_t)T * (js + 1) / M) - t0;
+            tp_bcast(c, x + (size_t)t0 * E, (size_t)n * E, s);
+        }
+    }
+    c->rows = whole;
+    if (OPS->begin_pass) OPS->begin_pass(BE, whole.pos, whole.run, T);
 }
 
 void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
