@@ -5,7 +5,8 @@
 # version and the topology, test_tp with the GPU there (two ranks sharing
 # the GPU against one, NCCL's calls in a job of one rank), then `infer run
 # --tp 2 --device cuda` against one process on a synthetic Gemma 3 shape
-# (greedy tokens equal) and `infer bench` of both. Output: $OUT/tp.txt.
+# (greedy tokens equal) and `infer bench` of both, and the layer split's
+# prompt with and without micro-batches on the CPU. Output: $OUT/tp.txt.
 . "$(dirname "$0")/device-prebuilt.sh"
 # NCCL as PyTorch's wheel has it (the engine opens it at run time)
 lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so.2'))" 2>/dev/null)
@@ -29,4 +30,10 @@ I=/tmp/bin/infer S=${SHAPE:-1b}
     echo "## --tp 1, cpu, 16 threads"; timeout 120 $I bench -m /tmp/s.gguf --device cpu -t 16 -p 128 -n 32 -r 2 2>&1 | tail -2
     echo "## --tp 2, cpu, 8 threads a rank"; timeout 120 $I bench --tp 2 -m /tmp/s.gguf --device cpu -t 8 -p 128 -n 32 -r 2 2>&1 | tail -2
     echo "## --tp 2 --split layer, cpu, 8 threads a rank"; timeout 120 $I bench --tp 2 --split layer -m /tmp/s.gguf --device cpu -t 8 -p 128 -n 32 -r 2 2>&1 | tail -2
+    # the layer split's micro-batches (INFER_PP_ROWS=0: none) on a prompt of 512
+    for rows in 0 64; do
+        echo "## --tp 2 --split layer, cpu, 8 threads a rank, INFER_PP_ROWS=$rows"
+        INFER_PP_ROWS=$rows timeout 120 $I bench --tp 2 --split layer -m /tmp/s.gguf --device cpu -t 8 -p 512 -n 0 -r 3 2>&1 | tail -1
+    done
+    echo "## --tp 1, cpu, 16 threads, pp512"; timeout 120 $I bench -m /tmp/s.gguf --device cpu -t 16 -p 512 -n 0 -r 3 2>&1 | tail -1
 } 2>&1 | tee "$OUT/tp.txt"
