@@ -17,7 +17,7 @@ I=/tmp/bin/infer S=${SHAPE:-1b}
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     nvidia-smi topo -m 2>&1 | head -8
     echo "INFER_NCCL_LIB=${INFER_NCCL_LIB:-none}"
-    INFER_TEST_NCCL=1 timeout 300 /tmp/bin/test_tp 2>&1 | grep -v "^ok" | tail -20
+    INFER_TEST_NCCL=1 timeout 400 /tmp/bin/test_tp 2>&1 | grep -v "^ok" | tail -200
     $I synth --shape "$S" --type q4_k_m -o /tmp/s.gguf >/dev/null 2>&1 || { echo "synth failed"; exit 1; }
     a=$($I run -m /tmp/s.gguf --device cuda --ids 1,2,3,4,5 -n 32 --temp 0 2>/tmp/ea)
     b=$($I run --tp 2 -m /tmp/s.gguf --device cuda --ids 1,2,3,4,5 -n 32 --temp 0 2>/tmp/eb); tail -n 1 /tmp/ea /tmp/eb

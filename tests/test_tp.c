@@ -34,6 +34,7 @@ static void fill(int32_t *ids, int n, int V, unsigned seed) {
 // of the greedy token: NT rows of logits into out.
 static const char *g_backend = "cpu"; // (the GPU's checks: "cuda")
 static int g_vocab;                   // the last family's vocabulary
+static int g_cross;                   // ... and whether its layer split is refused
 
 static int run(infer_model *m, int32_t *ids, float *out, int V) {
     infer_ctx *c = NULL;
@@ -102,6 +103,7 @@ static void check_family(const char *name, const char *dir) {
     // each split: refused where it cannot cut the model, else two ranks
     int L = m_layers, cross = 0; // (a layer of rank 1's run reading a K/V cache of rank 0's)
     for (int il = L / 2; il < L; il++) cross |= kv_src[il] < L / 2;
+    g_cross = cross;
     // (the third: the layer split's passes in micro-batches of 2 rows, 3 and 2 steps' worth)
     const char *splits[] = {"row", "layer", "layer"};
     for (int si = 0; si < 3; si++) {
@@ -204,7 +206,7 @@ static void check_errors(const char *dir) {
     infer_model_free(m);
 }
 
-// Where a GPU is: two ranks sharing it (NCCL refuses two ranks on one GPU,
+// Where a GPU is, every family: two ranks sharing it (NCCL refuses two ranks on one GPU,
 // so their sums go through the host's shared memory) against the whole model
 // on it, and NCCL itself in a job of one rank on the GPU's stream
 // (INFER_TEST_NCCL=1: it must be found). Each run is a process of its own,
@@ -278,7 +280,8 @@ static void check_gpu(const char *name, const char *dir, int V, const char *spli
         }
         CHECK(worst <= 1e-4, "%s on cuda, 2 ranks, %s split: max error %.3g of the RMS from one GPU's logits", name, split, worst);
         CHECK(!memcmp(g0, g1, sizeof(float) * NT * V), "%s on cuda, %s split: ranks 0 and 1 hold different logits", name, split);
-        printf("%s on cuda, 2 ranks, %s split, against one: max error %.3g of the RMS\n", name, split, worst);
+        printf("%s on cuda, 2 ranks, %s split%s, against one: max error %.3g of the RMS\n", name, split,
+               getenv("INFER_PP_ROWS") ? " (micro-batches)" : "", worst);
     }
     free(want), free(g0), free(g1);
 }
@@ -331,7 +334,15 @@ int main(int argc, char **argv) {
         const char *name = strrchr(dirs[i], '/') + 1;
         check_family(name, dirs[i]);
         if (!strcmp(name, "llama")) check_errors(dirs[i]);
-        if (gpu && (!strcmp(name, "llama") || !strcmp(name, "gemma3") || !strcmp(name, "qwen2"))) check_gpu(name, dirs[i], g_vocab, "row"), check_gpu(name, dirs[i], g_vocab, "layer");
+        if (gpu) {
+            check_gpu(name, dirs[i], g_vocab, "row");
+            if (!g_cross) {
+                check_gpu(name, dirs[i], g_vocab, "layer");
+                setenv("INFER_PP_ROWS", "2", 1); // (micro-batches: the device's rows of each)
+                check_gpu(name, dirs[i], g_vocab, "layer");
+                unsetenv("INFER_PP_ROWS");
+            }
+        }
         free(dirs[i]);
     }
     free(dirs);
