@@ -46,13 +46,17 @@ INFER_API const char *infer_status_name(infer_status st);
 // Where the environment names a tensor-parallel job (INFER_TP_WORLD > 1,
 // INFER_TP_RANK, INFER_TP_ID, as `infer run --tp N` sets them for its
 // ranks), it loads this rank's share, as infer_model_load_tp.
+// INFER_TP_ADDR=host:port (rank 0's address, the same for every rank) makes
+// the ranks meet over TCP instead of one host's shared memory: ranks on
+// several hosts (rank 0 listens there, the others connect).
 INFER_API infer_status infer_model_load(const char *path, infer_model **out);
-// Tensor parallel (Megatron's split; one process a rank, on one host): rank
-// `rank` of `world` keeps its share of the attention heads, the FFN's
-// features and the output's vocabulary rows, and meets the other ranks of
-// job `id` (letters, digits, '-', '_') in shared memory, where each pass sums
-// the attention's and the FFN's outputs and gathers the logits; every rank
-// then holds the whole model's logits. world 1: the whole model.
+// Tensor parallel (Megatron's split; one process a rank): rank `rank` of
+// `world` keeps its share of the attention heads, the FFN's features and the
+// output's vocabulary rows, and meets the other ranks of job `id` (letters,
+// digits, '-', '_') in one host's shared memory (INFER_TP_ADDR set: over
+// TCP), where each pass sums the attention's and the FFN's outputs and
+// gathers the logits; every rank then holds the whole model's logits.
+// world 1: the whole model.
 INFER_API infer_status infer_model_load_tp(const char *path, int rank, int world, const char *id, infer_model **out);
 // The same with a choice of split: "row" (the above) or "layer" (a pipeline,
 // llama.cpp's -sm layer: rank r runs layers [r L/W, (r+1) L/W), the residual
@@ -62,8 +66,8 @@ INFER_API infer_status infer_model_load_split(const char *path, const char *spli
                                               infer_model **out);
 #define INFER_TP_MAX_RANKS 64
 // How the ranks meet for a GPU's buffers, once a pass has run there: "nccl
-// 2.21.5", or "shared memory (why not NCCL)"; "" before that, or for a model
-// that is not split.
+// 2.21.5", or "shared memory (why not NCCL)" ("tcp (why not NCCL)" over
+// TCP); "" before that, or for a model that is not split.
 INFER_API const char *infer_model_tp_transport(const infer_model *model);
 // This process's rank and the job's ranks (0 and 1 for a model not split).
 INFER_API int infer_model_tp_rank(const infer_model *model);

@@ -8,9 +8,10 @@
 // over the ranks round differently), and both ranks the same bits; greedy
 // tokens identical. A world of one is the whole model bit for bit. Then what
 // is refused or fails with a message rather than a hang: a layer split whose
-// rank would read another's K/V cache, ranks out of range, a job whose other rank never comes, a rank
-// that dies mid-run. Where a GPU is, the same with each rank's model on it
-// (see check_gpu), and NCCL's calls.
+// rank would read another's K/V cache, ranks out of range, a job whose other
+// rank never comes, a rank that dies mid-run. A two-node run simulated: four
+// ranks over TCP (check_two_hosts). Where a GPU is, the same with each rank's
+// model on it (see check_gpu), and NCCL's calls.
 #include "check.h"
 #include "infer.h"
 #include "base/comm.h"
@@ -18,9 +19,12 @@
 #include "compute/backend.h"
 #include "compute/nccl.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -320,6 +324,114 @@ static int nccl_unit(void) {
     return bad;
 }
 
+// The simulation of a two-node run: four ranks, "host" A's ranks 0 and 1 and
+// "host" B's 2 and 3, each a process started as a launch across hosts starts
+// one -- by the environment (INFER_TP_WORLD, INFER_TP_RANK, INFER_TP_ID,
+// INFER_TP_SPLIT, and INFER_TP_ADDR: rank 0's address) and infer_model_load
+// -- meeting over TCP on 127.0.0.1. Each split's logits against the whole
+// model's (the row split within rounding, the layer split bit for bit), the
+// four ranks' the same bits, and the same bits as four ranks' over shared
+// memory.
+static int env_rank(const char *dir, int rank, const char *out) {
+    infer_model *m = NULL;
+    if (infer_model_load(dir, &m)) {
+        fprintf(stderr, "FAIL rank %d: %s\n", rank, infer_last_error());
+        return 1;
+    }
+    int V = infer_model_n_vocab(m);
+    int32_t ids[NT];
+    fill(ids, NT, V, 7);
+    float *lg = malloc(sizeof(float) * NT * V);
+    int ok = infer_model_tp_world(m) == 4 && infer_model_tp_rank(m) == rank && run(m, ids, lg, V);
+    if (!ok) fprintf(stderr, "FAIL rank %d of %d: %s\n", infer_model_tp_rank(m), infer_model_tp_world(m), infer_last_error());
+    FILE *f = ok ? fopen(out, "wb") : NULL;
+    ok = f && fwrite(lg, sizeof(float), (size_t)NT * V, f) == (size_t)NT * V;
+    if (f) fclose(f);
+    free(lg);
+    infer_model_free(m);
+    return !ok;
+}
+
+// A job of four ranks (addr NULL: over shared memory): rank 0's NT rows of
+// logits, after checking that the others hold the same bits; NULL on failure.
+static float *job_of_four(const char *name, const char *dir, const char *split, const char *addr, int V) {
+    char id[64], path[4][128];
+    comm_new_id(id, sizeof id);
+    pid_t pid[4];
+    fflush(NULL);
+    for (int r = 0; r < 4; r++) {
+        snprintf(path[r], sizeof path[r], "/tmp/%s.r%d", id, r);
+        if ((pid[r] = fork()) == 0) {
+            alarm(120); // (a hang: a failure, not a stopped test)
+            char num[8];
+            snprintf(num, sizeof num, "%d", r);
+            setenv("INFER_TP_WORLD", "4", 1), setenv("INFER_TP_RANK", num, 1), setenv("INFER_TP_ID", id, 1);
+            setenv("INFER_TP_SPLIT", split, 1), setenv("INFER_TP_TIMEOUT", "60", 1);
+            if (addr) setenv("INFER_TP_ADDR", addr, 1);
+            int bad = env_rank(dir, r, path[r]);
+            fflush(NULL);
+            _exit(bad);
+        }
+    }
+    int ok = 1;
+    for (int r = 0; r < 4; r++) ok &= done_ok(pid[r]);
+    const char *how = addr ? "tcp" : "shared memory";
+    CHECK(ok, "%s, 4 ranks over %s, %s split: a rank failed", name, how, split);
+    float *g[4];
+    for (int r = 0; r < 4; r++) g[r] = read_rows(path[r], (size_t)NT * V);
+    for (int r = 1; r < 4 && ok; r++)
+        CHECK(g[0] && g[r] && !memcmp(g[0], g[r], sizeof(float) * NT * V), "%s, 4 ranks over %s, %s split: ranks 0 and %d differ", name, how,
+              split, r);
+    for (int r = 1; r < 4; r++) free(g[r]);
+    if (!ok) free(g[0]);
+    return ok ? g[0] : NULL;
+}
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof a;
+    int port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &n) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+static void check_two_hosts(const char *name, const char *dir) {
+    infer_model *m;
+    if (infer_model_load(dir, &m)) {
+        CHECK(0, "%s: %s", name, infer_last_error());
+        return;
+    }
+    int V = infer_model_n_vocab(m);
+    float *want = malloc(sizeof(float) * NT * V);
+    int32_t ids[NT];
+    fill(ids, NT, V, 7);
+    CHECK(run(m, ids, want, V), "%s: the whole model: %s", name, infer_last_error());
+    infer_model_free(m);
+    const char *splits[] = {"row", "layer"};
+    for (int si = 0; si < 2; si++) {
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+        float *tcp = job_of_four(name, dir, splits[si], addr, V), *shm = job_of_four(name, dir, splits[si], NULL, V);
+        if (tcp) {
+            double worst = 0;
+            for (int r = 0; r < NT; r++) {
+                double e = test_rel_err(tcp + (size_t)r * V, want + (size_t)r * V, (size_t)V);
+                worst = e > worst ? e : worst;
+            }
+            if (si == 0) CHECK(worst <= 1e-4, "%s, 2 hosts x 2 ranks over tcp, row split: max error %.3g of the RMS", name, worst);
+            else CHECK(!memcmp(tcp, want, sizeof(float) * NT * V), "%s, 2 hosts x 2 ranks over tcp, layer split: not the whole model's bits", name);
+            printf("%s, 2 hosts x 2 ranks over tcp (%s), %s split: max error %.3g of the RMS from one process\n", name, addr, splits[si], worst);
+        }
+        CHECK(tcp && shm && !memcmp(tcp, shm, sizeof(float) * NT * V), "%s, 4 ranks, %s split: tcp's logits are not shared memory's bits", name,
+              splits[si]);
+        free(tcp), free(shm);
+    }
+    free(want);
+}
+
 int main(int argc, char **argv) {
     if (argc == 8 && !strcmp(argv[1], "--gpu")) return gpu_rank(argv + 2);
     if (argc == 2 && !strcmp(argv[1], "--gpu-probe")) return backend_cuda() ? 0 : 1;
@@ -334,6 +446,7 @@ int main(int argc, char **argv) {
         const char *name = strrchr(dirs[i], '/') + 1;
         check_family(name, dirs[i]);
         if (!strcmp(name, "llama")) check_errors(dirs[i]);
+        if (!strcmp(name, "llama") || !strcmp(name, "gemma3")) check_two_hosts(name, dirs[i]);
         if (gpu) {
             check_gpu(name, dirs[i], g_vocab, "row");
             if (!g_cross) {

@@ -115,7 +115,7 @@ static float *tp_host(infer_ctx *c, size_t n) {
 
 // The job's NCCL communicator for a GPU backend's buffers, opened by every
 // rank at its first GPU pass (INFER_TP_NCCL=0: never), or NULL: then the
-// buffers go through the host's shared memory.
+// buffers go through the host communicator (shared memory, or TCP).
 static nccl *tp_nccl(infer_ctx *c) {
     infer_model *m = c->m;
     if (!m->nccl_tried) {
@@ -123,7 +123,8 @@ static nccl *tp_nccl(infer_ctx *c) {
         const char *e = getenv("INFER_TP_NCCL");
         if (!(e && *e == '0')) m->nccl = nccl_open(m->comm);
         if (m->nccl) snprintf(m->tp_transport, sizeof m->tp_transport, "nccl %s", nccl_version());
-        else snprintf(m->tp_transport, sizeof m->tp_transport, "shared memory (%s)", e && *e == '0' ? "INFER_TP_NCCL=0" : nccl_why());
+        else
+            snprintf(m->tp_transport, sizeof m->tp_transport, "%s (%s)", comm_transport(m->comm), e && *e == '0' ? "INFER_TP_NCCL=0" : nccl_why());
     }
     return m->nccl;
 }

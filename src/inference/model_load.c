@@ -28,8 +28,9 @@ static infer_status load(const char *path, int layers, int rank, int world, cons
     if (world > 1) {
         const char *e = getenv("INFER_TP_TIMEOUT");
         double wait = e && atof(e) > 0 ? atof(e) : 300;
-        if (!(k = comm_open(id, rank, world, wait)))
-            return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", rank, world, comm_last_error());
+        const char *addr = getenv("INFER_TP_ADDR"); // (rank 0's host:port: the ranks meet over TCP, across hosts)
+        k = addr && *addr ? comm_open_tcp(addr, id, rank, world, wait) : comm_open(id, rank, world, wait);
+        if (!k) return fail(INFER_ERR_IO, "tensor parallel, rank %d of %d: %s", rank, world, comm_last_error());
     }
     infer_status st = load_model(path, layers, rank, world, out);
     if (st) {

@@ -80,7 +80,7 @@ struct infer_model {
     struct comm *comm;                       // the ranks' communicator (owned), NULL when tp_world is 1
     struct nccl *nccl;                       // NCCL for GPU buffers (owned; opened at the first GPU pass), or NULL
     int nccl_tried;                          // ... and whether that was tried (nccl_why() said why not)
-    char tp_transport[160];                  // "nccl 2.21.5", "shared memory (why not NCCL)" (infer_model_tp_transport)
+    char tp_transport[160];                  // "nccl 2.21.5", "shared memory (why not NCCL)", "tcp (...)" (infer_model_tp_transport)
     void **tp_keep;                          // the shard's tensors and copies (owned)
     int n_tp_keep, cap_tp_keep;
 };

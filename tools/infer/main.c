@@ -123,6 +123,7 @@ static int tp_launch(int *argc, char **argv) {
     snprintf(num, sizeof num, "%ld", n);
     setenv("INFER_TP_WORLD", num, 1), setenv("INFER_TP_ID", id, 1), setenv("INFER_TP_RANK", "0", 1);
     setenv("INFER_TP_SPLIT", split ? split : "row", 1);
+    unsetenv("INFER_TP_ADDR"); // (one host: its ranks meet in shared memory; TCP is for ranks started by hand)
     snprintf(num, sizeof num, "%llu", (unsigned long long)cli_seed());
     setenv("INFER_TP_SEED", num, 0); // (one default seed: the ranks sample the same tokens from the same logits)
     const char *v = getenv("INFER_TP_VERBOSE");
