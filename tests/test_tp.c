@@ -316,6 +316,32 @@ static int nccl_unit(void) {
         cu->download(&b, back, d, 2 * N);
         bad |= memcmp(back, h, sizeof(float) * N) || memcmp(back + N, h, sizeof(float) * N) || ex.oom;
         if (bad) fprintf(stderr, "FAIL nccl, one rank: %s\n", nccl_why());
+        // a point-to-point hand-over (the layer split's): to itself, the first half into the second
+        cu->scale(&b, d + N, N, 0.0f);
+        int p2p = nccl_sendrecv(g, d, N, 0, d + N, N, 0, st) != 0;
+        cu->download(&b, back, d, 2 * N);
+        p2p |= memcmp(back + N, h, sizeof(float) * N) != 0 || ex.oom;
+        if (p2p) fprintf(stderr, "FAIL nccl, send/recv to itself: %s\n", nccl_why());
+        // captured in the backend's graph with a kernel after it, then replayed: x = 2 (sum x) each launch
+        int cap = 0, captured = 0, launched = 0;
+        if (cu->graph) {
+            for (int pass = 0; pass < 3; pass++) { // (the second pass of a key is captured, the third launched)
+                int gr = cu->graph(&b, GRAPH_BEGIN, 77);
+                captured += gr == 0, launched += gr == 1;
+                if (gr == 1) cu->graph(&b, GRAPH_LAUNCH, 0);
+                else {
+                    cap |= nccl_allreduce(g, d, N, backend_cuda_stream(&b)) != 0;
+                    cu->scale(&b, d, N, 2.0f);
+                    if (gr == 0) cu->graph(&b, GRAPH_END, 0), cap |= pass != 1;
+                }
+            }
+            cu->download(&b, back, d, N);
+            for (int i = 0; i < N; i++) cap |= back[i] != h[i] * 8.0f;
+            cap |= ex.oom || captured != 1 || launched != 1;
+            if (cap) fprintf(stderr, "FAIL nccl in a captured graph: %s (%g, want %g)\n", nccl_why(), back[1], h[1] * 8.0f);
+            else printf("nccl: all-reduce captured in a graph and replayed\n");
+        }
+        bad |= p2p | cap;
         cu->release(&b, d);
     }
     if (cu->done) cu->done(&b);

@@ -16,6 +16,8 @@ typedef int (*init_rank_fn)(void **comm, int nranks, nccl_id id, int rank);
 typedef int (*all_reduce_fn)(const void *send, void *recv, size_t count, int dtype, int op, void *comm, void *stream);
 typedef int (*all_gather_fn)(const void *send, void *recv, size_t count, int dtype, void *comm, void *stream);
 typedef int (*bcast_fn)(const void *send, void *recv, size_t count, int dtype, int root, void *comm, void *stream);
+typedef int (*p2p_fn)(void *buf, size_t count, int dtype, int peer, void *comm, void *stream); // (ncclSend's buffer is const)
+typedef int (*group_fn)(void);
 typedef int (*destroy_fn)(void *comm);
 typedef const char *(*err_fn)(int);
 typedef int (*version_fn)(int *);
@@ -28,6 +30,8 @@ static struct {
     all_reduce_fn all_reduce;
     all_gather_fn all_gather;
     bcast_fn bcast;
+    p2p_fn send, recv;
+    group_fn group_start, group_end;
     destroy_fn destroy;
     err_fn err;
     version_fn version;
@@ -75,10 +79,14 @@ static int load(void) {
     L.all_reduce = (all_reduce_fn)dlsym(h, "ncclAllReduce");
     L.all_gather = (all_gather_fn)dlsym(h, "ncclAllGather");
     L.bcast = (bcast_fn)dlsym(h, "ncclBroadcast");
+    L.send = (p2p_fn)dlsym(h, "ncclSend");
+    L.recv = (p2p_fn)dlsym(h, "ncclRecv");
+    L.group_start = (group_fn)dlsym(h, "ncclGroupStart");
+    L.group_end = (group_fn)dlsym(h, "ncclGroupEnd");
     L.destroy = (destroy_fn)dlsym(h, "ncclCommDestroy");
     L.err = (err_fn)dlsym(h, "ncclGetErrorString");
     L.version = (version_fn)dlsym(h, "ncclGetVersion");
-    if (!L.get_id || !L.init_rank || !L.all_reduce || !L.all_gather || !L.bcast || !L.destroy || !L.err || !L.version) {
+    if (!L.get_id || !L.init_rank || !L.all_reduce || !L.all_gather || !L.bcast || !L.send || !L.recv || !L.group_start || !L.group_end || !L.destroy || !L.err || !L.version) {
         snprintf(why, sizeof why, "the NCCL library lacks ncclCommInitRank, ncclAllReduce or another call infer makes");
         dlclose(h);
         memset(&L, 0, sizeof L);
@@ -153,5 +161,15 @@ int nccl_allgather(nccl *n, const float *send, float *recv, size_t count, void *
 int nccl_bcast(nccl *n, float *x, size_t count, int root, void *stream) {
     int r = L.bcast(x, x, count, NCCL_FLOAT32, root, n->comm, stream);
     if (r) snprintf(why, sizeof why, "ncclBroadcast: %s", L.err(r));
+    return r ? -1 : 0;
+}
+
+int nccl_sendrecv(nccl *n, const float *send, size_t ns, int to, float *recv, size_t nr, int from, void *stream) {
+    int r = L.group_start();
+    if (!r && send) r = L.send((void *)send, ns, NCCL_FLOAT32, to, n->comm, stream);
+    if (!r && recv) r = L.recv(recv, nr, NCCL_FLOAT32, from, n->comm, stream);
+    int e = L.group_end(); // (a group begun is ended, whatever failed in it)
+    r = r ? r : e;
+    if (r) snprintf(why, sizeof why, "ncclSend/ncclRecv: %s", L.err(r));
     return r ? -1 : 0;
 }

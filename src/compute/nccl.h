@@ -29,5 +29,8 @@ int nccl_allreduce(nccl *n, float *x, size_t count, void *stream);
 int nccl_allgather(nccl *n, const float *send, float *recv, size_t count, void *stream);
 // x (count floats) = rank root's x
 int nccl_bcast(nccl *n, float *x, size_t count, int root, void *stream);
+// Point to point, as one group: send (ns floats) to rank `to` and recv (nr
+// floats) from rank `from`; either may be NULL (nothing that way).
+int nccl_sendrecv(nccl *n, const float *send, size_t ns, int to, float *recv, size_t nr, int from, void *stream);
 
 #endif

@@ -596,34 +596,67 @@ static int pp_rows(void) {
     return v < 0 ? 0 : v;
 }
 
+// Micro-batch j of M of a pass of T rows: rows [*t0, *t0 + return)
+static int micro_rows(int T, int M, int j, int *t0) {
+    *t0 = (int)((int64_t)T * j / M);
+    return (int)((int64_t)T * (j + 1) / M) - *t0;
+}
+
+// The hand-overs after step k of a pipeline's pass of M micro-batches (x:
+// the pass's residual rows): each stage's micro-batch k - s to rank s + 1.
+// NCCL: a rank sends what it ran to the next and receives what the one
+// before ran, in one group; through the host: broadcasts (every rank takes
+// part in each; the others' copies are not read).
+static void tp_handover(infer_ctx *c, float *x, int k, int M, int T) {
+    const infer_model *m = c->m;
+    int W = m->tp_world, me = m->tp_rank, E = m->cfg.n_embd, t0;
+    if (c->tp_failed) return;
+    nccl *g = OPS->host ? NULL : tp_nccl(c);
+    if (g) {
+        int js = k - me, jr = k - me + 1; // (sent: what this rank ran; received: what the rank before ran)
+        int send = me < W - 1 && js >= 0 && js < M, recv = me > 0 && jr >= 0 && jr < M;
+        if (!send && !recv) return;
+        size_t ns = 0, nr = 0;
+        float *sp = NULL, *rp = NULL;
+        if (send) ns = (size_t)micro_rows(T, M, js, &t0) * E, sp = x + (size_t)t0 * E;
+        if (recv) nr = (size_t)micro_rows(T, M, jr, &t0) * E, rp = x + (size_t)t0 * E;
+        void *st = backend_cuda_stream(BE);
+        c->tp_failed = !st || nccl_sendrecv(g, sp, ns, me + 1, rp, nr, me - 1, st) != 0;
+        return;
+    }
+    for (int s = 0; s < W - 1; s++) {
+        int js = k - s;
+        if (js < 0 || js >= M) continue;
+        int n = micro_rows(T, M, js, &t0);
+        tp_bcast(c, x + (size_t)t0 * E, (size_t)n * E, s);
+    }
+}
+
+// The micro-batches of a pipeline's pass of T rows over W ranks
+static int pp_micro(int T, int W) {
+    int rows = pp_rows(), M = rows > 0 ? T / rows : 1;
+    return M < 1 ? 1 : M > W * 8 ? W * 8 : M; // (more steps than that: more hand-overs, little more overlap)
+}
+
 // A pipeline split's pass (models/shard.c): stage s is rank s's run of
-// layers; each stage's residual stream goes to the next rank (every rank
-// takes part in each hand-over; the others' copies are not read). A pass of
-// at least two micro-batches' rows goes through in micro-batches (GPipe's
+// layers; each stage's residual stream goes to the next rank. A pass of at
+// least two micro-batches' rows goes through in micro-batches (GPipe's
 // schedule): at step k rank r runs micro-batch k - r, then each stage's
 // result goes on, so the W ranks work at once (M micro-batches take
 // M + W - 1 steps rather than W M). A micro-batch's rows come after the
 // rows before it, so its attention finds their K/V in the cache.
 static void pipeline_layers(infer_ctx *c, int T) {
     const infer_model *m = c->m;
-    int W = m->tp_world, me = m->tp_rank, E = m->cfg.n_embd, rows = pp_rows();
-    int M = rows > 0 ? T / rows : 1;
-    M = M < 1 ? 1 : M > W * 8 ? W * 8 : M; // (more steps than that: more hand-overs, little more overlap)
-    if (M == 1) {
-        for (int s = 0; s < W; s++) {
-            if (s == me)
-                for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, T);
-            if (s < W - 1) tp_bcast(c, c->s.x, (size_t)T * E, s);
-        }
-        return;
-    }
+    int W = m->tp_world, me = m->tp_rank, E = m->cfg.n_embd, M = pp_micro(T, W);
     pass_rows whole = c->rows;
     float *x = c->s.x, *ple = c->s.ple;
     size_t LP = (size_t)m->cfg.n_layer * m->cfg.ple_dim;
     for (int k = 0; k < M + W - 1; k++) {
-        int j = k - me;
-        if (j >= 0 && j < M) {
-            int t0 = (int)((int64_t)T * j / M), n = (int)((int64_t)T * (j + 1) / M) - t0;
+        int j = k - me, t0;
+        if (j >= 0 && j < M && M == 1)
+            for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, T);
+        else if (j >= 0 && j < M) {
+            int n = micro_rows(T, M, j, &t0);
             pass_rows_sub(&c->rows, &whole, t0, n);
             if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, n);
             c->s.x = x + (size_t)t0 * E;
@@ -631,15 +664,34 @@ static void pipeline_layers(infer_ctx *c, int T) {
             for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, n);
             c->s.x = x, c->s.ple = ple;
         }
-        for (int s = 0; s < W - 1; s++) { // stage s's micro-batch k - s on to the next
-            int js = k - s;
-            if (js < 0 || js >= M) continue;
-            int t0 = (int)((int64_t)T * js / M), n = (int)((int64_t)T * (js + 1) / M) - t0;
-            tp_bcast(c, x + (size_t)t0 * E, (size_t)n * E, s);
-        }
+        tp_handover(c, x, k, M, T);
     }
-    c->rows = whole;
-    if (OPS->begin_pass) OPS->begin_pass(BE, whole.pos, whole.run, T);
+    if (M > 1) {
+        c->rows = whole;
+        if (OPS->begin_pass) OPS->begin_pass(BE, whole.pos, whole.run, T);
+    }
+}
+
+// Whether a pass of T rows, n of them with logits, may be captured as a graph: always
+// without ranks; with them only through NCCL and where INFER_TP_GRAPH=1 asks
+// (every rank decides alike: the same calls, the same keys), with the
+// logits' gather scratch in place first (nothing is allocated in a capture).
+// Not yet the default: captured collectives have not run on two GPUs.
+static int tp_graph_ok(infer_ctx *c, int T, int n) {
+    const infer_model *m = c->m;
+    if (!m->comm) return 1;
+    const char *e = getenv("INFER_TP_GRAPH");
+    if (!(e && *e == '1') || OPS->host || m->cfg.fam->qk_norm_full || !tp_nccl(c)) return 0;
+    int W = m->tp_world, cnt[COMM_MAX_RANKS];
+    if (m->tp_layers) return pp_micro(T, W) == 1; // (micro-batches' positions go up mid-pass)
+    for (int r = 0; r < W; r++) cnt[r] = (int)((int64_t)m->cfg.n_vocab * (r + 1) / W - (int64_t)m->cfg.n_vocab * r / W);
+    return tp_reserve(c, tp_gather_room(c, n, cnt)) != NULL;
+}
+
+// A graph's key: the logits' rows and buffer, and the gather's scratch (a
+// graph holds the addresses it was captured with)
+static uint64_t graph_key(const infer_ctx *c, const float *lg, int n) {
+    return (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48) ^ (uint64_t)(uintptr_t)c->tp_part * 0x9E3779B97F4A7C15ull;
 }
 
 void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
@@ -715,8 +767,8 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     // (not a mixture of experts: its routing is read on the host mid-pass;
     // not a split context: the host side's work is no kernel)
     if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer &&
-        !cf->n_expert && !c->split && !m->comm)
-        g = OPS->graph(BE, GRAPH_BEGIN, (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48));
+        !cf->n_expert && !c->split && tp_graph_ok(c, T, n))
+        g = OPS->graph(BE, GRAPH_BEGIN, graph_key(c, lg, n));
     double t0 = 0;
     if (g != 1) {
         if (hidden)
@@ -778,8 +830,9 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     // as forward's one-sequence steps (positions come up in begin_pass).
     int g = -1, all = n_out == T;
     for (int t = 0; t < T && all; t++) all = R->run[t] && (t + 1 == T || R->run[t + 1]);
-    if (OPS->graph && all && !c->profiling && !cf->n_expert && !m->comm) {
+    if (OPS->graph && all && !c->profiling && !cf->n_expert && tp_graph_ok(c, T, n_out)) {
         uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)T ^ ((uint64_t)(uintptr_t)lbuf << 16);
+        key = (key ^ (uint64_t)(uintptr_t)c->tp_part) * 0x100000001b3ull;
         for (int t = 0; t < T; t++) key = (key ^ (uint64_t)(uintptr_t)R->seq[t]) * 0x100000001b3ull;
         g = OPS->graph(BE, GRAPH_BEGIN, key | 1); // (never 0: forward's keys are its logits' address)
     }
