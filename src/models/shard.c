@@ -17,6 +17,8 @@
 #include "models/model.h"
 #include "tensor/dtype.h"
 #include "base/error.h"
+#include "base/mapfile.h"
+#include "models/gguf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,11 @@ static const tensor *cols_of(infer_model *m, const tensor *t, int64_t c0, int64_
     char *p = malloc(ns * (size_t)t->ne[1] + 1);
     if (!p) return NULL;
     for (int64_t r = 0; r < t->ne[1]; r++) memcpy(p + ns * r, (const char *)t->data + rs * r + at, ns);
+    // (the copy read every row of the mapped tensor: its pages go back to the
+    // kernel, so a rank holds its share, not the whole)
+    int mapped = m->gguf && mapfile_holds(&m->gguf->map, t->data, t->nbytes);
+    for (int f = 0; f < m->store.n_files && !mapped; f++) mapped = mapfile_holds(&m->store.files[f], t->data, t->nbytes);
+    if (mapped) map_drop_pages(t->data, t->nbytes);
     tensor v = *t;
     v.ne[0] = n, v.data = p, v.nbytes = ns * (size_t)t->ne[1], v.f32 = NULL;
     tensor *k = keep(m, &v, p);
@@ -247,8 +254,8 @@ infer_status model_shard(infer_model *m, int rank, int world) {
 // [r L/W, (r+1) L/W); the residual stream goes from each run to the next and
 // the last rank's logits to every rank (inference/forward.c). The other
 // layers' products are dropped (never packed or uploaded; their mapped pages
-// never read) and so are their K/V caches; every rank keeps the embedding and
-// the output head.
+// never read) and so are their K/V caches; every rank keeps the embedding, the
+// last the output head.
 infer_status model_split_layers(infer_model *m, int rank, int world) {
     int L = m->cfg.n_layer;
     m->tp_rank = rank, m->tp_world = world, m->tp_layers = 1;
@@ -262,6 +269,7 @@ infer_status model_split_layers(infer_model *m, int rank, int world) {
         if (src < m->pp_l0)
             return fail(INFER_ERR_UNSUPPORTED, "layer split: layer %d reads layer %d's K/V, on another rank", il, src);
     }
+    if (rank < world - 1) m->output.w = NULL; // (the last rank's logits go to all: the others need no head)
     for (int il = 0; il < L; il++) {
         if (il >= m->pp_l0 && il < m->pp_l1) continue;
         layer_weights *l = &m->layers[il];
