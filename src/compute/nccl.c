@@ -126,7 +126,11 @@ nccl *nccl_open(struct comm *host) {
         snprintf(why, sizeof why, "out of memory");
         return NULL;
     }
-    setenv("NCCL_NVLS_ENABLE", "0", 1); // (NVLink multicast: never on a shared host; DESIGN.md)
+    // NVLink multicast: never (it can take a shared host's GPUs out of service;
+    // DESIGN.md); NCCL's switch, and those of the libraries that may share the process
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+    setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
     r = L.init_rank(&n->comm, comm_world(host), id, comm_rank(host));
     // (every rank learns whether every rank's init worked: one that failed
     // would leave the others' collectives waiting)

@@ -124,6 +124,8 @@ static int tp_launch(int *argc, char **argv) {
     setenv("INFER_TP_WORLD", num, 1), setenv("INFER_TP_ID", id, 1), setenv("INFER_TP_RANK", "0", 1);
     setenv("INFER_TP_SPLIT", split ? split : "row", 1);
     unsetenv("INFER_TP_ADDR"); // (one host: its ranks meet in shared memory; TCP is for ranks started by hand)
+    // NVLink multicast: never, in every rank (compute/nccl.c sets them too)
+    setenv("NCCL_NVLS_ENABLE", "0", 1), setenv("NVSHMEM_DISABLE_NVLS", "1", 1), setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
     snprintf(num, sizeof num, "%llu", (unsigned long long)cli_seed());
     setenv("INFER_TP_SEED", num, 0); // (one default seed: the ranks sample the same tokens from the same logits)
     const char *v = getenv("INFER_TP_VERBOSE");
