@@ -1,5 +1,9 @@
 // The communicator's shared-memory transport (comm.h: comm_open): one
-// segment a job, on one host.
+// segment a job, on one host. Each round of a collective writes a rank's part
+// into its slot, meets the others at one barrier and reads; rounds alternate
+// between two banks of slots, so a rank may write the next round's part while
+// another still reads this one's (it cannot come back to this bank before
+// every rank has passed the next barrier, so has finished reading).
 #include "base/comm_impl.h"
 
 #include <errno.h>
@@ -29,7 +33,8 @@ typedef struct {
 
 typedef struct {
     header *h;
-    float *slots;               // world x SLOT_FLOATS
+    float *slots;               // 2 banks x world x SLOT_FLOATS
+    int bank;                   // the next round's
     size_t bytes;
     char name[80];
 } shm;
@@ -105,11 +110,19 @@ static void shm_close(comm *c) {
     c->t = NULL;
 }
 
+// This round's slots (then the next round takes the other bank)
+static float *round_slots(comm *c) {
+    shm *s = S(c);
+    float *p = s->slots + SLOT_FLOATS * (size_t)c->world * (size_t)s->bank;
+    s->bank ^= 1;
+    return p;
+}
+
 static int shm_allreduce(comm *c, float *x, size_t n) {
-    float *slots = S(c)->slots, *mine = slots + SLOT_FLOATS * (size_t)c->rank;
     for (size_t at = 0; at < n; at += SLOT_FLOATS) {
         size_t len = n - at < SLOT_FLOATS ? n - at : SLOT_FLOATS;
-        memcpy(mine, x + at, sizeof(float) * len);
+        float *slots = round_slots(c);
+        memcpy(slots + SLOT_FLOATS * (size_t)c->rank, x + at, sizeof(float) * len);
         if (shm_barrier(c)) return -1;
         // the sum in rank order: every rank the same bits
         const float *s0 = slots;
@@ -118,7 +131,6 @@ static int shm_allreduce(comm *c, float *x, size_t n) {
             const float *s = slots + SLOT_FLOATS * (size_t)r;
             for (size_t i = 0; i < len; i++) x[at + i] += s[i];
         }
-        if (shm_barrier(c)) return -1; // (the slots are free again)
     }
     return 0;
 }
@@ -132,28 +144,26 @@ static int shm_allgather_cols(comm *c, const float *part, int rows, const int *c
         return -1;
     }
     int per = (int)(SLOT_FLOATS / widest); // rows a round
-    float *slots = S(c)->slots, *mine = slots + SLOT_FLOATS * (size_t)c->rank;
     for (int t0 = 0; t0 < rows; t0 += per) {
         int nr = rows - t0 < per ? rows - t0 : per;
-        memcpy(mine, part + (size_t)cnt[c->rank] * t0, sizeof(float) * (size_t)cnt[c->rank] * nr);
+        float *slots = round_slots(c);
+        memcpy(slots + SLOT_FLOATS * (size_t)c->rank, part + (size_t)cnt[c->rank] * t0, sizeof(float) * (size_t)cnt[c->rank] * nr);
         if (shm_barrier(c)) return -1;
         for (int r = 0; r < c->world; r++) {
             const float *s = slots + SLOT_FLOATS * (size_t)r;
             for (int t = 0; t < nr; t++) memcpy(out + ld * (t0 + t) + off[r], s + (size_t)cnt[r] * t, sizeof(float) * cnt[r]);
         }
-        if (shm_barrier(c)) return -1;
     }
     return 0;
 }
 
 static int shm_bcast(comm *c, void *p, size_t n, int root) {
-    char *slot = (char *)(S(c)->slots + SLOT_FLOATS * (size_t)root);
     for (size_t at = 0; at < n; at += sizeof(float) * SLOT_FLOATS) {
         size_t len = n - at < sizeof(float) * SLOT_FLOATS ? n - at : sizeof(float) * SLOT_FLOATS;
+        char *slot = (char *)(round_slots(c) + SLOT_FLOATS * (size_t)root);
         if (c->rank == root) memcpy(slot, (char *)p + at, len);
         if (shm_barrier(c)) return -1;
         if (c->rank != root) memcpy((char *)p + at, slot, len);
-        if (shm_barrier(c)) return -1;
     }
     return 0;
 }
@@ -176,7 +186,7 @@ int comm_shm_open(comm *c, const char *id, double timeout_s, char *err, size_t c
         return -1;
     }
     snprintf(s->name, sizeof s->name, "/%s", id);
-    s->bytes = 4096 + sizeof(float) * SLOT_FLOATS * (size_t)world;
+    s->bytes = 4096 + sizeof(float) * SLOT_FLOATS * (size_t)world * 2;
     int fd = -1;
     double t0 = now();
     if (rank == 0) {
