@@ -720,8 +720,15 @@ static float *device_logits(infer_ctx *c, size_t floats) {
     return c->dev_logits;
 }
 
+// The model's CPU copies of its weights, made before a pass that runs on the CPU
+static infer_status host_packs(infer_ctx *c) {
+    return OPS->host || c->split ? model_ensure_packed((infer_model *)c->m) : INFER_OK;
+}
+
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
     const infer_model *m = c->m;
+    infer_status pst = host_packs(c);
+    if (pst) return pst;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
     infer_ctx *self[N_BATCH_MAX];
@@ -802,6 +809,8 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
 
 infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const *dst, int32_t *const *tok) {
     const infer_model *m = c->m;
+    infer_status pst = host_packs(c);
+    if (pst) return pst;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab;
     const pass_rows *R = &c->rows;

@@ -63,6 +63,7 @@ struct infer_model {
     int n_unused;                            // tensors no slot took
     void **packs;                            // the weights' packed copies (weight.pack), owned
     int n_packs;
+    int packed;                              // 1 once made (model_ensure_packed: at a first CPU pass)
     // Quantized models (activations quantized to q8 as ggml does) also follow
     // ggml's CPU numerics elsewhere: K/V and q.k in f16, f16 attention
     // probabilities, GELU from an f16 table. Float models run exact f32.
@@ -92,8 +93,11 @@ infer_status model_bind(infer_model *m);
 infer_status model_shard(infer_model *m, int rank, int world);
 // ... or to its run of layers (a pipeline split): the weights of the others dropped.
 infer_status model_split_layers(infer_model *m, int rank, int world);
-// Packs the weights the CPU's packed kernels take (weight.pack; pack.h).
+// Sets each weight's numerics (weight.ggml), at load.
 infer_status model_pack(infer_model *m);
+// Packs the weights the CPU's packed kernels take (weight.pack; pack.h),
+// once, before the first use of any on the CPU (thread-safe).
+infer_status model_ensure_packed(infer_model *m);
 
 // A GGUF file into m: metadata -> config (rope_freqs.weight folded into the
 // rope tables), tensors -> store; embd: the token embedding to use instead of

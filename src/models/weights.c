@@ -529,7 +529,6 @@ static int ggml_weights(const infer_model *m) {
 // else (embedding rows, the vindex). A tensor used by two slots is packed once.
 static infer_status pack_one(infer_model *m, weight *w) {
     const tensor *t = w->w;
-    w->ggml = ggml_weights(m);
     if (!t || w->trans || t->nd != 2 || t->type < 0) return INFER_OK;
     int kind = pack_kind_for(t->type, t->ne[0]);
     if (kind == PACK_BF16 && !w->ggml) kind = PACK_NONE; // (bf16 activations: a GGUF file's numerics only)
@@ -565,16 +564,38 @@ static infer_status pack_one(infer_model *m, weight *w) {
     return INFER_OK;
 }
 
-infer_status model_pack(infer_model *m) {
+// The slots' weights, for each of them f(m, w) (experts' too where all)
+static infer_status each_weight(infer_model *m, int experts, infer_status (*f)(infer_model *, weight *)) {
     for (int il = 0; il < m->cfg.n_layer; il++) {
         layer_weights *l = &m->layers[il];
         weight *ex[] = {l->exp_gate, l->exp_up, l->exp_gate_up, l->exp_down};
-        for (int k = 0; k < 4; k++)
-            for (int e = 0; ex[k] && e < m->cfg.n_expert; e++) ex[k][e].ggml = ggml_weights(m);
+        for (int k = 0; k < 4 && experts; k++)
+            for (int e = 0; ex[k] && e < m->cfg.n_expert; e++) TRY(f(m, &ex[k][e]));
         weight *ws[] = {&l->wq, &l->wk, &l->wv, &l->wqkv, &l->wo, &l->ffn_gate, &l->ffn_up, &l->ffn_down, &l->ffn_gate_up,
                         &l->ple_gate, &l->ple_proj};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) TRY(pack_one(m, ws[i]));
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) TRY(f(m, ws[i]));
     }
-    TRY(pack_one(m, &m->output));
-    return pack_one(m, &m->ple_model_proj);
+    TRY(f(m, &m->output));
+    return f(m, &m->ple_model_proj);
+}
+
+static infer_status set_numerics(infer_model *m, weight *w) {
+    w->ggml = ggml_weights(m);
+    return INFER_OK;
+}
+
+infer_status model_pack(infer_model *m) { return each_weight(m, 1, set_numerics); }
+
+// (packed on first use, once: a model that only runs on a GPU never makes
+// the copies, whose memory and time are those of the weights themselves)
+infer_status model_ensure_packed(infer_model *m) {
+    if (__atomic_load_n(&m->packed, __ATOMIC_ACQUIRE)) return INFER_OK;
+    pthread_mutex_lock(&m->lazy_mu);
+    infer_status st = INFER_OK;
+    if (!m->packed) {
+        st = each_weight(m, 0, pack_one);
+        if (!st) __atomic_store_n(&m->packed, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&m->lazy_mu);
+    return st;
 }

@@ -240,6 +240,8 @@ int infer_lm_head_index_clusters(const infer_model *m) {
 
 infer_status infer_lm_head_dense(const infer_model *m, const float *hidden, float *logits) {
     if (!m->output.w) return fail(INFER_ERR_ARG, "the model has no output head");
+    infer_status st = model_ensure_packed((infer_model *)m);
+    if (st) return st;
     cpu_exec ex = {.pool = pool_new(infer_get_threads())};
     matmul(&ex, logits, hidden, &m->output, NULL, 1, m->cfg.n_embd, m->cfg.n_vocab);
     int oom = ex.oom;
