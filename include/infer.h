@@ -503,6 +503,31 @@ INFER_API infer_status infer_convert_gguf(const infer_model *model, const char *
 // count must be the model's), so the file tokenizes text: a vocabulary for
 // `infer synth`'s random weights, or for a checkpoint whose tokenizer is elsewhere.
 INFER_API infer_status infer_convert_gguf_vocab(const infer_model *model, const char *path, const char *ftype, const char *vocab_from);
+// A model whose weights are made as they are written, for files of weights no
+// checkpoint holds (infer synth's random weights): a Hugging Face config.json's
+// text and its tensors' names, types and shapes, whose bytes fill makes one
+// tensor at a time, just before the converter reads it (freed after), so
+// neither the disk nor memory ever holds the model. Dense models only.
+typedef struct {
+    const char *name;  // Hugging Face's: "model.layers.0.mlp.up_proj.weight"
+    int type;          // INFER_TYPE_BF16, _F16 or _F32
+    int nd;            // 1 to 4
+    int64_t shape[4];  // outermost first, as PyTorch and safetensors list it
+} infer_tensor_spec;
+// Writes tensor `name`'s nbytes bytes (its type, row-major) to dst; 0 on success.
+typedef int (*infer_fill_fn)(void *user, const char *name, void *dst, size_t nbytes);
+typedef struct {
+    const char *name;                 // general.name
+    const char *config;               // config.json's text
+    const infer_tensor_spec *tensors;
+    int n_tensors;
+    infer_fill_fn fill;
+    void *user;                       // fill's
+} infer_model_spec;
+// The spec's model written as infer_convert_gguf_vocab writes a checkpoint's:
+// the same file, byte for byte, as a checkpoint of those bytes named spec->name.
+INFER_API infer_status infer_convert_gguf_spec(const infer_model_spec *spec, const char *path, const char *ftype,
+                                               const char *vocab_from);
 // A model loaded from a GGUF file, its matrices re-encoded to ftype as
 // llama-quantize does.
 INFER_API infer_status infer_quantize_gguf(const infer_model *model, const char *path, const char *ftype);

@@ -276,14 +276,16 @@ static void test_getters(const char *dir) {
 // A tiny llama written with the writer: an unusable type is an error only
 // where the model uses the tensor.
 
-static void noise(void *user, int64_t row, float *out) {
+static infer_status noise(void *user, int64_t row, float *out) {
     int64_t n = (int64_t)(intptr_t)user;
     for (int64_t i = 0; i < n; i++) out[i] = (float)(((row * 131 + i * 71) % 97) - 48) / 480.0f;
+    return INFER_OK;
 }
 
-static void ones(void *user, int64_t row, float *out) {
+static infer_status ones(void *user, int64_t row, float *out) {
     int64_t n = (int64_t)(intptr_t)user;
     for (int64_t i = 0; i < n; i++) out[i] = 1.0f;
+    return INFER_OK;
 }
 
 static void tiny_llama(const char *path, int embd_type, int extra_type) {

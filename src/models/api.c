@@ -9,6 +9,9 @@
 #include "base/error.h"
 #include "base/tmpfile.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 // infer.h numbers the types as ggml does, and so does enum dtype.
 #define SAME(t) ((int)INFER_TYPE_##t == (int)DT_##t)
 _Static_assert(SAME(F32) && SAME(F16) && SAME(Q4_0) && SAME(Q4_1) && SAME(Q5_0) && SAME(Q5_1) && SAME(Q8_0) && SAME(Q2_K) &&
@@ -49,6 +52,20 @@ infer_status infer_convert_gguf(const infer_model *m, const char *path, const ch
 infer_status infer_convert_gguf_vocab(const infer_model *m, const char *path, const char *ftype, const char *vocab_from) {
     infer_status st = not_input(m, path, vocab_from);
     return st ? st : gguf_convert_mix_vocab(m, path, ftype, vocab_from);
+}
+
+infer_status infer_convert_gguf_spec(const infer_model_spec *spec, const char *path, const char *ftype, const char *vocab_from) {
+    if (!spec->name || !*spec->name) return fail(INFER_ERR_ARG, "convert: the model spec has no name");
+    if (vocab_from && same_file(path, vocab_from))
+        return fail(INFER_ERR_ARG, "%s: this is the file the vocabulary is read from; write the output to another path", path);
+    infer_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(spec->name))) { free(m); return fail(INFER_ERR_NOMEM, "out of memory"); }
+    infer_status st = model_from_spec(m, spec);
+    if (!st) st = gguf_convert_mix_vocab(m, path, ftype, vocab_from);
+    model_release(m);
+    free(m->path);
+    free(m);
+    return st;
 }
 
 infer_status infer_quantize_gguf(const infer_model *m, const char *path, const char *ftype) {

@@ -45,6 +45,9 @@ typedef struct {
     float *values;        // precomputed rows (owned), or NULL
     float *cache;         // a decoded source tensor (trans matrices and vectors)
     int cache_e;
+    const tensor_store *store; // the model's: its fill makes a declared tensor's bytes
+    void *made;           // ... into this (owned), for made_t while its rows are read
+    const tensor *made_t;
 } rows_src;
 
 // Rotate-half order -> adjacent pairs (LlamaModel.permute): output index
@@ -54,30 +57,61 @@ static int64_t perm_index(int64_t r, int hd) {
     return h * hd + (o % 2) * (hd / 2) + o / 2;
 }
 
-static void decode_row(const tensor *t, int64_t row, float *out) {
+static void decode_row(const tensor *t, const void *data, int64_t row, float *out) {
     const dtype_traits *tr = dtype_get(t->type);
     size_t rs = dtype_row_size(t->type, t->ne[0]);
-    tr->to_float((const char *)t->data + rs * (size_t)row, out, t->ne[0]);
+    tr->to_float((const char *)data + rs * (size_t)row, out, t->ne[0]);
 }
 
-static void src_row(void *u, int64_t r, float *out) {
+// The bytes of source tensor t: where it is mapped or, declared without bytes
+// (infer_model_spec), made by the store's fill, one tensor at a time: held
+// until its last row is read, so memory holds one source tensor, never the model.
+static infer_status src_bytes(rows_src *s, const tensor *t, const void **out) {
+    if (t->data) { *out = t->data; return INFER_OK; }
+    if (s->made_t != t) {
+        free(s->made);
+        s->made_t = NULL;
+        if (!s->store->fill) return fail(INFER_ERR_FORMAT, "tensor %s: no bytes", t->name);
+        if (!(s->made = malloc(t->nbytes ? t->nbytes : 1)))
+            return fail(INFER_ERR_NOMEM, "tensor %s: out of memory for its %zu bytes", t->name, t->nbytes);
+        if (s->store->fill(s->store->fill_user, t->name, s->made, t->nbytes))
+            return fail(INFER_ERR_IO, "tensor %s: its values could not be made", t->name);
+        s->made_t = t;
+    }
+    *out = s->made;
+    return INFER_OK;
+}
+
+static void drop_made(rows_src *s) {
+    free(s->made);
+    s->made = NULL, s->made_t = NULL;
+}
+
+static infer_status src_row(void *u, int64_t r, float *out) {
     rows_src *s = u;
     if (s->values) {
         memcpy(out, s->values + r * s->cols, sizeof(float) * (size_t)s->cols);
-        return;
+        return INFER_OK;
     }
     int64_t e = r / s->rows_per, rr = r % s->rows_per;
     const weight *w = &s->w[s->n_w > 1 ? e : 0];
     const tensor *t = w->w;
+    const void *data;
     if (t->nd >= 2 && !w->trans) {
         int64_t sr = (s->perm_hd ? perm_index(rr, s->perm_hd) : rr) * s->stride + s->off;
-        decode_row(t, sr, out);
+        infer_status st = src_bytes(s, t, &data);
+        if (st) return st;
+        decode_row(t, data, sr, out);
+        if (rr == s->rows_per - 1) drop_made(s);
     } else {
         if (!s->cache || s->cache_e != e) {
             free(s->cache);
             s->cache = malloc(sizeof(float) * (size_t)tensor_nelem(t));
-            if (!s->cache) { memset(out, 0, sizeof(float) * (size_t)s->cols); return; }
-            dtype_get(t->type)->to_float(t->data, s->cache, tensor_nelem(t));
+            if (!s->cache) return fail(INFER_ERR_NOMEM, "tensor %s: out of memory", t->name);
+            infer_status st = src_bytes(s, t, &data);
+            if (st) return st;
+            dtype_get(t->type)->to_float(data, s->cache, tensor_nelem(t));
+            drop_made(s);
             s->cache_e = (int)e;
         }
         if (t->nd < 2) {
@@ -92,6 +126,7 @@ static void src_row(void *u, int64_t r, float *out) {
     }
     if (s->add != 0)
         for (int64_t i = 0; i < s->cols; i++) out[i] += s->add;
+    return INFER_OK;
 }
 
 // ---------------------------------------------------------------------------
@@ -124,6 +159,7 @@ static rows_src *new_src(conv *c, int n_w) {
     s->n_w = n_w;
     s->stride = 1;
     s->cache_e = -1;
+    s->store = &c->m->store;
     c->srcs[c->n_srcs++] = s;
     return s;
 }
@@ -491,6 +527,7 @@ static infer_status convert(const infer_model *m, const char *out_path, int type
         free(c.srcs[i]->w);
         free(c.srcs[i]->values);
         free(c.srcs[i]->cache);
+        free(c.srcs[i]->made);
         free(c.srcs[i]);
     }
     free(c.srcs);

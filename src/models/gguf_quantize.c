@@ -16,9 +16,10 @@ typedef struct {
     size_t row_bytes;
 } src;
 
-static void src_row(void *u, int64_t r, float *out) {
+static infer_status src_row(void *u, int64_t r, float *out) {
     const src *s = u;
     dtype_get(s->t->type)->to_float((const char *)s->t->data + s->row_bytes * (size_t)r, out, s->t->ne[0]);
+    return INFER_OK;
 }
 
 infer_status gguf_quantize(const infer_model *m, const char *out_path, const char *mix_name) {

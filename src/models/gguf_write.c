@@ -239,6 +239,7 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
     if (!f) { free(h.p); return fail(INFER_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno)); }
     int track = tmp_track(tmp, 0); // (removed if a signal stops the process)
     int ok = fwrite(h.p, 1, h.n, f) == h.n;
+    infer_status made = INFER_OK; // a row source's error
     free(h.p);
     // rows are read in order (the sources are not thread-safe) in batches of
     // up to ENC_FLOATS values, encoded on every core, written in order: the
@@ -273,7 +274,8 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
             }
             for (int64_t r0 = 0; r0 < rows && ok; r0 += batch) {
                 int nb = (int)(rows - r0 < batch ? rows - r0 : batch);
-                for (int k = 0; k < nb; k++) e->fn(e->user, r0 + k, row + n0 * (size_t)k);
+                for (int k = 0; k < nb && !made; k++) made = e->fn(e->user, r0 + k, row + n0 * (size_t)k);
+                if (made) { ok = 0; break; }
                 enc_job job = {tr, row, enc, n0, rs, e->ne[0]};
                 pool_for(pl, nb, 4, encode_rows, &job);
                 ok = fwrite(enc, 1, rs * (size_t)nb, f) == rs * (size_t)nb;
@@ -290,6 +292,7 @@ infer_status gguf_write_file(gguf_writer *w, const char *path) {
         int e = errno;
         unlink(tmp);
         tmp_untrack(track);
+        if (made) return fail_wrap(made, "%s", path);
         return fail(INFER_ERR_IO, "%s: write failed: %s", path, strerror(e));
     }
     if (rename(tmp, path) != 0) {

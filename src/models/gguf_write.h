@@ -10,8 +10,9 @@
 
 typedef struct gguf_writer gguf_writer;
 
-// Produces row `row` (ne[0] floats) of a tensor being written.
-typedef void (*gguf_rows_fn)(void *user, int64_t row, float *out);
+// Produces row `row` (ne[0] floats) of a tensor being written; an error stops
+// the write (the destination keeps what it had).
+typedef infer_status (*gguf_rows_fn)(void *user, int64_t row, float *out);
 
 gguf_writer *gguf_writer_new(void);
 void gguf_writer_free(gguf_writer *w);

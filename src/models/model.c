@@ -29,6 +29,15 @@ infer_status model_load_gguf(infer_model *m, const char *path, const tensor *emb
     return config_from_gguf(&m->cfg, m->gguf, rf ? rf->data : NULL, rf ? (int)rf->ne[0] : 0, te && te->nd == 2 ? te->ne[1] : 0);
 }
 
+infer_status model_from_spec(infer_model *m, const infer_model_spec *s) {
+    if (!s->config) return fail(INFER_ERR_ARG, "%s: the model spec has no config", s->name);
+    infer_status st = config_parse(&m->cfg, s->config, s->name);
+    if (!st && m->cfg.n_expert) st = fail(INFER_ERR_UNSUPPORTED, "%s: a model spec with experts (views of declared tensors)", s->name);
+    if (!st) st = store_declare(&m->store, s->tensors, s->n_tensors, s->fill, s->user);
+    if (!st) st = model_bind(m);
+    return st;
+}
+
 void model_release(infer_model *m) {
     for (int i = 0; i < m->store.n; i++) free(m->store.t[i].f32);
     if (m->layers)

@@ -103,6 +103,10 @@ infer_status model_ensure_packed(infer_model *m);
 // rope tables), tensors -> store; embd: the token embedding to use instead of
 // the file's (a vindex keeps it apart), or NULL.
 infer_status model_load_gguf(infer_model *m, const char *path, const tensor *embd);
+// An infer_model_spec into m: config.json's text -> config, its tensors
+// declared without bytes (the store's fill makes them) and bound. Only the
+// converter reads such a model (infer_convert_gguf_spec); dense models only.
+infer_status model_from_spec(infer_model *m, const infer_model_spec *s);
 // Frees what the models part made (store, slots, config, GGUF); not m itself.
 void model_release(infer_model *m);
 

@@ -188,6 +188,41 @@ static int has_dup(const tensor_store *s) {
     return 0;
 }
 
+infer_status store_declare(tensor_store *s, const infer_tensor_spec *t, int n, infer_fill_fn fill, void *user) {
+    if (!fill) return fail(INFER_ERR_ARG, "model spec: no fill function");
+    if (n < 0 || n > MAX_TENSORS) return fail(INFER_ERR_ARG, "model spec: %d tensors", n);
+    infer_status st = grow(s, n);
+    if (st) return st;
+    s->fill = fill, s->fill_user = user;
+    for (int i = 0; i < n; i++) {
+        const infer_tensor_spec *x = &t[i];
+        const dtype_traits *tr = dtype_get(x->type);
+        if (!x->name || !*x->name) return fail(INFER_ERR_ARG, "model spec: tensor %d has no name", i);
+        if (x->type != DT_F32 && x->type != DT_F16 && x->type != DT_BF16)
+            return fail(INFER_ERR_ARG, "model spec: tensor %s: type %d (f32, f16 or bf16)", x->name, x->type);
+        if (x->nd < 1 || x->nd > MAX_DIMS) return fail(INFER_ERR_ARG, "model spec: tensor %s: %d dimensions", x->name, x->nd);
+        tensor d = {.type = x->type, .type_name = tr->name, .nd = x->nd, .ne = {1, 1, 1, 1}};
+        uint64_t nel = 1;
+        for (int k = 0; k < x->nd; k++) {
+            int64_t v = x->shape[k];
+            if (v < 1 || nel > UINT64_MAX / 2 / (uint64_t)v / 8)
+                return fail(INFER_ERR_ARG, "model spec: tensor %s: dimension %d is %lld", x->name, k, (long long)v);
+            d.ne[x->nd - 1 - k] = v; // outermost first, as safetensors lists it
+            nel *= (uint64_t)v;
+        }
+        d.nbytes = (size_t)nel * (size_t)(x->type == DT_F32 ? 4 : 2);
+        char *nm = strdup(x->name);
+        if (!nm) return fail(INFER_ERR_NOMEM, "out of memory");
+        d.name = nm;
+        s->names[s->n] = nm;
+        s->t[s->n++] = d;
+    }
+    store_sort(s);
+    int k = has_dup(s);
+    if (k) return fail(INFER_ERR_ARG, "model spec: tensor %s appears twice", s->t[k].name);
+    return INFER_OK;
+}
+
 infer_status store_open_safetensors(tensor_store *s, const char *dir) {
     memset(s, 0, sizeof *s);
     char path[4096];

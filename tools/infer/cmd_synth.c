@@ -1,17 +1,19 @@
 // infer synth [--arch gemma3|llama] --shape NAME --type TYPE -o OUT.gguf
 // A GGUF of random weights with a real model's shapes (llama.cpp loads it),
-// for benchmarks of sizes we have no real weights for: a bf16 checkpoint is
-// written to a temporary directory beside OUT and converted as `infer convert`
-// does.
+// for benchmarks of sizes we have no real weights for: converted as `infer
+// convert` converts a checkpoint, each tensor's values made just before it is
+// written, so the output is all the disk it needs.
 #include "cli.h"
 #include "synth.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *g_usage =
-    "usage: infer synth [--arch gemma3|llama] --shape NAME [--type q4_k_m] [--layers N] -o OUT.gguf\n"
+    "usage: infer synth [--arch gemma3|llama] --shape NAME [--type q4_k_m] [--layers N] -o OUT.gguf | --hf DIR\n"
     "  a GGUF of random weights with a real model's shapes (vocabulary, hidden size, heads, FFN, and\n"
     "  Gemma 3's sliding-window pattern), for benchmarks: speed does not depend on the values.\n"
     "      --arch NAME        gemma3 (default) or llama\n"
@@ -23,10 +25,12 @@ static const char *g_usage =
     "      --vocab-from GGUF  the vocabulary (tokenizer.* metadata) of this GGUF, so the file tokenizes text\n"
     "                         (a server's benchmark); its token count becomes the vocabulary's size\n"
     "  -o, --output PATH      the GGUF file to write\n"
-    "  disk: a bf16 checkpoint is written beside OUT first and removed after: gemma3 12b 24 GB, 27b 54 GB;\n"
-    "  llama 8b 16 GB (a 4.9 GB q4_k_m file), llama 70b 141 GB (a 42.5 GB q4_k_m file): about 185 GB free.\n";
+    "      --hf DIR           instead, the same weights as a bf16 Hugging Face checkpoint (config.json,\n"
+    "                         model.safetensors) in DIR; infer convert makes the same GGUF of it\n"
+    "  disk: the output's size only (llama 70b q4_k_m 42.5 GB, gemma3 27b bf16 54 GB); memory: about one\n"
+    "  tensor in bf16 (the embedding: llama 70b 2.1 GB, gemma3 27b 2.8 GB), its values made on every core.\n";
 
-enum { OPT_ARCH = OPT_LOCAL, OPT_SHAPE, OPT_TYPE, OPT_LAYERS, OPT_VOCAB, OPT_VOCAB_FROM };
+enum { OPT_ARCH = OPT_LOCAL, OPT_SHAPE, OPT_TYPE, OPT_LAYERS, OPT_VOCAB, OPT_VOCAB_FROM, OPT_HF };
 static const struct option g_opts[] = {
     CLI_OPT_HELP,
     {"arch", required_argument, NULL, OPT_ARCH},
@@ -36,11 +40,12 @@ static const struct option g_opts[] = {
     {"vocab", required_argument, NULL, OPT_VOCAB},
     {"vocab-from", required_argument, NULL, OPT_VOCAB_FROM},
     {"output", required_argument, NULL, 'o'},
+    {"hf", required_argument, NULL, OPT_HF},
     {0},
 };
 
 int cmd_synth(int argc, char **argv) {
-    const char *arch = "gemma3", *shape = NULL, *type = "q4_k_m", *out = NULL, *vocab_from = NULL;
+    const char *arch = "gemma3", *shape = NULL, *type = "q4_k_m", *out = NULL, *vocab_from = NULL, *hf = NULL;
     long layers = 0, vocab = 0;
     cli_opts o;
     cli_opts_init(&o, "synth", g_usage);
@@ -60,6 +65,7 @@ int cmd_synth(int argc, char **argv) {
             break;
         case OPT_VOCAB_FROM: vocab_from = optarg; break;
         case 'o': out = optarg; break;
+        case OPT_HF: hf = optarg; break;
         }
     }
     if (opt == CLI_STOP) return o.status;
@@ -71,7 +77,8 @@ int cmd_synth(int argc, char **argv) {
     if (!shape) return cli_error("synth: --shape is required (--arch %s: %s)", arch, names);
     const synth_shape *sh = synth_find(arch, shape);
     if (!sh) return cli_error("synth: unknown --shape \"%s\" for --arch %s (shapes: %s)", shape, arch, names);
-    if (!out) return cli_error("synth: -o OUT.gguf is required");
+    if (!out && !hf) return cli_error("synth: -o OUT.gguf is required (or --hf DIR)");
+    if (out && hf) return cli_error("synth: -o and --hf: one or the other");
     if (layers > sh->layers) return cli_error("synth: --layers %ld exceeds the %s shape's %d", layers, shape, sh->layers);
     if (vocab_from) {
         if (vocab) return cli_error("synth: --vocab and --vocab-from: one or the other");
@@ -82,22 +89,21 @@ int cmd_synth(int argc, char **argv) {
         if (vocab < 256 || vocab > (1 << 20)) return cli_error("synth: --vocab-from %s: %ld tokens (256 to %d)", vocab_from, vocab, 1 << 20);
     }
 
-    // the bf16 checkpoint goes beside the output (it can be large: 54 GB for gemma3 27b, 141 GB for llama 70b)
-    char dir[4200];
-    const char *slash = strrchr(out, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s/.infer-synth-XXXXXX", (int)(slash - out), out);
-    else snprintf(dir, sizeof dir, ".infer-synth-XXXXXX");
-    if (!mkdtemp(dir)) return cli_error("synth: cannot make a temporary directory beside %s", out);
+    long L = layers ? layers : (long)sh->layers;
+    if (hf) {
+        if (mkdir(hf, 0777) && errno != EEXIST) return cli_error("synth: --hf %s: %s", hf, strerror(errno));
+        if (!synth_write(hf, sh, (int)layers, (int)vocab)) return cli_error("synth: cannot write the bf16 checkpoint in %s", hf);
+        fprintf(stderr, "infer: wrote %s (%s %s shape, %ld layers, random weights, bf16 checkpoint)\n", hf, title, shape, L);
+        return 0;
+    }
+    infer_model_spec spec;
+    if (!synth_spec(&spec, sh, (int)layers, (int)vocab)) return cli_error("synth: out of memory");
     int rc = 1;
-    infer_model *m = NULL;
-    if (!synth_write(dir, sh, (int)layers, (int)vocab)) cli_error("synth: cannot write the bf16 checkpoint in %s", dir);
-    else if (infer_model_load(dir, &m) || infer_convert_gguf_vocab(m, out, type, vocab_from)) cli_error("%s", infer_last_error());
+    if (infer_convert_gguf_spec(&spec, out, type, vocab_from)) cli_error("%s", infer_last_error());
     else {
-        fprintf(stderr, "infer: wrote %s (%s %s shape, %ld layers, random weights, %s)\n", out, title, shape,
-                layers ? layers : (long)sh->layers, type);
+        fprintf(stderr, "infer: wrote %s (%s %s shape, %ld layers, random weights, %s)\n", out, title, shape, L, type);
         rc = 0;
     }
-    infer_model_free(m);
-    synth_remove(dir);
+    synth_spec_free(&spec);
     return rc;
 }
