@@ -23,6 +23,9 @@ lib=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 # (NVLink multicast: never; device KINDS.md)
 I=/tmp/bin/infer PHASE=${PHASE:-check} log=$OUT/tp2-${PHASE:-check}.txt
 n_gpu=$(nvidia-smi -L | wc -l)
+timed() { # the command, with its time and peak memory where /usr/bin/time is
+    if [ -x /usr/bin/time ]; then /usr/bin/time -f "synth: %e s, max RSS %M KB" "$@"; else local t0=$SECONDS; "$@"; echo "synth: $((SECONDS - t0)) s"; fi
+}
 tg() { # model, label, args...: infer bench's decode and prompt rows (--tp rows only with a GPU a rank, or FORCE_TP=1)
     local m=$1 label=$2; shift 2
     [ "${1:-}" = --tp ] && [ "$n_gpu" -lt 2 ] && [ "${FORCE_TP:-0}" != 1 ] && { echo "## $label: left out (one GPU)"; return; }
@@ -48,7 +51,7 @@ tg() { # model, label, args...: infer bench's decode and prompt rows (--tp rows 
         [ -n "$a" ] && [ "$a" = "$b" ] && echo "greedy 32 tokens, --tp 2 = one GPU: yes" || echo "greedy: differ: [$a] [$b]"
         ;;
     12b)
-        /usr/bin/time -f "synth: %e s, max RSS %M KB" $I synth --shape 12b --type bf16 -o /tmp/s12.gguf 2>&1 | tail -2
+        timed $I synth --shape 12b --type bf16 -o /tmp/s12.gguf 2>&1 | tail -2
         tg /tmp/s12.gguf "12b bf16, one GPU"
         tg /tmp/s12.gguf "12b bf16, --tp 2" --tp 2
         INFER_TP_GRAPH=1 tg /tmp/s12.gguf "12b bf16, --tp 2, INFER_TP_GRAPH=1" --tp 2
@@ -64,7 +67,7 @@ tg() { # model, label, args...: infer bench's decode and prompt rows (--tp rows 
             IFS=: read -r arch shape type <<<"$spec"
             f=/tmp/big.gguf
             rm -f "$f"
-            /usr/bin/time -f "synth: %e s, max RSS %M KB" $I synth --arch "$arch" --shape "$shape" --type "$type" -o "$f" 2>&1 | tail -2
+            timed $I synth --arch "$arch" --shape "$shape" --type "$type" -o "$f" 2>&1 | tail -2
             [ -n "${build:-}" ] && { wait "$build"; build=; }
             L=/tmp/lcp/build/bin/llama-bench
             for sm in row layer; do
