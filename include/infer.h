@@ -112,6 +112,11 @@ INFER_API int infer_ctx_threads(const infer_ctx *ctx);
 // or cannot run this model (the message says which).
 INFER_API infer_status infer_ctx_set_backend(infer_ctx *ctx, const char *name);
 INFER_API const char *infer_ctx_backend(const infer_ctx *ctx);
+// Makes now what the context's first evaluation would make where it runs:
+// the CPU's packed copies of the model's weights (once a model) when any of
+// it runs on the CPU; a model that only runs on a GPU never makes them. For
+// timing: call it after placing the context, before the clock starts.
+INFER_API infer_status infer_ctx_prepare(infer_ctx *ctx);
 // llama.cpp's -ngl: on a GPU backend ("cuda"), the last n layers run there and
 // the first n_layer - n on the CPU (each side keeps the KV cache of its
 // layers; the residual stream crosses once per pass); the final norm and the

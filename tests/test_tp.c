@@ -163,6 +163,26 @@ static void check_family(const char *name, const char *dir) {
     free(kv_src), free(want), free(got);
 }
 
+// The CPU's packed copies of the weights: none at load, made by the first
+// context placed on the CPU (infer_ctx_prepare, or its first pass), once.
+static void check_packs(const char *dir) {
+    infer_model *m = NULL;
+    infer_ctx *c = NULL;
+    if (infer_model_load(dir, &m)) {
+        CHECK(0, "packs: %s", infer_last_error());
+        return;
+    }
+    CHECK(!m->packed && m->n_packs == 0, "packs: made at load (%d)", m->n_packs);
+    CHECK(infer_ctx_new(m, 16, &c) == INFER_OK && !m->packed, "packs: made by a context's creation");
+    CHECK(c && infer_ctx_prepare(c) == INFER_OK && m->packed, "packs: not made by infer_ctx_prepare on the CPU");
+    int n = m->n_packs;
+    infer_ctx *c2 = NULL;
+    CHECK(infer_ctx_new(m, 16, &c2) == INFER_OK && infer_ctx_prepare(c2) == INFER_OK && m->n_packs == n, "packs: made twice");
+    infer_ctx_free(c2);
+    infer_ctx_free(c);
+    infer_model_free(m);
+}
+
 // What fails, and says so, rather than hanging.
 static void check_errors(const char *dir) {
     infer_model *m = NULL;
@@ -471,7 +491,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         const char *name = strrchr(dirs[i], '/') + 1;
         check_family(name, dirs[i]);
-        if (!strcmp(name, "llama")) check_errors(dirs[i]);
+        if (!strcmp(name, "llama")) check_errors(dirs[i]), check_packs(dirs[i]);
         if (!strcmp(name, "llama") || !strcmp(name, "gemma3")) check_two_hosts(name, dirs[i]);
         if (gpu) {
             check_gpu(name, dirs[i], g_vocab, "row");

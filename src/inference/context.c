@@ -380,6 +380,10 @@ infer_status ctx_set_host_side(infer_ctx *c, const char *name) {
 
 const char *infer_ctx_backend(const infer_ctx *c) { return c->be.ops->name; }
 
+infer_status infer_ctx_prepare(infer_ctx *c) {
+    return c->be.ops->host || c->split ? model_ensure_packed((infer_model *)c->m) : INFER_OK;
+}
+
 infer_status infer_ctx_set_kv_type(infer_ctx *c, const char *k, const char *v) {
     const infer_config *cf = &c->m->cfg;
     const char *name[2] = {k, v};

@@ -721,9 +721,7 @@ static float *device_logits(infer_ctx *c, size_t floats) {
 }
 
 // The model's CPU copies of its weights, made before a pass that runs on the CPU
-static infer_status host_packs(infer_ctx *c) {
-    return OPS->host || c->split ? model_ensure_packed((infer_model *)c->m) : INFER_OK;
-}
+static infer_status host_packs(infer_ctx *c) { return infer_ctx_prepare(c); }
 
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
     const infer_model *m = c->m;

@@ -201,7 +201,7 @@ int cli_place(infer_ctx *c, const char *device, long ngl) {
     }
     if (ngl >= 0 && strcmp(infer_ctx_backend(c), "cuda") && !said_ngl++)
         fprintf(stderr, "infer: -ngl %ld: the model runs on the %s, not a GPU; every layer there\n", ngl, infer_ctx_backend(c));
-    return 0;
+    return infer_ctx_prepare(c) ? -1 : 0; // (the CPU's copies of the weights: part of loading, not of the first prompt)
 }
 
 uint64_t cli_seed(void) {
