@@ -9,6 +9,7 @@
 // comes, ranks that never come, handshakes of another world, job or rank (a
 // stray connection that is no rank is ignored), bad addresses.
 #include "check.h"
+#include "net.h"
 #include "base/comm.h"
 
 #include <arpa/inet.h>
@@ -27,18 +28,6 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-// A port free on 127.0.0.1 now (the kernel's pick for port 0).
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof a;
-    int port = 0;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &n) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0) close(fd);
-    return port;
 }
 
 // Rank r's i-th value: magnitudes from 1e-4 to 1e4, both signs, so that
@@ -205,7 +194,7 @@ static int barriers(int rank, int world, const char *addr, const char *id, const
 static void check_collectives(int world) {
     char id[64], addr[64];
     comm_new_id(id, sizeof id);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
     CHECK(run_job(world, NULL, id, collectives, "collectives") == 0, "collectives over shared memory, %d ranks", world);
     size_t n_shm[8], n_tcp[8];
     char path[160], *shm[8], *tcp[8];
@@ -237,7 +226,7 @@ static void check_collectives(int world) {
     for (int t = 0; t < 2; t++) {
         *g_arrived = 0;
         comm_new_id(id, sizeof id);
-        snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
         CHECK(run_job(world, t ? addr : NULL, id, barriers, "barriers") == 0, "barriers over %s, %d ranks", t ? "tcp" : "shared memory", world);
     }
     munmap(g_arrived, sizeof(int));
@@ -319,19 +308,19 @@ static void check_failures(void) {
         for (g_abort = 0; g_abort < 2; g_abort++) {
             g_victim = world == 2 ? 1 : 3 - g_abort; // (4 ranks: rank 3 exits, rank 2 gives up)
             comm_new_id(id, sizeof id);
-            snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+            snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
             CHECK(run_job(world, addr, id, dies, "dead rank") == 0, "tcp, %d ranks: rank %d %s: the others did not fail naming it", world,
                   g_victim, g_abort ? "gave up" : "exited");
         }
     comm_new_id(id, sizeof id);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
     CHECK(run_job(2, addr, id, mismatched, "mismatched") == 0, "tcp: an all-reduce of 8 against one of 5 not refused");
 
     // handshakes refused: another world, another job, rank 0's own number, a rank already in; a stray connection ignored
     comm_new_id(id, sizeof id);
     comm_new_id(other, sizeof other);
     other[0] = 'X';
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
     pid_t root = open_as(addr, id, 0, 3, 30, NULL);
     CHECK(exited_ok(open_as(addr, id, 1, 4, 10, "world 4 is not rank 0's 3")), "a rank of world 4 joined a job of 3");
     CHECK(exited_ok(open_as(addr, other, 1, 3, 10, "job id")), "a rank of another job joined");
@@ -353,7 +342,7 @@ static void check_failures(void) {
 
     // rank 0 never comes; rank 1 never comes
     comm_new_id(id, sizeof id);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
     double t0 = now();
     CHECK(exited_ok(open_as(addr, id, 1, 2, 1, "rank 0 at 127.0.0.1")), "rank 1 without a rank 0");
     double t = now() - t0;
@@ -364,7 +353,7 @@ static void check_failures(void) {
     CHECK(t >= 0.9 && t < 8, "rank 0 without a rank 1: %.1f s for a timeout of 1", t);
     // rank 0 gives up on its job while rank 1 waits to start: rank 1 hears why
     comm_new_id(id, sizeof id);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
     root = open_as(addr, id, 0, 3, 1, "of 3 ranks joined"); // (rank 2 never comes)
     CHECK(exited_ok(open_as(addr, id, 1, 3, 20, "2 of 3 ranks joined")), "rank 1 of a job whose rank 0 gave up");
     CHECK(exited_ok(root), "rank 0 of a job of 3 with 2 there");

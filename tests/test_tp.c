@@ -13,6 +13,7 @@
 // ranks over TCP (check_two_hosts). Where a GPU is, the same with each rank's
 // model on it (see check_gpu), and NCCL's calls.
 #include "check.h"
+#include "net.h"
 #include "infer.h"
 #include "base/comm.h"
 #include "inference/context.h"
@@ -433,17 +434,6 @@ static float *job_of_four(const char *name, const char *dir, const char *split, 
     return ok ? g[0] : NULL;
 }
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof a;
-    int port = 0;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &n) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0) close(fd);
-    return port;
-}
-
 static void check_two_hosts(const char *name, const char *dir) {
     infer_model *m;
     if (infer_model_load(dir, &m)) {
@@ -459,7 +449,7 @@ static void check_two_hosts(const char *name, const char *dir) {
     const char *splits[] = {"row", "layer"};
     for (int si = 0; si < 2; si++) {
         char addr[64];
-        snprintf(addr, sizeof addr, "127.0.0.1:%d", free_port());
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
         float *tcp = job_of_four(name, dir, splits[si], addr, V), *shm = job_of_four(name, dir, splits[si], NULL, V);
         if (tcp) {
             double worst = 0;
