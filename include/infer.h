@@ -584,8 +584,16 @@ INFER_API infer_status infer_grammar_from_json_schema(infer_model *model, const 
 INFER_API infer_status infer_grammar_from_gbnf(infer_model *model, const char *gbnf, const char *root, infer_grammar **out);
 INFER_API void infer_grammar_free(infer_grammar *g);
 // Sets to -INFINITY the logits (n_vocab) of tokens that cannot continue the
-// text; returns how many tokens remain (0: none can, the grammar is stuck).
+// text; returns how many tokens remain (0: none can, the grammar is stuck),
+// or -1 when finding them costs more than the grammar's work limit
+// (infer_last_error says so). The work of each token is bounded: a grammar
+// whose matching would explode is refused when made, or fails here.
 INFER_API int infer_grammar_mask(infer_grammar *g, float *logits);
+// The costly part of infer_grammar_mask for the text so far, done ahead
+// (e.g. on another thread while the model computes the logits): the next
+// mask and infer_grammar_allows only look it up. INFER_ERR_ARG past the work
+// limit. A grammar is used by one thread at a time.
+INFER_API infer_status infer_grammar_prepare(infer_grammar *g);
 // 1 if `token` may come next (cheap: check the sampled token first, mask
 // only when it is rejected, as llama.cpp does).
 INFER_API int infer_grammar_allows(infer_grammar *g, int32_t token);

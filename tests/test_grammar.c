@@ -480,6 +480,51 @@ static const char *const g_schema_tree =
     "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"kids\":{\"type\":\"array\","
     "\"items\":{\"$ref\":\"#/$defs/n\"},\"maxItems\":2}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/n\"}";
 
+// Grammars made to cost: each is refused with a message naming the limit, or
+// runs within it (the work is counted; nothing here may take long).
+static char *chain(int n, const char *last, int left) {
+    size_t cap = (size_t)n * 40 + 64, at = 0;
+    char *s = malloc(cap);
+    at += (size_t)snprintf(s + at, cap - at, "root ::= a0\n");
+    for (int i = 0; i < n - 1; i++) at += (size_t)snprintf(s + at, cap - at, "a%d ::= a%d%s\n", i, i + 1, left ? " \"x\"" : "");
+    snprintf(s + at, cap - at, "a%d ::= %s\n", n - 1, last);
+    return s;
+}
+
+static void test_hostile(infer_model *m) {
+    infer_grammar *g = NULL;
+    char text[256];
+    for (int n = 5; n <= 1024; n = n < 8 ? n + 1 : n * 4) { // nested optional repetitions: refused once too many
+        snprintf(text, sizeof text, "root ::= (((\"a\"{0,%d}){0,%d}){0,%d})", n, n, n);
+        infer_status st = infer_grammar_from_gbnf(m, text, NULL, &g);
+        if (n <= 8) {
+            CHECK(st == INFER_OK, "%s: %s", text, infer_last_error());
+            int32_t *ids = NULL, n_ids = 0;
+            if (g && !infer_tokenize(m, "aaaaaaa", 7, 0, 0, &ids, &n_ids))
+                for (int i = 0; i < n_ids; i++) CHECK(infer_grammar_accept(g, ids[i]) == INFER_OK, "%s: 'aaaaaaa': %s", text, infer_last_error());
+            free(ids);
+        } else {
+            CHECK(st == INFER_ERR_ARG && !g && (strstr(infer_last_error(), "too costly") || strstr(infer_last_error(), "bounds")),
+                  "%s: refused, naming the limit (got %d: %s)", text, st, infer_last_error());
+        }
+        infer_grammar_free(g), g = NULL;
+    }
+    CHECK(infer_grammar_from_gbnf(m, "root ::= (\"a\"{0,300}){0,300}", NULL, &g) == INFER_OK, "{0,300}{0,300}: %s", infer_last_error());
+    infer_grammar_free(g), g = NULL;
+    // rules in a chain as long as the bound allows: no recursion in the compiler or the matcher
+    char *c = chain(GRAMMAR_MAX_RULES - 10, "\"x\" | \"\"", 0);
+    CHECK(infer_grammar_from_gbnf(m, c, NULL, &g) == INFER_OK && infer_grammar_allows(g, infer_model_n_vocab(m) - 1) >= 0,
+          "a chain of %d rules: %s", GRAMMAR_MAX_RULES - 10, infer_last_error());
+    infer_grammar_free(g), g = NULL, free(c);
+    c = chain(GRAMMAR_MAX_RULES - 10, "a0", 1);
+    CHECK(infer_grammar_from_gbnf(m, c, NULL, &g) == INFER_ERR_ARG && strstr(infer_last_error(), "left recursion"),
+          "a cycle of %d rules: %s", GRAMMAR_MAX_RULES - 10, infer_last_error());
+    free(c);
+    // a grammar no token can begin: refused when made, not at the first token
+    CHECK(infer_grammar_from_gbnf(m, "root ::= [^\\x00-\\U0010FFFF]", NULL, &g) == INFER_ERR_ARG && !g &&
+              strstr(infer_last_error(), "no token"), "unmatchable: %s", infer_last_error());
+}
+
 static void test_tokens(const char *path, int full) {
     infer_model *m = NULL;
     if (infer_model_load(path, &m)) { CHECK(0, "%s: %s", path, infer_last_error()); return; }
@@ -512,6 +557,7 @@ static void test_tokens(const char *path, int full) {
         free(lg), free(ids);
         infer_grammar_free(g);
     }
+    test_hostile(m);
     pieces pc = get_pieces(m);
     walks(m, &pc, NULL, valid_object, full ? 8 : 3, 3);
     walks(m, &pc, g_schema_b, valid_b, full ? 8 : 3, 12);

@@ -73,6 +73,15 @@ typedef struct {
     u32buf build;                               // the set being made ([words][n] then stacks)
     u32buf bh;                                  // per stack of build: its offset and hash
     u32buf tmp;                                 // stacks being expanded
+    u32buf wl;                                  // expand's work list: records [positions][len], last on top
+    u32buf cur;                                 // the stack expand is replacing
+    u32buf alts;                                // a rule's alternatives (expand)
+    u32buf seen;                                // stacks expanded in this build: records [len][positions]
+    struct { uint32_t gen, off; } *seen_ix;     // open addressing over seen (gen: this build's, else empty)
+    size_t n_seen_ix, n_seen;
+    uint32_t gen;
+    long work, budget;                          // words of stacks handled since the budget was set, and the most allowed
+    int over;                                   // the budget ran out: what was being computed is not known
     int overflow;                               // a stack or set grew past its bound (dropped)
     int full;                                   // the memo is full: no new states until a restart
 } gcache;
@@ -116,52 +125,120 @@ static int match_partial(const gelem *el, uint32_t pos, uint32_t bits, int remai
     return !positive;
 }
 
-// stack tmp[off, off+len) into build, unless already there
-static void build_add(gcache *c, size_t off, uint32_t len) {
-    uint32_t h = hash_words(c->tmp.v + off, len) ^ len;
+// Counts words of work; past the budget, whatever is being computed is
+// abandoned (c->over) and nothing of it is memoized.
+static int spend(gcache *c, long words) {
+    c->work += words;
+    if (c->work > c->budget) c->over = 1;
+    return c->over;
+}
+
+// stack v[0, len) into build, unless already there
+static void build_add(gcache *c, const uint32_t *v, uint32_t len) {
+    uint32_t h = hash_words(v, len) ^ len;
     uint32_t n = c->build.v[1];
+    if (spend(c, (long)len + n / 8 + 1)) return;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t o = c->bh.v[2 * i];
-        if (c->bh.v[2 * i + 1] == h && c->build.v[o] == len && !memcmp(c->build.v + o + 1, c->tmp.v + off, sizeof(uint32_t) * len))
-            return;
+        if (c->bh.v[2 * i + 1] == h && c->build.v[o] == len && !memcmp(c->build.v + o + 1, v, sizeof(uint32_t) * len)) return;
     }
     if (n >= GRAMMAR_MAX_STACKS || u32_reserve(&c->build, len + 1) || u32_reserve(&c->bh, 2)) { c->overflow = 1; return; }
     c->bh.v[c->bh.n++] = (uint32_t)c->build.n, c->bh.v[c->bh.n++] = h;
     c->build.v[c->build.n++] = len;
-    memcpy(c->build.v + c->build.n, c->tmp.v + off, sizeof(uint32_t) * len);
+    memcpy(c->build.v + c->build.n, v, sizeof(uint32_t) * len);
     c->build.n += len;
     c->build.v[1]++;
 }
 
+// 1 when the stack v[0, len) was expanded before in this build, else it is
+// noted (a stack's expansion depends on nothing else: met again, it would
+// only add the same stacks again). -1: out of memory.
+static int seen_before(gcache *c, const uint32_t *v, uint32_t len) {
+    if (2 * (c->n_seen + 1) >= c->n_seen_ix) { // grow the index (at most half full)
+        size_t n = c->n_seen_ix ? 2 * c->n_seen_ix : 256;
+        __typeof__(c->seen_ix) ix = calloc(n, sizeof *ix);
+        if (!ix) return -1;
+        for (size_t i = 0; i < c->n_seen_ix; i++) {
+            if (c->seen_ix[i].gen != c->gen) continue;
+            uint32_t o = c->seen_ix[i].off;
+            size_t k = (hash_words(c->seen.v + o + 1, c->seen.v[o]) ^ c->seen.v[o]) & (n - 1);
+            while (ix[k].gen == c->gen) k = (k + 1) & (n - 1);
+            ix[k] = c->seen_ix[i];
+        }
+        free(c->seen_ix);
+        c->seen_ix = ix, c->n_seen_ix = n;
+    }
+    size_t k = (hash_words(v, len) ^ len) & (c->n_seen_ix - 1);
+    for (; c->seen_ix[k].gen == c->gen; k = (k + 1) & (c->n_seen_ix - 1)) {
+        uint32_t o = c->seen_ix[k].off;
+        if (c->seen.v[o] == len && !memcmp(c->seen.v + o + 1, v, sizeof(uint32_t) * len)) return 1;
+    }
+    if (u32_reserve(&c->seen, len + 1)) return -1;
+    c->seen_ix[k].gen = c->gen, c->seen_ix[k].off = (uint32_t)c->seen.n;
+    c->seen.v[c->seen.n++] = len;
+    memcpy(c->seen.v + c->seen.n, v, sizeof(uint32_t) * len);
+    c->seen.n += len;
+    c->n_seen++;
+    return 0;
+}
+
 // The stack tmp[off, off+len) with every rule reference at its top replaced
-// by the rule's alternatives, recursively, into build. (No left recursion:
-// the parser refused it, so this ends.)
+// by the rule's alternatives, again until each top is a character set, into
+// build. A work list, not recursion (the depth is the grammar's to choose);
+// a stack met again is not expanded again (an ambiguous grammar reaches the
+// same stack along many paths: their number may grow exponentially with the
+// nesting, the stacks' only polynomially); the work is counted (spend). No
+// left recursion: the parser refused it, so this ends.
 static void expand(gcache *c, size_t off, uint32_t len) {
     const gelem *el = c->g->el;
-    if (!len || el[c->tmp.v[off + len - 1]].type != GE_RULE) { build_add(c, off, len); return; }
-    uint32_t top = c->tmp.v[off + len - 1], next = top + 1;
-    int keep = !is_end(el[next].type);
-    for (uint32_t a = c->g->start[el[top].value];;) {
-        uint32_t nl = len - 1 + (uint32_t)keep + !is_end(el[a].type);
-        size_t noff = c->tmp.n;
-        if (nl > GRAMMAR_MAX_DEPTH || u32_reserve(&c->tmp, nl)) c->overflow = 1;
-        else {
-            memcpy(c->tmp.v + noff, c->tmp.v + off, sizeof(uint32_t) * (len - 1));
-            uint32_t k = len - 1;
-            if (keep) c->tmp.v[noff + k++] = next;
-            if (!is_end(el[a].type)) c->tmp.v[noff + k++] = a;
-            c->tmp.n = noff + nl;
-            expand(c, noff, nl);
-            c->tmp.n = noff;
+    size_t base = c->wl.n;
+    if (u32_reserve(&c->wl, len + 1)) { c->overflow = 1; return; }
+    memcpy(c->wl.v + c->wl.n, c->tmp.v + off, sizeof(uint32_t) * len);
+    c->wl.n += len;
+    c->wl.v[c->wl.n++] = len;
+    while (c->wl.n > base && !c->over) {
+        uint32_t L = c->wl.v[c->wl.n - 1];
+        size_t at = c->wl.n - 1 - L;
+        const uint32_t *v = c->wl.v + at;
+        if (spend(c, (long)L + 1)) break;
+        if (!L || el[v[L - 1]].type != GE_RULE) { build_add(c, v, L); c->wl.n = at; continue; }
+        int seen = seen_before(c, v, L);
+        if (seen) { c->overflow |= seen < 0; c->wl.n = at; continue; }
+        c->cur.n = 0;
+        if (u32_reserve(&c->cur, L)) { c->overflow = 1; break; }
+        memcpy(c->cur.v, v, sizeof(uint32_t) * L);
+        c->wl.n = at;
+        uint32_t top = c->cur.v[L - 1], next = top + 1;
+        int keep = !is_end(el[next].type);
+        c->alts.n = 0;
+        for (uint32_t a = c->g->start[el[top].value];;) {
+            if (u32_reserve(&c->alts, 1)) { c->overflow = 1; break; }
+            c->alts.v[c->alts.n++] = a;
+            while (!is_end(el[a].type)) a++;
+            if (el[a].type == GE_END) break;
+            a++;
         }
-        while (!is_end(el[a].type)) a++;
-        if (el[a].type == GE_END) break;
-        a++;
+        for (size_t i = c->alts.n; i-- > 0;) { // (pushed last first: taken in the rule's order)
+            uint32_t a = c->alts.v[i], nl = L - 1 + (uint32_t)keep + !is_end(el[a].type);
+            if (nl > GRAMMAR_MAX_DEPTH || u32_reserve(&c->wl, nl + 1)) { c->overflow = 1; continue; }
+            uint32_t *w = c->wl.v + c->wl.n, k = L - 1;
+            memcpy(w, c->cur.v, sizeof(uint32_t) * (L - 1));
+            if (keep) w[k++] = next;
+            if (!is_end(el[a].type)) w[k++] = a;
+            w[nl] = nl;
+            c->wl.n += nl + 1;
+        }
     }
+    c->wl.n = base;
 }
 
 static void build_reset(gcache *c) {
     c->build.n = 0, c->bh.n = 0;
+    c->seen.n = 0, c->n_seen = 0;
+    if (!++c->gen) { // (the stamps wrapped: the index is cleared)
+        if (c->seen_ix) memset(c->seen_ix, 0, sizeof *c->seen_ix * c->n_seen_ix);
+        c->gen = 1;
+    }
     if (u32_reserve(&c->build, 2)) { c->overflow = 1; return; }
     c->build.v[0] = 0, c->build.v[1] = 0, c->build.n = 2;
 }
@@ -318,9 +395,9 @@ static int32_t step(gcache *c, int32_t s, unsigned b) {
             // (what the shared table knows of s is recomputed on demand)
         }
     }
-    if (c->full) return -1;
+    if (c->full || c->over) return -1;
     int32_t r = transition(c, s, b);
-    if (c->full) return -1; // not memoized: room may come back at a restart
+    if (c->full || c->over) return -1; // not memoized: room may come back at a restart, the budget at the next call
     x = &c->st[s]; // (states may have moved)
     if (x->next) { x->next[b] = r; return r; }
     if (2 * (c->n_tr + 1) >= c->n_tr_ix) {
@@ -349,9 +426,12 @@ static void cache_clear(gcache *c) {
     for (int s = 0; s < c->n_st; s++) free(c->st[s].next);
     free(c->sets.v), free(c->set_ix), free(c->st), free(c->st_ix), free(c->tr_key), free(c->tr_val);
     free(c->build.v), free(c->bh.v), free(c->tmp.v);
+    free(c->wl.v), free(c->cur.v), free(c->alts.v), free(c->seen.v), free(c->seen_ix);
     const grules *g = c->g;
+    long work = c->work, budget = c->budget;
+    int over = c->over;
     memset(c, 0, sizeof *c);
-    c->g = g;
+    c->g = g, c->work = work, c->budget = budget, c->over = over;
 }
 
 // The state where a match begins: root's alternatives, expanded.
@@ -414,13 +494,21 @@ static int only_end(const gcache *c, int32_t s) {
     return !x->remain && c->sets.v[x->set + 1] == 1 && c->sets.v[x->set + 2] == 0;
 }
 
+// A budget of work for what follows (grammar.h: GRAMMAR_MAX_WORK).
+static void budget(gcache *c, long words) { c->work = 0, c->budget = words, c->over = 0; }
+
 int grammar_match_text(const grules *g, const char *s, size_t n, int *complete) {
     gcache c = {.g = g};
+    budget(&c, GRAMMAR_MAX_WORK);
     int32_t st = initial_state(&c);
-    for (size_t i = 0; i < n && st >= 0; i++) st = step(&c, st, (unsigned char)s[i]);
+    for (size_t i = 0; i < n && st >= 0; i++) {
+        budget(&c, GRAMMAR_MAX_WORK);
+        st = step(&c, st, (unsigned char)s[i]);
+    }
+    int over = c.over;
     if (complete) *complete = st >= 0 && can_end(&c, st);
     cache_clear(&c);
-    return st >= 0;
+    return over ? -1 : st >= 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -556,8 +644,17 @@ struct infer_grammar {
     int32_t eog[16];
     int n_eog;
     int32_t *walk;      // (max_depth + 1) states along the trie path
-    uint8_t *allowed;   // (n_vocab) the mask's scratch
+    uint8_t *allowed;   // (n_vocab) 1: the token may come next (prepare)
+    int32_t prepared;   // the state `allowed` holds the tokens of (-1: none)
+    int prepared_ended, n_allowed;
 };
+
+static infer_status over_budget(void) {
+    return fail(INFER_ERR_ARG, "grammar: too costly to match: one token needs more than %d units of work (the limit; "
+                "repetitions of optional items nested in one another are the usual cause)", GRAMMAR_MAX_WORK);
+}
+
+static infer_status prepare(infer_grammar *g);
 
 static infer_status grammar_new(infer_model *m, grules *r, infer_grammar **out) {
     *out = NULL;
@@ -566,19 +663,21 @@ static infer_status grammar_new(infer_model *m, grules *r, infer_grammar **out) 
     if (st) { grammar_rules_free(r); return st; }
     infer_grammar *g = calloc(1, sizeof *g);
     if (!g) { grammar_rules_free(r); return fail(INFER_ERR_NOMEM, "grammar: out of memory"); }
-    g->rules = r, g->voc = voc, g->c.g = r;
+    g->rules = r, g->voc = voc, g->c.g = r, g->prepared = -1;
     g->n_eog = infer_model_eog(m, g->eog, 16);
     g->walk = malloc(sizeof *g->walk * ((size_t)voc->max_depth + 1));
     g->allowed = malloc((size_t)voc->n_vocab);
+    budget(&g->c, GRAMMAR_MAX_WORK);
     g->cur = initial_state(&g->c);
-    if (!g->walk || !g->allowed || g->cur < 0) {
-        infer_grammar_free(g);
-        return fail(INFER_ERR_NOMEM, "grammar: out of memory");
-    }
-    if (!g->c.build.v[1] || g->c.overflow) {
-        infer_grammar_free(g);
-        return fail(INFER_ERR_ARG, "grammar: the root rule nests deeper than %d rules", GRAMMAR_MAX_DEPTH);
-    }
+    if (g->c.over) st = over_budget();
+    else if (!g->walk || !g->allowed || g->cur < 0) st = fail(INFER_ERR_NOMEM, "grammar: out of memory");
+    else if (!g->c.build.v[1] || g->c.overflow)
+        st = fail(INFER_ERR_ARG, "grammar: the match grows past its bounds (%d alternatives at once, rules nested %d deep)",
+                  GRAMMAR_MAX_STACKS, GRAMMAR_MAX_DEPTH);
+    // the first token's mask now: its cost is the compile's, and a grammar no text can match is refused here
+    else if (!(st = prepare(g)) && !g->n_allowed)
+        st = fail(INFER_ERR_ARG, "grammar: no token of the model can begin a text that matches it");
+    if (st) { infer_grammar_free(g); return st; }
     *out = g;
     return INFER_OK;
 }
@@ -614,18 +713,24 @@ static int is_eog(const infer_grammar *g, int32_t tok) {
     return 0;
 }
 
-// The memo restarts between tokens once it holds more than half its bound.
+// The memo restarts between tokens once it holds more than half its bound
+// (the prepared tokens stay those of the same state, renumbered).
 static void maybe_restart(infer_grammar *g) {
     gcache *c = &g->c;
     if (!c->full && c->sets.n < MAX_SET_WORDS / 2 && c->n_st < MAX_STATES / 2) return;
+    int was = g->prepared == g->cur;
     int32_t s = restart(c, g->cur);
     if (s >= 0) g->cur = s;
+    g->prepared = was && s >= 0 ? s : -1;
 }
 
-int infer_grammar_mask(infer_grammar *g, float *logits) {
+// The tokens that may come next (g->allowed, g->n_allowed), unless known.
+static infer_status prepare(infer_grammar *g) {
+    if (g->prepared >= 0 && g->prepared == g->cur && g->prepared_ended == g->ended) return INFER_OK;
     const gvocab *v = g->voc;
-    int n_allowed = 0;
     maybe_restart(g);
+    budget(&g->c, GRAMMAR_MAX_WORK);
+    g->prepared = -1;
     memset(g->allowed, 0, (size_t)v->n_vocab);
     if (!g->ended && g->cur >= 0) {
         g->walk[0] = g->cur;
@@ -638,17 +743,26 @@ int infer_grammar_mask(infer_grammar *g, float *logits) {
             i++;
         }
     }
+    if (g->c.over) return over_budget();
     int end = !g->ended && g->cur >= 0 && can_end(&g->c, g->cur);
     for (int i = 0; i < g->n_eog; i++)
         if (g->eog[i] >= 0 && g->eog[i] < v->n_vocab) g->allowed[g->eog[i]] = (uint8_t)end;
-    for (int i = 0; i < v->n_vocab; i++) {
-        if (!g->allowed[i]) logits[i] = -INFINITY;
-        else n_allowed++;
-    }
-    return n_allowed;
+    int n = 0;
+    for (int i = 0; i < v->n_vocab; i++) n += g->allowed[i];
+    g->n_allowed = n, g->prepared = g->cur, g->prepared_ended = g->ended;
+    return INFER_OK;
 }
 
-// The state after token tok's bytes (-1 when not allowed).
+infer_status infer_grammar_prepare(infer_grammar *g) { return prepare(g); }
+
+int infer_grammar_mask(infer_grammar *g, float *logits) {
+    if (prepare(g)) return -1;
+    for (int i = 0; i < g->voc->n_vocab; i++)
+        if (!g->allowed[i]) logits[i] = -INFINITY;
+    return g->n_allowed;
+}
+
+// The state after token tok's bytes (-1 when not allowed, or past the budget: g->c.over).
 static int32_t after_token(infer_grammar *g, int32_t tok) {
     const gvocab *v = g->voc;
     if (tok < 0 || tok >= v->n_vocab || v->never[tok] || g->ended || g->cur < 0) return -1;
@@ -658,7 +772,11 @@ static int32_t after_token(infer_grammar *g, int32_t tok) {
 }
 
 int infer_grammar_allows(infer_grammar *g, int32_t tok) {
+    if (tok < 0 || tok >= g->voc->n_vocab) return 0;
+    if (g->prepared >= 0 && g->prepared == g->cur && g->prepared_ended == g->ended) return g->allowed[tok];
     if (is_eog(g, tok)) return !g->ended && g->cur >= 0 && can_end(&g->c, g->cur);
+    // (a small budget: this is the cheap test; past it the token is refused, and a mask decides)
+    budget(&g->c, GRAMMAR_MAX_WORK / 16);
     return after_token(g, tok) >= 0;
 }
 
@@ -670,8 +788,10 @@ infer_status infer_grammar_accept(infer_grammar *g, int32_t tok) {
         return INFER_OK;
     }
     maybe_restart(g);
+    budget(&g->c, GRAMMAR_MAX_WORK);
     int32_t s = after_token(g, tok);
     if (s < 0) {
+        if (g->c.over) return over_budget();
         if (g->c.overflow) return fail(INFER_ERR_NOMEM, "grammar: token %d: the match grew past its bounds (%d stacks of %d rules)",
                                        tok, GRAMMAR_MAX_STACKS, GRAMMAR_MAX_DEPTH);
         return fail(INFER_ERR_ARG, "grammar: token %d cannot continue the text", tok);

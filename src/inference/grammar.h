@@ -30,6 +30,7 @@ enum {
     GRAMMAR_MAX_STACKS = 1024,     // stacks of a match in progress
     GRAMMAR_MAX_DEPTH = 1024,      // positions on one stack (nesting of rules)
     GRAMMAR_MAX_NEST = 128,        // groups open at once in the text (the parser recurses into each)
+    GRAMMAR_MAX_WORK = 1 << 25,    // work for one token (its mask, or accepting it), in words of stacks handled
 };
 
 // Parsed rules: rule r's alternatives are el[start[r] ..], separated by

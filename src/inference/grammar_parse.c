@@ -320,55 +320,113 @@ static const char *parse_alternates(parser *ps, const char *p, int id, int neste
 // ---------------------------------------------------------------------------
 // checks: every rule defined, no left recursion
 
-// 1 when a cycle through r's left corners (rules that may begin r) exists
-static int left_cycle(const parser *ps, const uint8_t *nullable, uint8_t *mark, int r, int *where) {
-    if (mark[r] == 1) { *where = r; return 1; }
-    if (mark[r] == 2) return 0;
-    mark[r] = 1;
-    const evec *e = &ps->rules[r];
-    int at_start = 1;
-    for (int i = 0; i < e->n; i++) {
-        uint32_t t = e->v[i].type;
-        if (t == GE_ALT || t == GE_END) { at_start = 1; continue; }
-        if (!at_start) continue;
-        if (t == GE_RULE) {
-            if (left_cycle(ps, nullable, mark, (int)e->v[i].value, where)) return 1;
-            at_start = nullable[e->v[i].value];
-        } else if (t != GE_RNG_UPPER && t != GE_CHAR_ALT) at_start = 0;
+// Rules that may match the empty text: a worklist over the alternatives made
+// only of rule references (each counts its references not yet known to be
+// nullable), so a chain of rules costs its length, not its square.
+static infer_status find_nullable(const parser *ps, uint8_t *nullable) {
+    int n_alt = 0, n_ref = 0;
+    for (int r = 0; r < ps->n_rules; r++)
+        for (int i = 0; i < ps->rules[r].n; i++) {
+            uint32_t t = ps->rules[r].v[i].type;
+            n_alt += t == GE_ALT || t == GE_END, n_ref += t == GE_RULE;
+        }
+    int *owner = malloc(sizeof(int) * ((size_t)n_alt + 1)), *left = malloc(sizeof(int) * ((size_t)n_alt + 1));
+    int *first = calloc((size_t)ps->n_rules + 1, sizeof(int)), *occ = malloc(sizeof(int) * ((size_t)n_ref + 1));
+    int *queue = malloc(sizeof(int) * ((size_t)ps->n_rules + 1));
+    if (!owner || !left || !first || !occ || !queue) {
+        free(owner), free(left), free(first), free(occ), free(queue);
+        return fail(INFER_ERR_NOMEM, "grammar: out of memory");
     }
-    mark[r] = 2;
-    return 0;
+    // alternatives: their rule and references left (-1: holds a character, never nullable)
+    int a = 0;
+    for (int r = 0; r < ps->n_rules; r++) {
+        int refs = 0, chars = 0;
+        for (int i = 0; i < ps->rules[r].n; i++) {
+            uint32_t t = ps->rules[r].v[i].type;
+            if (t == GE_ALT || t == GE_END) {
+                owner[a] = r, left[a] = chars ? -1 : refs, a++;
+                refs = chars = 0;
+            } else if (t == GE_RULE) refs++;
+            else chars = 1;
+        }
+    }
+    // occ[first[q], first[q + 1]): the alternatives (all references) that refer to rule q, once per reference
+    for (int r = 0, k = 0; r < ps->n_rules; r++)
+        for (int i = 0; i < ps->rules[r].n; i++) {
+            uint32_t t = ps->rules[r].v[i].type;
+            if (t == GE_ALT || t == GE_END) k++;
+            else if (t == GE_RULE && left[k] >= 0) first[ps->rules[r].v[i].value + 1]++;
+        }
+    for (int q = 0; q < ps->n_rules; q++) first[q + 1] += first[q];
+    int *fill = queue; // (as the cursor of each rule's list first; the queue after)
+    for (int q = 0; q < ps->n_rules; q++) fill[q] = first[q];
+    for (int r = 0, k = 0; r < ps->n_rules; r++)
+        for (int i = 0; i < ps->rules[r].n; i++) {
+            uint32_t t = ps->rules[r].v[i].type;
+            if (t == GE_ALT || t == GE_END) k++;
+            else if (t == GE_RULE && left[k] >= 0) occ[fill[ps->rules[r].v[i].value]++] = k;
+        }
+    int head = 0, tail = 0;
+    for (int k = 0; k < n_alt; k++)
+        if (left[k] == 0 && !nullable[owner[k]]) nullable[owner[k]] = 1, queue[tail++] = owner[k];
+    while (head < tail) {
+        int q = queue[head++];
+        for (int k = first[q]; k < first[q + 1]; k++)
+            if (--left[occ[k]] == 0 && !nullable[owner[occ[k]]]) nullable[owner[occ[k]]] = 1, queue[tail++] = owner[occ[k]];
+    }
+    free(owner), free(left), free(first), free(occ), free(queue);
+    return INFER_OK;
+}
+
+// A rule reached again through left corners (the rules that may begin it)
+// before its own are done: left recursion. Depth first, on a stack of its
+// own (a chain of rules is as long as the grammar makes it); -1: none.
+static int left_cycle(const parser *ps, const uint8_t *nullable, uint8_t *mark, int *stack) {
+    typedef struct { int r, i, at_start; } frame;
+    frame *st = (frame *)stack;
+    for (int r0 = 0; r0 < ps->n_rules; r0++) {
+        if (mark[r0]) continue;
+        int sp = 0;
+        st[sp++] = (frame){r0, 0, 1}, mark[r0] = 1;
+        while (sp) {
+            frame *f = &st[sp - 1];
+            const evec *e = &ps->rules[f->r];
+            if (f->i >= e->n) { // done: the caller goes on past it when it may be empty
+                int r = f->r;
+                mark[r] = 2, sp--;
+                if (sp) st[sp - 1].at_start = nullable[r];
+                continue;
+            }
+            gelem x = e->v[f->i++];
+            if (x.type == GE_ALT || x.type == GE_END) { f->at_start = 1; continue; }
+            if (!f->at_start) continue;
+            if (x.type == GE_RULE) {
+                int q = (int)x.value;
+                if (mark[q] == 1) return q;
+                if (mark[q] == 2) { f->at_start = nullable[q]; continue; }
+                mark[q] = 1, st[sp++] = (frame){q, 0, 1};
+            } else if (x.type != GE_RNG_UPPER && x.type != GE_CHAR_ALT) f->at_start = 0;
+        }
+    }
+    return -1;
 }
 
 static infer_status check_rules(parser *ps) {
     for (int r = 0; r < ps->n_rules; r++)
         if (!ps->defined[r]) return fail(INFER_ERR_ARG, "grammar: undefined rule '%.40s'", ps->names[r] ? ps->names[r] : "?");
-    uint8_t *nullable = calloc((size_t)ps->n_rules, 2);
-    if (!nullable) return fail(INFER_ERR_NOMEM, "grammar: out of memory");
-    uint8_t *mark = nullable + ps->n_rules;
-    for (int changed = 1; changed;) { // fixpoint: a rule is nullable if an alternative is all nullable rules
-        changed = 0;
-        for (int r = 0; r < ps->n_rules; r++) {
-            if (nullable[r]) continue;
-            const evec *e = &ps->rules[r];
-            int all = 1;
-            for (int i = 0; i < e->n && !nullable[r]; i++) {
-                uint32_t t = e->v[i].type;
-                if (t == GE_ALT || t == GE_END) {
-                    if (all) nullable[r] = 1, changed = 1;
-                    all = 1;
-                } else if (t != GE_RULE || !nullable[e->v[i].value]) all = 0;
-            }
-        }
-    }
-    int where = -1;
-    for (int r = 0; r < ps->n_rules && where < 0; r++) left_cycle(ps, nullable, mark, r, &where);
-    free(nullable);
+    size_t n = ps->n_rules > 0 ? (size_t)ps->n_rules : 0;
+    uint8_t *nullable = calloc(n + 1, 2);
+    int *stack = malloc(sizeof(int) * 3 * (n + 1));
+    if (!nullable || !stack) return free(nullable), free(stack), fail(INFER_ERR_NOMEM, "grammar: out of memory");
+    uint8_t *mark = nullable + n;
+    infer_status st = find_nullable(ps, nullable);
+    int where = st ? -1 : left_cycle(ps, nullable, mark, stack);
+    free(nullable), free(stack);
     if (where >= 0) {
         // name the nearest named rule (a group's rule has none)
         return fail(INFER_ERR_ARG, "grammar: left recursion through rule '%.40s'", ps->names[where] ? ps->names[where] : "(a group)");
     }
-    return INFER_OK;
+    return st;
 }
 
 static void parser_free(parser *ps) {

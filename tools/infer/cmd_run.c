@@ -263,11 +263,14 @@ int cmd_run(int argc, char **argv) {
     size_t printed = 0;
     while (gen < n_new) {
         int32_t tok = infer_sample(smp, logits, hist, n + gen);
-        if (g && !infer_grammar_allows(g, tok)) { // drawn again from the logits the grammar allows
+        if (tok >= 0 && g && !infer_grammar_allows(g, tok)) { // drawn again from the logits the grammar allows
             memcpy(masked, logits, sizeof(float) * (size_t)V);
-            if (!infer_grammar_mask(g, masked)) break;
+            int n_ok = infer_grammar_mask(g, masked);
+            if (n_ok < 0) { cli_error("%s", infer_last_error()); goto done; }
+            if (!n_ok) break;
             tok = infer_sample(smp, masked, hist, n + gen);
         }
+        if (tok < 0) { cli_error("%s", infer_last_error()); goto done; }
         int stop = 0;
         for (int k = 0; k < n_eog; k++) stop |= tok == eog[k];
         if (stop) break;
