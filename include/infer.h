@@ -231,8 +231,9 @@ INFER_API infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ct
                               const int *n_ids, float *const *logits);
 // As infer_batch_eval, and tok[i] (tok itself may be NULL): NULL, or where
 // ctx[i]'s greedy next token goes -- the first index of the largest of the
-// logits after its last token (a NaN below every number), picked where the
-// logits are (on a GPU only the ids come back; logits[i] may be NULL).
+// logits after its last token, or -1 when they hold a NaN (that sequence's
+// numbers are broken; the others' are not), picked where the logits are (on
+// a GPU only the ids come back; logits[i] may be NULL).
 INFER_API infer_status infer_batch_eval_tokens(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
                                      const int *n_ids, float *const *logits, int32_t *const *tok);
 
@@ -563,7 +564,9 @@ typedef struct infer_sampler infer_sampler;
 INFER_API infer_status infer_sampler_new(const infer_sampling *params, int n_vocab, infer_sampler **out);
 INFER_API void infer_sampler_free(infer_sampler *s);
 // Picks the next token from logits (n_vocab) given the tokens so far (for the
-// penalties). Does not modify logits.
+// penalties). Does not modify logits. -1 (infer_last_error says why) when
+// they hold a NaN, or when every one is -inf; a +inf logit is larger than
+// every number (the +inf ones share the draw).
 INFER_API int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *history, int n_history);
 // 1 when these settings always pick the largest logit (temperature <= 0, no
 // penalties): infer_batch_eval_tokens' greedy tokens are then infer_sample's.
@@ -594,6 +597,9 @@ INFER_API int infer_grammar_mask(infer_grammar *g, float *logits);
 // mask and infer_grammar_allows only look it up. INFER_ERR_ARG past the work
 // limit. A grammar is used by one thread at a time.
 INFER_API infer_status infer_grammar_prepare(infer_grammar *g);
+// 1 when the next mask is known (infer_grammar_prepare has run for the text
+// so far, or a mask was made since): infer_grammar_mask then only applies it.
+INFER_API int infer_grammar_ready(const infer_grammar *g);
 // 1 if `token` may come next (cheap: check the sampled token first, mask
 // only when it is rejected, as llama.cpp does).
 INFER_API int infer_grammar_allows(infer_grammar *g, int32_t token);

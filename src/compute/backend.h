@@ -150,7 +150,7 @@ typedef struct {
     // out[r] (host memory) = the first index of the largest of row r's n
     // values (NaN counts as below every number), for each of `rows` rows of x
     // (greedy tokens without the logits leaving a device's memory)
-    void (*argmax)(backend *b, int32_t *out, const float *x, int rows, int n);
+    void (*argmax)(backend *b, int32_t *out, const float *x, int rows, int n); // -1: the row holds a NaN
     // The vindex walk FFN (vindex/walk.h's walk_ffn) of T rows of x into out
     // over the k features of layer l whose gate scores are largest in
     // magnitude (k at least its features: all of them); NULL where the host's

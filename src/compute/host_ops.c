@@ -81,10 +81,12 @@ void host_argmax(backend *b, int32_t *out, const float *x, int rows, int n) {
     (void)b;
     for (int r = 0; r < rows; r++) {
         const float *v = x + (size_t)r * n;
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            if (v[i] > v[best] || (v[best] != v[best] && v[i] == v[i])) best = i; // (a NaN is below every number)
-        out[r] = best;
+        int best = 0, nan = v[0] != v[0];
+        for (int i = 1; i < n; i++) {
+            nan |= v[i] != v[i];
+            if (v[i] > v[best]) best = i;
+        }
+        out[r] = nan ? -1 : best; // (a row holding a NaN has no largest value)
     }
 }
 

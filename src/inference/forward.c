@@ -869,7 +869,7 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
     for (int t = 0, k = 0; t < T; t++) {
         if (!dst[t] && !(tok && tok[t])) continue;
         if (dst[t]) OPS->download(BE, dst[t], lbuf + (size_t)k * V, V);
-        if (tok && tok[t]) *tok[t] = best[k];
+        if (tok && tok[t]) *tok[t] = best[k]; // (-1: its logits hold a NaN; the other rows are whole)
         k++;
     }
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;

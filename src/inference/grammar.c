@@ -755,6 +755,8 @@ static infer_status prepare(infer_grammar *g) {
 
 infer_status infer_grammar_prepare(infer_grammar *g) { return prepare(g); }
 
+int infer_grammar_ready(const infer_grammar *g) { return g->prepared >= 0 && g->prepared == g->cur && g->prepared_ended == g->ended; }
+
 int infer_grammar_mask(infer_grammar *g, float *logits) {
     if (prepare(g)) return -1;
     for (int i = 0; i < g->voc->n_vocab; i++)

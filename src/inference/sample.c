@@ -61,10 +61,15 @@ static double uniform(infer_sampler *s) {
     return (double)((s->rng * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// larger first, then the lower id: a total order (a NaN after every number;
+// infer_sample refuses NaN before sorting, but the quickselect must never
+// run past its bounds, whatever it is given)
 static int by_logit_desc(const void *a, const void *b) {
     const cand *x = a, *y = b;
-    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
-    return x->id - y->id;
+    int xn = x->logit != x->logit, yn = y->logit != y->logit;
+    if (xn != yn) return xn ? 1 : -1;
+    if (!xn && x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return (x->id > y->id) - (x->id < y->id);
 }
 
 // Partial selection: moves the k largest to the front, sorted.
@@ -115,10 +120,24 @@ int infer_sampling_greedy(const infer_sampling *p) {
     return p->temp <= 0 && !(p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f);
 }
 
+// the first NaN's index, or -1
+static int find_nan(const float *x, int n) {
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= x[i] != x[i];
+    if (!any) return -1;
+    for (int i = 0; i < n; i++)
+        if (x[i] != x[i]) return i;
+    return -1;
+}
+
 int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *hist, int n_hist) {
     const infer_sampling *p = &s->p;
     int V = s->n_vocab;
     int use_pen = p->repeat_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+    int nan = find_nan(logits, V);
+    if (nan >= 0)
+        return fail(INFER_ERR_FORMAT, "sampling: the logits hold NaN (token %d): the model's numbers are not finite (its weights? "
+                    "infer run --check-tensors)", nan), -1;
     if (p->temp <= 0 && !use_pen) return argmax_first(logits, V); // greedy, read in place (infer_sampling_greedy)
     for (int i = 0; i < V; i++) { s->c[i].logit = logits[i]; s->c[i].id = i; }
 
@@ -146,6 +165,12 @@ int32_t infer_sample(infer_sampler *s, const float *logits, const int32_t *hist,
     int n = V;
     if (p->top_k > 0 && p->top_k < n) { top_k(s->c, n, p->top_k); n = p->top_k; }
     else top_k(s->c, n, n);
+    if (s->c[0].logit == -INFINITY) return fail(INFER_ERR_ARG, "sampling: every token's logit is -inf: none can be drawn"), -1;
+    if (s->c[0].logit == INFINITY) { // (+inf - +inf is no number: the +inf ones share the draw, the others have none)
+        int k = 1;
+        while (k < n && s->c[k].logit == INFINITY) k++;
+        return s->c[(int)(uniform(s) * k) % k].id;
+    }
 
     // softmax over the survivors (sorted, so c[0] is the max)
     double sum = 0;

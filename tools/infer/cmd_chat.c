@@ -144,6 +144,7 @@ int cmd_chat(int argc, char **argv) {
         double t0 = cli_now();
         while (gen < n_new) {
             int32_t tok = infer_sample(smp, logits, cached, n_cached);
+            if (tok < 0) { rc = cli_error("%s", infer_last_error()); break; }
             int stop = 0;
             for (int k = 0; k < n_eog; k++) stop |= tok == eog[k];
             if (stop) break;

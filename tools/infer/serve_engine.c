@@ -43,6 +43,11 @@ typedef struct {
     float *logits;
     int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
     long used;          // the step it was last given a task (least recently used first)
+    int mask_wait;      // its logits wait for the grammar's mask, made on the grammar thread (it sits out the steps meanwhile)
+    int mask_job;       // (the engine's lock) 0 none, 1 queued, 2 being made, 3 made
+    long mask_seq;      // (the engine's lock) its place in the grammar thread's queue
+    infer_status mask_st;
+    char mask_err[256];
 } slot;
 
 struct serve_engine {
@@ -61,6 +66,12 @@ struct serve_engine {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     serve_task *qhead, *qtail;
+    // the grammar thread: masks of grammars that cost more than a look-up are made there, off the steps
+    pthread_t gth;
+    pthread_cond_t gcv; // (with mu) a job queued, or stop
+    int gstop, gth_ok;
+    long mask_seq;
+    double step_s;      // the last step's seconds (how long a step waits for a mask on its way)
 };
 
 static void task_free(serve_task *t) {
@@ -143,23 +154,69 @@ static void logprob_of(const float *lg, int V, int32_t tok, int n, serve_logprob
     for (int k = 0; k < out->n_top; k++) out->top_logprob[k] = (float)(lg[out->top_id[k]] - lse);
 }
 
-// The slot's next token (-1: the grammar allows none), and in *lg the logits
-// it was drawn from. Under a grammar (llama.cpp's order): the token drawn
-// from the model's logits when the grammar allows it, else one drawn from
-// the logits masked by the grammar. When log-probabilities are asked for,
-// always the masked ones, so that they are those of what was drawn from.
+// The grammar thread: makes the masks queued (oldest first), one at a time;
+// a mask's work is bounded (the grammar's limit), so it ends soon after stop.
+static slot *next_job(serve_engine *e) {
+    slot *best = NULL;
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->s[i].mask_job == 1 && (!best || e->s[i].mask_seq < best->mask_seq)) best = &e->s[i];
+    return best;
+}
+
+static void *grammar_main(void *arg) {
+    serve_engine *e = arg;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        slot *s = NULL;
+        while (!e->gstop && !(s = next_job(e))) pthread_cond_wait(&e->gcv, &e->mu);
+        if (!s) break;
+        s->mask_job = 2;
+        infer_grammar *g = s->t->req.grammar;
+        pthread_mutex_unlock(&e->mu);
+        infer_status st = infer_grammar_prepare(g);
+        pthread_mutex_lock(&e->mu);
+        s->mask_st = st;
+        if (st) snprintf(s->mask_err, sizeof s->mask_err, "%s", infer_last_error());
+        s->mask_job = 3;
+        pthread_cond_broadcast(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+static void mask_queue(serve_engine *e, slot *s) {
+    pthread_mutex_lock(&e->mu);
+    s->mask_job = 1, s->mask_seq = ++e->mask_seq, s->mask_wait = 1;
+    pthread_cond_signal(&e->gcv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+enum { PICK_WAIT = -2, PICK_FAIL = -3 };
+
+// The slot's next token from its logits: the token, -1 when the grammar
+// allows none, PICK_FAIL when it cannot be drawn (the slot has ended, saying
+// why), PICK_WAIT when the grammar's mask is not known yet (queued for the
+// grammar thread: the slot sits out until it is). *lg: the logits it was
+// drawn from. Under a grammar (llama.cpp's order): the token drawn from the
+// model's logits when the grammar allows it, else one drawn from the logits
+// masked by the grammar. When log-probabilities are asked for, always the
+// masked ones, so that they are those of what was drawn from.
 static int32_t slot_pick(serve_engine *e, slot *s, const float **lg) {
     infer_grammar *g = s->t->req.grammar;
     *lg = s->logits;
-    if (!g) return infer_sample(s->smp, s->logits, s->hist, s->n_hist);
-    if (s->t->req.top_logprobs < 0) {
-        int32_t tok = infer_sample(s->smp, s->logits, s->hist, s->n_hist);
-        if (infer_grammar_allows(g, tok)) return tok;
+    int32_t tok = -1;
+    if (!g || s->t->req.top_logprobs < 0) {
+        if ((tok = infer_sample(s->smp, s->logits, s->hist, s->n_hist)) < 0) return slot_end(s, NULL, infer_last_error()), PICK_FAIL;
+        if (!g || infer_grammar_allows(g, tok)) return tok;
     }
+    if (!infer_grammar_ready(g)) return mask_queue(e, s), PICK_WAIT;
     memcpy(e->masked, s->logits, sizeof(float) * (size_t)e->V);
-    if (!infer_grammar_mask(g, e->masked)) return -1;
+    int n_ok = infer_grammar_mask(g, e->masked);
+    if (n_ok < 0) return slot_end(s, NULL, infer_last_error()), PICK_FAIL;
+    if (!n_ok) return -1;
     *lg = e->masked;
-    return infer_sample(s->smp, e->masked, s->hist, s->n_hist);
+    if ((tok = infer_sample(s->smp, e->masked, s->hist, s->n_hist)) < 0) return slot_end(s, NULL, infer_last_error()), PICK_FAIL;
+    return tok;
 }
 
 // After the slot's new token (drawn from logits lg): the text so far, a stop
@@ -282,9 +339,38 @@ static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
     return best;
 }
 
+// A slot whose mask the grammar thread has made draws its token now (and
+// joins this step); one whose mask is on its way is waited for a little
+// (a quarter of a step at most: a costly grammar's slot then sits out the
+// step, not its neighbours). 0: the slot goes on waiting.
+static int mask_arrived(serve_engine *e, slot *s) {
+    pthread_mutex_lock(&e->mu);
+    if (s->mask_job != 3) {
+        double wait = e->step_s / 4 < 0.005 ? e->step_s / 4 : 0.005;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + (long)(wait * 1e9);
+        until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+        while (s->mask_job != 3 && !e->stop)
+            if (pthread_cond_timedwait(&e->cv, &e->mu, &until)) break;
+    }
+    int made = s->mask_job == 3;
+    if (made) s->mask_job = 0;
+    pthread_mutex_unlock(&e->mu);
+    if (!made) return 0;
+    s->mask_wait = 0;
+    if (s->mask_st) { slot_end(s, NULL, s->mask_err); return 0; }
+    const float *lg = NULL;
+    int32_t tok = slot_pick(e, s, &lg);
+    if (tok == PICK_WAIT) return 0; // (the memo restarted meanwhile: made again)
+    if (tok != PICK_FAIL) slot_token(e, s, tok, lg);
+    return s->t != NULL;
+}
+
 // One step: a prompt chunk of one slot and a token of every generating slot,
 // in one call (on the CPU or the GPU: infer_batch_eval reads each weight once for all).
-static void step(serve_engine *e) {
+// Returns how many slots it ran.
+static int step(serve_engine *e) {
     infer_ctx *cx[MAX_SLOTS];
     const int32_t *ids[MAX_SLOTS];
     int nids[MAX_SLOTS], n = 0;
@@ -298,7 +384,18 @@ static void step(serve_engine *e) {
         pthread_mutex_lock(&s->t->mu);
         int cancelled = s->t->cancelled;
         pthread_mutex_unlock(&s->t->mu);
-        if (cancelled) { slot_end(s, NULL, NULL); continue; }
+        if (cancelled) {
+            if (s->mask_wait) { // (a mask being made is waited for: the grammar thread holds the grammar)
+                pthread_mutex_lock(&e->mu);
+                int busy = s->mask_job == 2;
+                if (!busy) s->mask_job = 0, s->mask_wait = 0;
+                pthread_mutex_unlock(&e->mu);
+                if (busy) continue;
+            }
+            slot_end(s, NULL, NULL);
+            continue;
+        }
+        if (s->mask_wait && !mask_arrived(e, s)) continue;
         if (!s->generating) {
             if (prompt_taken) continue;
             prompt_taken = 1;
@@ -314,7 +411,8 @@ static void step(serve_engine *e) {
             tk[n] = &s->greedy, lg[n] = NULL;
         sl[n++] = s;
     }
-    if (!n) return;
+    if (!n) return 0;
+    double t0 = cli_now();
     infer_status st = INFER_OK;
     if (tp_step(e, n, sl, ids, nids, lg, tk)) st = INFER_ERR_IO;
     else if (!e->split) st = infer_batch_eval_tokens(e->batch, cx, n, ids, nids, lg, tk);
@@ -324,8 +422,9 @@ static void step(serve_engine *e) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", infer_last_error());
         for (int i = 0; i < n; i++) slot_end(sl[i], NULL, msg);
-        return;
+        return n;
     }
+    e->step_s = cli_now() - t0;
     pthread_mutex_lock(&e->mu);
     e->counts.steps++;
     for (int i = 0; i < n; i++) {
@@ -342,14 +441,31 @@ static void step(serve_engine *e) {
             s->generating = 1;
         }
         const float *lg = NULL;
+        if (tk[i] && s->greedy < 0) { // (that row's logits hold a NaN; the others' are whole)
+            slot_end(s, NULL, "the model's logits hold NaN: its numbers are not finite (its weights? infer run --check-tensors)");
+            continue;
+        }
         int32_t tok = tk[i] ? s->greedy : slot_pick(e, s, &lg);
+        if (tok == PICK_WAIT || tok == PICK_FAIL) continue;
         slot_token(e, s, tok, lg);
     }
+    return n;
 }
 
-static int busy(const serve_engine *e) {
-    for (int i = 0; i < e->n_slots; i++)
-        if (e->s[i].t) return 1;
+// (the engine's lock) a slot that a step would run: not waiting for a mask
+// still being made (a cancelled one is ended by the step)
+static int runnable(const serve_engine *e) {
+    for (int i = 0; i < e->n_slots; i++) {
+        const slot *s = &e->s[i];
+        if (!s->t) continue;
+        if (!s->mask_wait || s->mask_job == 3) return 1;
+        pthread_mutex_lock(&s->t->mu);
+        int cancelled = s->t->cancelled;
+        pthread_mutex_unlock(&s->t->mu);
+        if (cancelled && s->mask_job != 2) return 1;
+    }
+    for (int i = 0; e->qhead && i < e->n_slots; i++) // (a queued task and a free slot for it)
+        if (!e->s[i].t) return 1;
     return 0;
 }
 
@@ -357,7 +473,7 @@ static void *engine_main(void *arg) {
     serve_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->stop && !e->qhead && !busy(e)) pthread_cond_wait(&e->cv, &e->mu);
+        while (!e->stop && !runnable(e)) pthread_cond_wait(&e->cv, &e->mu);
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
             break;
@@ -375,6 +491,11 @@ static void *engine_main(void *arg) {
         pthread_mutex_unlock(&e->mu);
         step(e);
     }
+    pthread_mutex_lock(&e->mu); // the grammar thread ends (its mask's work is bounded)
+    e->gstop = 1;
+    pthread_cond_broadcast(&e->gcv);
+    pthread_mutex_unlock(&e->mu);
+    if (e->gth_ok) pthread_join(e->gth, NULL), e->gth_ok = 0;
     tp_send(e, MSG_STOP, 0, NULL, 0);
     for (int i = 0; i < e->n_slots; i++)
         if (e->s[i].t) slot_end(&e->s[i], NULL, "the server is stopping");
@@ -413,8 +534,16 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     if (ok) {
         pthread_mutex_init(&e->mu, NULL);
         pthread_cond_init(&e->cv, NULL);
-        ok = !pthread_create(&e->th, NULL, engine_main, e);
-        if (!ok) pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv);
+        pthread_cond_init(&e->gcv, NULL);
+        e->gth_ok = ok = !pthread_create(&e->gth, NULL, grammar_main, e);
+        if (ok && !(ok = !pthread_create(&e->th, NULL, engine_main, e))) {
+            pthread_mutex_lock(&e->mu);
+            e->gstop = 1;
+            pthread_cond_broadcast(&e->gcv);
+            pthread_mutex_unlock(&e->mu);
+            pthread_join(e->gth, NULL);
+        }
+        if (!ok) pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv), pthread_cond_destroy(&e->gcv);
     }
     if (!ok) {
         snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
@@ -443,6 +572,7 @@ void serve_engine_free(serve_engine *e) {
     infer_batch_free(e->batch);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->gcv);
     free(e->masked);
     free(e->s);
     free(e);
@@ -556,6 +686,9 @@ void serve_task_cancel(serve_task *t) {
     pthread_mutex_lock(&t->mu);
     t->cancelled = 1;
     pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&e->mu); // (an engine waiting on masks wakes to end it)
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
 }
 
 void serve_task_release(serve_task *t) { task_unref(t); }

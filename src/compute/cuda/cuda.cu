@@ -2280,10 +2280,11 @@ static __global__ void k_walk_sum(const float *part, int nc, int H, const float 
     out[h] = db ? s + db[h] : s;
 }
 
-// (v, i) before (w, j): larger, a NaN below every number, the lower index among equals
+// (v, i) before (w, j): larger, a NaN above every number (a row holding one has no largest: -1), the lower index among equals
 static __device__ __forceinline__ int am_before(float v, int i, float w, int j) {
-    if (v != v) return w != w && i < j;
-    return w != w || v > w || (v == w && i < j);
+    if (v != v) return w == w || i < j;
+    if (w != w) return 0;
+    return v > w || (v == w && i < j);
 }
 
 // a block a row: each thread the best of its elements, then the block's
@@ -2303,7 +2304,7 @@ static __global__ void k_argmax(const float *x, int n, int *out) {
             sv[threadIdx.x] = sv[threadIdx.x + s], si[threadIdx.x] = si[threadIdx.x + s];
         __syncthreads();
     }
-    if (threadIdx.x == 0) out[blockIdx.x] = si[0];
+    if (threadIdx.x == 0) out[blockIdx.x] = sv[0] != sv[0] ? -1 : si[0];
 }
 
 extern "C" HIDDEN int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out) {

@@ -156,7 +156,7 @@ int cuda_lm_gather(cuda_dev *d, const int *pos, int k, const float *s, const int
 // cuda_walk_ok: the types it takes.
 int cuda_walk_ok(int type);
 // out[r] (device ints) = the first index of the largest of row r's n values,
-// a NaN below every number (host_argmax's), for rows rows of x
+// -1 for a row holding a NaN (host_argmax's), for rows rows of x
 int cuda_argmax(cuda_dev *d, const float *x, int rows, int n, int *out);
 int cuda_walk(cuda_dev *d, int type, const void *ffn, int H, const int *idx, int k, const float *x, const void *xq, const float *bias,
               const float *down_bias, int gated, int act, float *a, float *part, float *out);
