@@ -198,6 +198,13 @@ typedef struct {
 // template's own message (e.g. roles that do not alternate).
 INFER_API infer_status infer_chat_render(infer_model *model, const infer_chat_message *msgs, int n, int add_generation_prompt,
                                char **out);
+// The conversation rendered and tokenized, the messages' content as text:
+// only the template's own markup becomes special tokens (a user's
+// "<|im_end|>" stays text and cannot close its turn). Otherwise the tokens of
+// infer_tokenize(rendered, add_special 0, parse_special 1). INFER_ERR_ARG
+// when a message holding a special token's text is one the template changes.
+INFER_API infer_status infer_chat_tokenize(infer_model *model, const infer_chat_message *msgs, int n, int add_generation_prompt,
+                                 int32_t **ids, int *n_ids);
 // Which template infer_chat_render uses: "model", "builtin:gemma" or "builtin:chatml".
 INFER_API const char *infer_chat_template_source(infer_model *model);
 

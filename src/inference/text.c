@@ -239,3 +239,68 @@ infer_status infer_chat_render(infer_model *m, const infer_chat_message *msgs, i
     free(cm);
     return st;
 }
+
+// The conversation's tokens with the messages' content as text: only the
+// template's own markup may become special tokens. Where no message holds a
+// special token's text, the rendered prompt tokenized with parse_special (as
+// before, and as llama.cpp does). Where one does, the template is rendered
+// again with each message's content replaced by a placeholder; when putting
+// the contents back in gives the same prompt, the contents' bytes are known
+// and tokenized as text (tokenizer_encode_marked), the rest as before. A
+// template that changes or tests such a message's content (so its bytes
+// cannot be found) is refused for it rather than let its text become markup.
+infer_status infer_chat_tokenize(infer_model *m, const infer_chat_message *msgs, int n, int add_generation_prompt, int32_t **ids,
+                                 int *n_ids) {
+    *ids = NULL, *n_ids = 0;
+    tokenizer *t;
+    infer_status st = get_tok(m, &t);
+    if (st) return st;
+    char *prompt = NULL;
+    if ((st = infer_chat_render(m, msgs, n, add_generation_prompt, &prompt))) return st;
+    int risky = 0;
+    for (int i = 0; i < n && !risky; i++) risky = msgs[i].content && tokenizer_has_special(t, msgs[i].content, strlen(msgs[i].content)) != 0;
+    size_t len = strlen(prompt), n_out = 0;
+    uint8_t *plain = NULL;
+    if (risky) {
+        // placeholders: U+E000 <index> U+E001 (not in any content, else the check below fails)
+        infer_chat_message *ph = malloc(sizeof *ph * (size_t)n);
+        char (*mark)[32] = malloc(sizeof *mark * (size_t)n);
+        char *with = NULL;
+        if (!ph || !mark) st = fail(INFER_ERR_NOMEM, "out of memory");
+        for (int i = 0; !st && i < n; i++) {
+            snprintf(mark[i], sizeof mark[i], "\xEE\x80\x80%d\xEE\x80\x81", i);
+            ph[i].role = msgs[i].role, ph[i].content = msgs[i].content ? mark[i] : NULL;
+        }
+        if (!st) st = infer_chat_render(m, ph, n, add_generation_prompt, &with);
+        // put the contents back, noting their bytes; the result must be the prompt
+        int same = !st;
+        if (same && !(plain = calloc(len + 1, 1))) st = fail(INFER_ERR_NOMEM, "out of memory"), same = 0;
+        size_t at = 0;
+        for (const char *p = with; same && p && *p;) {
+            int k = -1, used = 0;
+            if (!strncmp(p, "\xEE\x80\x80", 3) && sscanf(p + 3, "%d%n", &k, &used) == 1 && k >= 0 && k < n &&
+                !strncmp(p + 3 + used, "\xEE\x80\x81", 3) && msgs[k].content) {
+                size_t cl = strlen(msgs[k].content);
+                same = at + cl <= len && !memcmp(prompt + at, msgs[k].content, cl);
+                if (same) memset(plain + at, 1, cl), at += cl, p += 3 + used + 3;
+            } else {
+                same = at < len && prompt[at] == *p;
+                at++, p++;
+            }
+        }
+        same = same && at == len;
+        free(with), free(ph), free(mark);
+        if (!st && !same) {
+            int i = 0;
+            while (i < n && !(msgs[i].content && tokenizer_has_special(t, msgs[i].content, strlen(msgs[i].content)))) i++;
+            st = fail(INFER_ERR_ARG, "message %d holds the text of a special token, and the chat template changes or tests that "
+                      "message's content, so it cannot be kept as text", i);
+        }
+    }
+    if (!st) st = plain ? tokenizer_encode_marked(t, prompt, len, false, plain, ids, &n_out) : tokenizer_encode(t, prompt, len, false, true, ids, &n_out);
+    free(plain), free(prompt);
+    if (st) return st;
+    if (n_out > (size_t)INT32_MAX) return free(*ids), *ids = NULL, fail(INFER_ERR_ARG, "the conversation gives %zu tokens", n_out);
+    *n_ids = (int)n_out;
+    return INFER_OK;
+}

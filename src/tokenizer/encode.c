@@ -145,6 +145,15 @@ static int matchable(const tokenizer *t, int32_t id, bool parse_special) {
     return parse_special || (t->type[id] != TOK_TYPE_CONTROL && t->type[id] != TOK_TYPE_UNKNOWN);
 }
 
+// ... at s[pos, pos+len): where `plain` marks a byte (text that is only
+// text, tokenizer_encode_marked), as without parse_special
+static int matchable_at(const tokenizer *t, int32_t id, bool parse_special, const uint8_t *plain, size_t pos, size_t len) {
+    if (parse_special && plain)
+        for (size_t i = 0; i < len; i++)
+            if (plain[pos + i]) return matchable(t, id, false);
+    return matchable(t, id, parse_special);
+}
+
 // llama.cpp takes each added token in turn, longest first, and splits every
 // raw fragment at its occurrences, leftmost first (tokenizer_st_partition).
 // The same result in one pass: every occurrence of every added token is a
@@ -164,7 +173,7 @@ static int by_len_then_pos(const void *pa, const void *pb) {
     return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
-static infer_status partition_llamacpp(const tokenizer *t, const char *s, size_t n, bool parse_special, frags *out) {
+static infer_status partition_llamacpp(const tokenizer *t, const char *s, size_t n, bool parse_special, const uint8_t *plain, frags *out) {
     cand *c = NULL;
     size_t nc = 0, cap = 0;
     for (size_t p = 0; p < n; p++) {
@@ -172,7 +181,7 @@ static infer_status partition_llamacpp(const tokenizer *t, const char *s, size_t
         for (; L && *L; L++) {
             if (*L > n - p) continue;
             int32_t id = str_map_find(t, &t->added, s + p, *L);
-            if (id < 0 || !matchable(t, id, parse_special)) continue;
+            if (id < 0 || !matchable_at(t, id, parse_special, plain, p, *L)) continue;
             if (nc == cap) {
                 cap = cap ? cap * 2 : 64;
                 cand *v = realloc(c, sizeof *v * cap);
@@ -236,13 +245,15 @@ static infer_status partition_llamacpp(const tokenizer *t, const char *s, size_t
 }
 
 // The longest added token at s[0..n), or -1 (Hugging Face).
-static int32_t match_added(const tokenizer *t, const char *s, size_t n, bool parse_special) {
+static int32_t match_added(const tokenizer *t, const char *s, size_t n, bool parse_special, const uint8_t *plain) {
     const uint32_t *L = t->added_lens[(unsigned char)s[0]];
     if (!L) return -1;
     for (; *L; L++) {
         if (*L > n) continue;
         int32_t id = str_map_find(t, &t->added, s, *L);
-        if (id >= 0 && (parse_special || t->type[id] == TOK_TYPE_USER_DEFINED)) return id;
+        int special = parse_special;
+        for (size_t i = 0; plain && special && i < *L; i++) special = !plain[i];
+        if (id >= 0 && (special || t->type[id] == TOK_TYPE_USER_DEFINED)) return id;
     }
     return -1;
 }
@@ -273,12 +284,12 @@ static size_t space_after(const char *s, size_t i, size_t n) {
 }
 
 // Hugging Face: the leftmost added token, the longest there.
-static infer_status partition_hf(const tokenizer *t, const char *s, size_t n, bool parse_special, frags *out) {
+static infer_status partition_hf(const tokenizer *t, const char *s, size_t n, bool parse_special, const uint8_t *plain, frags *out) {
     frags f = {0};
     infer_status st = INFER_OK;
     size_t a = 0;
     for (size_t i = 0; i < n && !st;) {
-        int32_t id = match_added(t, s + i, n - i, parse_special);
+        int32_t id = match_added(t, s + i, n - i, parse_special, plain ? plain + i : NULL);
         if (id < 0) {
             i++;
             continue;
@@ -299,8 +310,8 @@ static infer_status partition_hf(const tokenizer *t, const char *s, size_t n, bo
     return INFER_OK;
 }
 
-infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special,
-                              bool parse_special, int32_t **ids, size_t *n_ids) {
+static infer_status encode(const tokenizer *t, const char *text, size_t len, bool add_special, bool parse_special,
+                           const uint8_t *plain, int32_t **ids, size_t *n_ids) {
     *ids = NULL;
     *n_ids = 0;
     if (len > MAX_TEXT_BYTES) return fail(INFER_ERR_ARG, "tokenizer: text of %zu bytes (limit %zu)", len, MAX_TEXT_BYTES);
@@ -312,7 +323,7 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     // llama.cpp's WordPiece adds BOS (CLS) and SEP whatever the flags say
     int llamacpp = t->flavor == TOK_FLAVOR_LLAMACPP, bert = llamacpp && t->kind == TOK_KIND_BERT;
     if (t->kind == TOK_KIND_RWKV) add_special = false; // llama.cpp adds nothing around RWKV text
-    if (len) st = llamacpp ? partition_llamacpp(t, text, len, parse_special, &f) : partition_hf(t, text, len, parse_special, &f);
+    if (len) st = llamacpp ? partition_llamacpp(t, text, len, parse_special, plain, &f) : partition_hf(t, text, len, parse_special, plain, &f);
     if (!st && add_special && (bert ? t->bos >= 0 : t->add_bos)) st = ids_push(&out, t->bos);
     int prev_special = 1;
     for (size_t i = 0; i < f.n && !st; i++) {
@@ -337,4 +348,24 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, 
     *ids = out.v;
     *n_ids = out.n;
     return INFER_OK;
+}
+
+infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool add_special, bool parse_special, int32_t **ids,
+                              size_t *n_ids) {
+    return encode(t, text, len, add_special, parse_special, NULL, ids, n_ids);
+}
+
+infer_status tokenizer_encode_marked(const tokenizer *t, const char *text, size_t len, bool add_special, const uint8_t *plain,
+                                     int32_t **ids, size_t *n_ids) {
+    return encode(t, text, len, add_special, true, plain, ids, n_ids);
+}
+
+int tokenizer_has_special(const tokenizer *t, const char *text, size_t len) {
+    frags f = {0};
+    if (!len || len > MAX_TEXT_BYTES) return 0;
+    infer_status st = t->flavor == TOK_FLAVOR_LLAMACPP ? partition_llamacpp(t, text, len, true, NULL, &f) : partition_hf(t, text, len, true, NULL, &f);
+    int found = 0;
+    for (size_t i = 0; !st && i < f.n && !found; i++) found = f.v[i].id >= 0 && matchable(t, f.v[i].id, false) == 0;
+    free(f.v);
+    return st ? -1 : found;
 }

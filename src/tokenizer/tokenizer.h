@@ -162,6 +162,14 @@ infer_status tokenizer_encode(const tokenizer *t, const char *text, size_t len,
                               bool add_special, bool parse_special,
                               int32_t **ids, size_t *n_ids);
 
+// As tokenizer_encode with parse_special, except in the bytes plain[i] != 0
+// marks (a chat's messages inside its template: text that is only text).
+infer_status tokenizer_encode_marked(const tokenizer *t, const char *text, size_t len, bool add_special, const uint8_t *plain,
+                                     int32_t **ids, size_t *n_ids);
+// 1 when parse_special would find a special (control) token's text in text
+// that plain text would not; -1 on failure.
+int tokenizer_has_special(const tokenizer *t, const char *text, size_t len);
+
 // ids -> bytes (malloc'd, NUL-terminated, *len excludes the NUL). Control
 // tokens are written as their text unless skip_special.
 infer_status tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n,

@@ -27,6 +27,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
@@ -43,17 +46,33 @@ static const char g_usage[] =
     "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
     "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
     "      --max-body BYTES   the largest request body (default 1048576)\n"
+    "      --timeout S        seconds for a request to come whole, and for a connection to stay idle (default 10)\n"
+    "      --max-connections N  open connections served in full (default 512); more get /health and /metrics only\n"
+    "      --conn-per-addr N  of them, from one address (default parallel + queue + 32)\n"
     "      --api-key KEY      requests must carry Authorization: Bearer KEY\n"
     "      --alias NAME       the model's id in responses (default: the file's name)\n";
 
-enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS };
+enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
     {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"api-key", required_argument, NULL, OPT_API_KEY},
-    {"alias", required_argument, NULL, OPT_ALIAS}, {0},
+    {"alias", required_argument, NULL, OPT_ALIAS}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONN}, {"conn-per-addr", required_argument, NULL, OPT_PER_ADDR}, {0},
 };
+
+// A connection, from MHD's notice of it to its close: the watchdog closes
+// one whose request has not come whole within its deadline (idle, slow
+// headers, a slow body), never one whose request is being answered.
+typedef struct conn {
+    int fd;
+    uint32_t addr;      // the client's IPv4 address
+    double since;       // when its current request began (the connection opened, or the last answer ended)
+    int busy;           // its request is being answered
+    int limited;        // beyond the pool or its address's share: /health and /metrics only, a deadline of a second
+    struct conn *prev, *next;
+} conn;
 
 typedef struct {
     infer_model *m;
@@ -61,10 +80,15 @@ typedef struct {
     const char *alias, *api_key;
     size_t max_body;
     int n_ctx;
-    pthread_mutex_t mu;              // guards the counts
+    pthread_mutex_t mu;              // guards the counts, the connections, active
     long long by_status[6];          // responses by status class (1xx .. 5xx)
     long long disconnects, requests; // clients gone before their answer; generation requests
     double started;
+    conn *conns;                     // open connections
+    int n_conns, max_conns, per_addr;
+    double timeout;                  // seconds for a request to come whole
+    int active;                      // requests being answered (waited for at shutdown)
+    int stopping;                    // SIGTERM: requests are refused
 } server;
 
 static void count(server *sv, int status, int disconnect) {
@@ -216,12 +240,25 @@ typedef struct {
     long created;
     int fd;                         // the connection's socket (-1: unknown)
     int pause;                      // a delta went out: pause before waiting for the next (STREAM_PAUSE_MS)
+    double probed;                  // when a keep-alive byte last went to a client that sent its FIN
+    int late;                       // a waited-for answer sent as it comes (the client sent its FIN: answer_read)
+    char *all;                      // (waited for) the text so far
+    size_t n_all;
 } stream;
 
-// the client has hung up (a FIN or an error seen on its socket)
+// The client is gone: an error on its socket (a reset: a write after it
+// closed). Its FIN alone is not enough: a client may shut down its write
+// side once the request is sent and still read the answer (peer_done).
 static int hung_up(int fd) {
+    struct pollfd pf = {fd, 0, 0};
+    return fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR));
+}
+
+// The client has sent its FIN: gone, or only done writing. A byte written
+// to it tells which (a closed socket answers with a reset: hung_up).
+static int peer_done(int fd) {
     struct pollfd pf = {fd, POLLRDHUP, 0};
-    return fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+    return fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & POLLRDHUP);
 }
 
 static cJSON *usage_json(const serve_state *st) {
@@ -271,6 +308,21 @@ static cJSON *chunk_json(stream *s, const char *role, const char *text, const ch
     return j;
 }
 
+static void append(stream *s, const char *b, size_t n) {
+    char *p = realloc(s->pend, s->pend_len + n + 1);
+    if (p) memcpy(p + s->pend_len, b, n), s->pend = p, s->pend_len += n, p[s->pend_len] = 0;
+}
+
+// A client that sent its FIN gets a byte that changes nothing (an SSE
+// comment, or JSON's whitespace) every 200 ms while it waits: if it has
+// closed, its reset ends the answer (hung_up); if it only shut down its
+// writing, it reads on.
+static int probe_due(stream *s) {
+    if (!peer_done(s->fd) || cli_now() - s->probed < 0.2) return 0;
+    s->probed = cli_now();
+    return 1;
+}
+
 // "data: {json}\n\n" appended to the stream's pending bytes
 static void emit(stream *s, cJSON *j) {
     char *txt = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -304,6 +356,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             continue;
         }
         if (hung_up(s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR; // (stream_free cancels the task)
+        if (probe_due(s)) {
+            append(s, ":\n\n", 3);
+            continue;
+        }
         // (after a delta has gone out, a pause before the next wait: the text of the tokens made
         // meanwhile goes in one write, and this thread wakes once for them, not once a token, taking
         // less time from the engine's threads where cores are few)
@@ -317,14 +373,13 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         free(text);
         s->pause = len && !st.done;
         if (st.done && s->phase == 1) {
-            if (!st.finish) { // failed or cancelled: the stream ends without a finish
-                s->phase = 4;
-                if (st.failed) {
-                    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
-                    cJSON_AddStringToObject(e, "message", st.error);
-                    cJSON_AddStringToObject(e, "type", "server_error");
-                    emit(s, j);
-                }
+            if (!st.finish) { // failed or cancelled: an error event instead of a finish, then [DONE]
+                s->phase = 3;
+                cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+                cJSON_AddStringToObject(e, "message", st.failed ? st.error : "cancelled");
+                cJSON_AddStringToObject(e, "type", "server_error");
+                cJSON_AddNumberToObject(e, "code", st.stopping ? 503 : 500);
+                emit(s, j);
                 continue;
             }
             emit(s, chunk_json(s, NULL, NULL, st.finish));
@@ -347,8 +402,97 @@ static void stream_free(void *cls) {
     if (s->phase != 4) count(s->sv, 0, 1); // (the client left before the end)
     serve_task_cancel(s->t); // (nothing when it is done)
     serve_task_release(s->t);
-    free(s->pend);
+    free(s->pend), free(s->all);
     free(s);
+}
+
+// A waited-for answer's body once the task is done (st): the completion, or
+// the error; *status its HTTP status. malloc'd.
+static char *answer_body(stream *s, const serve_state *st, int *status) {
+    server *sv = s->sv;
+    serve_logprob *lpv = NULL;
+    int lp_n = s->logprobs && st->finish ? serve_task_logprobs(s->t, 0, &lpv) : -1;
+    cJSON *j = cJSON_CreateObject();
+    if (!st->finish) {
+        *status = st->stopping ? 503 : 500;
+        cJSON *e = cJSON_AddObjectToObject(j, "error");
+        char msg[300];
+        snprintf(msg, sizeof msg, "generation failed: %s", st->error[0] ? st->error : "cancelled");
+        cJSON_AddStringToObject(e, "message", st->stopping ? "the server is stopping; try again shortly" : msg);
+        cJSON_AddStringToObject(e, "type", "server_error");
+        cJSON_AddNullToObject(e, "param");
+        cJSON_AddNullToObject(e, "code");
+    } else {
+        *status = 200;
+        cJSON *ch, *one = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "id", s->id);
+        cJSON_AddStringToObject(j, "object", s->chat ? "chat.completion" : "text_completion");
+        cJSON_AddNumberToObject(j, "created", (double)time(NULL));
+        cJSON_AddStringToObject(j, "model", sv->alias);
+        ch = cJSON_AddArrayToObject(j, "choices");
+        cJSON_AddNumberToObject(one, "index", 0);
+        if (s->chat) {
+            cJSON *msg = cJSON_AddObjectToObject(one, "message");
+            cJSON_AddStringToObject(msg, "role", "assistant");
+            add_text(msg, "content", s->all ? s->all : "", s->all ? s->n_all : 0);
+        } else {
+            add_text(one, "text", s->all ? s->all : "", s->all ? s->n_all : 0);
+        }
+        if (lp_n >= 0) {
+            size_t off = 0;
+            cJSON_AddItemToObject(one, "logprobs", s->chat ? chat_logprobs(sv, lpv, lp_n) : cmpl_logprobs(sv, lpv, lp_n, &off));
+        } else {
+            cJSON_AddNullToObject(one, "logprobs");
+        }
+        cJSON_AddStringToObject(one, "finish_reason", st->finish);
+        cJSON_AddItemToArray(ch, one);
+        cJSON_AddItemToObject(j, "usage", usage_json(st));
+    }
+    free(lpv);
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return txt;
+}
+
+// Waits (at most timeout_ms) for more of a waited-for answer's text; 1 when
+// the task is done.
+static int gather(stream *s, int timeout_ms, serve_state *st) {
+    char *text;
+    size_t len;
+    serve_task_wait(s->t, s->n_all, timeout_ms, &text, &len, st);
+    if (!text) return 0;
+    char *p = realloc(s->all, s->n_all + len + 1);
+    if (p) memcpy(p + s->n_all, text, len + 1), s->all = p, s->n_all += len;
+    free(text);
+    return st->done;
+}
+
+// A waited-for answer to a client that sent its FIN (its 200 went out
+// then): whitespace while the text comes (probing the client), then the
+// JSON (an error object when the generation failed after all).
+static ssize_t answer_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    stream *s = cls;
+    (void)pos;
+    while (s->pend_at >= s->pend_len) {
+        s->pend_len = s->pend_at = 0;
+        if (s->phase == 4) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (hung_up(s->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+        serve_state st;
+        if (gather(s, 200, &st)) {
+            int status;
+            char *body = answer_body(s, &st, &status);
+            if (!body) return MHD_CONTENT_READER_END_WITH_ERROR;
+            append(s, body, strlen(body));
+            free(body);
+            s->phase = 4;
+        } else if (probe_due(s)) {
+            append(s, " ", 1);
+        }
+    }
+    size_t n = s->pend_len - s->pend_at < max ? s->pend_len - s->pend_at : max;
+    memcpy(buf, s->pend + s->pend_at, n);
+    s->pend_at += n;
+    return (ssize_t)n;
 }
 
 static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen *g, int chat) {
@@ -383,66 +527,34 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen 
         MHD_destroy_response(r);
         return ok;
     }
-    // waited for: the whole text, then one response
-    char *all = NULL, *text;
-    size_t n_all = 0, len;
+    // waited for: the whole text, then one response; a client that sends its FIN meanwhile gets its 200 now
+    // and the answer as it comes (answer_read: a closed one is found by its reset)
     serve_state st = {0};
-    int gone = 0;
-    for (;;) {
-        serve_task_wait(s->t, n_all, 100, &text, &len, &st);
-        if (!text) break;
-        char *p = realloc(all, n_all + len + 1);
-        if (p) memcpy(p + n_all, text, len + 1), all = p, n_all += len;
-        free(text);
-        if (st.done) break;
-        if (hung_up(s->fd)) { // the client hung up: its slot is freed
-            serve_task_cancel(s->t);
-            gone = 1;
-            break;
+    while (!gather(s, 100, &st)) {
+        if (hung_up(s->fd)) { // the client is gone: its slot is freed
+            s->phase = 0;
+            stream_free(s);
+            return MHD_NO;
+        }
+        if (peer_done(s->fd)) {
+            s->late = 1;
+            struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, answer_read, s, stream_free);
+            if (!r) return stream_free(s), MHD_NO;
+            MHD_add_response_header(r, "Content-Type", "application/json");
+            count(sv, 200, 0);
+            enum MHD_Result ok = MHD_queue_response(c, 200, r);
+            MHD_destroy_response(r);
+            return ok;
         }
     }
-    serve_logprob *lpv = NULL;
-    int lp_n = s->logprobs ? serve_task_logprobs(s->t, 0, &lpv) : -1;
-    char id[48];
-    memcpy(id, s->id, sizeof id);
-    serve_task_release(s->t);
-    free(s);
-    if (gone || !st.done || !st.finish) free(lpv), lpv = NULL;
-    if (gone) {
-        free(all);
-        count(sv, 0, 1);
-        return MHD_NO; // (nobody to answer)
-    }
-    if (!st.done || !st.finish) {
-        free(all);
-        return reply_error(c, 500, NULL, NULL, "generation failed: %s", st.error[0] ? st.error : "cancelled");
-    }
-    cJSON *j = cJSON_CreateObject(), *ch, *one = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "id", id);
-    cJSON_AddStringToObject(j, "object", chat ? "chat.completion" : "text_completion");
-    cJSON_AddNumberToObject(j, "created", (double)time(NULL));
-    cJSON_AddStringToObject(j, "model", sv->alias);
-    ch = cJSON_AddArrayToObject(j, "choices");
-    cJSON_AddNumberToObject(one, "index", 0);
-    if (chat) {
-        cJSON *msg = cJSON_AddObjectToObject(one, "message");
-        cJSON_AddStringToObject(msg, "role", "assistant");
-        add_text(msg, "content", all ? all : "", all ? n_all : 0);
-    } else {
-        add_text(one, "text", all ? all : "", all ? n_all : 0);
-    }
-    if (lp_n >= 0) {
-        size_t off = 0;
-        cJSON_AddItemToObject(one, "logprobs", chat ? chat_logprobs(sv, lpv, lp_n) : cmpl_logprobs(sv, lpv, lp_n, &off));
-    } else {
-        cJSON_AddNullToObject(one, "logprobs");
-    }
-    free(lpv);
-    cJSON_AddStringToObject(one, "finish_reason", st.finish);
-    cJSON_AddItemToArray(ch, one);
-    cJSON_AddItemToObject(j, "usage", usage_json(&st));
-    free(all);
-    return reply_json(c, 200, j);
+    int status;
+    char *body = answer_body(s, &st, &status);
+    s->phase = 4;
+    stream_free(s);
+    if (!body) return reply(c, 500, "application/json", "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+    enum MHD_Result ok = reply(c, status, "application/json", body);
+    free(body);
+    return ok;
 }
 
 static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, request *rq, int chat) {
@@ -461,12 +573,9 @@ static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, reque
 // llama-server's /tokenize and /detokenize, and the Prometheus counts
 
 static cJSON *body_object(struct MHD_Connection *c, request *rq, enum MHD_Result *res) {
-    cJSON *o = rq->len && memchr(rq->body, 0, rq->len) ? NULL : cJSON_ParseWithLength(rq->body ? rq->body : "", rq->len);
-    if (!o || !cJSON_IsObject(o)) {
-        cJSON_Delete(o);
-        *res = reply_error(c, 400, NULL, NULL, "the body must be a JSON object");
-        return NULL;
-    }
+    serve_check k = {0};
+    cJSON *o = serve_parse_body(&k, rq->body, rq->len);
+    if (!o) *res = reply_error(c, 400, NULL, NULL, "%s", k.msg);
     return o;
 }
 
@@ -474,12 +583,15 @@ static enum MHD_Result post_tokenize(struct MHD_Connection *c, server *sv, reque
     enum MHD_Result res;
     cJSON *o = body_object(c, rq, &res);
     if (!o) return res;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "content"), *sp = cJSON_GetObjectItemCaseSensitive(o, "add_special");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "content"), *sp = cJSON_GetObjectItemCaseSensitive(o, "add_special"),
+                *ps = cJSON_GetObjectItemCaseSensitive(o, "parse_special");
     if (!cJSON_IsString(t)) return cJSON_Delete(o), reply_error(c, 400, "content", NULL, "'content' must be a string");
     if (sp && !cJSON_IsBool(sp)) return cJSON_Delete(o), reply_error(c, 400, "add_special", NULL, "'add_special' must be a boolean");
+    if (ps && !cJSON_IsBool(ps)) return cJSON_Delete(o), reply_error(c, 400, "parse_special", NULL, "'parse_special' must be a boolean");
     int32_t *ids = NULL;
     int n = 0;
-    if (infer_tokenize(sv->m, t->valuestring, strlen(t->valuestring), cJSON_IsTrue(sp), 1, &ids, &n)) {
+    // (llama-server's: special tokens' text becomes them unless parse_special is false)
+    if (infer_tokenize(sv->m, t->valuestring, strlen(t->valuestring), cJSON_IsTrue(sp), !cJSON_IsFalse(ps), &ids, &n)) {
         cJSON_Delete(o);
         return reply_error(c, 400, "content", NULL, "cannot tokenize: %s", infer_last_error());
     }
@@ -511,7 +623,7 @@ static enum MHD_Result post_detokenize(struct MHD_Connection *c, server *sv, req
     if (infer_detokenize(sv->m, ids, n, 0, &text, &len)) return free(ids), reply_error(c, 500, NULL, NULL, "%s", infer_last_error());
     free(ids);
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "content", text);
+    add_text(j, "content", text, len); // (a partial character: U+FFFD, so the JSON is valid UTF-8)
     free(text);
     return reply_json(c, 200, j);
 }
@@ -581,13 +693,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
+    // the request is whole: it is answered now, with no deadline
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn *cn = ci ? ci->socket_context : NULL;
+    int limited = 0;
+    pthread_mutex_lock(&sv->mu);
+    if (cn && !cn->busy) cn->busy = 1, sv->active++;
+    if (cn) limited = cn->limited;
+    pthread_mutex_unlock(&sv->mu);
     if (rq->too_big) return reply_error(c, 413, NULL, NULL, "the body is larger than this server's limit of %zu bytes", sv->max_body);
+    if (limited && strcmp(url, "/health") && strcmp(url, "/metrics"))
+        return reply_error(c, 503, NULL, NULL, "too many connections (this server's pool, or this address's share of it, is full); "
+                                               "/health and /metrics are still answered");
     if (sv->api_key && strcmp(url, "/health") && strcmp(url, "/") && strcmp(url, "/index.html")) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, sv->api_key))
+        if (!auth || strncasecmp(auth, "Bearer ", 7) || strcmp(auth + 7 + strspn(auth + 7, " "), sv->api_key))
             return reply_error(c, 401, NULL, "invalid_api_key", "a valid API key is required (Authorization: Bearer KEY)");
     }
-    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST"); // (HEAD: MHD sends no body)
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) { // the chat page
         if (!get) return reply_error(c, 405, NULL, NULL, "%s %s: use GET", method, url);
         return reply(c, 200, "text/html; charset=utf-8", (const char *)infer_chat_page);
@@ -626,15 +749,77 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)cls, (void)c, (void)why;
+    server *sv = cls;
+    (void)why;
     request *rq = *con_cls;
     if (rq) free(rq->body), free(rq);
     *con_cls = NULL;
+    // the next request's deadline runs from now
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn *cn = ci ? ci->socket_context : NULL;
+    pthread_mutex_lock(&sv->mu);
+    if (cn && cn->busy) sv->active--;
+    if (cn) cn->busy = 0, cn->since = cli_now();
+    pthread_mutex_unlock(&sv->mu);
+}
+
+// ---------------------------------------------------------------------------
+// connections: each noted from open to close; the watchdog closes those whose
+// request has not come whole in time
+
+static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe) {
+    server *sv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn *cn = calloc(1, sizeof *cn);
+        *socket_context = cn;
+        if (!cn) return;
+        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        cn->fd = fi ? fi->connect_fd : -1;
+        cn->addr = ai && ai->client_addr && ai->client_addr->sa_family == AF_INET ? ((const struct sockaddr_in *)ai->client_addr)->sin_addr.s_addr : 0;
+        cn->since = cli_now();
+        pthread_mutex_lock(&sv->mu);
+        int same = 0;
+        for (const conn *x = sv->conns; x; x = x->next) same += x->addr == cn->addr;
+        cn->limited = sv->n_conns >= sv->max_conns || same >= sv->per_addr;
+        cn->next = sv->conns;
+        if (sv->conns) sv->conns->prev = cn;
+        sv->conns = cn, sv->n_conns++;
+        pthread_mutex_unlock(&sv->mu);
+    } else if (*socket_context) {
+        conn *cn = *socket_context;
+        pthread_mutex_lock(&sv->mu);
+        if (cn->prev) cn->prev->next = cn->next;
+        else sv->conns = cn->next;
+        if (cn->next) cn->next->prev = cn->prev;
+        sv->n_conns--;
+        pthread_mutex_unlock(&sv->mu);
+        free(cn);
+        *socket_context = NULL;
+    }
+}
+
+static volatile int g_watch_stop;
+
+// Every 100 ms: a connection whose request has not come whole within the
+// deadline (idle between requests, headers or a body sent slowly) is shut
+// down; its thread then ends it. A limited connection has a second.
+static void *watchdog(void *arg) {
+    server *sv = arg;
+    while (!__atomic_load_n(&g_watch_stop, __ATOMIC_ACQUIRE)) {
+        nanosleep(&(struct timespec){0, 100000000L}, NULL);
+        double now = cli_now();
+        pthread_mutex_lock(&sv->mu); // (a connection is unlinked under it before its socket closes)
+        for (conn *x = sv->conns; x; x = x->next)
+            if (!x->busy && x->fd >= 0 && now - x->since > (x->limited ? 1.0 : sv->timeout)) shutdown(x->fd, SHUT_RDWR), x->fd = -1;
+        pthread_mutex_unlock(&sv->mu);
+    }
+    return NULL;
 }
 
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
-    long port = 8080, parallel = 4, queue = 64, max_body = 1 << 20;
+    long port = 8080, parallel = 4, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
     int opt;
     cli_opts o;
     cli_opts_init(&o, "serve", g_usage);
@@ -648,6 +833,9 @@ int cmd_serve(int argc, char **argv) {
         case OPT_PORT: if ((port = cli_parse_count("--port", optarg, 65535)) < 0) return 1; break;
         case OPT_PARALLEL: if ((parallel = cli_parse_count("--parallel", optarg, 256)) < 1) return parallel < 0 ? 1 : cli_error("serve: --parallel must be at least 1"); break;
         case OPT_QUEUE: if ((queue = cli_parse_count("--queue", optarg, 1 << 20)) < 0) return 1; break;
+        case OPT_TIMEOUT: if ((timeout = cli_parse_count("--timeout", optarg, 86400)) < 1) return timeout < 0 ? 1 : cli_error("serve: --timeout must be at least 1"); break;
+        case OPT_MAX_CONN: if ((max_conn = cli_parse_count("--max-connections", optarg, 65536)) < 1) return max_conn < 0 ? 1 : cli_error("serve: --max-connections must be at least 1"); break;
+        case OPT_PER_ADDR: if ((per_addr = cli_parse_count("--conn-per-addr", optarg, 65536)) < 1) return per_addr < 0 ? 1 : cli_error("serve: --conn-per-addr must be at least 1"); break;
         case OPT_MAX_BODY: if ((max_body = cli_parse_count("--max-body", optarg, 1L << 30)) < 1) return max_body < 0 ? 1 : cli_error("serve: --max-body must be at least 1"); break;
         }
     }
@@ -676,6 +864,13 @@ int cmd_serve(int argc, char **argv) {
         return cli_error("serve: %s", err);
     }
     sv.n_ctx = serve_engine_n_ctx(sv.e), sv.api_key = api_key, sv.max_body = (size_t)max_body;
+    sv.timeout = (double)timeout, sv.max_conns = (int)max_conn, sv.per_addr = per_addr ? (int)per_addr : (int)(parallel + queue + 32);
+    // a socket a connection, and some for the reserve: the soft limit of open files raised to the hard one where it is lower
+    struct rlimit nf;
+    if (!getrlimit(RLIMIT_NOFILE, &nf) && nf.rlim_cur < nf.rlim_max) nf.rlim_cur = nf.rlim_max, setrlimit(RLIMIT_NOFILE, &nf);
+    unsigned hard = (unsigned)max_conn + 64; // (past the pool: limited connections, for /health and /metrics)
+    if (!getrlimit(RLIMIT_NOFILE, &nf) && nf.rlim_cur != RLIM_INFINITY && nf.rlim_cur < (rlim_t)hard + 64)
+        hard = nf.rlim_cur > 128 ? (unsigned)nf.rlim_cur - 64 : 64;
     const char *base = strrchr(model, '/');
     sv.alias = alias ? alias : base && base[1] ? base + 1 : model;
     size_t kv = serve_engine_kv_per_pos(sv.e) * (size_t)sv.n_ctx;
@@ -689,10 +884,15 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&sigs, SIGINT), sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    // (MHD's own timeout, of inactivity, stays long: a request being answered may send nothing for a while; the
+    // watchdog holds the deadlines of requests coming in)
     struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
                                             NULL, NULL, handle, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)(parallel + queue + 32), MHD_OPTION_CONNECTION_TIMEOUT,
-                                            (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+                                            MHD_OPTION_CONNECTION_LIMIT, hard, MHD_OPTION_CONNECTION_TIMEOUT,
+                                            (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, &sv,
+                                            MHD_OPTION_NOTIFY_CONNECTION, notify_conn, &sv, MHD_OPTION_END);
+    pthread_t wd;
+    int wd_ok = d && !pthread_create(&wd, NULL, watchdog, &sv);
     if (!d) {
         serve_engine_free(sv.e), infer_model_free(sv.m);
         return cli_error("serve: cannot listen on %s:%ld: %s", host, port, strerror(errno));
@@ -704,8 +904,17 @@ int cmd_serve(int argc, char **argv) {
     sigwait(&sigs, &sig);
     fprintf(stderr, "infer serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     MHD_quiesce_daemon(d);  // no new connections
-    serve_engine_stop(sv.e); // running and queued requests end (their streams close), new ones get 503
+    serve_engine_stop(sv.e); // running and queued requests end: streams get an error event and [DONE], waiting ones a 503
+    for (int i = 0; i < 30; i++) { // (their answers go out: at most 3 s)
+        pthread_mutex_lock(&sv.mu);
+        int left = sv.active;
+        pthread_mutex_unlock(&sv.mu);
+        if (!left) break;
+        nanosleep(&(struct timespec){0, 100000000L}, NULL);
+    }
     MHD_stop_daemon(d);      // (joins the connections' threads)
+    __atomic_store_n(&g_watch_stop, 1, __ATOMIC_RELEASE);
+    if (wd_ok) pthread_join(wd, NULL);
     serve_engine_free(sv.e);
     infer_model_free(sv.m);
     return 0;

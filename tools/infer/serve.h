@@ -44,6 +44,7 @@ typedef struct {
     int n_prompt, n_gen;      // tokens
     int n_cached;             // prompt tokens a slot's cache already held
     int failed;               // the engine failed on it (error says why)
+    int stopping;             // ... because the server is stopping (a 503: try again elsewhere or later)
     char error[256];
 } serve_state;
 
@@ -103,6 +104,10 @@ typedef struct {
 void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int chat, uint64_t seed,
                           serve_gen *g);
 void serve_gen_free(serve_gen *g);
+// A request's body: a JSON object and nothing after it but whitespace, or
+// NULL with k->status 400 and why.
+struct cJSON;
+struct cJSON *serve_parse_body(serve_check *k, const char *body, size_t len);
 
 // Engine figures for /metrics.
 typedef struct {

@@ -21,7 +21,7 @@ struct serve_task {
     pthread_cond_t cv;
     char *text;         // the visible text
     size_t len;
-    int done, failed, cancelled, refs, n_gen;
+    int done, failed, cancelled, refs, n_gen, stopping;
     serve_logprob *lp;  // per generated token, when asked for
     int n_lp, cap_lp;
     const char *finish;
@@ -108,10 +108,12 @@ static void task_publish(serve_task *t, const char *text, size_t len) {
     pthread_mutex_unlock(&t->mu);
 }
 
+static const char g_stopping[] = "the server is stopping";
+
 // The task ends (finish NULL: failed or cancelled, error saying why).
 static void task_end(serve_task *t, const char *finish, const char *error) {
     pthread_mutex_lock(&t->mu);
-    t->done = 1, t->finish = finish;
+    t->done = 1, t->finish = finish, t->stopping = error == g_stopping;
     if (error) t->failed = 1, snprintf(t->error, sizeof t->error, "%s", error);
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
@@ -224,6 +226,11 @@ static int32_t slot_pick(serve_engine *e, slot *s, const float **lg) {
 static void slot_token(serve_engine *e, slot *s, int32_t tok, const float *lg) {
     serve_task *t = s->t;
     infer_grammar *g = t->req.grammar;
+    if (tok >= 0) { // (every token drawn: the first, from the prompt's last chunk, too)
+        pthread_mutex_lock(&e->mu);
+        e->counts.generated_tokens++;
+        pthread_mutex_unlock(&e->mu);
+    }
     if (tok < 0) {
         if (g && infer_grammar_complete(g)) slot_end(s, "stop", NULL);
         else slot_end(s, NULL, "the grammar allows no token to continue the text");
@@ -427,10 +434,8 @@ static int step(serve_engine *e) {
     e->step_s = cli_now() - t0;
     pthread_mutex_lock(&e->mu);
     e->counts.steps++;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!sl[i]->generating) e->counts.prompt_tokens += nids[i];
-        else e->counts.generated_tokens++;
-    }
     e->counts.busy_slot_steps += n;
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < n; i++) {
@@ -498,7 +503,7 @@ static void *engine_main(void *arg) {
     if (e->gth_ok) pthread_join(e->gth, NULL), e->gth_ok = 0;
     tp_send(e, MSG_STOP, 0, NULL, 0);
     for (int i = 0; i < e->n_slots; i++)
-        if (e->s[i].t) slot_end(&e->s[i], NULL, "the server is stopping");
+        if (e->s[i].t) slot_end(&e->s[i], NULL, g_stopping);
     pthread_mutex_lock(&e->mu); // (submissions see stop and are refused from here on)
     serve_task *q = e->qhead;
     e->qhead = e->qtail = NULL, e->n_queued = 0;
@@ -506,7 +511,7 @@ static void *engine_main(void *arg) {
     while (q) {
         serve_task *t = q;
         q = q->next;
-        task_end(t, NULL, "the server is stopping");
+        task_end(t, NULL, g_stopping);
     }
     return NULL;
 }
@@ -645,7 +650,7 @@ void serve_task_wait(serve_task *t, size_t from, int timeout_ms, char **chunk, s
     }
     *len = *chunk ? n : 0;
     st->done = t->done && (!*chunk || t->len <= from + n);
-    st->finish = t->finish, st->failed = t->failed, st->n_prompt = t->req.n_prompt, st->n_gen = t->n_gen, st->n_cached = t->n_cached;
+    st->finish = t->finish, st->failed = t->failed, st->stopping = t->stopping, st->n_prompt = t->req.n_prompt, st->n_gen = t->n_gen, st->n_cached = t->n_cached;
     snprintf(st->error, sizeof st->error, "%s", t->error);
     pthread_mutex_unlock(&t->mu);
 }

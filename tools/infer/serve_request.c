@@ -55,6 +55,7 @@ static void common_fields(serve_check *k, const cJSON *o, serve_gen *g, int n_ct
     num_field(k, o, "min_p", 0, 1, 0, &min_p);
     num_field(k, o, "top_k", 0, 1e6, 1, &top_k);
     num_field(k, o, "repeat_penalty", 0, 10, 0, &rp);
+    if (rp <= 0) bad(k, "repeat_penalty", "'repeat_penalty' must be above 0 (1: off; got %g)", rp);
     num_field(k, o, "presence_penalty", -2, 2, 0, &pp);
     num_field(k, o, "frequency_penalty", -2, 2, 0, &fp);
     num_field(k, o, "seed", -9007199254740991.0, 9007199254740991.0, 1, &seed);
@@ -68,10 +69,9 @@ static void common_fields(serve_check *k, const cJSON *o, serve_gen *g, int n_ct
     if (st && !cJSON_IsNull(st)) {
         int n_st = cJSON_IsString(st) ? 1 : cJSON_IsArray(st) ? cJSON_GetArraySize(st) : -1;
         if (n_st < 0 || n_st > 16) bad(k, "stop", "'stop' must be a string or an array of at most 16 strings");
-        else {
-            g->r.stop = calloc((size_t)(n_st ? n_st : 1), sizeof(char *));
-            for (int i = 0; i < n_st && g->r.stop && !k->status; i++) {
-                const cJSON *x = cJSON_IsString(st) ? st : cJSON_GetArrayItem(st, i);
+        else if ((g->r.stop = calloc((size_t)(n_st ? n_st : 1), sizeof(char *)))) {
+            const cJSON *x = cJSON_IsString(st) ? st : st->child;
+            for (int i = 0; i < n_st && x && !k->status; i++, x = x->next) {
                 if (!cJSON_IsString(x) || !*x->valuestring) bad(k, "stop", "'stop' strings must be non-empty strings");
                 else if ((g->r.stop[g->r.n_stop] = strdup(x->valuestring))) g->r.n_stop++;
             }
@@ -163,18 +163,20 @@ void serve_gen_free(serve_gen *g) {
     memset(&g->r, 0, sizeof g->r);
 }
 
-// The chat messages rendered by the model's template into a prompt (malloc'd).
-static char *chat_prompt(serve_check *k, infer_model *m, const cJSON *o) {
+// The chat messages rendered by the model's template and tokenized (the
+// messages' content as text: only the template's markup becomes special
+// tokens) into the request's prompt, which must leave room for one token.
+// The array is walked once (cJSON_GetArrayItem is a walk of its own).
+static void chat_tokens(serve_check *k, infer_model *m, int n_ctx, const cJSON *o, serve_gen *g) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(o, "messages");
-    if (!msgs) return bad(k, "messages", "'messages' is required"), NULL;
-    if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs)) return bad(k, "messages", "'messages' must be a non-empty array"), NULL;
+    if (!msgs) { bad(k, "messages", "'messages' is required"); return; }
+    if (!cJSON_IsArray(msgs) || !msgs->child) { bad(k, "messages", "'messages' must be a non-empty array"); return; }
     int n = cJSON_GetArraySize(msgs);
     infer_chat_message *v = calloc((size_t)n, sizeof *v);
     char **owned = calloc((size_t)n, sizeof *owned);
-    char *out = NULL;
-    for (int i = 0; i < n && v && owned && !k->status; i++) {
-        const cJSON *m = cJSON_GetArrayItem(msgs, i), *role = cJSON_GetObjectItemCaseSensitive(m, "role"),
-                    *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+    int i = 0;
+    for (const cJSON *m = msgs->child; m && v && owned && !k->status; m = m->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         char p[64];
         snprintf(p, sizeof p, "messages[%d]", i);
         if (!cJSON_IsObject(m) || !cJSON_IsString(role)) { bad(k, p, "%s must be an object with a string 'role'", p); break; }
@@ -187,7 +189,7 @@ static char *chat_prompt(serve_check *k, infer_model *m, const cJSON *o) {
         if (cJSON_IsString(content)) {
             v[i].content = content->valuestring;
         } else if (cJSON_IsArray(content)) { // text parts, joined
-            size_t len = 0;
+            size_t len = 0, at = 0;
             const cJSON *part;
             cJSON_ArrayForEach(part, content) {
                 const cJSON *ty = cJSON_GetObjectItemCaseSensitive(part, "type"), *tx = cJSON_GetObjectItemCaseSensitive(part, "text");
@@ -198,8 +200,12 @@ static char *chat_prompt(serve_check *k, infer_model *m, const cJSON *o) {
                 len += strlen(tx->valuestring);
             }
             if (k->status || !(owned[i] = malloc(len + 1))) break;
-            owned[i][0] = 0;
-            cJSON_ArrayForEach(part, content) strcat(owned[i], cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+            cJSON_ArrayForEach(part, content) {
+                const char *tx = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+                size_t l = strlen(tx);
+                memcpy(owned[i] + at, tx, l), at += l;
+            }
+            owned[i][at] = 0;
             v[i].content = owned[i];
         } else if (!strcmp(r, "assistant") && (!content || cJSON_IsNull(content))) {
             v[i].content = "";
@@ -207,17 +213,21 @@ static char *chat_prompt(serve_check *k, infer_model *m, const cJSON *o) {
             bad(k, p, "%s: 'content' must be a string or an array of text parts", p);
         }
     }
-    if (!k->status && (!v || !owned)) k->status = 500, snprintf(k->msg, sizeof k->msg, "out of memory");
-    if (!k->status && infer_chat_render(m, v, n, 1, &out)) bad(k, "messages", "the chat template: %s", infer_last_error());
-    for (int i = 0; owned && i < n; i++) free(owned[i]);
+    if (!k->status && (!v || !owned || i < n)) k->status = 500, snprintf(k->msg, sizeof k->msg, "out of memory");
+    if (!k->status && infer_chat_tokenize(m, v, n, 1, &g->r.prompt, &g->r.n_prompt))
+        bad(k, "messages", "the chat template: %s", infer_last_error());
+    for (int j = 0; owned && j < n; j++) free(owned[j]);
     free(owned), free(v);
-    return out;
+    if (k->status) return;
+    if (g->r.n_prompt < 1) bad(k, "messages", "the prompt is empty");
+    else if (g->r.n_prompt >= n_ctx)
+        bad(k, "messages", "the prompt is %d tokens: this server's context holds %d, and one more is needed to answer", g->r.n_prompt, n_ctx);
 }
 
 // text -> the request's prompt tokens; the prompt must leave room for one token
-static void tokenize_prompt(serve_check *k, infer_model *m, int n_ctx, const char *text, int add_special, serve_gen *g) {
+static void tokenize_prompt(serve_check *k, infer_model *m, int n_ctx, const char *text, int add_special, int parse_special, serve_gen *g) {
     if (k->status) return;
-    if (infer_tokenize(m, text, strlen(text), add_special, 1, &g->r.prompt, &g->r.n_prompt)) {
+    if (infer_tokenize(m, text, strlen(text), add_special, parse_special, &g->r.prompt, &g->r.n_prompt)) {
         bad(k, "prompt", "cannot tokenize the prompt: %s", infer_last_error());
         return;
     }
@@ -228,26 +238,37 @@ static void tokenize_prompt(serve_check *k, infer_model *m, int n_ctx, const cha
     }
 }
 
+// A JSON body: an object, with nothing but whitespace after it (NULL with k set).
+cJSON *serve_parse_body(serve_check *k, const char *body, size_t len) {
+    if (len && memchr(body, 0, len)) { bad(k, "", "the body holds a NUL byte"); return NULL; }
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(body ? body : "", len, &end, 0);
+    if (!o) { bad(k, "", "the body is not valid JSON"); return NULL; }
+    if (!cJSON_IsObject(o)) { cJSON_Delete(o), bad(k, "", "the body must be a JSON object"); return NULL; }
+    size_t at = end ? (size_t)(end - (body ? body : "")) : len;
+    while (at < len && (body[at] == ' ' || body[at] == '\t' || body[at] == '\n' || body[at] == '\r')) at++;
+    if (at < len) { cJSON_Delete(o), bad(k, "", "the body holds more than one JSON value (text after byte %zu)", at); return NULL; }
+    return o;
+}
+
 void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int chat, uint64_t seed,
                           serve_gen *g) {
     memset(g, 0, sizeof *g);
     g->r.sampling = infer_sampling_default();
     g->r.sampling.seed = seed;
-    if (len && memchr(body, 0, len)) { bad(k, "", "the body holds a NUL byte"); return; }
-    cJSON *o = cJSON_ParseWithLength(body ? body : "", len);
-    if (!o) { bad(k, "", "the body is not valid JSON"); return; }
-    if (!cJSON_IsObject(o)) { cJSON_Delete(o), bad(k, "", "the body must be a JSON object"); return; }
+    cJSON *o = serve_parse_body(k, body, len);
+    if (!o) return;
     common_fields(k, o, g, n_ctx, chat);
     if (!k->status) grammar_field(k, m, o, g);
     if (chat) {
-        char *prompt = k->status ? NULL : chat_prompt(k, m, o);
-        if (prompt) tokenize_prompt(k, m, n_ctx, prompt, 0, g);
-        free(prompt);
+        if (!k->status) chat_tokens(k, m, n_ctx, o, g);
     } else {
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+        // a completion's prompt is text; parse_special (llama-server's): special tokens' text becomes them
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "prompt"), *ps = cJSON_GetObjectItemCaseSensitive(o, "parse_special");
+        if (ps && !cJSON_IsNull(ps) && !cJSON_IsBool(ps)) bad(k, "parse_special", "'parse_special' must be a boolean");
         if (!p) bad(k, "prompt", "'prompt' is required");
         else if (!cJSON_IsString(p)) bad(k, "prompt", "'prompt' must be a string");
-        else tokenize_prompt(k, m, n_ctx, p->valuestring, 1, g);
+        else tokenize_prompt(k, m, n_ctx, p->valuestring, 1, cJSON_IsTrue(ps), g);
     }
     cJSON_Delete(o);
 }
