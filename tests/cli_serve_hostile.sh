@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# infer serve against hostile requests (tests/serve/test_hostile.py): costly
+# grammars, connection floods, slow headers, half-closed clients, bodies that
+# are costly to parse, special tokens in chat content; the test ends with a
+# SIGTERM among live requests, and the server must exit 0 within 5 s.
+# usage: cli_serve_hostile.sh INFER_BIN FIXTURES_DIR
+infer=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/serve/start.sh"
+start_server --parallel 2 -c 2048 -t 2 --api-key k --timeout 3 --max-body 2000000
+
+python3 "$root/tests/serve/test_hostile.py" "$base" $pid
+rc=$?
+for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then echo "FAILED: infer serve still runs 10 s after the SIGTERM"; rc=1
+else
+    wait $pid; st=$?
+    [ $st = 0 ] || { echo "FAILED: infer serve exited $st after SIGTERM: $(tail -5 "$tmp/err")"; rc=1; }
+fi
+pid=
+grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|WARNING: ThreadSanitizer\|runtime error:" "$tmp/err" && { echo "FAILED: sanitizer report:"; cat "$tmp/err"; rc=1; }
+exit $rc
