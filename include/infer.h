@@ -186,6 +186,12 @@ INFER_API int32_t infer_vocab_size(const infer_vocab *vocab);
 // Text of one token as stored (not NUL-terminated), NULL if out of range.
 INFER_API const char *infer_vocab_token(const infer_vocab *vocab, int32_t id, size_t *len);
 
+// Every element of every tensor finite (llama.cpp's --check-tensors; the
+// small vectors -- norms, biases, scales -- are checked at every load):
+// INFER_ERR_FORMAT naming the tensor and the element otherwise. Reads the
+// whole file.
+INFER_API infer_status infer_model_check_tensors(infer_model *model);
+
 // Chat: a conversation rendered with the model's chat template (GGUF
 // tokenizer.chat_template or the checkpoint's tokenizer_config.json); a model
 // without one gets its family's built-in template (Gemma), else ChatML.

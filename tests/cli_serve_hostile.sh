@@ -11,6 +11,20 @@ start_server --parallel 2 -c 2048 -t 2 --api-key k --timeout 3 --max-body 200000
 
 python3 "$root/tests/serve/test_hostile.py" "$base" $pid
 rc=$?
+
+# a file whose final norm holds one +inf: refused at load, naming the tensor (run and serve), not met as NaN logits
+python3 - "$model" "$tmp/inf.gguf" <<'PY' || { echo "FAILED: could not make the +inf file (gguf)"; rc=1; }
+import shutil, sys, gguf, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+t = next(t for t in gguf.GGUFReader(sys.argv[2]).tensors if t.name == "output_norm.weight")
+with open(sys.argv[2], "r+b") as f:
+    f.seek(t.data_offset + 4 * 7)
+    f.write(np.array([np.inf], dtype=np.float32).tobytes())
+PY
+out=$("$infer" run -m "$tmp/inf.gguf" -p hi -n 2 --temp 0.8 2>&1); st=$?
+[ $st = 1 ] && echo "$out" | grep -q "output_norm.weight: element 7 is +inf" || { echo "FAILED: run on a +inf norm: rc $st: $out"; rc=1; }
+out=$("$infer" serve -m "$tmp/inf.gguf" --port 0 2>&1); st=$?
+[ $st = 1 ] && echo "$out" | grep -q "output_norm.weight: element 7 is +inf" || { echo "FAILED: serve on a +inf norm: rc $st: $out"; rc=1; }
 for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 if kill -0 $pid 2>/dev/null; then echo "FAILED: infer serve still runs 10 s after the SIGTERM"; rc=1
 else

@@ -37,6 +37,31 @@ int main(void) {
     freq(&p, lg, 4, 100, f);
     CHECK(f[0] > 0.9999, "greedy picks the argmax");
 
+    // NaN is an error (never an index out of the quickselect's bounds), +inf wins, all -inf is an error
+    {
+        enum { V = 1000 };
+        static float x[V];
+        for (int setting = 0; setting < 4; setting++) {
+            infer_sampling q = infer_sampling_default();
+            q.temp = setting == 0 ? 0 : 0.8f, q.top_k = setting == 2 ? 0 : 40, q.repeat_penalty = setting == 3 ? 1.1f : 1.0f;
+            infer_sampler *s = NULL;
+            CHECK(!infer_sampler_new(&q, V, &s), "sampler: %s", infer_last_error());
+            for (int i = 0; i < V; i++) x[i] = (float)(i % 37) * 0.1f;
+            x[123] = NAN, x[777] = NAN;
+            int32_t hist[2] = {5, 6};
+            CHECK(infer_sample(s, x, hist, 2) == -1 && strstr(infer_last_error(), "NaN"), "setting %d: NaN logits: -1 (%s)", setting, infer_last_error());
+            x[123] = x[777] = INFINITY;
+            for (int k = 0; k < 20; k++) {
+                int32_t t = infer_sample(s, x, hist, 2);
+                CHECK(t == 123 || t == 777, "setting %d: +inf logits win (got %d)", setting, t);
+            }
+            for (int i = 0; i < V; i++) x[i] = -INFINITY;
+            int32_t t = infer_sample(s, x, hist, 2);
+            CHECK(setting == 0 ? t >= 0 && t < V : t == -1, "setting %d: every logit -inf: %d", setting, t);
+            infer_sampler_free(s);
+        }
+    }
+
     // greedy: the first index of the largest logit, for every length and with the
     // largest value planted twice (the earlier must win) anywhere, the tail included
     {

@@ -9,6 +9,7 @@
 #include "models/gguf.h"
 #include "base/error.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,7 +369,39 @@ static infer_status decode_one(tensor *t) {
     t->f32 = malloc(sizeof(float) * (size_t)(n ? n : 1));
     if (!t->f32) return fail(INFER_ERR_NOMEM, "out of memory");
     tr->to_float(t->data, t->f32, n);
+    // (a norm's or a bias's inf or NaN spreads to every logit: named here, not met as NaN logits later)
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(t->f32[i]))
+            return fail(INFER_ERR_FORMAT, "tensor %s: element %lld is %s: the file's numbers are broken", t->name, (long long)i,
+                        isnan(t->f32[i]) ? "NaN" : t->f32[i] > 0 ? "+inf" : "-inf");
     return INFER_OK;
+}
+
+// Every tensor's every element finite (llama.cpp's --check-tensors), decoded
+// a piece at a time; the small ones were checked at load.
+infer_status infer_model_check_tensors(infer_model *m) {
+    enum { PIECE = 1 << 16 };
+    float *buf = malloc(sizeof(float) * PIECE);
+    if (!buf) return fail(INFER_ERR_NOMEM, "out of memory");
+    infer_status st = INFER_OK;
+    for (int i = 0; i < m->store.n && !st; i++) {
+        const tensor *t = &m->store.t[i];
+        const dtype_traits *tr = dtype_get(t->type);
+        if (!tr || !t->data) continue;
+        int64_t n = tensor_nelem(t), step = PIECE - PIECE % tr->blck;
+        for (int64_t a = 0; a < n && !st; a += step) {
+            int64_t k = n - a < step ? n - a : step;
+            tr->to_float((const char *)t->data + (size_t)(a / tr->blck) * tr->size, buf, k);
+            for (int64_t j = 0; j < k; j++)
+                if (!isfinite(buf[j])) {
+                    st = fail(INFER_ERR_FORMAT, "tensor %s: element %lld is %s: the file's numbers are broken", t->name, (long long)(a + j),
+                              isnan(buf[j]) ? "NaN" : buf[j] > 0 ? "+inf" : "-inf");
+                    break;
+                }
+        }
+    }
+    free(buf);
+    return st;
 }
 
 // Norm weights, biases, scalars and sinks are tiny and read on every token:

@@ -37,6 +37,7 @@ static const char *g_usage =
     "      --json             the output is a JSON object (grammar-constrained sampling)\n"
     "      --json-schema S    the output is JSON valid against schema S: its text ({...}) or a file holding it\n"
     "      --grammar FILE     the output matches the GBNF grammar in FILE (llama.cpp's format, rule root)\n"
+    "      --check-tensors    check that every weight is a finite number before running (norms are always checked)\n"
     "  -x, --vindex DIR       a vindex made from the model, for walk layers (alone, it is the model too)\n"
     "      --graph SPEC       per layer: dense | walk[@K|@P%] (as predict's), e.g. \"walk@10%\" or \"dense:0-5,walk:6-17@25%\";\n"
     "                         an approximate graph is measured against dense as it generates (a dense context\n"
@@ -51,7 +52,7 @@ static const char *g_usage =
     "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
     "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
 
-enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE, OPT_LM_PROBE, OPT_LM_TOP };
+enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE, OPT_LM_PROBE, OPT_LM_TOP, OPT_CHECK_TENSORS };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
     CLI_OPTS_GRAPH_AUTO,
@@ -61,7 +62,7 @@ static const struct option g_opts[] = {
     {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
     {"json", no_argument, NULL, OPT_JSON},
     {"json-schema", required_argument, NULL, OPT_JSON_SCHEMA},
-    {"grammar", required_argument, NULL, OPT_GRAMMAR},
+    {"check-tensors", no_argument, NULL, OPT_CHECK_TENSORS}, {"grammar", required_argument, NULL, OPT_GRAMMAR},
     {"vindex", required_argument, NULL, 'x'},
     {"graph", required_argument, NULL, OPT_GRAPH},
     {"no-compare", no_argument, NULL, OPT_NO_COMPARE},
@@ -130,7 +131,7 @@ static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, 
 int cmd_run(int argc, char **argv) {
     const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
     long n_new = 128, k = 0, lm_probe = 0, lm_top = 64;
-    int ignore_eos = 0, json = 0, compare = 1, opt;
+    int ignore_eos = 0, json = 0, compare = 1, check_tensors = 0, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
     while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:x:k:", g_opts)) > 0) {
@@ -144,6 +145,7 @@ int cmd_run(int argc, char **argv) {
         case OPT_JSON: json = 1; break;
         case OPT_JSON_SCHEMA: schema = optarg; break;
         case OPT_GRAMMAR: gbnf_file = optarg; break;
+        case OPT_CHECK_TENSORS: check_tensors = 1; break;
         case OPT_DEVICE: device = optarg; break;
         case 'x': vdir = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
@@ -189,6 +191,7 @@ int cmd_run(int argc, char **argv) {
     char *text = NULL;
     double t0 = cli_now();
     if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (check_tensors && infer_model_check_tensors(m)) { cli_error("%s", infer_last_error()); goto done; }
     if (model && vdir && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     if (prompt) {
         if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
