@@ -11,10 +11,10 @@ build=$1
 secs=${2:-60}
 shift 2 2>/dev/null || shift $#
 kinds=("$@")
-[ ${#kinds[@]} -gt 0 ] || kinds=(gguf hf tokenizer template vindex request)
+[ ${#kinds[@]} -gt 0 ] || kinds=(gguf hf tokenizer template vindex request grammar)
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
-declare -A dict=([gguf]=gguf [hf]=json [tokenizer]=json [template]=jinja [vindex]=json [request]=json)
+declare -A dict=([gguf]=gguf [hf]=json [tokenizer]=json [template]=jinja [vindex]=json [request]=json [grammar]=gbnf)
 
 run() {
     local kind=$1 bin=$build/tests/fuzz_$1 seeds=$here/corpus/$1
