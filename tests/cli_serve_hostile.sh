@@ -23,7 +23,7 @@ with open(sys.argv[2], "r+b") as f:
 PY
 out=$("$infer" run -m "$tmp/inf.gguf" -p hi -n 2 --temp 0.8 2>&1); st=$?
 [ $st = 1 ] && echo "$out" | grep -q "output_norm.weight: element 7 is +inf" || { echo "FAILED: run on a +inf norm: rc $st: $out"; rc=1; }
-out=$("$infer" serve -m "$tmp/inf.gguf" --port 0 2>&1); st=$?
+out=$(timeout 120 "$infer" serve -m "$tmp/inf.gguf" --port 0 2>&1); st=$?
 [ $st = 1 ] && echo "$out" | grep -q "output_norm.weight: element 7 is +inf" || { echo "FAILED: serve on a +inf norm: rc $st: $out"; rc=1; }
 for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 if kill -0 $pid 2>/dev/null; then echo "FAILED: infer serve still runs 10 s after the SIGTERM"; rc=1

@@ -57,6 +57,8 @@ def neighbour():
 
 
 alone = sorted(neighbour() for _ in range(3))[1]
+# the bound beside a hostile request: 2x (+0.2 s of slack); a sanitizer build's timings are not the engine's (5x + 1 s)
+bound = 5 * alone + 1.0 if light else 2 * alone + 0.2
 
 
 def beside(what, hostile):
@@ -67,7 +69,7 @@ def beside(what, hostile):
     t = neighbour()
     th.join()
     print(f"  {what}: the neighbour {t:.2f} s beside it, {alone:.2f} s alone")
-    check(t <= 2 * alone + 0.2, f"{what}: the neighbour took {t:.2f} s beside it, {alone:.2f} s alone")
+    check(t <= bound, f"{what}: the neighbour took {t:.2f} s beside it, {alone:.2f} s alone (bound {bound:.2f} s)")
     alive(what)
 
 
@@ -226,7 +228,7 @@ for so in idle + slow:
     so.close()
 check(closed >= len(idle + slow) * 9 // 10, f"idle and slow connections closed by the server after --timeout ({closed} of {len(idle + slow)})")
 t = neighbour()
-check(t <= 2 * alone + 0.2, f"after the floods the neighbour takes {t:.2f} s ({alone:.2f} alone)")
+check(t <= bound, f"after the floods the neighbour takes {t:.2f} s ({alone:.2f} alone)")
 
 # SIGTERM with live streams and waiting requests: every stream an error event and [DONE], every waiting one a 503, exit within 5 s
 results = []
