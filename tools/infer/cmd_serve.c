@@ -30,6 +30,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
@@ -667,6 +668,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     server *sv = cls;
     (void)version;
     request *rq = *con_cls;
+    // a connection's thread (parsing, templates, tokenizing, compiling a grammar) below the engine's threads
+    static _Thread_local int niced;
+    if (!niced) niced = 1, setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);
     if (!rq) { // the headers: the size is decided before the body is read
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
         *con_cls = rq;

@@ -4,6 +4,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +170,8 @@ static slot *next_job(serve_engine *e) {
 
 static void *grammar_main(void *arg) {
     serve_engine *e = arg;
+    // (below the engine's threads: where cores are few a costly grammar's masks take what the steps leave)
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10)) {}
     pthread_mutex_lock(&e->mu);
     for (;;) {
         slot *s = NULL;
