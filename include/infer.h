@@ -186,6 +186,11 @@ INFER_API int32_t infer_vocab_size(const infer_vocab *vocab);
 // Text of one token as stored (not NUL-terminated), NULL if out of range.
 INFER_API const char *infer_vocab_token(const infer_vocab *vocab, int32_t id, size_t *len);
 
+// How many CPU products so far read a weight in its stored layout although
+// its type has packed kernels on this CPU (the packs were not made before
+// the product: a slow path taken by mistake). For tests; 0 is right.
+INFER_API unsigned long infer_cpu_unpacked_products(void);
+
 // Every element of every tensor finite (llama.cpp's --check-tensors; the
 // small vectors -- norms, biases, scales -- are checked at every load):
 // INFER_ERR_FORMAT naming the tensor and the element otherwise. Reads the

@@ -130,7 +130,7 @@ static infer_status expert_views(infer_model *m, const tensor *t, weight *arr, t
         v->ne[want_nd - 1] = 1;
         v->data = (const char *)t->data + per * (size_t)e;
         v->nbytes = per;
-        if (arr) { arr[e].w = v; arr[e].trans = trans; }
+        if (arr) { arr[e].w = v; arr[e].trans = trans; arr[e].unpacked = 1; } // (experts are not packed: each_weight)
     }
     *taken = 1;
     return INFER_OK;
@@ -153,7 +153,7 @@ static infer_status expert_slot(infer_model *m, layer_weights *lw, const char *r
         if (!strcmp(w, "w1.weight") || !strcmp(w, "gate_proj.weight")) dst = &lw->exp_gate[e];
         else if (!strcmp(w, "w3.weight") || !strcmp(w, "up_proj.weight")) dst = &lw->exp_up[e];
         else if (!strcmp(w, "w2.weight") || !strcmp(w, "down_proj.weight")) dst = &lw->exp_down[e];
-        if (dst) { dst->w = t; dst->trans = 0; *taken = 1; }
+        if (dst) { dst->w = t; dst->trans = 0; dst->unpacked = 1; *taken = 1; }
         return INFER_OK;
     }
     // 3-D tensors: [E, out, in] normally; gpt-oss stores [E, in, out].

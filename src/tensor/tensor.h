@@ -34,6 +34,7 @@ static inline int64_t tensor_nelem(const tensor *t) {
 // A weight used in a product. trans: stored [in, out] (GPT-2 Conv1D, gpt-oss
 // experts) rather than the usual [out, in]. pack: w's rows repacked for the
 // CPU's kernels (enum pack_kind in pack.h), or NULL; the model owns it.
+// unpacked: never packed by design (infer_cpu_unpacked_products leaves it out).
 // ggml: the products follow ggml's CPU numerics (a GGUF file's weights: bf16
 // rows meet activations rounded to bf16; vecdot_get_ggml).
 typedef struct {
@@ -42,6 +43,7 @@ typedef struct {
     int pack_kind;
     const void *pack;
     int ggml;
+    int unpacked; // kept in the stored layout by design (experts), never counted as a missed pack
 } weight;
 
 // RoPE for one layer, resolved for its head_dim: pairs (i * pair_stride,

@@ -206,7 +206,7 @@ infer_status infer_lm_head_topk(const infer_model *m, const float *hidden, int k
     if (k < 1 || k > V) return fail(INFER_ERR_ARG, "lm_head top-K: k %d is outside 1-%d", k, V);
     float *logits = malloc(sizeof(float) * (size_t)V);
     if (!logits) return fail(INFER_ERR_NOMEM, "out of memory for %d logits", V);
-    weight head = {.w = vindex_lm_head(m->vx)};
+    weight head = {.w = vindex_lm_head(m->vx), .unpacked = 1}; // (the vindex's mapped rows: not packed)
     cpu_exec ex = {.pool = pool_new(infer_get_threads())};
     matmul(&ex, logits, hidden, &head, NULL, 1, E, V);
     int oom = ex.oom;

@@ -52,7 +52,7 @@ int lm_index_auto_clusters(int V) {
 // assign[r - r0] = the nearest centroid of rows r0.. (n of them, decoded into x)
 static void nearest(cpu_exec *ex, const tensor *cent, const float *half_sq, const float *x, int n, int H, int C, float *y,
                     int *assign) {
-    weight w = {.w = cent};
+    weight w = {.w = cent, .unpacked = 1};
     matmul(ex, y, x, &w, NULL, n, H, C);
     for (int t = 0; t < n; t++) {
         const float *yt = y + (size_t)t * C;

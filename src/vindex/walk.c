@@ -49,7 +49,7 @@ void walk_scratch_free(walk_scratch *w) {
 }
 
 void gate_scores(cpu_exec *ex, const tensor *g, const float *x, float *scores) {
-    weight w = {.w = g};
+    weight w = {.w = g, .unpacked = 1}; // (the vindex's mapped rows: not packed)
     matmul(ex, scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
 }
 

@@ -349,8 +349,23 @@ static void plan_items(multi_job *m, int T, int nth) {
     atomic_init(&m->next, 0);
 }
 
+// Products that read a weight's stored layout though its type packs on this
+// CPU (pack_kind_for): the packed kernels were skipped, because nothing made
+// the model's packs before the product (infer_cpu_unpacked_products).
+static atomic_ulong g_unpacked;
+
+static void note_unpacked(const weight *w, int n_in) {
+    if (!w->w || w->trans || w->pack || w->unpacked || w->w->nd != 2 || w->w->type < 0) return;
+    int kind = pack_kind_for(w->w->type, n_in);
+    if (kind == PACK_BF16 && !w->ggml) kind = PACK_NONE; // (as pack_one decides)
+    if (kind != PACK_NONE) atomic_fetch_add_explicit(&g_unpacked, 1, memory_order_relaxed);
+}
+
+unsigned long infer_cpu_unpacked_products(void) { return atomic_load_explicit(&g_unpacked, memory_order_relaxed); }
+
 void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     mm_job a = {.y = y, .x = x, .W = w->w, .bias = bias, .T = T, .n_in = n_in, .n_out = n_out, .trans = w->trans};
+    if (!packed(w)) note_unpacked(w, n_in);
     if ((a.pk = packed(w))) {
         a.pack = w->pack;
         a.gbytes = pack_group_bytes(w->pack_kind, n_in);
@@ -411,6 +426,7 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
     }
     multi_job m = {.n = n};
     for (int i = 0; i < n; i++) {
+        if (!packed(w[i])) note_unpacked(w[i], n_in);
         mm_job *a = &m.jobs[i];
         *a = (mm_job){.y = y[i], .x = x, .k = kernel_of(w[i]), .W = w[i]->w, .bias = bias[i], .T = T,
                       .n_in = n_in, .n_out = n_out[i]};
