@@ -3,6 +3,7 @@
 #include "compute/cpu/ops.h"
 #include "compute/cpu/vec.h"
 #include "tensor/vecdot.h"
+#include "base/nan.h"
 
 #include <math.h>
 #include <string.h>
@@ -81,12 +82,11 @@ void host_argmax(backend *b, int32_t *out, const float *x, int rows, int n) {
     (void)b;
     for (int r = 0; r < rows; r++) {
         const float *v = x + (size_t)r * n;
-        int best = 0, nan = v[0] != v[0];
-        for (int i = 1; i < n; i++) {
-            nan |= v[i] != v[i];
-            if (v[i] > v[best]) best = i;
-        }
-        out[r] = nan ? -1 : best; // (a row holding a NaN has no largest value)
+        int best = 0;
+        // (this loop as it is: gcc -O2 makes `v[i] > v[best]` alone a 3x slower loop, 0.5 ms a row of 262k at -t 2)
+        for (int i = 1; i < n; i++)
+            if (v[i] > v[best] || (v[best] != v[best] && v[i] == v[i])) best = i;
+        out[r] = has_nan(v, (size_t)n) ? -1 : best; // (a row holding a NaN has no largest value)
     }
 }
 

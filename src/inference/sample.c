@@ -3,6 +3,7 @@
 // a draw from the remaining distribution. Greedy when temp <= 0.
 #include "inference/sample.h"
 #include "base/error.h"
+#include "base/nan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,9 +123,7 @@ int infer_sampling_greedy(const infer_sampling *p) {
 
 // the first NaN's index, or -1
 static int find_nan(const float *x, int n) {
-    int any = 0;
-    for (int i = 0; i < n; i++) any |= x[i] != x[i];
-    if (!any) return -1;
+    if (!has_nan(x, (size_t)n)) return -1;
     for (int i = 0; i < n; i++)
         if (x[i] != x[i]) return i;
     return -1;

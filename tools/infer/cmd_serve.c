@@ -668,9 +668,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     server *sv = cls;
     (void)version;
     request *rq = *con_cls;
-    // a connection's thread (parsing, templates, tokenizing, compiling a grammar) below the engine's threads
-    static _Thread_local int niced;
-    if (!niced) niced = 1, setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 5);
     if (!rq) { // the headers: the size is decided before the body is read
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
         *con_cls = rq;
