@@ -1,5 +1,6 @@
 // Contexts: the KV cache and scratch of one sequence, and infer_eval.
 #include "compute/cuda/cuda.h"
+#include "compute/cpu/ops.h"
 #include "inference/context.h"
 #include "vindex/walk.h"
 #include "tensor/dtype.h"
@@ -562,3 +563,5 @@ void infer_host_free(void *ptr) {
     if (p[0]) cuda_host_free(p);
     else free(p);
 }
+
+unsigned long infer_cpu_unpacked_products(void) { return matmul_unpacked_count(); }

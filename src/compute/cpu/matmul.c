@@ -361,7 +361,7 @@ static void note_unpacked(const weight *w, int n_in) {
     if (kind != PACK_NONE) atomic_fetch_add_explicit(&g_unpacked, 1, memory_order_relaxed);
 }
 
-unsigned long infer_cpu_unpacked_products(void) { return atomic_load_explicit(&g_unpacked, memory_order_relaxed); }
+unsigned long matmul_unpacked_count(void) { return atomic_load_explicit(&g_unpacked, memory_order_relaxed); }
 
 void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     mm_job a = {.y = y, .x = x, .W = w->w, .bias = bias, .T = T, .n_in = n_in, .n_out = n_out, .trans = w->trans};

@@ -35,6 +35,8 @@ void cpu_exec_release(cpu_exec *ex); // frees the scratch (not the pool)
 // y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
 // [n_in, n_out] when w->trans). bias (n_out) may be NULL.
 void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out);
+// products so far that read a packable weight unpacked (infer_cpu_unpacked_products)
+unsigned long matmul_unpacked_count(void);
 // y[i] = x W_i^T (+ bias[i]) for n <= 4 weights of the same T tokens x: the
 // same results as n calls of matmul, with one wake of the pool.
 void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
