@@ -10,7 +10,6 @@
 #include "base/comm.h"
 #include "compute/backend.h"
 #include "compute/nccl.h"
-#include "compute/cuda/cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +54,7 @@ static int rank_main(int rank, int world, const char *id, int gpu, int iters) {
         const backend_ops *cu = backend_cuda();
         cpu_exec ex = {0};
         backend b = {cu, &ex, NULL, NULL, 0};
-        int n_gpu = cu ? cuda_device_count() : 0;
+        int n_gpu = cu ? backend_gpu_count() : 0;
         b.gpu = n_gpu >= world ? rank : 0;
         float *d = cu ? cu->alloc(&b, sizeof(float) * 8192) : NULL;
         void *st = d ? backend_cuda_stream(&b) : NULL;

@@ -4,6 +4,13 @@
 // activation quantizers against the CPU's, byte for byte. Skipped (exit 77)
 // where there is no GPU, saying why.
 #include "check.h"
+#ifndef INFER_HAVE_CUDA
+#include <stdio.h>
+int main(void) {
+    printf("test_cuda: skipped: built without CUDA (nvcc not found at configure time, or INFER_CUDA=OFF)\n");
+    return 77;
+}
+#else
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
 #include "tensor/vecdot.h"
@@ -814,3 +821,4 @@ int main(void) {
     if (ds) check_att_long(ds), cuda_close(ds);
     return check_summary("cuda");
 }
+#endif

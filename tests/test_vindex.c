@@ -27,7 +27,6 @@
 #include "vindex/vindex.h"
 #include "vindex/extract.h"
 #include "compute/cpu/ops.h"
-#include "compute/cuda/cuda.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -307,7 +306,7 @@ static void check_lm_index(const char *fam, const char *tmp) {
         CHECK(sorted, "%s: 2 clusters probed: ids out of range or not best first", fam);
         CHECK(infer_lm_head_topk_dense(m, x, K, got2) == INFER_OK && !memcmp(got2, want, sizeof want), "%s: the dense head's top %d",
               fam, K);
-        if (cuda_device_count() > 0) { // the same lookups on the GPU: its products' floats, so the same tokens up to near-ties
+        if (infer_gpu_count() > 0) { // the same lookups on the GPU: its products' floats, so the same tokens up to near-ties
             CHECK(infer_lm_head_set_device(m, "cuda") == INFER_OK, "%s: lm_head on cuda: %s", fam, infer_last_error());
             int near = 1;
             CHECK(infer_lm_head_topk_dense(m, x, K, got2) == INFER_OK, "%s: cuda: %s", fam, infer_last_error());
@@ -322,7 +321,7 @@ static void check_lm_index(const char *fam, const char *tmp) {
             CHECK(infer_lm_head_set_device(m, "cpu") == INFER_OK, "%s: back to the cpu", fam);
         }
     }
-    if (cuda_device_count() <= 0)
+    if (infer_gpu_count() <= 0)
         CHECK(infer_lm_head_set_device(m, "cuda") == INFER_ERR_UNSUPPORTED && strstr(infer_last_error(), "cuda"),
               "%s: the lm_head on cuda without a GPU: %s", fam, infer_last_error());
     CHECK(infer_lm_head_set_device(m, "tpu") == INFER_ERR_ARG && strstr(infer_last_error(), "tpu"), "%s: an unknown device accepted", fam);

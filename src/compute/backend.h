@@ -89,6 +89,22 @@ typedef struct walk_layer_s {
                                 // contribution (walk.h), or NULL
 } walk_layer;
 
+// The lm_head's top k on a device (vindex/lm_index.h's lookup): the head
+// (V rows of H) and, where clusters is not 0, the index over its rows: the
+// centroids (clusters rows of H, a tensor of their type), the rows in cluster
+// order (raw bytes of type row_type, row_bytes each), the clusters' first
+// rows (clusters + 1) and the rows' token ids.
+typedef struct {
+    const tensor *head;
+    int clusters;
+    const tensor *cent;
+    const void *rows;
+    int row_type;
+    size_t row_bytes;
+    const uint32_t *off;
+    const int32_t *order;
+} lm_topk_desc;
+
 typedef struct {
     const char *name;
     // y (T, n_out) = x (T, n_in) @ W^T (+ bias), W in its stored type.
@@ -156,6 +172,19 @@ typedef struct {
     // magnitude (k at least its features: all of them); NULL where the host's
     // walk_ffn runs it on the backend's memory.
     void (*walk)(backend *b, float *out, const float *x, const walk_layer *l, int k, int T);
+    // The feature-row types walk takes (NULL: every type).
+    int (*walk_takes)(int type);
+    // The vindex's lookups on the backend's memory, host arrays in and out,
+    // 0 on success (NULL where the host's code runs them):
+    // knn: the gate rows' scores s[i] = gate row i . x (x: H floats; gate
+    // n rows of H), then idx = the k largest |s| (walk.h's topk_abs; k 0:
+    // scores, n floats, instead)
+    int (*knn)(backend *b, const tensor *gate, const float *x, int k, int32_t *idx, float *scores);
+    // lm_topk: the k best (score, id) of the head's scores against x (H
+    // floats), or of the rows of the probes best-scoring clusters when
+    // probes > 0 (d->clusters at least 1); an id -1 where fewer rows were
+    // probed than k. Scores and ids in no particular order.
+    int (*lm_topk)(backend *b, const lm_topk_desc *d, const float *x, int k, int probes, float *scores, int32_t *ids);
     // A context's memory: its KV cache and scratch, one zeroed block of the
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);
@@ -173,8 +202,19 @@ struct backend {
 };
 
 // The CUDA backend (compute/cuda/backend_cuda.c): NULL in a build without
-// CUDA or on a machine without a usable GPU (cuda_status() says why).
+// CUDA or on a machine without a usable GPU (backend_gpu_status() says why).
 const backend_ops *backend_cuda(void);
+// The machine's GPUs as the CUDA backend finds them: their count (0 without
+// CUDA in the build, a driver or a device), the last word on them (why there
+// is none, or the last failure's text: "ok" while there was none), GPU 0's
+// name (NULL where there is none).
+int backend_gpu_count(void);
+const char *backend_gpu_status(void);
+const char *backend_gpu_name(void);
+// Page-locked host memory where a GPU is there (copies to it run at full
+// speed), else NULL; backend_pinned_free frees it.
+void *backend_pinned_alloc(size_t bytes);
+void backend_pinned_free(void *p);
 // The CUDA stream (a cudaStream_t) of b, a CUDA backend, once the work it
 // holds back is queued (for NCCL's collectives in the stream's order); NULL
 // for another backend or on a failure.

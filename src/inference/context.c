@@ -1,5 +1,4 @@
 // Contexts: the KV cache and scratch of one sequence, and infer_eval.
-#include "compute/cuda/cuda.h"
 #include "compute/cpu/ops.h"
 #include "inference/context.h"
 #include "vindex/walk.h"
@@ -31,7 +30,7 @@ enum { ALIGN_FLOATS = 16 };
 // A tensor-parallel rank's GPU: its rank, where the machine has a GPU for
 // each rank (each process sees them all: CUDA_VISIBLE_DEVICES unset), else 0.
 static int tp_gpu(const infer_model *m) {
-    return m->tp_world > 1 && cuda_device_count() >= m->tp_world ? m->tp_rank : 0;
+    return m->tp_world > 1 && backend_gpu_count() >= m->tp_world ? m->tp_rank : 0;
 }
 
 static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
@@ -290,7 +289,7 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         else if (plan && plan[il].kind == G_WALK && plan[il].rank)
             st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks by |gate . x| only (layer %d's walkc runs on the CPU)", what,
                       fo->name, il);
-        else if (!cuda_walk_ok(ty))
+        else if (fo->walk_takes && !fo->walk_takes(ty))
             st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" walks f32, f16, bf16 or q8_0 feature rows; this vindex's are %s (layer %d; "
                       "on the CPU it runs)", what, fo->name, dtype_get(ty) ? dtype_get(ty)->name : "of an unknown type", il);
     }
@@ -319,7 +318,7 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             if (!keep && ops->done) ops->done(&nb);
             free(att);
             return fail(INFER_ERR_NOMEM, "%s: no memory for a context of %d positions (%zu MiB)%s%s", what, c->n_ctx,
-                        sizeof(float) * (fd + fh) >> 20, ops->host ? "" : ": ", ops->host ? "" : cuda_status());
+                        sizeof(float) * (fd + fh) >> 20, ops->host ? "" : ": ", ops->host ? "" : backend_gpu_status());
         }
         c->arena_ops->release(&c->be, c->arena);
         if (c->alt.arena) c->alt.arena_ops->release(&c->alt.be, c->alt.arena);
@@ -354,7 +353,7 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
 
 infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     const backend_ops *ops = backend_find(name);
-    if (!ops && name && !strcmp(name, "cuda")) return fail(INFER_ERR_UNSUPPORTED, "backend \"cuda\": %s", cuda_status());
+    if (!ops && name && !strcmp(name, "cuda")) return fail(INFER_ERR_UNSUPPORTED, "backend \"cuda\": %s", backend_gpu_status());
     if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference, cuda)", name ? name : "(null)");
     if (ops == c->be.ops) return INFER_OK;
     char what[64];
@@ -534,23 +533,18 @@ static atomic_int g_default_threads = 1;
 void infer_set_threads(int n) { atomic_store(&g_default_threads, n < 1 ? 1 : n); }
 int infer_get_threads(void) { return atomic_load(&g_default_threads); }
 
-int infer_gpu_count(void) { return cuda_device_count(); }
+int infer_gpu_count(void) { return backend_gpu_count(); }
 
 const char *infer_gpu_status(void) {
-    static char name[256];
-    if (cuda_device_count() <= 0) return cuda_status();
-    cuda_dev *d = cuda_open(0); // (its name; the handle is closed again)
-    if (!d) return cuda_status();
-    snprintf(name, sizeof name, "%s", cuda_name(d));
-    cuda_close(d);
-    return name;
+    const char *name = backend_gpu_count() > 0 ? backend_gpu_name() : NULL;
+    return name ? name : backend_gpu_status();
 }
 
 // Each block: a 64-byte header saying how it was made (1: page-locked), then the bytes.
 enum { HOST_HDR = 64 };
 void *infer_host_alloc(size_t bytes) {
     if (bytes > SIZE_MAX - HOST_HDR) return NULL;
-    unsigned char *p = cuda_device_count() > 0 ? cuda_host_alloc(bytes + HOST_HDR) : NULL;
+    unsigned char *p = backend_pinned_alloc(bytes + HOST_HDR);
     int pinned = p != NULL;
     if (!p && !(p = malloc(bytes + HOST_HDR))) return NULL;
     p[0] = (unsigned char)pinned;
@@ -560,7 +554,7 @@ void *infer_host_alloc(size_t bytes) {
 void infer_host_free(void *ptr) {
     if (!ptr) return;
     unsigned char *p = (unsigned char *)ptr - HOST_HDR;
-    if (p[0]) cuda_host_free(p);
+    if (p[0]) backend_pinned_free(p);
     else free(p);
 }
 

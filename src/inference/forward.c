@@ -3,7 +3,6 @@
 // attention and feed-forward blocks, then the final norm and the logits.
 #include "inference/context.h"
 #include "compute/backend.h"
-#include "compute/cuda/cuda.h"
 #include "vindex/walk.h"
 #include "compute/cpu/vec.h"
 #include "base/pool.h"
@@ -568,7 +567,7 @@ static infer_status oom_check(infer_ctx *c) {
     }
     if (!c->ex.oom) return INFER_OK;
     c->ex.oom = 0;
-    if (!OPS->host) return fail(INFER_ERR_NOMEM, "backend \"%s\": an operation failed (%s)", OPS->name, cuda_status());
+    if (!OPS->host) return fail(INFER_ERR_NOMEM, "backend \"%s\": an operation failed (%s)", OPS->name, backend_gpu_status());
     return fail(INFER_ERR_NOMEM, "out of memory for the kernels' scratch");
 }
 

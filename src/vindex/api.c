@@ -10,7 +10,7 @@
 #include "compute/cpu/ops.h"
 #include "base/pool.h"
 #include "base/error.h"
-#include "compute/cuda/cuda.h"
+#include "compute/backend.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -92,11 +92,8 @@ struct infer_knn {
     pool *pool;   // threads of the scores
     cpu_exec ex;
     float *s;     // (n) host scores for infer_knn_topk
-    // on a GPU (infer_knn_set_device): the vectors, x, its q8_0 rows, scores, indices
-    cuda_dev *d;
-    void *dw, *dxq;
-    float *dx, *ds;
-    int *didx;
+    backend be;   // on a GPU (infer_knn_set_device): the device backend (ops NULL: none), its copy of the vectors this KNN's
+    cpu_exec dex; // (its failure flag)
 };
 
 infer_status infer_knn_new(int type, const float *rows, int n, int n_embd, infer_knn **out) {
@@ -123,10 +120,8 @@ infer_status infer_knn_new(int type, const float *rows, int n, int n_embd, infer
 }
 
 static void knn_release_device(infer_knn *k) {
-    if (!k->d) return;
-    cuda_free(k->d, k->dw), cuda_free(k->d, k->dxq), cuda_free(k->d, k->dx), cuda_free(k->d, k->ds), cuda_free(k->d, k->didx);
-    cuda_close(k->d);
-    k->d = NULL, k->dw = k->dxq = NULL, k->dx = k->ds = NULL, k->didx = NULL;
+    if (k->be.ops && k->be.ops->done) k->be.ops->done(&k->be);
+    k->be = (backend){0};
 }
 
 infer_status infer_knn_set_device(infer_knn *k, const char *device) {
@@ -135,41 +130,27 @@ infer_status infer_knn_set_device(infer_knn *k, const char *device) {
         return INFER_OK;
     }
     if (strcmp(device, "cuda")) return fail(INFER_ERR_ARG, "gate KNN: unknown device \"%s\" (cpu, cuda)", device);
-    if (k->d) return INFER_OK;
+    if (k->be.ops) return INFER_OK;
     int n = (int)k->gate.ne[1], H = (int)k->gate.ne[0];
-    if (cuda_device_count() <= 0 || !(k->d = cuda_open(0))) return fail(INFER_ERR_UNSUPPORTED, "gate KNN on cuda: %s", cuda_status());
-    size_t xr = cuda_act_row_size(k->gate.type, H);
-    k->dw = cuda_weight_upload(k->d, k->gate.type, k->data, n, H);
-    k->dx = cuda_alloc(k->d, sizeof(float) * (size_t)H);
-    k->dxq = xr ? cuda_alloc(k->d, xr) : NULL;
-    k->ds = cuda_alloc(k->d, sizeof(float) * (size_t)n);
-    k->didx = cuda_alloc(k->d, sizeof(int) * (size_t)n);
-    if (!k->dw || !k->dx || !k->dxq || !k->ds || !k->didx) {
+    const backend_ops *ops = backend_cuda();
+    if (!ops) return fail(INFER_ERR_UNSUPPORTED, "gate KNN on cuda: %s", backend_gpu_status());
+    k->be = (backend){.ops = ops, .ex = &k->dex, .owner = k};
+    float *z = calloc((size_t)H, sizeof(float));
+    int32_t i0;
+    int bad = !z || ops->knn(&k->be, &k->gate, z, 1, &i0, NULL); // (the vectors go up now, or the reason they cannot is told here)
+    free(z);
+    if (bad) {
         knn_release_device(k);
-        return fail(INFER_ERR_NOMEM, "gate KNN on cuda: no device memory for %d x %d gate vectors (%s)", n, H, cuda_status());
+        return fail(INFER_ERR_NOMEM, "gate KNN on cuda: no device memory for %d x %d gate vectors (%s)", n, H, backend_gpu_status());
     }
     return INFER_OK;
-}
-
-// scores on the GPU, left in k->ds; 0 on success
-static int knn_scores_device(infer_knn *k, const float *x) {
-    int n = (int)k->gate.ne[1], H = (int)k->gate.ne[0], t = k->gate.type;
-    const void *xq = k->dx;
-    if (cuda_upload(k->d, k->dx, x, sizeof(float) * (size_t)H)) return -1;
-    if (t != DT_F32 && t != DT_F16) {
-        if (cuda_quantize(k->d, t, k->dx, 1, H, k->dxq)) return -1;
-        xq = k->dxq;
-    }
-    return cuda_matmul(k->d, t, k->dw, n, H, xq, 1, k->ds);
 }
 
 infer_status infer_knn_topk(infer_knn *k, const float *x, int kk, int32_t *idx) {
     int n = (int)k->gate.ne[1];
     if (kk < 1 || kk > n) return fail(INFER_ERR_ARG, "gate KNN: top %d of %d vectors", kk, n);
-    if (k->d) {
-        if (knn_scores_device(k, x) || cuda_topk_abs(k->d, k->ds, n, kk, k->didx) ||
-            cuda_download(k->d, idx, k->didx, sizeof(int32_t) * (size_t)kk))
-            return fail(INFER_ERR_NOMEM, "gate KNN on cuda: %s", cuda_status());
+    if (k->be.ops) {
+        if (k->be.ops->knn(&k->be, &k->gate, x, kk, idx, NULL)) return fail(INFER_ERR_NOMEM, "gate KNN on cuda: %s", backend_gpu_status());
         return INFER_OK;
     }
     if (!k->s && !(k->s = malloc(sizeof(float) * (size_t)n))) return fail(INFER_ERR_NOMEM, "out of memory for %d scores", n);
@@ -190,8 +171,7 @@ void infer_knn_free(infer_knn *k) {
 
 size_t infer_knn_bytes(const infer_knn *k) { return k->gate.nbytes; }
 void infer_knn_scores(infer_knn *k, const float *x, float *scores) {
-    int n = (int)k->gate.ne[1];
-    if (k->d && !knn_scores_device(k, x) && !cuda_download(k->d, scores, k->ds, sizeof(float) * (size_t)n)) return;
+    if (k->be.ops && !k->be.ops->knn(&k->be, &k->gate, x, 0, NULL, scores)) return;
     gate_scores(&k->ex, &k->gate, x, scores); // (the CPU's, also when the GPU failed)
 }
 void infer_topk_abs(const float *s, int n, int k, int32_t *idx) { topk_abs(s, n, k, idx); }

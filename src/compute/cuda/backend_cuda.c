@@ -13,19 +13,14 @@
 #ifdef INFER_HAVE_CUDA
 #include "compute/backend.h"
 #include "compute/cpu/ops.h"
-#include "compute/cuda/cuda.h"
+#include "compute/cuda/backend_cuda.h"
 #include "tensor/dtype.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-    N_ROWS_MAX = 512,            // rows of a pass (context.h's N_BATCH_DEV)
-    SCORES_MAX = 1 << 24,        // attention score floats a launch may use (the rows of a pass go in groups)
-    PTAB_MAX = 2048,             // row-pointer tables kept before they are all dropped
-};
 
 typedef struct {
     const void *host;
@@ -34,14 +29,14 @@ typedef struct {
 
 // The device copies of one model's weights (found by host address), shared
 // by the model's contexts: made by the first, freed with the last.
-typedef struct wstore {
+struct wstore {
     const void *owner;
     int refs;
     pthread_mutex_t mu;
     dev_entry *map;              // open addressing on the host address
     size_t cap, n;
     struct wstore *next;
-} wstore;
+};
 static pthread_mutex_t g_stores_mu = PTHREAD_MUTEX_INITIALIZER;
 static wstore *g_stores;
 
@@ -75,63 +70,6 @@ static void store_put(wstore *w, cuda_dev *d) {
     free(w);
 }
 
-typedef struct {
-    cuda_dev *d;
-    wstore *w;                   // the model's weights on the device
-    void *xq;                    // quantized activations
-    size_t xq_cap;
-    float *scores;               // attention scores: T x H x stride
-    size_t scores_cap;
-    int *pos;                    // per row: position (attention, RoPE, the caches), set by begin_pass
-    size_t rows_cap;
-    // the pass's rows by how their products run: runs of a sequence of at
-    // least CUDA_GEMM_MIN_T rows on the tensor cores, the others as decode
-    // rows (q8 products), so a sequence's rows in a batch are computed as
-    // they would be alone. seg0[i]..seg0[i+1]: segment i, gemm or not (a
-    // gemm segment is one sequence's run).
-    int pass_T, n_seg, seg0[N_ROWS_MAX + 1], seg_gemm[N_ROWS_MAX];
-    int pass_decode;             // every row of the pass is its sequence's only one (run[t] all set: cuda_attention_d)
-    int n_run, run0[N_ROWS_MAX + 1]; // the pass's runs of rows of one sequence: run i is rows run0[i] .. run0[i + 1]
-    void *am;                    // argmax's row results
-    size_t am_cap;
-    void *wk;                    // the walk's scratch: scores, indices, activations, chunk sums, x's q8_0 row
-    size_t wk_cap;
-    float *host;                 // host staging (embedding rows)
-    size_t host_cap;
-    // device arrays of row pointers (caches), found by their contents: made
-    // once, never moved, so a captured graph may keep reading them
-    struct ptab { int n; const void **host; void *dev; } *ptab;
-    int n_ptab;
-    // the decode graph: its key, the key seen last (captured when seen twice)
-    void *exec;
-    uint64_t gkey, seen, pending;
-    int capturing, no_graph;
-    // fusion (INFER_CUDA_FUSE=0 turns it off): row operations wait and chain
-    // (a norm in place, the residual that adds its output, the norm of the
-    // sum, the quantization for the product that takes it: cuda_chain_run),
-    // and a gate and up product waits for the activation that joins them
-    int fuse;
-    int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=0: the q8 products)
-    int batch_gemm;              // INFER_CUDA_BATCH_GEMM=1: every pass of 16+ rows on the tensor cores (decode rows
-                                 // of a batch then differ from alone by the f16 inputs' rounding; for measurement)
-    int ch_on, ch_rows;
-    cuda_chain ch;
-    struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
-    // an attention of one launch waits for the product that reads its output
-    // and writes that product's quantized rows itself (cuda_attention_q;
-    // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
-    int att_q;
-    int att_gemm;                // a prompt's runs of rows through cuBLAS (cuda_attention_gemm; INFER_CUDA_ATT_GEMM=0: not)
-    int pos_h[N_ROWS_MAX];       // the pass's positions on the host (begin_pass)
-    struct {
-        int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
-        const float *q, *sinks, *const *tab;
-        float *out, *sc, scale, softcap;
-        const int *pos;
-        const void *k0[N_ROWS_MAX], *v0[N_ROWS_MAX]; // each run's caches (runs of one sequence: one cache)
-    } at;
-} cuda_state;
-
 enum { GEMM_MIN_ROWS = 32 }; // (a run of fewer rows: the per-row kernel)
 
 static int attention_run(cuda_state *s, int wtype, void *xq) {
@@ -161,7 +99,7 @@ static int attention_run(cuda_state *s, int wtype, void *xq) {
 
 // The waiting operations, launched (every operation but one that joins them
 // calls this first, so the order of the work is the forward pass's).
-static int flush(cuda_state *s) {
+int cu_flush(cuda_state *s) {
     if (!s) return 0;
     int rc = 0;
     if (s->at.on) rc |= attention_run(s, 0, NULL);
@@ -184,7 +122,7 @@ static void graph_drop(cuda_state *s) {
     s->gkey = s->seen = 0;
 }
 
-static cuda_state *state(backend *b) {
+cuda_state *cu_state(backend *b) {
     if (b->dev) return b->dev;
     cuda_state *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -214,9 +152,9 @@ static cuda_state *state(backend *b) {
 static void fail_op(backend *b) { b->ex->oom = 1; } // (the pass's results are not to be used)
 
 // the state, with any waiting norm launched
-static cuda_state *state_flushed(backend *b) {
-    cuda_state *s = state(b);
-    if (s && flush(s)) fail_op(b), s = NULL;
+cuda_state *cu_state_flushed(backend *b) {
+    cuda_state *s = cu_state(b);
+    if (s && cu_flush(s)) fail_op(b), s = NULL;
     return s;
 }
 
@@ -240,7 +178,7 @@ static int map_grow(wstore *w) {
 // The device copy of host memory p: found by its address, else made by
 // `up` (the first use; never inside a captured graph).
 static void *dev_find(backend *b, const void *p, void *(*up)(cuda_dev *, const void *, size_t, int, int), size_t bytes, int type, int cols) {
-    cuda_state *s = state(b);
+    cuda_state *s = cu_state(b);
     if (!s || !p) return NULL;
     wstore *w = s->w;
     void *dv = NULL;
@@ -271,15 +209,15 @@ static void *up_weight(cuda_dev *d, const void *p, size_t rows, int type, int co
 }
 
 // `bytes` at host address p in device memory (uploaded on first use)
-static void *dev_of(backend *b, const void *p, size_t bytes) { return dev_find(b, p, up_bytes, bytes, 0, 0); }
+void *cu_dev_of(backend *b, const void *p, size_t bytes) { return dev_find(b, p, up_bytes, bytes, 0, 0); }
 
 // a matrix of n_out rows of n_in for the products (cuda_weight_upload's layout)
-static const void *dev_weight(backend *b, const tensor *W, int n_in, int n_out) {
+const void *cu_dev_weight(backend *b, const tensor *W, int n_in, int n_out) {
     return dev_find(b, W->data, up_weight, (size_t)n_out, W->type, n_in);
 }
 
 // a device buffer of at least `bytes`, grown as needed
-static void *scratch(cuda_state *s, void **p, size_t *cap, size_t bytes) {
+void *cu_scratch(cuda_state *s, void **p, size_t *cap, size_t bytes) {
     if (bytes > *cap) {
         if (s->capturing) return NULL;
         graph_drop(s);
@@ -295,23 +233,23 @@ static int is_float_type(int t) { return t == DT_F32 || t == DT_F16 || t == DT_B
 // The activations of x for weights of type wtype (T rows of n): quantized
 // into the scratch (by the waiting chain's kernel when x is its output), or
 // x itself for float weights. NULL on failure.
-static const void *act_in(cuda_state *s, int wtype, const float *x, int T, int n) {
+const void *cu_act_in(cuda_state *s, int wtype, const float *x, int T, int n) {
     size_t xr = cuda_act_row_size(wtype, n);
     if (!xr) return NULL;
     if (s->at.on && s->at.out == x && s->at.T == T && s->at.H * s->at.hd == n && cuda_attention_q_ok(wtype, s->at.H, s->at.hd)) {
-        void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T); // (the waiting attention writes the rows)
+        void *xq = cu_scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T); // (the waiting attention writes the rows)
         return xq && !attention_run(s, wtype, xq) ? xq : NULL;
     }
     if (s->ch_on && s->ch.norm_b && s->ch.xn == x && s->ch_rows == T && s->ch.n == n && !is_float_type(wtype)) {
-        void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
+        void *xq = cu_scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
         if (!xq) return NULL;
         s->ch.xq = xq;
         s->ch_on = 0;
         return cuda_chain_run(s->d, &s->ch, s->ch_rows, wtype) ? NULL : xq;
     }
-    if (flush(s)) return NULL;
+    if (cu_flush(s)) return NULL;
     if (is_float_type(wtype)) return x;
-    void *xq = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
+    void *xq = cu_scratch(s, &s->xq, &s->xq_cap, xr * (size_t)T);
     return xq && !cuda_quantize(s->d, wtype, x, T, n, xq) ? xq : NULL;
 }
 
@@ -326,7 +264,7 @@ static int rows_gemm(const cuda_state *s, int wtype, int n_in, int T) {
 
 // The products of a pass's segments, each as its rows would run alone.
 static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, const float *x, int n_in, int n_out, int lowp) {
-    if (flush(s)) return -1;
+    if (cu_flush(s)) return -1;
     size_t xr = cuda_act_row_size(wtype, n_in);
     for (int i = 0; i < s->n_seg; i++) {
         int a = s->seg0[i], n = s->seg0[i + 1] - a;
@@ -338,7 +276,7 @@ static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, c
         }
         const void *xq = xa;
         if (!is_float_type(wtype)) {
-            void *q = scratch(s, &s->xq, &s->xq_cap, xr * (size_t)n);
+            void *q = cu_scratch(s, &s->xq, &s->xq_cap, xr * (size_t)n);
             if (!q || cuda_quantize(s->d, wtype, xa, n, n_in, q)) return -1;
             xq = q;
         }
@@ -348,27 +286,27 @@ static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, c
 }
 
 static void cu_matmul(backend *b, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
-    cuda_state *s = state(b);
+    cuda_state *s = cu_state(b);
     const tensor *W = w->w;
     if (!s) { fail_op(b); return; }
     if (w->trans) {
-        if (flush(s)) { fail_op(b); return; }
+        if (cu_flush(s)) { fail_op(b); return; }
         size_t bytes = dtype_row_size(W->type, n_out) * (size_t)n_in;
-        const void *dw = dev_of(b, W->data, bytes);
+        const void *dw = cu_dev_of(b, W->data, bytes);
         if (!dw || cuda_matmul_trans(s->d, W->type, dw, n_in, n_out, x, T, y)) { fail_op(b); return; }
     } else if (rows_gemm(s, W->type, n_in, T) == 1) { // (a prompt: the tensor cores)
-        const void *dw = dev_weight(b, W, n_in, n_out);
-        if (!dw || flush(s) || cuda_gemm_lowp(s->d, W->type, dw, n_out, n_in, x, T, y, w->ggml)) { fail_op(b); return; }
+        const void *dw = cu_dev_weight(b, W, n_in, n_out);
+        if (!dw || cu_flush(s) || cuda_gemm_lowp(s->d, W->type, dw, n_out, n_in, x, T, y, w->ggml)) { fail_op(b); return; }
     } else if (rows_gemm(s, W->type, n_in, T) < 0) {
-        const void *dw = dev_weight(b, W, n_in, n_out);
+        const void *dw = cu_dev_weight(b, W, n_in, n_out);
         if (!dw || matmul_segments(s, W->type, dw, y, x, n_in, n_out, w->ggml)) { fail_op(b); return; }
     } else {
-        const void *dw = dev_weight(b, W, n_in, n_out);
-        const void *xq = dw ? act_in(s, W->type, x, T, n_in) : NULL;
+        const void *dw = cu_dev_weight(b, W, n_in, n_out);
+        const void *xq = dw ? cu_act_in(s, W->type, x, T, n_in) : NULL;
         if (!xq || cuda_matmul(s->d, W->type, dw, n_out, n_in, xq, T, y)) { fail_op(b); return; }
     }
     if (bias) {
-        const float *db = dev_of(b, bias, sizeof(float) * (size_t)n_out);
+        const float *db = cu_dev_of(b, bias, sizeof(float) * (size_t)n_out);
         if (!db || cuda_bias(s->d, y, db, T, n_out)) fail_op(b);
     }
 }
@@ -378,7 +316,7 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
 // a pair without biases waits for a gated activation to join it.
 static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
                             int n_in, const int *n_out) {
-    cuda_state *s = state(b);
+    cuda_state *s = cu_state(b);
     size_t xr = cuda_act_row_size(w[0]->w->type, n_in);
     int same = s && xr && !w[0]->trans, biased = 0;
     for (int i = 1; i < n && same; i++) same = !w[i]->trans && cuda_act_row_size(w[i]->w->type, n_in) == xr;
@@ -391,10 +329,10 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
     cuda_mat m[4];
     for (int i = 0; i < n; i++) {
         const tensor *W = w[i]->w;
-        m[i] = (cuda_mat){W->type, dev_weight(b, W, n_in, n_out[i]), n_out[i], y[i]};
+        m[i] = (cuda_mat){W->type, cu_dev_weight(b, W, n_in, n_out[i]), n_out[i], y[i]};
         if (!m[i].w) { fail_op(b); return; }
     }
-    const void *xq = act_in(s, w[0]->w->type, x, T, n_in);
+    const void *xq = cu_act_in(s, w[0]->w->type, x, T, n_in);
     if (!xq) { fail_op(b); return; }
     if (s->fuse && n == 2 && !biased && n_out[0] == n_out[1]) { // (waits for a glu)
         s->mm.on = 1, s->mm.T = T, s->mm.n_in = n_in, s->mm.m[0] = m[0], s->mm.m[1] = m[1], s->mm.xq = xq;
@@ -403,7 +341,7 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
     if (cuda_matmul_multi(s->d, n, m, n_in, xq, T, -1, 0)) { fail_op(b); return; }
     for (int i = 0; i < n; i++)
         if (bias[i]) {
-            const float *db = dev_of(b, bias[i], sizeof(float) * (size_t)n_out[i]);
+            const float *db = cu_dev_of(b, bias[i], sizeof(float) * (size_t)n_out[i]);
             if (!db || cuda_bias(s->d, y[i], db, T, n_out[i])) { fail_op(b); return; }
         }
 }
@@ -411,8 +349,8 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
 // A norm waits to chain (cuda_chain_run): in place, for the residual that
 // adds it; of the residual's sum, for the product that takes it.
 static void cu_norm(backend *b, float *out, const float *x, const float *w, const float *bias, int rows, int n, float eps, int kind) {
-    cuda_state *s = state(b);
-    const float *dw = w ? dev_of(b, w, sizeof(float) * (size_t)n) : NULL, *db = bias ? dev_of(b, bias, sizeof(float) * (size_t)n) : NULL;
+    cuda_state *s = cu_state(b);
+    const float *dw = w ? cu_dev_of(b, w, sizeof(float) * (size_t)n) : NULL, *db = bias ? cu_dev_of(b, bias, sizeof(float) * (size_t)n) : NULL;
     int k = kind == NORM_OP_LAYER ? 2 : kind == NORM_OP_RMS_PLUS_ONE ? 1 : 0;
     if (!s || (w && !dw) || (bias && !db)) { fail_op(b); return; }
     cuda_chain *c = &s->ch;
@@ -420,7 +358,7 @@ static void cu_norm(backend *b, float *out, const float *x, const float *w, cons
         c->norm_b = 1, c->xn = out, c->wb = dw, c->kind_b = k, c->eps_b = eps;
         return;
     }
-    if (flush(s)) { fail_op(b); return; }
+    if (cu_flush(s)) { fail_op(b); return; }
     if (s->fuse && k < 2 && !bias) {
         memset(c, 0, sizeof *c);
         s->ch_on = 1, s->ch_rows = rows, c->n = n;
@@ -463,7 +401,7 @@ static void ptab_drop(cuda_state *s);
 // A pass's positions go up once, before its operations (and outside a graph);
 // its rows fall into segments by how their products run.
 static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || T > N_ROWS_MAX) { fail_op(b); return; }
     if (s->n_ptab > PTAB_MAX) ptab_drop(s); // (a server's changing batches would grow them without end)
     s->pass_T = T, s->n_seg = 0, s->pass_decode = 1, s->n_run = 0;
@@ -496,7 +434,7 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
 }
 
 static void cu_kv_store(backend *b, void *const *cache, int type, const int *pos, const float *src, int T, int n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     void *tab = s && (type == KV_F32 || type == KV_F16) ? ptr_table(s, (const void *const *)cache, T) : NULL; // (f32 or f16: context.c)
     (void)pos; // (the pass's positions are on the device: begin_pass)
     if (!tab || cuda_kv_store(s->d, tab, s->pos, src, T, n, type == KV_F16)) fail_op(b);
@@ -505,7 +443,7 @@ static void cu_kv_store(backend *b, void *const *cache, int type, const int *pos
 // Each head's norm, RoPE, rounding and the cache rows in one kernel where it
 // covers the layer (per-head norms, heads of up to 512), else op by op.
 static void cu_qkv_prep(backend *b, const qkv_desc *q) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || (q->k && (q->kt != q->vt || (q->kt != KV_F32 && q->kt != KV_F16)))) { fail_op(b); return; } // (f32 or f16 caches: context.c)
     const rope_table *r = q->rope;
     if (!s->fuse || q->qn != q->hd || q->kn != q->hd || q->hd > 512 || q->norm_kind == NORM_OP_LAYER ||
@@ -516,11 +454,11 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
     cuda_qkv c = {
         .q = q->q, .k = q->k, .v = q->v, .H = q->H, .KV = q->KV, .hd = q->hd, .kind = q->norm_kind == NORM_OP_RMS_PLUS_ONE,
         .v_norm = q->v_norm, .round = q->round, .eps = q->eps, .kv16 = q->kt == KV_F16,
-        .q_norm = q->q_norm ? dev_of(b, q->q_norm, sizeof(float) * (size_t)q->hd) : NULL,
-        .k_norm = q->k_norm ? dev_of(b, q->k_norm, sizeof(float) * (size_t)q->hd) : NULL,
+        .q_norm = q->q_norm ? cu_dev_of(b, q->q_norm, sizeof(float) * (size_t)q->hd) : NULL,
+        .k_norm = q->k_norm ? cu_dev_of(b, q->k_norm, sizeof(float) * (size_t)q->hd) : NULL,
     };
     if (r) {
-        c.inv_freq = dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs);
+        c.inv_freq = cu_dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs);
         c.n_pairs = r->n_pairs, c.pair_offset = r->pair_offset, c.pair_stride = r->pair_stride, c.mscale = r->mscale;
     }
     if (q->k) {
@@ -535,7 +473,7 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
 
 
 static int cu_graph(backend *b, int phase, uint64_t key) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s) return -1;
     if (phase == GRAPH_BEGIN) {
         if (s->no_graph) return -1;
@@ -565,8 +503,8 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
 }
 
 static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int *pos, const rope_table *r) {
-    cuda_state *s = state_flushed(b);
-    const float *f = s ? dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs) : NULL;
+    cuda_state *s = cu_state_flushed(b);
+    const float *f = s ? cu_dev_of(b, r->inv_freq, sizeof(float) * (size_t)r->n_pairs) : NULL;
     (void)pos; // (the pass's positions are on the device: begin_pass)
     if (!f || cuda_rope(s->d, x, rows, heads, hd, s->pos, f, r->n_pairs, r->pair_offset, r->pair_stride, r->mscale)) fail_op(b);
 }
@@ -575,10 +513,10 @@ static void cu_attention(backend *b, const attn_desc *a) {
     size_t per_row = (size_t)a->H * a->stride, nq = (size_t)a->H * a->hd;
     int group = SCORES_MAX / per_row > 0 ? (int)(SCORES_MAX / per_row) : 1; // rows a launch (the scores' memory)
     group = group < a->T ? group : a->T;
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || a->kt != a->vt || (a->kt != KV_F32 && a->kt != KV_F16)) { fail_op(b); return; } // (f32 or f16 caches: context.c)
-    const float *sinks = a->sinks ? dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
-    float *sc = scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)group * per_row);
+    const float *sinks = a->sinks ? cu_dev_of(b, a->sinks, sizeof(float) * (size_t)a->H) : NULL;
+    float *sc = cu_scratch(s, (void **)&s->scores, &s->scores_cap, sizeof(float) * (size_t)group * per_row);
     const void *kv[2 * N_ROWS_MAX];
     if (a->T > N_ROWS_MAX) { fail_op(b); return; }
     memcpy(kv, a->k, sizeof(void *) * (size_t)a->T);
@@ -606,31 +544,31 @@ static void cu_attention(backend *b, const attn_desc *a) {
 }
 
 static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {
-    cuda_state *s = state(b);
+    cuda_state *s = cu_state(b);
     if (s && s->mm.on && u && s->mm.m[0].y == g && s->mm.m[1].y == u && s->mm.T == rows && s->mm.m[0].rows == n) {
         s->mm.on = 0; // the waiting gate and up products, with this activation
         if (cuda_matmul_multi(s->d, 2, s->mm.m, s->mm.n_in, s->mm.xq, rows, act, ggml)) fail_op(b);
         return;
     }
-    s = state_flushed(b);
+    s = cu_state_flushed(b);
     if (!s || cuda_act(s->d, g, u, (size_t)rows * n, act, ggml)) fail_op(b);
 }
 static void cu_act(backend *b, float *x, int rows, int n, int act, int ggml) { cu_glu(b, x, NULL, rows, n, act, ggml); }
 
 static void cu_glu_oss(backend *b, float *out, const float *gate, size_t gs, const float *up, size_t us, int n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_glu_oss(s->d, out, gate, gs, up, us, n)) fail_op(b);
 }
 
 static void cu_residual(backend *b, float *x, const float *o, float sc, int rows, int n) {
-    cuda_state *s = state(b);
+    cuda_state *s = cu_state(b);
     if (!s) { fail_op(b); return; }
     cuda_chain *c = &s->ch;
     if (s->ch_on && c->norm_a && !c->residual && !c->norm_b && c->o == o && s->ch_rows == rows && c->n == n) {
         c->residual = 1, c->x = x, c->s = sc;
         return;
     }
-    if (flush(s)) { fail_op(b); return; }
+    if (cu_flush(s)) { fail_op(b); return; }
     if (s->fuse) { // (waits for the norm of the sum)
         memset(c, 0, sizeof *c);
         s->ch_on = 1, s->ch_rows = rows, c->n = n, c->residual = 1, c->o = (float *)o, c->x = x, c->s = sc; // (o only read)
@@ -640,18 +578,18 @@ static void cu_residual(backend *b, float *x, const float *o, float sc, int rows
 }
 
 static void cu_round_f16(backend *b, float *x, size_t n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_round_f16(s->d, x, n)) fail_op(b);
 }
 
 static void cu_softmax(backend *b, float *x, int n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_softmax(s->d, x, n)) fail_op(b);
 }
 
 // embedding rows: decoded on the host from the mapped table, then uploaded
 static void cu_embed(backend *b, float *out, const tensor *table, const int32_t *ids, int T, float scale) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     size_t n = (size_t)table->ne[0] * (size_t)T;
     if (s && n > s->host_cap) {
         float *h = realloc(s->host, sizeof(float) * n);
@@ -664,38 +602,38 @@ static void cu_embed(backend *b, float *out, const tensor *table, const int32_t 
 }
 
 static void cu_copy(backend *b, float *dst, size_t ds, const float *src, size_t ss, int rows, int n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_copy2d(s->d, dst, ds, src, ss, rows, n)) fail_op(b);
 }
 
 static void cu_scale(backend *b, float *x, size_t n, float sc) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_scale(s->d, x, n, sc)) fail_op(b);
 }
 
 static void cu_mul(backend *b, float *x, size_t xs, const float *y, size_t ys, int rows, int n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_mul(s->d, x, xs, y, ys, rows, n)) fail_op(b);
 }
 
 static void cu_softcap(backend *b, float *x, size_t n, float cap) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_softcap(s->d, x, n, cap)) fail_op(b);
 }
 
 void *backend_cuda_stream(backend *b) {
     if (b->ops->host || strcmp(b->ops->name, "cuda")) return NULL;
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     return s ? cuda_stream(s->d) : NULL;
 }
 
 static void cu_download(backend *b, float *host, const float *src, size_t n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_download(s->d, host, src, sizeof(float) * n)) fail_op(b);
 }
 
 static void cu_upload(backend *b, float *dst, const float *host, size_t n) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (!s || cuda_upload(s->d, dst, host, sizeof(float) * n)) fail_op(b);
 }
 
@@ -703,24 +641,24 @@ static void cu_upload(backend *b, float *dst, const float *host, size_t n) {
 // their type), the top k by magnitude on the GPU (k < F), then cuda_walk over
 // the raw feature rows.
 static void cu_walk(backend *b, float *out, const float *x, const walk_layer *l, int k, int T) {
-    cuda_state *s = state(b);
+    cuda_state *s = cu_state(b);
     const tensor *gv = l->gate_vectors, *ffn = l->ffn;
     int F = (int)gv->ne[1], H = (int)gv->ne[0], all = k >= F;
     if (all) k = F;
     size_t nc = ((size_t)k + 63) / 64, xr = ffn->type == DT_Q8_0 ? cuda_act_row_size(DT_Q8_0, H) : 0;
     size_t at_idx = sizeof(float) * (size_t)F, at_a = at_idx + sizeof(int) * (size_t)F, at_part = at_a + sizeof(float) * (size_t)F;
     size_t at_xq = (at_part + sizeof(float) * nc * H + 15) & ~(size_t)15;
-    char *wk = s && !flush(s) ? scratch(s, &s->wk, &s->wk_cap, at_xq + xr) : NULL;
-    const void *dg = all ? NULL : dev_weight(b, gv, H, F), *df = wk ? dev_of(b, ffn->data, ffn->nbytes) : NULL;
-    const float *bias = l->bias ? dev_of(b, l->bias, sizeof(float) * (size_t)F) : NULL;
-    const float *db = l->down_bias ? dev_of(b, l->down_bias, sizeof(float) * (size_t)H) : NULL;
+    char *wk = s && !cu_flush(s) ? cu_scratch(s, &s->wk, &s->wk_cap, at_xq + xr) : NULL;
+    const void *dg = all ? NULL : cu_dev_weight(b, gv, H, F), *df = wk ? cu_dev_of(b, ffn->data, ffn->nbytes) : NULL;
+    const float *bias = l->bias ? cu_dev_of(b, l->bias, sizeof(float) * (size_t)F) : NULL;
+    const float *db = l->down_bias ? cu_dev_of(b, l->down_bias, sizeof(float) * (size_t)H) : NULL;
     if (!wk || !df || (!all && !dg) || (l->bias && !bias) || (l->down_bias && !db)) { fail_op(b); return; }
     float *sc = (float *)wk, *a = (float *)(wk + at_a), *part = (float *)(wk + at_part);
     int *idx = all ? NULL : (int *)(wk + at_idx);
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * H;
         if (!all) {
-            const void *xq = act_in(s, gv->type, xt, 1, H);
+            const void *xq = cu_act_in(s, gv->type, xt, 1, H);
             if (!xq || cuda_matmul(s->d, gv->type, dg, F, H, xq, 1, sc) || cuda_topk_abs(s->d, sc, F, k, idx)) { fail_op(b); return; }
         }
         if ((xr && cuda_quantize(s->d, DT_Q8_0, xt, 1, H, wk + at_xq)) ||
@@ -732,13 +670,13 @@ static void cu_walk(backend *b, float *out, const float *x, const walk_layer *l,
 }
 
 static void cu_argmax(backend *b, int32_t *out, const float *x, int rows, int n) {
-    cuda_state *s = state_flushed(b);
-    int *d = s ? scratch(s, &s->am, &s->am_cap, sizeof(int) * (size_t)rows) : NULL;
+    cuda_state *s = cu_state_flushed(b);
+    int *d = s ? cu_scratch(s, &s->am, &s->am_cap, sizeof(int) * (size_t)rows) : NULL;
     if (!d || cuda_argmax(s->d, x, rows, n, d) || cuda_download(s->d, out, d, sizeof(int) * (size_t)rows)) fail_op(b);
 }
 
 static void *cu_alloc(backend *b, size_t bytes) {
-    cuda_state *s = state_flushed(b);
+    cuda_state *s = cu_state_flushed(b);
     if (s) graph_drop(s);
     void *p = s ? cuda_alloc(s->d, bytes) : NULL;
     if (p && cuda_zero(s->d, p, bytes)) {
@@ -750,7 +688,7 @@ static void *cu_alloc(backend *b, size_t bytes) {
 
 static void cu_release(backend *b, void *p) {
     cuda_state *s = b->dev;
-    if (s) flush(s);
+    if (s) cu_flush(s);
     if (s) graph_drop(s), cuda_free(s->d, p);
 }
 
@@ -791,6 +729,9 @@ static const backend_ops cuda_ops = {
     .kv_store = cu_kv_store,
     .begin_pass = cu_begin_pass,
     .walk = cu_walk,
+    .walk_takes = cuda_walk_ok,
+    .knn = cu_knn,
+    .lm_topk = cu_lm_topk,
     .argmax = cu_argmax,
     .graph = cu_graph,
     .alloc = cu_alloc,
@@ -800,6 +741,24 @@ static const backend_ops cuda_ops = {
 };
 
 const backend_ops *backend_cuda(void) { return cuda_device_count() > 0 ? &cuda_ops : NULL; }
+
+int backend_gpu_count(void) { return cuda_device_count(); }
+const char *backend_gpu_status(void) { return cuda_status(); }
+
+// (GPU 0's name: a handle opened and closed again, once)
+static char g_gpu_name[256];
+static pthread_once_t g_gpu_name_once = PTHREAD_ONCE_INIT;
+static void gpu_name_read(void) {
+    cuda_dev *d = cuda_device_count() > 0 ? cuda_open(0) : NULL;
+    if (d) snprintf(g_gpu_name, sizeof g_gpu_name, "%s", cuda_name(d)), cuda_close(d);
+}
+const char *backend_gpu_name(void) {
+    pthread_once(&g_gpu_name_once, gpu_name_read);
+    return *g_gpu_name ? g_gpu_name : NULL;
+}
+
+void *backend_pinned_alloc(size_t bytes) { return cuda_device_count() > 0 ? cuda_host_alloc(bytes) : NULL; }
+void backend_pinned_free(void *p) { cuda_host_free(p); }
 
 #else
 typedef int backend_cuda_unused; // (ISO C wants a declaration in every file)
