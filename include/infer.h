@@ -88,6 +88,10 @@ INFER_API const char *infer_model_arch(const infer_model *model);
 // The file type as llama.cpp names it ("Q4_K - Medium", "BF16", ...) from a
 // GGUF's general.file_type, else the dominant type of the matrices ("bf16").
 INFER_API const char *infer_model_ftype(const infer_model *model);
+// Threads of the work a model does outside a context: the vindex's lm_head
+// lookups (infer_lm_head_*), infer_graph_auto's calibration (default 1).
+INFER_API infer_status infer_model_set_threads(infer_model *model, int n);
+INFER_API int infer_model_threads(const infer_model *model);
 // Number of parameters, and bytes of tensor data.
 INFER_API int64_t infer_model_n_params(const infer_model *model);
 INFER_API size_t infer_model_tensor_bytes(const infer_model *model);
@@ -97,11 +101,21 @@ INFER_API int infer_model_eos(const infer_model *model, int32_t *ids, int max);
 // tensors by dtype, parameters, bytes mapped) to buf; returns its length.
 INFER_API size_t infer_model_describe(const infer_model *model, char *buf, size_t cap);
 
-// Threads used by the kernels (default 1); the caller's thread is one of them.
-// infer_set_threads sets the count contexts (and extractions) start with; each
-// context owns its threads, so contexts run side by side without sharing them.
-INFER_API void infer_set_threads(int n);
-INFER_API int infer_get_threads(void);
+// How a context is made (infer_ctx_create): the fields are
+// llama_context_params' where llama.cpp has them; the setters below change a
+// context's placement before its first evaluation.
+typedef struct {
+    int n_ctx;              // positions (0: the model's maximum, capped at 4096)
+    int n_threads;          // the kernels' threads, the caller's among them (0: 1); each context owns its
+                            // threads, so contexts run side by side without sharing them
+    const char *backend;    // "cpu" (NULL: the default), "reference" or "cuda" (infer_ctx_set_backend)
+    int n_gpu_layers;       // -ngl on a GPU backend (-1, the default: every layer there; infer_ctx_set_gpu_layers)
+    const char *type_k;     // the KV cache's keys, "f32", "f16" or "q8_0" (NULL: the default; infer_ctx_set_kv_type)
+    const char *type_v;     // its values, the same
+} infer_ctx_params;
+// A context on the CPU, 1 thread, the model's maximum positions capped at 4096.
+INFER_API infer_ctx_params infer_ctx_default_params(void);
+// The threads of a context's kernels (n_threads).
 INFER_API infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
 INFER_API int infer_ctx_threads(const infer_ctx *ctx);
 // The backend that runs the context's forward pass: "cpu" (the default:
@@ -222,10 +236,11 @@ INFER_API const char *infer_chat_template_source(infer_model *model);
 // Forgets cached positions from n on (n <= n_past), so a conversation can be
 // re-fed from where it changed.
 INFER_API void infer_ctx_truncate(infer_ctx *ctx, int n);
-// The memory a context of n_ctx positions takes (0: the default): its KV
-// cache, and everything (cache, scratch, attention scores for
-// infer_get_threads() threads).
-INFER_API infer_status infer_ctx_memory(const infer_model *model, int n_ctx, size_t *kv_bytes, size_t *total_bytes);
+// The memory a context made with params (NULL: the defaults) takes on the
+// CPU: its KV cache, and everything (cache, scratch, attention scores for
+// its threads).
+INFER_API infer_status infer_ctx_memory(const infer_model *model, const infer_ctx_params *params, size_t *kv_bytes,
+                                        size_t *total_bytes);
 
 // dst takes src's first n positions (its KV cache): a shared prompt prefix
 // evaluated once, continued by several sequences. Same model; n <= src's.
@@ -237,7 +252,7 @@ INFER_API infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int 
 // Each sequence's logits are bit for bit those of infer_eval on it alone.
 // Sequences come and go between calls: a context is a sequence (create, free,
 // infer_ctx_truncate, infer_ctx_copy). The batch holds the pass's scratch and
-// threads (infer_set_threads' count at creation).
+// threads (1 until infer_batch_set_threads).
 typedef struct infer_batch infer_batch;
 INFER_API infer_status infer_batch_new(infer_model *model, infer_batch **out);
 INFER_API void infer_batch_free(infer_batch *batch);
@@ -255,7 +270,11 @@ INFER_API infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ct
 INFER_API infer_status infer_batch_eval_tokens(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
                                      const int *n_ids, float *const *logits, int32_t *const *tok);
 
-// A context of n_ctx positions (0: the model's maximum, capped at 4096).
+// A context (a sequence's KV cache, scratch and threads) made and placed as
+// params say (NULL: infer_ctx_default_params()); INFER_ERR_ARG or
+// INFER_ERR_UNSUPPORTED naming what cannot be honoured.
+INFER_API infer_status infer_ctx_create(infer_model *model, const infer_ctx_params *params, infer_ctx **out);
+// infer_ctx_create with the defaults and n_ctx positions.
 INFER_API infer_status infer_ctx_new(infer_model *model, int n_ctx, infer_ctx **out);
 INFER_API void infer_ctx_free(infer_ctx *ctx);
 INFER_API void infer_ctx_reset(infer_ctx *ctx);   // forget all cached positions
@@ -355,10 +374,11 @@ INFER_API infer_status infer_walk_features(const infer_model *model, int layer, 
 
 // Gate KNN on its own: n gate vectors of n_embd encoded from f32 rows to type
 // (INFER_TYPE_F32, _F16 or _Q4_0; n_embd a whole number of its blocks).
-// Scores run on the threads infer_set_threads gave when it was made.
+// Scores run on one thread until infer_knn_set_threads.
 typedef struct infer_knn infer_knn;
 INFER_API infer_status infer_knn_new(int type, const float *rows, int n, int n_embd, infer_knn **out);
 INFER_API void infer_knn_free(infer_knn *knn);
+INFER_API infer_status infer_knn_set_threads(infer_knn *knn, int n);
 // Bytes of the encoded gate vectors.
 INFER_API size_t infer_knn_bytes(const infer_knn *knn);
 // scores (n) = gate vectors . x (n_embd).
@@ -392,7 +412,7 @@ INFER_API infer_status infer_lm_head_index_logits(const infer_model *model, cons
 // The index's clusters (0: the vindex has none).
 INFER_API int infer_lm_head_index_clusters(const infer_model *model);
 // logits (n_vocab) = the model's own output head . hidden with the engine's
-// kernels and infer_get_threads() threads (the product alone: no scale or
+// kernels and the model's threads (infer_model_set_threads; the product alone: no scale or
 // softcap), for timing and checking the index against.
 INFER_API infer_status infer_lm_head_dense(const infer_model *model, const float *hidden, float *logits);
 // ids (k) = the k rows of the model's own head that score highest against
@@ -421,6 +441,7 @@ typedef struct {
     infer_progress_fn progress; // called as work advances: stage ("ffn", "embeddings", "lm_head",
                                 // "down_meta", "weights.gguf", "index.json"), done of total; may be NULL
     void *user;
+    int threads;                // the kernels' threads (default 1)
 } infer_extract_opts;
 
 // What was written: a type whose blocks do not divide a row falls back as

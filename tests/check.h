@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "infer.h"
+
 static int g_checks, g_failed;
 
 #define CHECK(cond, ...)                                                      \
@@ -22,6 +24,13 @@ static int g_checks, g_failed;
             fputc('\n', stderr);                                              \
         }                                                                     \
     } while (0)
+
+// A context of n positions whose kernels run on `threads` threads.
+static inline infer_status ctx_threads(infer_model *m, int n, int threads, infer_ctx **c) {
+    infer_ctx_params p = infer_ctx_default_params();
+    p.n_ctx = n, p.n_threads = threads;
+    return infer_ctx_create(m, &p, c);
+}
 
 static inline int check_summary(const char *name) {
     printf("%s: %d checks, %d failed\n", name, g_checks, g_failed);

@@ -13,4 +13,21 @@ rule() { # rule NAME: stdin holds the offenders, one a line
 grep -rnE '\bcuda_[a-z0-9_]+\(' src --include=*.c --include=*.h | grep -v '^src/compute/' | rule "no cuda_* call outside src/compute"
 # a build without CUDA: one small stub file
 wc -l src/compute/cuda/none.c | awk '$1 >= 30' | rule "the CUDA-less stub under 30 lines"
+# the layers call down, never up: base < tensor < compute < models <
+# tokenizer < vindex < inference, read from the build's objects (beside INFER_BIN)
+objs=$(dirname "$1")/CMakeFiles/infer_objects.dir/src
+if [ -d "$objs" ]; then
+    layers=(base tensor compute models tokenizer vindex inference)
+    for ((i = 0; i < ${#layers[@]}; i++)); do
+        lo=${layers[i]}
+        for ((j = i + 1; j < ${#layers[@]}; j++)); do
+            hi=${layers[j]}
+            comm -12 <(find "$objs/$lo" -name '*.o' -exec nm -u {} + | awk '{print $2}' | sort -u) \
+                     <(find "$objs/$hi" -name '*.o' -exec nm --defined-only {} + | awk '$2 ~ /[TDBRV]/ {print $3}' | sort -u) |
+                sed "s/^/$lo calls $hi's /"
+        done
+    done | rule "no layer calls a layer above it"
+else
+    echo "FAILED: no objects at $objs (the build's)"; bad=1
+fi
 exit $bad

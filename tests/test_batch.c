@@ -22,7 +22,7 @@ enum { MAX_SEQ = 20, MAX_IDS = 80 };
 typedef struct {
     infer_model *m;
     const char *backend;      // NULL: the CPU
-    int V, n_ctx;
+    int V, n_ctx, threads;
     infer_ctx *c[2][MAX_SEQ]; // [world][seq]: world 0 batched, world 1 alone
     infer_batch *batch;
     float *lg[2][MAX_SEQ];    // the logits after each sequence's last token of the step
@@ -63,7 +63,7 @@ static void step(world *w, int count, const int *seqs, int32_t *const *ids, cons
 
 static void new_seq(world *w, int s) {
     for (int k = 0; k < 2; k++) {
-        CHECK(infer_ctx_new(w->m, w->n_ctx, &w->c[k][s]) == INFER_OK, "%s", infer_last_error());
+        CHECK(ctx_threads(w->m, w->n_ctx, w->threads, &w->c[k][s]) == INFER_OK, "%s", infer_last_error());
         if (w->backend) CHECK(infer_ctx_set_backend(w->c[k][s], w->backend) == INFER_OK, "%s", infer_last_error());
         w->lg[k][s] = malloc(sizeof(float) * (size_t)w->V);
     }
@@ -80,10 +80,10 @@ static void check_model(const char *name, const char *path, int threads, const c
         CHECK(0, "%s: %s", name, infer_last_error());
         return;
     }
-    infer_set_threads(threads);
     w.V = infer_model_n_vocab(w.m);
     w.n_ctx = 96;
-    CHECK(infer_batch_new(w.m, &w.batch) == INFER_OK, "%s", infer_last_error());
+    w.threads = threads;
+    CHECK(infer_batch_new(w.m, &w.batch) == INFER_OK && infer_batch_set_threads(w.batch, threads) == INFER_OK, "%s", infer_last_error());
     // a model of fewer learned positions (the gpt2 fixture) gets a smaller context
     infer_ctx *probe = NULL;
     if (infer_ctx_new(w.m, w.n_ctx, &probe)) w.n_ctx = 32;
@@ -161,7 +161,6 @@ static void check_model(const char *name, const char *path, int threads, const c
         for (int k = 0; k < 2; k++) infer_ctx_free(w.c[k][s]), free(w.lg[k][s]);
     infer_batch_free(w.batch);
     infer_model_free(w.m);
-    infer_set_threads(1);
 }
 
 int main(int argc, char **argv) {

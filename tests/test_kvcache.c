@@ -67,8 +67,8 @@ static void default_model(void) {
 
     // f32, the default (f16), f16 asked for by name: bit for bit
     infer_ctx *c32 = NULL, *c16 = NULL;
-    CHECK(!infer_ctx_new(m, 128, &c32) && !infer_ctx_set_kv_type(c32, "f32", "f32"), "%s", infer_last_error());
-    CHECK(!infer_ctx_new(m, 128, &c16), "%s", infer_last_error());
+    CHECK(!ctx_threads(m, 128, 2, &c32) && !infer_ctx_set_kv_type(c32, "f32", "f32"), "%s", infer_last_error());
+    CHECK(!ctx_threads(m, 128, 2, &c16), "%s", infer_last_error());
     CHECK(c16 && !strcmp(infer_ctx_kv_type(c16, 0), "f16") && !strcmp(infer_ctx_kv_type(c16, 1), "f16"),
           "a GGUF's default cache is f16 (%s / %s)", c16 ? infer_ctx_kv_type(c16, 0) : "?", c16 ? infer_ctx_kv_type(c16, 1) : "?");
     CHECK(c32 && c16 && infer_ctx_kv_bytes_per_pos(c32) == 2 * infer_ctx_kv_bytes_per_pos(c16), "f16 rows are half of f32's (%zu, %zu)",
@@ -82,9 +82,9 @@ static void default_model(void) {
     {
         infer_batch *b = NULL;
         infer_ctx *s[3] = {0};
-        CHECK(!infer_batch_new(m, &b), "%s", infer_last_error());
+        CHECK(!infer_batch_new(m, &b) && !infer_batch_set_threads(b, 2), "%s", infer_last_error());
         int ok = b != NULL;
-        for (int i = 0; i < 3 && ok; i++) ok = !infer_ctx_new(m, 128, &s[i]);
+        for (int i = 0; i < 3 && ok; i++) ok = !ctx_threads(m, 128, 2, &s[i]);
         const int32_t *pi[3] = {ids, ids + 10, ids + 20};
         int ni[3] = {NP, NP - 10, NP - 20};
         float *lg[3];
@@ -93,7 +93,7 @@ static void default_model(void) {
         CHECK(ok && !memcmp(lg[0], ref + (size_t)(NP - 1) * V, sizeof(float) * V), "batched f16 prompt: not the context's logits alone");
         // and a q8_0 sequence beside f16 ones is refused by name
         infer_ctx *q = NULL;
-        CHECK(!infer_ctx_new(m, 128, &q) && !infer_ctx_set_kv_type(q, "q8_0", "q8_0"), "%s", infer_last_error());
+        CHECK(!ctx_threads(m, 128, 2, &q) && !infer_ctx_set_kv_type(q, "q8_0", "q8_0"), "%s", infer_last_error());
         infer_ctx *mix[2] = {s[0], q};
         int32_t one = 5;
         const int32_t *po[2] = {&one, &one};
@@ -112,7 +112,7 @@ static void default_model(void) {
     const char *pairs[][2] = {{"q8_0", "f16"}, {"f16", "q8_0"}, {"q8_0", "q8_0"}};
     for (int k = 0; k < 3; k++) {
         infer_ctx *c = NULL;
-        CHECK(!infer_ctx_new(m, 128, &c) && !infer_ctx_set_kv_type(c, pairs[k][0], pairs[k][1]), "%s", infer_last_error());
+        CHECK(!ctx_threads(m, 128, 2, &c) && !infer_ctx_set_kv_type(c, pairs[k][0], pairs[k][1]), "%s", infer_last_error());
         if (!c) continue;
         size_t want = 0, per32 = infer_ctx_kv_bytes_per_pos(c32) / 2; // (K or V alone, f32)
         for (int i = 0; i < 2; i++) want += !strcmp(pairs[k][i], "q8_0") ? per32 / 4 / 32 * 34 : per32 / 2;
@@ -132,7 +132,7 @@ static void default_model(void) {
     // refusals: an unknown name, a type after the first evaluation (the
     // context is unchanged), and q8_0 on the CUDA backend (f32 there)
     infer_ctx *c = NULL;
-    CHECK(!infer_ctx_new(m, 16, &c), "%s", infer_last_error());
+    CHECK(!ctx_threads(m, 16, 2, &c), "%s", infer_last_error());
     infer_status st = infer_ctx_set_kv_type(c, "q4_0", NULL);
     CHECK(st == INFER_ERR_ARG && strstr(infer_last_error(), "\"q4_0\""), "unknown type: %d %s", st, infer_last_error());
     st = infer_ctx_set_kv_type(c, NULL, "bf16");
@@ -147,7 +147,7 @@ static void default_model(void) {
           "after a reset the type can change: %s", infer_last_error());
     if (infer_gpu_count() > 0) {
         infer_ctx *g = NULL;
-        CHECK(!infer_ctx_new(m, 16, &g), "%s", infer_last_error());
+        CHECK(!ctx_threads(m, 16, 2, &g), "%s", infer_last_error());
         CHECK(g && !infer_ctx_set_backend(g, "cuda") && !strcmp(infer_ctx_kv_type(g, 0), "f16"), "on cuda a GGUF's default is f16 too: %s",
               infer_last_error());
         st = g ? infer_ctx_set_kv_type(g, "q8_0", NULL) : INFER_OK;
@@ -158,8 +158,8 @@ static void default_model(void) {
         // on the GPU too, the f16 cache's logits are the f32 cache's bit for bit (its values are f16 already),
         // a prompt and decode steps; and a copy of the f16 context goes on as the context
         infer_ctx *g32 = NULL, *g16 = NULL, *gc = NULL;
-        CHECK(!infer_ctx_new(m, 128, &g32) && !infer_ctx_set_backend(g32, "cuda") && !infer_ctx_set_kv_type(g32, "f32", "f32") &&
-                  !infer_ctx_new(m, 128, &g16) && !infer_ctx_set_backend(g16, "cuda") && !infer_ctx_new(m, 128, &gc) &&
+        CHECK(!ctx_threads(m, 128, 2, &g32) && !infer_ctx_set_backend(g32, "cuda") && !infer_ctx_set_kv_type(g32, "f32", "f32") &&
+                  !ctx_threads(m, 128, 2, &g16) && !infer_ctx_set_backend(g16, "cuda") && !ctx_threads(m, 128, 2, &gc) &&
                   !infer_ctx_set_backend(gc, "cuda"),
               "%s", infer_last_error());
         CHECK(g32 && g16 && infer_ctx_kv_bytes_per_pos(g32) == 2 * infer_ctx_kv_bytes_per_pos(g16), "cuda: f16 rows are half of f32's");
@@ -196,7 +196,7 @@ static void fixture(void) {
     if (!m) return;
     int V = infer_model_n_vocab(m);
     infer_ctx *a = NULL, *b = NULL;
-    CHECK(!infer_ctx_new(m, 32, &a) && !infer_ctx_new(m, 32, &b), "%s", infer_last_error());
+    CHECK(!ctx_threads(m, 32, 2, &a) && !ctx_threads(m, 32, 2, &b), "%s", infer_last_error());
     if (!a || !b) { infer_ctx_free(a), infer_ctx_free(b), infer_model_free(m); return; }
     CHECK(!strcmp(infer_ctx_kv_type(a, 0), "f32") && !strcmp(infer_ctx_kv_type(a, 1), "f32"), "a safetensors model's default is f32 (%s)",
           infer_ctx_kv_type(a, 0));
@@ -214,7 +214,6 @@ static void fixture(void) {
 }
 
 int main(void) {
-    infer_set_threads(2);
     fixture();
     default_model();
     return check_summary("test_kvcache");

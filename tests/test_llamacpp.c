@@ -42,7 +42,6 @@ int main(void) {
     CHECK(infer_model_load(path, &m) == INFER_OK, "%s", infer_last_error());
     if (!m || !want) return check_summary("llamacpp");
     int V = infer_model_n_vocab(m);
-    infer_set_threads(2);
 
     // tokenization: the prompt (special text parsed) and the text, as llama.cpp tokenized them
     int n_p, n_t, n_g, n;
@@ -60,7 +59,7 @@ int main(void) {
 
     // greedy generation with the KV cache
     infer_ctx *c;
-    CHECK(infer_ctx_new(m, n_t + 8, &c) == INFER_OK, "%s", infer_last_error());
+    CHECK(ctx_threads(m, n_t + 8, 2, &c) == INFER_OK, "%s", infer_last_error());
     float *logits = malloc(sizeof(float) * (size_t)V);
     CHECK(infer_eval(c, want_p, n_p, logits, 1) == INFER_OK, "%s", infer_last_error());
     // Teacher-forced along llama.cpp's greedy tokens: our argmax must be its

@@ -31,7 +31,7 @@ static void generate(infer_model *m, const char *fam) {
     const int N = 10000, C = 512, H = 32;
     int V = infer_model_n_vocab(m);
     infer_ctx *c = NULL;
-    infer_status st = infer_ctx_new(m, C, &c);
+    infer_status st = ctx_threads(m, C, 2, &c);
     CHECK(!st, "%s: ctx: %s", fam, infer_last_error());
     if (st) return;
     infer_sampling sp = infer_sampling_default();
@@ -73,7 +73,7 @@ static void cycles(infer_model *m, const char *fam) {
     int bad = 0;
     for (int i = 0; i < 1000 && logits && !bad; i++) {
         infer_ctx *c = NULL;
-        if (infer_ctx_new(m, 64 + (i % 7) * 100, &c)) { bad = 1; break; }
+        if (ctx_threads(m, 64 + (i % 7) * 100, 2, &c)) { bad = 1; break; }
         int32_t ids[3] = {1, (i * 7) % V, (i * 13) % V};
         bad |= infer_eval(c, ids, 3, logits, 1) != INFER_OK;
         infer_ctx_free(c);
@@ -102,7 +102,7 @@ static void replaced(const char *fam) {
     float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V), *n = malloc(sizeof(float) * (size_t)V);
     int32_t ids[4] = {1, 5, 9, 3};
     infer_ctx *c = NULL;
-    CHECK(!infer_ctx_new(m, 16, &c) && !infer_eval(c, ids, 4, a, 1), "%s: eval: %s", fam, infer_last_error());
+    CHECK(!ctx_threads(m, 16, 2, &c) && !infer_eval(c, ids, 4, a, 1), "%s: eval: %s", fam, infer_last_error());
     // every shard rewritten with other values (zeros after each header) and renamed over the old one
     snprintf(cmd, sizeof cmd,
              "cd %s && for f in *.safetensors; do python3 -c 'import struct,sys; b=open(sys.argv[1],\"rb\").read(); "
@@ -115,7 +115,7 @@ static void replaced(const char *fam) {
     st = infer_model_load(dir, &m2);
     CHECK(!st, "%s: loading the new files: %s", fam, infer_last_error());
     infer_ctx *c2 = NULL;
-    if (!st && !infer_ctx_new(m2, 16, &c2) && !infer_eval(c2, ids, 4, n, 1))
+    if (!st && !ctx_threads(m2, 16, 2, &c2) && !infer_eval(c2, ids, 4, n, 1))
         CHECK(memcmp(a, n, sizeof(float) * (size_t)V) != 0, "%s: a new load did not read the new files", fam);
     infer_ctx_free(c2);
     infer_model_free(m2);
@@ -127,7 +127,6 @@ static void replaced(const char *fam) {
 }
 
 int main(void) {
-    infer_set_threads(2);
     static const char *const fams[] = {"llama", "gemma3"};
     for (size_t i = 0; i < sizeof fams / sizeof *fams; i++) {
         char path[1024];

@@ -24,7 +24,6 @@ int main(void) {
     snprintf(path, sizeof path, "%s/m.gguf", dir);
     snprintf(cmd, sizeof cmd, "'%s' synth --shape 270m --layers 2 --vocab 4096 --type q8_0 -o '%s' >/dev/null 2>&1", INFER_BIN, path);
     CHECK(system(cmd) == 0, "infer synth: %s", cmd);
-    infer_set_threads(2);
     if (pack_kind_for(DT_Q8_0, 640) == PACK_NONE) // (no VNNI: nothing packs, so nothing can be missed)
         printf("  this CPU has no packed kernels (pack.h needs AVX-512 VNNI): the counter stays 0 by itself\n");
 
@@ -36,6 +35,7 @@ int main(void) {
     char vdir[1300];
     snprintf(vdir, sizeof vdir, "%s/v.vindex", dir);
     infer_extract_opts o = infer_extract_default();
+    o.threads = 2;
     infer_extract_info info;
     CHECK(infer_vindex_extract(m, vdir, &o, &info) == INFER_OK, "extract: %s", infer_last_error());
     printf("  extract: %.2f s, down_meta %.2f s\n", info.seconds, info.seconds_down_meta);
@@ -44,7 +44,7 @@ int main(void) {
 
     // a prompt and decode on the CPU, and batched decode
     infer_ctx *c = NULL, *c2 = NULL;
-    CHECK(infer_ctx_new(m, 128, &c) == INFER_OK && infer_ctx_new(m, 128, &c2) == INFER_OK, "%s", infer_last_error());
+    CHECK(ctx_threads(m, 128, 2, &c) == INFER_OK && ctx_threads(m, 128, 2, &c2) == INFER_OK, "%s", infer_last_error());
     int32_t ids[16];
     for (int i = 0; i < 16; i++) ids[i] = 10 + 37 * i;
     float *lg = malloc(sizeof(float) * (size_t)infer_model_n_vocab(m) * 2);
@@ -54,7 +54,7 @@ int main(void) {
     const int32_t *bi[2] = {ids + 3, ids + 5};
     int nb[2] = {1, 1};
     float *bl[2] = {lg, lg + infer_model_n_vocab(m)};
-    CHECK(infer_batch_new(m, &b) == INFER_OK && infer_batch_eval(b, cx, 2, bi, nb, bl) == INFER_OK, "batch: %s", infer_last_error());
+    CHECK(infer_batch_new(m, &b) == INFER_OK && infer_batch_set_threads(b, 2) == INFER_OK && infer_batch_eval(b, cx, 2, bi, nb, bl) == INFER_OK, "batch: %s", infer_last_error());
     CHECK(infer_cpu_unpacked_products() == before, "CPU evaluation ran %lu products on unpacked weights that pack",
           infer_cpu_unpacked_products() - before);
     infer_batch_free(b);

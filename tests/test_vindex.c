@@ -89,6 +89,7 @@ static int is_low_float(int t) { return t == DT_BF16 || t == DT_F16; }
 // ---------------------------------------------------------------------------
 
 static int g_lm_clusters; // extract()'s lm_index clusters (0: none)
+static int g_threads = 1; // extract()'s threads
 
 static infer_status extract(const infer_model *m, const char *dir, int gate, int ffn, int head, int top) {
     vindex_extract_opts o;
@@ -98,6 +99,7 @@ static infer_status extract(const infer_model *m, const char *dir, int gate, int
     o.lm_head_type = head;
     o.down_top = top;
     o.lm_clusters = g_lm_clusters;
+    o.threads = g_threads;
     return vindex_extract(m, dir, &o, NULL);
 }
 
@@ -296,10 +298,10 @@ static void check_lm_index(const char *fam, const char *tmp) {
         int same = 1;
         for (int i = 0; i < K; i++) same &= got[i] == want[i] || y[got[i]] == y[want[i]];
         CHECK(same, "%s: every cluster probed: not the head's top %d", fam, K);
-        infer_set_threads(2);
+        infer_model_set_threads(m, 2);
         CHECK(infer_lm_head_topk_index(m, x, K, C, got2) == INFER_OK && !memcmp(got, got2, sizeof got), "%s: 2 threads differ", fam);
         CHECK(infer_lm_head_topk_index(m, x, K, 2, got2) == INFER_OK, "%s: %s", fam, infer_last_error());
-        infer_set_threads(1);
+        infer_model_set_threads(m, 1);
         int sorted = 1;
         for (int i = 1; i < K; i++) sorted &= y[got2[i]] <= y[got2[i - 1]] || got2[i] >= V || got2[i] < 0;
         for (int i = 0; i < K; i++) sorted &= got2[i] >= 0 && got2[i] < V;
@@ -578,9 +580,9 @@ static void check_threads(const char *tmp) {
     if (infer_model_load(fix, &m)) { CHECK(0, "%s", infer_last_error()); return; }
     g_lm_clusters = 6;
     CHECK(extract(m, a, DT_Q4_0, DT_Q8_0, DT_Q4_K, 10) == INFER_OK, "%s", infer_last_error());
-    infer_set_threads(2);
+    g_threads = 2;
     CHECK(extract(m, b, DT_Q4_0, DT_Q8_0, DT_Q4_K, 10) == INFER_OK, "%s", infer_last_error());
-    infer_set_threads(1);
+    g_threads = 1;
     g_lm_clusters = 0;
     const char *names[] = {"gate_vectors.bin", "ffn.bin", "down_meta.bin", "lm_head.bin", "weights.gguf", "lm_index.bin"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

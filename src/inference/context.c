@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "base/pool.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,15 +97,33 @@ static int default_n_ctx(const infer_config *cf) { return cf->n_ctx_train < 4096
 
 int kv_default(const infer_model *m) { return m->ggml_numerics ? KV_F16 : KV_F32; }
 
-infer_status infer_ctx_memory(const infer_model *m, int n_ctx, size_t *kv_bytes, size_t *total_bytes) {
+infer_ctx_params infer_ctx_default_params(void) { return (infer_ctx_params){.n_threads = 1, .n_gpu_layers = -1}; }
+
+// a cache type's number from its name (NULL or "": the default, -1), or -2 for an unknown name
+static int kv_type_of(const char *name) {
+    if (!name || !*name) return -1;
+    for (int t = 0; t < KV_TYPES; t++)
+        if (!strcmp(name, kv_type_name(t))) return t;
+    return -2;
+}
+
+infer_status infer_ctx_memory(const infer_model *m, const infer_ctx_params *p, size_t *kv_bytes, size_t *total_bytes) {
     const infer_config *cf = &m->cfg;
+    infer_ctx_params d = infer_ctx_default_params();
+    if (!p) p = &d;
+    int n_ctx = p->n_ctx, kt = kv_type_of(p->type_k), vt = kv_type_of(p->type_v);
     if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
+    if (kt == -2 || vt == -2)
+        return fail(INFER_ERR_ARG, "KV cache type \"%s\" for %s: the types are f32, f16 and q8_0", kt == -2 ? p->type_k : p->type_v,
+                    kt == -2 ? "K" : "V");
     if (n_ctx == 0) n_ctx = default_n_ctx(cf);
-    int t = kv_default(m);
-    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, t, t, NULL, NULL, &kv);
+    if (kt < 0) kt = kv_default(m);
+    if (vt < 0) vt = kv_default(m);
+    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, vt, NULL, NULL, &kv);
     int tokens = (int)((1 << 22) / ((size_t)cf->n_head * ((size_t)n_ctx + 1)));
     tokens = tokens < 1 ? 1 : tokens > 8 ? 8 : tokens;
-    all += (size_t)infer_get_threads() * tokens * cf->n_head * ((size_t)n_ctx + 1); // attention scores
+    size_t threads = p->n_threads > 1 ? (size_t)p->n_threads : 1;
+    all += threads * tokens * cf->n_head * ((size_t)n_ctx + 1); // attention scores
     if (kv_bytes) *kv_bytes = kv * sizeof(float);
     if (total_bytes) *total_bytes = all * sizeof(float);
     return INFER_OK;
@@ -125,7 +142,8 @@ static size_t mem_available(void) {
     return (size_t)kb << 10;
 }
 
-infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
+// A context on the CPU backend with every layer there and the default cache types (infer_ctx_create places it).
+static infer_status ctx_new(infer_model *m, int n_ctx, int threads, infer_ctx **out) {
     *out = NULL;
     const infer_config *cf = &m->cfg;
     if (n_ctx < 0) return fail(INFER_ERR_ARG, "context size %d must not be negative", n_ctx);
@@ -152,7 +170,7 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     c->kt = c->vt = kt;
     c->kv_req[0] = c->kv_req[1] = -1;
     int ok = 1;
-    if (!(c->pool = pool_new(infer_get_threads()))) ok = 0;
+    if (!(c->pool = pool_new(threads))) ok = 0;
     c->ex.pool = c->pool;
     cpu_exec_profile(&c->ex);
     c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m, tp_gpu(m)};
@@ -184,6 +202,31 @@ infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
     }
     *out = c;
     return INFER_OK;
+}
+
+infer_status infer_ctx_create(infer_model *m, const infer_ctx_params *p, infer_ctx **out) {
+    infer_ctx_params d = infer_ctx_default_params();
+    if (!p) p = &d;
+    *out = NULL;
+    if (p->n_threads < 0 || p->n_threads > 4096) return fail(INFER_ERR_ARG, "thread count %d is outside 1-4096 (0: 1)", p->n_threads);
+    infer_ctx *c;
+    infer_status st = ctx_new(m, p->n_ctx, p->n_threads ? p->n_threads : 1, &c);
+    if (st) return st;
+    // the cache's types and the layers' placement before the backend, so that a device's memory is laid out once
+    if (((p->type_k && *p->type_k) || (p->type_v && *p->type_v)) && (st = infer_ctx_set_kv_type(c, p->type_k, p->type_v))) goto bad;
+    if (p->n_gpu_layers != -1 && (st = infer_ctx_set_gpu_layers(c, p->n_gpu_layers))) goto bad;
+    if (p->backend && *p->backend && (st = infer_ctx_set_backend(c, p->backend))) goto bad;
+    *out = c;
+    return INFER_OK;
+bad:
+    infer_ctx_free(c);
+    return st;
+}
+
+infer_status infer_ctx_new(infer_model *m, int n_ctx, infer_ctx **out) {
+    infer_ctx_params p = infer_ctx_default_params();
+    p.n_ctx = n_ctx;
+    return infer_ctx_create(m, &p, out);
 }
 
 static void free_template(infer_ctx *c);
@@ -389,10 +432,8 @@ infer_status infer_ctx_set_kv_type(infer_ctx *c, const char *k, const char *v) {
     const char *name[2] = {k, v};
     int req[2];
     for (int i = 0; i < 2; i++) {
-        req[i] = -1;
-        if (!name[i] || !*name[i]) continue; // (the default)
-        for (int t = 0; t < KV_TYPES; t++)
-            if (!strcmp(name[i], kv_type_name(t))) req[i] = t;
+        req[i] = kv_type_of(name[i]);
+        if (req[i] == -1) continue; // (the default)
         if (req[i] < 0)
             return fail(INFER_ERR_ARG, "KV cache type \"%s\" for %s: the types are f32, f16 and q8_0", name[i], i ? "V" : "K");
         for (int il = 0; req[i] == KV_Q8_0 && il < cf->n_layer; il++)
@@ -528,10 +569,13 @@ infer_status infer_eval_hidden(infer_ctx *c, const int32_t *ids, int n, float *l
 
 int infer_ctx_n_cached(const infer_ctx *c) { return c->plan ? c->n_cached : 0; }
 
-// The thread count new contexts start with: a setting, read once per context.
-static atomic_int g_default_threads = 1;
-void infer_set_threads(int n) { atomic_store(&g_default_threads, n < 1 ? 1 : n); }
-int infer_get_threads(void) { return atomic_load(&g_default_threads); }
+infer_status infer_model_set_threads(infer_model *m, int n) {
+    if (n < 1 || n > 4096) return fail(INFER_ERR_ARG, "thread count %d is outside 1-4096", n);
+    m->threads = n;
+    return INFER_OK;
+}
+
+int infer_model_threads(const infer_model *m) { return model_threads(m); }
 
 int infer_gpu_count(void) { return backend_gpu_count(); }
 

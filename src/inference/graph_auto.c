@@ -115,7 +115,9 @@ infer_status infer_graph_auto(infer_model *m, const int32_t *ids, int n, double 
     infer_status st = INFER_OK;
     char spec[sizeof info->spec];
     if (!k.ref || !k.neg || !k.buf || !kl || !choice || !order) { st = fail(INFER_ERR_NOMEM, "graph auto: out of memory"); goto done; }
-    if ((st = infer_ctx_new(m, n, &k.c))) goto done;
+    infer_ctx_params cp = infer_ctx_default_params();
+    cp.n_ctx = n, cp.n_threads = infer_model_threads(m);
+    if ((st = infer_ctx_create(m, &cp, &k.c))) goto done;
     // the dense pass, the reference
     for (int p = 0; p < n; p += CHUNK) {
         int T = n - p < CHUNK ? n - p : CHUNK;

@@ -71,6 +71,7 @@ struct infer_model {
     // Per-layer feature rows for walk layers (an attached vindex), or NULL.
     struct walk_layer_s *walk;
     int walk_max_features;
+    int threads;                             // the threads of its work outside a context (infer_model_set_threads; 0: 1)
     struct infer_vindex *vx;                 // the attached vindex (owned)
     int ffn_external;                        // the FFN is only in the vindex (a model loaded from one, or walk-only)
     // Tensor parallelism (models/shard.c): this process is rank tp_rank of
@@ -109,6 +110,9 @@ infer_status model_load_gguf(infer_model *m, const char *path, const tensor *emb
 infer_status model_from_spec(infer_model *m, const infer_model_spec *s);
 // Frees what the models part made (store, slots, config, GGUF); not m itself.
 void model_release(infer_model *m);
+
+// The threads of a model's work outside a context (infer_model_set_threads).
+static inline int model_threads(const infer_model *m) { return m->threads > 1 ? m->threads : 1; }
 
 #endif
 

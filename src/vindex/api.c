@@ -113,9 +113,19 @@ infer_status infer_knn_new(int type, const float *rows, int n, int n_embd, infer
     tr->from_float(rows, k->data, (int64_t)n * n_embd);
     k->gate = (tensor){.name = "gate", .type = type, .type_name = tr->name, .nd = 2, .ne = {n_embd, n}, .data = k->data,
                        .nbytes = bytes};
-    k->pool = pool_new(infer_get_threads()); // NULL (no memory for threads): the caller alone
+    k->pool = pool_new(1); // NULL (no memory for threads): the caller alone
     k->ex.pool = k->pool;
     *out = k;
+    return INFER_OK;
+}
+
+infer_status infer_knn_set_threads(infer_knn *k, int n) {
+    if (n < 1 || n > 4096) return fail(INFER_ERR_ARG, "gate KNN: thread count %d is outside 1-4096", n);
+    pool *p = pool_new(n);
+    if (!p) return fail(INFER_ERR_NOMEM, "out of memory for %d threads", n);
+    cpu_exec_release(&k->ex);
+    pool_free(k->pool);
+    k->pool = k->ex.pool = p;
     return INFER_OK;
 }
 
@@ -187,7 +197,7 @@ infer_status infer_lm_head_topk(const infer_model *m, const float *hidden, int k
     float *logits = malloc(sizeof(float) * (size_t)V);
     if (!logits) return fail(INFER_ERR_NOMEM, "out of memory for %d logits", V);
     weight head = {.w = vindex_lm_head(m->vx), .unpacked = 1}; // (the vindex's mapped rows: not packed)
-    cpu_exec ex = {.pool = pool_new(infer_get_threads())};
+    cpu_exec ex = {.pool = pool_new(model_threads(m))};
     matmul(&ex, logits, hidden, &head, NULL, 1, E, V);
     int oom = ex.oom;
     cpu_exec_release(&ex);
@@ -201,7 +211,7 @@ infer_status infer_lm_head_topk_index(const infer_model *m, const float *hidden,
     const lm_index *x = m->vx ? vindex_lm_index(m->vx) : NULL;
     if (!x) return fail(INFER_ERR_ARG, "the lm_head index needs a vindex extracted with one (infer extract --lm-index)");
     (void)x;
-    return vindex_lm_topk(m->vx, hidden, k, probes, infer_get_threads(), ids);
+    return vindex_lm_topk(m->vx, hidden, k, probes, model_threads(m), ids);
 }
 
 infer_status infer_lm_head_index_logits(const infer_model *m, const float *hidden, int k, int probes, int32_t *ids, float *logits) {
@@ -222,7 +232,7 @@ infer_status infer_lm_head_dense(const infer_model *m, const float *hidden, floa
     if (!m->output.w) return fail(INFER_ERR_ARG, "the model has no output head");
     infer_status st = model_ensure_packed((infer_model *)m);
     if (st) return st;
-    cpu_exec ex = {.pool = pool_new(infer_get_threads())};
+    cpu_exec ex = {.pool = pool_new(model_threads(m))};
     matmul(&ex, logits, hidden, &m->output, NULL, 1, m->cfg.n_embd, m->cfg.n_vocab);
     int oom = ex.oom;
     cpu_exec_release(&ex);

@@ -37,6 +37,7 @@ void vindex_extract_defaults(vindex_extract_opts *o) {
     o->ffn_type = DT_Q8_0;
     o->lm_head_type = DT_Q4_K;
     o->down_top = 10;
+    o->threads = 1;
 }
 
 // ---------------------------------------------------------------------------
@@ -509,7 +510,7 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     x.gate = calloc((size_t)x.L, sizeof *x.gate);
     x.ffn = calloc((size_t)x.L, sizeof *x.ffn);
     x.meta = calloc((size_t)x.L, sizeof *x.meta);
-    x.ex.pool = pool_new(infer_get_threads());
+    x.ex.pool = pool_new(o->threads > 1 ? o->threads : 1);
     x.scratch = malloc(sizeof(float) * (size_t)x.H * (size_t)pool_size(x.ex.pool));
     if (!x.n_feat || !x.gate || !x.ffn || !x.meta || !x.scratch) st = fail(INFER_ERR_NOMEM, "out of memory");
     vindex_layout *lay = &x.lay;

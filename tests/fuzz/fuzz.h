@@ -103,7 +103,6 @@ __attribute__((unused)) static int fuzz_unpack(const uint8_t *data, size_t n, co
 // The input unpacked into this process's scratch directory, emptied first
 // (one thread, one input at a time); the directory.
 __attribute__((unused)) static const char *fuzz_unpack_dir(const uint8_t *data, size_t n, const char *const *allowed) {
-    infer_set_threads(1);
     const char *dir = fuzz_dir();
     fuzz_clear(dir);
     fuzz_unpack(data, n, dir, allowed);

@@ -5,8 +5,6 @@
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
-    static int init;
-    if (!init) infer_set_threads(1), init = 1;
     char path[64];
     int fd = fuzz_memfile(data, n, path, sizeof path);
     if (fd < 0) return 0;

@@ -17,7 +17,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     static float *lg;
     if (!m) {
         const char *path = getenv("INFER_FUZZ_MODEL") ? getenv("INFER_FUZZ_MODEL") : FUZZ_MODEL;
-        infer_set_threads(1);
         if (infer_model_load(path, &m)) fprintf(stderr, "fuzz_grammar: %s\n", infer_last_error()), abort();
         lg = malloc(sizeof *lg * (size_t)infer_model_n_vocab(m));
     }

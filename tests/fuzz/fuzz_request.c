@@ -14,7 +14,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     static infer_model *m;
     if (!m) {
         const char *path = getenv("INFER_FUZZ_MODEL") ? getenv("INFER_FUZZ_MODEL") : FUZZ_MODEL;
-        infer_set_threads(1);
         if (infer_model_load(path, &m)) fprintf(stderr, "fuzz_request: %s\n", infer_last_error()), abort();
     }
     if (!n) return 0;

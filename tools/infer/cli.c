@@ -204,6 +204,31 @@ int cli_place(infer_ctx *c, const char *device, long ngl) {
     return infer_ctx_prepare(c) ? -1 : 0; // (the CPU's copies of the weights: part of loading, not of the first prompt)
 }
 
+// -t: the threads of every context, batch and lookup this command makes
+static int g_threads = 1;
+void cli_set_threads(int n) { g_threads = n < 1 ? 1 : n; }
+int cli_threads(void) { return g_threads; }
+
+int cli_model_load(const char *path, infer_model **m) {
+    if (infer_model_load(path, m)) return -1;
+    infer_model_set_threads(*m, g_threads);
+    return 0;
+}
+
+int cli_ctx_new(infer_model *m, int n_ctx, infer_ctx **c) {
+    infer_ctx_params p = infer_ctx_default_params();
+    p.n_ctx = n_ctx, p.n_threads = g_threads;
+    return infer_ctx_create(m, &p, c) ? -1 : 0;
+}
+
+int cli_batch_new(infer_model *m, infer_batch **b) {
+    if (infer_batch_new(m, b)) return -1;
+    if (!infer_batch_set_threads(*b, g_threads)) return 0;
+    infer_batch_free(*b);
+    *b = NULL;
+    return -1;
+}
+
 uint64_t cli_seed(void) {
     const char *e = getenv("INFER_TP_SEED"); // (the ranks of a --tp job: one seed)
     if (e && *e) return strtoull(e, NULL, 10);
@@ -266,7 +291,7 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
         return 1;
     case 't':
         if ((o->threads = cli_parse_count("-t", arg, 256)) < 0) return -1;
-        infer_set_threads(o->threads ? (int)o->threads : 1);
+        cli_set_threads(o->threads ? (int)o->threads : 1);
         return 1;
     case OPT_NGL: // (llama.cpp takes any count; -1: all)
         if (!strcmp(arg, "-1")) o->ngl = -1;

@@ -75,7 +75,7 @@ typedef struct {
     const char *usage;       // what -h, --help prints
     const char *model;       // -m, --model: NULL until given
     long n_ctx;              // -c, --ctx-size: 0 until given
-    long threads;            // -t, --threads: 0 until given (also handed to infer_set_threads)
+    long threads;            // -t, --threads: 0 until given (also handed to cli_set_threads)
     infer_sampling sampling; // -s, --seed, --temp, ...: llama.cpp's defaults and a seed from cli_seed()
     long ngl;                // -ngl, --n-gpu-layers: -1 (all) until given
     const char *ctk, *ctv;   // -ctk, -ctv: NULL (the default) until given; cli_place applies them
@@ -103,6 +103,15 @@ int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const st
 // what made it fall back is said on stderr, once). 0, or -1 with the reason
 // in infer_last_error().
 int cli_place(infer_ctx *c, const char *device, long ngl);
+
+// The -t thread count (1 until given) of what the helpers below make: a
+// model's own lookups (infer_model_set_threads), contexts, batches. 0, or -1
+// with the reason in infer_last_error().
+void cli_set_threads(int n);
+int cli_threads(void);
+int cli_model_load(const char *path, infer_model **m);
+int cli_ctx_new(infer_model *m, int n_ctx, infer_ctx **c);
+int cli_batch_new(infer_model *m, infer_batch **b);
 
 // A seed that differs from run to run (wall-clock nanoseconds and the process id).
 uint64_t cli_seed(void);

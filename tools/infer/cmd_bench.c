@@ -90,14 +90,14 @@ static int bench_batch(infer_model *m, const int *batch, int n_batch, int n_pp, 
     double *pp = malloc(sizeof *pp * (size_t)reps), *tg = malloc(sizeof *tg * (size_t)reps);
     infer_batch *b = NULL;
     if (!c || !ids || !logits || !pp || !tg) rc = cli_error("out of memory");
-    if (!rc && infer_batch_new(m, &b)) rc = cli_error("%s", infer_last_error());
+    if (!rc && cli_batch_new(m, &b)) rc = cli_error("%s", infer_last_error());
     uint64_t r = 12345;
     for (size_t i = 0; !rc && i < (size_t)Bmax * n_pp; i++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         ids[i] = (int32_t)((r >> 33) % (uint64_t)V);
     }
     for (int i = 0; !rc && i < Bmax; i++)
-        if (infer_ctx_new(m, n_pp + n_tg + 1, &c[i]) || cli_place(c[i], device, ngl))
+        if (cli_ctx_new(m, n_pp + n_tg + 1, &c[i]) || cli_place(c[i], device, ngl))
             rc = cli_error("%s", infer_last_error());
     if (!rc && infer_ctx_split(c[0])) // (before the model's tables are printed)
         rc = cli_error("bench: -ngl %ld splits the model between the GPU and the CPU; batched passes (--batch) run on one", ngl);
@@ -232,15 +232,15 @@ int cmd_bench(int argc, char **argv) {
     if (no_logits && !batch_list) return cli_error("bench: %s applies to --batch", no_logits == 2 ? "--greedy" : "--no-logits");
     if (!model && !(model = cli_default_model())) return 1;
     if (reps < 1) return cli_error("bench: -r must be at least 1");
-    infer_set_threads(threads ? (int)threads : 1);
+    cli_set_threads(threads ? (int)threads : 1);
     infer_model *m;
-    if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(model, &m)) return cli_error("%s", infer_last_error());
     if (n_batch && depth) { infer_model_free(m); return cli_error("bench: -d runs one sequence; not with --batch"); }
     if (n_batch && graph) { infer_model_free(m); return cli_error("bench: --graph runs one sequence; not with --batch"); }
     if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, o.ngl, no_logits);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;
-    if (infer_ctx_new(m, (n_max > 0 ? n_max : 1) + (int)depth, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
+    if (cli_ctx_new(m, (n_max > 0 ? n_max : 1) + (int)depth, &c)) { infer_model_free(m); return cli_error("%s", infer_last_error()); }
     if (cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, 0))) {
         cli_error("%s", infer_last_error());
         infer_ctx_free(c), infer_model_free(m);

@@ -14,7 +14,7 @@
 
 static int profile(const char *label, infer_model *m, int T, int reps) {
     infer_ctx *c;
-    if (infer_ctx_new(m, T + 1, &c)) return cli_error("%s", infer_last_error());
+    if (cli_ctx_new(m, T + 1, &c)) return cli_error("%s", infer_last_error());
     int32_t *ids = malloc(sizeof *ids * (size_t)T);
     for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 7919 + 11) % infer_model_n_vocab(m));
     infer_eval(c, ids, T, NULL, 0); // warm-up
@@ -30,7 +30,7 @@ static int profile(const char *label, infer_model *m, int T, int reps) {
     double layer = 0; // seconds of one layer: every phase but the embedding and the logits
     for (int p = 0; p < INFER_PHASE_COUNT; p++)
         if (p != INFER_PHASE_EMBED && p != INFER_PHASE_LOGITS) layer += infer_ctx_profile_seconds(c, p) / reps / L;
-    printf("\n%s: %d tokens, %d layers, %d threads, mean of %d runs\n\n", label, T, L, infer_get_threads(), reps);
+    printf("\n%s: %d tokens, %d layers, %d threads, mean of %d runs\n\n", label, T, L, cli_threads(), reps);
     printf("| component | µs/layer | %% |\n| --- | ---: | ---: |\n");
     for (int p = 0; p < INFER_PHASE_COUNT; p++) {
         if (p == INFER_PHASE_EMBED || p == INFER_PHASE_LOGITS) continue;
@@ -89,7 +89,7 @@ int cmd_bench_components(int argc, char **argv) {
     const char *model = o.model;
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
-    if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(model, &m)) return cli_error("%s", infer_last_error());
     int rc = profile(model, m, (int)T, (int)reps);
     infer_model_free(m);
     if (rc) return rc;
@@ -100,11 +100,11 @@ int cmd_bench_components(int argc, char **argv) {
     snprintf(gg, sizeof gg, "%s/layer.gguf", dir);
     rc = 1;
     if (!synth_write(dir, synth_find("gemma3", "4b"), 1, 256)) cli_error("bench-components: cannot write the synthetic layer in %s", dir);
-    else if (infer_model_load(dir, &m)) cli_error("%s", infer_last_error());
+    else if (cli_model_load(dir, &m)) cli_error("%s", infer_last_error());
     else {
         infer_model *q = NULL;
         if (!strcmp(type, "bf16")) rc = profile("synthetic Gemma-3-4B-shaped layer (bf16)", m, (int)T, (int)reps);
-        else if (infer_convert_gguf(m, gg, type) || infer_model_load(gg, &q)) cli_error("%s", infer_last_error());
+        else if (infer_convert_gguf(m, gg, type) || cli_model_load(gg, &q)) cli_error("%s", infer_last_error());
         else {
             char label[128];
             snprintf(label, sizeof label, "synthetic Gemma-3-4B-shaped layer (%s)", type);

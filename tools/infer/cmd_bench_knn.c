@@ -75,14 +75,18 @@ int cmd_bench_knn(int argc, char **argv) {
     for (int i = 0; i < H; i++) x[i] = frand();
     int gpu = device && strcmp(device, "cpu");
     if (gpu) printf("gate KNN, %ld features x %ld, top %ld by |score|, on %s (%s), best of %ld runs\n\n", F, H, K, device, infer_gpu_status(), reps);
-    else printf("gate KNN, %ld features x %ld, top %ld by |score|, %d threads, best of %ld runs\n\n", F, H, K, infer_get_threads(), reps);
+    else printf("gate KNN, %ld features x %ld, top %ld by |score|, %d threads, best of %ld runs\n\n", F, H, K, cli_threads(), reps);
     if (gpu) printf("| gate type | MB | scores µs (read back) | scores + top-K, K ids read back: µs/layer |\n| --- | ---: | ---: | ---: |\n");
     else printf("| gate type | MB | scores µs | top-K µs | total µs/layer |\n| --- | ---: | ---: | ---: | ---: |\n");
     const int types[] = {INFER_TYPE_F32, INFER_TYPE_F16, INFER_TYPE_Q4_0};
     int rc = 0;
     for (int ti = 0; ti < 3 && !rc; ti++) {
         infer_knn *g;
-        if (infer_knn_new(types[ti], rows, (int)F, (int)H, &g)) { rc = cli_error("%s", infer_last_error()); break; }
+        if (infer_knn_new(types[ti], rows, (int)F, (int)H, &g) || infer_knn_set_threads(g, cli_threads())) {
+            infer_knn_free(g);
+            rc = cli_error("%s", infer_last_error());
+            break;
+        }
         if (gpu) {
             if (infer_knn_set_device(g, device)) { rc = cli_error("%s", infer_last_error()); infer_knn_free(g); break; }
             double best_s = 1e9, best_t = 1e9;

@@ -81,7 +81,7 @@ int cmd_bench_lm(int argc, char **argv) {
     int32_t *sel = NULL; // (infer_topk_max's room: the whole vocabulary)
     double r1[NP_MAX] = {0}, r5[NP_MAX] = {0}, t_idx[NP_MAX] = {0}, t_dense = 0, d1 = 0;
     int32_t dense5[5];
-    if (infer_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     int C = infer_lm_head_index_clusters(m);
     if (!C) { cli_error("bench-lm: %s has no lm_head index (infer extract --lm-index auto)", vdir); goto done; }
     if (infer_lm_head_set_device(m, device)) { cli_error("bench-lm: %s", infer_last_error()); goto done; }
@@ -96,7 +96,7 @@ int cmd_bench_lm(int argc, char **argv) {
     hid = malloc(sizeof(float) * (size_t)(L + 1) * E);
     sel = malloc(sizeof(int32_t) * (size_t)V);
     if (!lg || !hid || !sel) { cli_error("out of memory"); goto done; }
-    if (infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
     { // (a first lookup, untimed: the index's sketch is made then)
         int32_t w[5];
         memset(hid, 0, sizeof(float) * (size_t)E);
@@ -127,7 +127,7 @@ int cmd_bench_lm(int argc, char **argv) {
         fprintf(stderr, "\rbench-lm: %d/%d positions", p + 1, npos);
     }
     fprintf(stderr, "\n");
-    printf("%d next-token positions, %d vocabulary rows in %d clusters, on %s (%d threads)\n", npos, V, C, device, infer_get_threads());
+    printf("%d next-token positions, %d vocabulary rows in %d clusters, on %s (%d threads)\n", npos, V, C, device, cli_threads());
     printf("the dense head's top 5 (its product, then the top 5): %.3f ms a lookup, top-1 the model's at %.2f%%\n\n", 1e3 * t_dense / npos,
            100 * d1 / npos);
     printf("| clusters probed | rows scored (mean) | top-1 recall | top-5 recall | ms a lookup | dense head / index |\n");

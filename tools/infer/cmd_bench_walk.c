@@ -43,7 +43,7 @@ static int argmax(const float *x, int n) {
 // µs per layer per token of the FFN (dense, or the walk's) over DECODE_TOKENS one-token steps
 static double ffn_us(infer_model *m, const char *graph, const int32_t *ids, int n) {
     infer_ctx *c;
-    if (infer_ctx_new(m, n, &c)) return -1;
+    if (cli_ctx_new(m, n, &c)) return -1;
     if (graph && infer_ctx_set_graph(c, graph, 0)) { infer_ctx_free(c); return -1; }
     infer_ctx_profile(c, 1);
     for (int i = 0; i < n; i++)
@@ -74,7 +74,7 @@ static int sparsity(infer_model *m, const int32_t *ids, int n, const int *ks, in
     double *need = calloc((size_t)L * 3, sizeof(double)), *gm = calloc((size_t)L * nks, sizeof(double)), *cm = calloc((size_t)L * nks, sizeof(double));
     infer_ctx *ctx = NULL;
     if (!xin || !c || !ft || !need || !gm || !cm) { cli_error("out of memory"); goto out; }
-    if (infer_ctx_new(m, n, &ctx)) { cli_error("%s", infer_last_error()); goto out; }
+    if (cli_ctx_new(m, n, &ctx)) { cli_error("%s", infer_last_error()); goto out; }
     static const double q[3] = {0.5, 0.9, 0.99};
     for (int p = 0; p < n; p++) {
         if (infer_eval_ffn_input(ctx, ids + p, 1, xin)) { cli_error("%s", infer_last_error()); goto out; }
@@ -232,7 +232,7 @@ int cmd_bench_walk(int argc, char **argv) {
     double vx_agree = 0, vx_kl = 0;
     double *agree = calloc((size_t)nks, sizeof(double)), *kl = calloc((size_t)nks, sizeof(double)), *us = calloc((size_t)nks, sizeof(double));
     double *agree_m = calloc((size_t)nks, sizeof(double)), *kl_m = calloc((size_t)nks, sizeof(double));
-    if (infer_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_model_load(model, &m) || infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     if (infer_tokenize(m, text, tlen, 1, 0, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
     if (n < 2) { cli_error("bench-walk: the text gives fewer than 2 tokens"); goto done; }
     if (sparse_n) {
@@ -254,12 +254,12 @@ int cmd_bench_walk(int argc, char **argv) {
     // contexts: the model (cd), dense over the vindex's features (cr), one per K
     cw = calloc((size_t)nks, sizeof *cw);
     lr = malloc(sizeof(float) * CHUNK * (size_t)V);
-    if (!cw || !lr || infer_ctx_new(m, n, &cd) || infer_ctx_new(m, n, &cr) || infer_ctx_set_graph(cr, "walk@100%", 0)) {
+    if (!cw || !lr || cli_ctx_new(m, n, &cd) || cli_ctx_new(m, n, &cr) || infer_ctx_set_graph(cr, "walk@100%", 0)) {
         cli_error("%s", cw && lr ? infer_last_error() : "out of memory");
         goto done;
     }
     for (int ki = 0; ki < nks; ki++)
-        if (infer_ctx_new(m, n, &cw[ki]) || infer_ctx_set_graph(cw[ki], specs[ki], 0)) { cli_error("%s", infer_last_error()); goto done; }
+        if (cli_ctx_new(m, n, &cw[ki]) || infer_ctx_set_graph(cw[ki], specs[ki], 0)) { cli_error("%s", infer_last_error()); goto done; }
     for (int p = 0; p < npos; p += CHUNK) {
         int T = npos - p < CHUNK ? npos - p : CHUNK;
         if (infer_eval(cd, ids + p, T, ld, 0) || infer_eval(cr, ids + p, T, lr, 0)) { cli_error("%s", infer_last_error()); goto done; }
@@ -296,10 +296,10 @@ int cmd_bench_walk(int argc, char **argv) {
     if (graph && !strcmp(fmt, "json")) {
         printf("{\"graph\": \"%s\", \"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, "
                "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"top1\": %.6f, \"kl\": %.6f, \"top1_vs_model\": %.6f, "
-               "\"kl_vs_model\": %.6f, \"ffn_us\": %.3f}\n", specs[0], n, npos, F, infer_get_threads(), dense_us, vx_agree, vx_kl, agree[0], kl[0],
+               "\"kl_vs_model\": %.6f, \"ffn_us\": %.3f}\n", specs[0], n, npos, F, cli_threads(), dense_us, vx_agree, vx_kl, agree[0], kl[0],
                agree_m[0], kl_m[0], us[0]);
     } else if (graph) {
-        printf("%s: %d tokens (%d next-token positions), %d features per layer, %d threads\n", specs[0], n, npos, F, infer_get_threads());
+        printf("%s: %d tokens (%d next-token positions), %d features per layer, %d threads\n", specs[0], n, npos, F, cli_threads());
         printf("the vindex's dense FFN (every feature) against the model's: top-1 agreement %.2f%%, mean KL %.5f\n\n", 100 * vx_agree, vx_kl);
         printf("| graph | top-1 agreement | mean KL | top-1 vs the model | KL vs the model | FFN µs/layer | dense FFN / graph's |\n");
         printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
@@ -308,13 +308,13 @@ int cmd_bench_walk(int argc, char **argv) {
         printf("\ndense FFN (the model's own weights): %.1f µs/layer\n", dense_us);
     } else if (!strcmp(fmt, "json")) {
         printf("{\"graph\": \"%s\", \"tokens\": %d, \"positions\": %d, \"features\": %d, \"threads\": %d, \"dense_ffn_us\": %.3f, "
-               "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"walk\": [", kind, n, npos, F, infer_get_threads(), dense_us, vx_agree, vx_kl);
+               "\"vindex_vs_model\": {\"top1\": %.6f, \"kl\": %.6f}, \"walk\": [", kind, n, npos, F, cli_threads(), dense_us, vx_agree, vx_kl);
         for (int ki = 0; ki < nks; ki++)
             printf("%s{\"k_pct\": %d, \"k\": %d, \"top1\": %.6f, \"kl\": %.6f, \"top1_vs_model\": %.6f, \"kl_vs_model\": %.6f, \"ffn_us\": %.3f}",
                    ki ? ", " : "", ks[ki], (int)((long long)F * ks[ki] / 100), agree[ki], kl[ki], agree_m[ki], kl_m[ki], us[ki]);
         printf("]}\n");
     } else {
-        printf("%s: %d tokens (%d next-token positions), %d features per layer, %d threads\n", kind, n, npos, F, infer_get_threads());
+        printf("%s: %d tokens (%d next-token positions), %d features per layer, %d threads\n", kind, n, npos, F, cli_threads());
         printf("the vindex's dense FFN (every feature) against the model's: top-1 agreement %.2f%%, mean KL %.5f\n\n", 100 * vx_agree, vx_kl);
         printf("| K | K (%% of features) | top-1 agreement | mean KL | top-1 vs the model | KL vs the model | walk FFN µs/layer | dense FFN / walk FFN |\n");
         printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");

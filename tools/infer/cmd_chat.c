@@ -84,7 +84,7 @@ int cmd_chat(int argc, char **argv) {
     infer_model *m = NULL;
     infer_ctx *c = NULL;
     infer_sampler *smp = NULL;
-    if (infer_model_load(model, &m) || infer_ctx_new(m, (int)n_ctx, &c) ||
+    if (cli_model_load(model, &m) || cli_ctx_new(m, (int)n_ctx, &c) ||
         infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
         int rc = cli_error("%s", infer_last_error());
         infer_sampler_free(smp), infer_ctx_free(c), infer_model_free(m);

@@ -37,7 +37,7 @@ int cmd_convert(int argc, char **argv) {
     if (!infer_ftype_known(type_name)) return cli_error("convert: unknown --type \"%s\" (%s)", type_name, infer_ftype_names());
     double t0 = cli_now();
     infer_model *m;
-    if (infer_model_load(in, &m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(in, &m)) return cli_error("%s", infer_last_error());
     infer_status st = infer_convert_gguf_vocab(m, out, type_name, vocab);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());

@@ -128,11 +128,12 @@ int cmd_extract(int argc, char **argv) {
                                "[--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]");
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
-    if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(model, &m)) return cli_error("%s", infer_last_error());
     bar b = {NULL, -1, 0, isatty(2)};
     xo.progress = draw;
     xo.user = &b;
     infer_extract_info info;
+    xo.threads = cli_threads();
     infer_status st = infer_vindex_extract(m, out, &xo, &info);
     if (b.stage && b.tty) fputc('\n', stderr);
     int H = infer_model_n_embd(m);

@@ -27,19 +27,21 @@ int cmd_info(int argc, char **argv) {
     long n_ctx = o.n_ctx;
     if (!model && !(model = cli_default_model())) return 1;
     infer_model *m;
-    if (infer_model_load(model, &m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(model, &m)) return cli_error("%s", infer_last_error());
     size_t cap = 1 << 16;
     char *buf = malloc(cap);
     if (!buf) { infer_model_free(m); return cli_error("out of memory"); }
     infer_model_describe(m, buf, cap);
     printf("model                = %s\n%s", model, buf);
     // the cache's types and bytes per position from a context of one position
-    // (the default types, or -ctk / -ctv's), its size from infer_ctx_memory's
-    // default cache rescaled to them
+    // (the default types, or -ctk / -ctv's), its size from infer_ctx_memory
     size_t kv1, kv, total;
     infer_ctx *c = NULL;
-    int st = infer_ctx_memory(m, 1, &kv1, NULL) || infer_ctx_memory(m, (int)n_ctx, &kv, &total) || infer_ctx_new(m, 1, &c) ||
-             ((o.ctk || o.ctv) && infer_ctx_set_kv_type(c, o.ctk, o.ctv));
+    infer_ctx_params p = infer_ctx_default_params();
+    p.n_ctx = 1, p.n_threads = cli_threads(), p.type_k = o.ctk, p.type_v = o.ctv;
+    int st = infer_ctx_memory(m, &p, &kv1, NULL) || infer_ctx_create(m, &p, &c);
+    p.n_ctx = (int)n_ctx;
+    st = st || infer_ctx_memory(m, &p, &kv, &total);
     if (st) {
         infer_ctx_free(c);
         free(buf);
@@ -47,12 +49,12 @@ int cmd_info(int argc, char **argv) {
         return cli_error("%s", infer_last_error());
     }
     int nc = (int)(kv / (kv1 ? kv1 : 1));
-    size_t per = infer_ctx_kv_bytes_per_pos(c), kvt = per * (size_t)nc;
+    size_t per = infer_ctx_kv_bytes_per_pos(c), kvt = kv;
     printf("KV cache             = %zu bytes per position (K %s, V %s), %.2f MiB for %d positions\n", per, infer_ctx_kv_type(c, 0),
            infer_ctx_kv_type(c, 1), kvt / 1048576.0, nc);
     printf("gpu                  = %s\n", infer_gpu_status());
     printf("context              = %.2f MiB in all (KV cache, scratch, attention scores for %d threads)\n",
-           (total - kv + kvt) / 1048576.0, infer_get_threads());
+           total / 1048576.0, cli_threads());
     infer_ctx_free(c);
     printf("peak RSS             = %.2f MiB\n", cli_peak_rss_kib() / 1024.0);
     free(buf);

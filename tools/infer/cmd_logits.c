@@ -61,7 +61,7 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     FILE *f = NULL;
     char tmp[4200] = "";
-    if (infer_model_load(model, &m) || infer_ctx_new(m, n, &c) || cli_place(c, backend ? backend : "cpu", o.ngl) ||
+    if (cli_model_load(model, &m) || cli_ctx_new(m, n, &c) || cli_place(c, backend ? backend : "cpu", o.ngl) ||
         (graph && infer_ctx_set_graph(c, graph, 0))) {
         cli_error("%s", infer_last_error());
         goto done;

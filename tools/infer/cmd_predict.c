@@ -129,7 +129,7 @@ int cmd_predict(int argc, char **argv) {
     float *lg = NULL, *ld = NULL, *hg = NULL, *hd = NULL;
     tok_p *tp = NULL;
     double t0 = cli_now(), t_tmpl = 0, t_dense = 0;
-    if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
     if (model && vdir && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     double t1 = cli_now();
     if (prompt) {
@@ -149,7 +149,7 @@ int cmd_predict(int argc, char **argv) {
     hg = malloc(sizeof(float) * (size_t)(L + 1) * E);
     tp = malloc(sizeof(tok_p) * (size_t)V);
     if (!lg || !hg || !tp) { cli_error("out of memory"); goto done; }
-    if (infer_ctx_new(m, n > nt ? n : nt, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_ctx_new(m, n > nt ? n : nt, &c)) { cli_error("%s", infer_last_error()); goto done; }
     long rss_before = 0, rss_dropped = 0;
     size_t dropped = 0;
     if (walk_only && model) { // a dense pass touches every weight, then the FFN pages go
@@ -177,7 +177,7 @@ int cmd_predict(int argc, char **argv) {
         ld = malloc(sizeof(float) * (size_t)V);
         hd = malloc(sizeof(float) * (size_t)(L + 1) * E);
         if (!ld || !hd) { cli_error("out of memory"); goto done; }
-        if (infer_ctx_new(m, n, &cd) || infer_eval_hidden(cd, ids, n, ld, 1, hd)) { cli_error("%s", infer_last_error()); goto done; }
+        if (cli_ctx_new(m, n, &cd) || infer_eval_hidden(cd, ids, n, ld, 1, hd)) { cli_error("%s", infer_last_error()); goto done; }
         t_dense = cli_now() - a;
     }
     // lm_head top-K: candidates from the quantized head, exact logits for them

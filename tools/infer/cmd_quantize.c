@@ -25,7 +25,7 @@ int cmd_quantize(int argc, char **argv) {
     if (n != 3) return cli_error("quantize: usage: infer quantize IN.gguf OUT.gguf TYPE (%s)", infer_ftype_names());
     double t0 = cli_now();
     infer_model *m;
-    if (infer_model_load(args[0], &m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(args[0], &m)) return cli_error("%s", infer_last_error());
     infer_status st = infer_quantize_gguf(m, args[1], args[2]);
     infer_model_free(m);
     if (st) return cli_error("%s", infer_last_error());

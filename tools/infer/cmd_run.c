@@ -190,7 +190,7 @@ int cmd_run(int argc, char **argv) {
     int n_cmp = 0, n_same = 0;
     char *text = NULL;
     double t0 = cli_now();
-    if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
     if (check_tensors && infer_model_check_tensors(m)) { cli_error("%s", infer_last_error()); goto done; }
     if (model && vdir && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     if (prompt) {
@@ -203,13 +203,13 @@ int cmd_run(int argc, char **argv) {
         if (cli_graph(&o, m, graph, gspec, sizeof gspec)) goto done;
         graph = gspec, approx = strcmp(graph, "dense") != 0;
     }
-    if (infer_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, (int)k)) ||
+    if (cli_ctx_new(m, (int)n_ctx, &c) || cli_place(c, device, o.ngl) || (graph && infer_ctx_set_graph(c, graph, (int)k)) ||
         infer_sampler_new(&sp, infer_model_n_vocab(m), &smp)) {
         cli_error("%s", infer_last_error());
         goto done;
     }
     if (graph && infer_ctx_n_cached(c)) { cli_error("run: cached layers hold one template's positions; generation goes past them (use predict)"); goto done; }
-    if (approx && compare && (infer_ctx_new(m, (int)n_ctx, &cd) || cli_place(cd, device, o.ngl))) {
+    if (approx && compare && (cli_ctx_new(m, (int)n_ctx, &cd) || cli_place(cd, device, o.ngl))) {
         cli_error("%s", infer_last_error());
         goto done;
     }

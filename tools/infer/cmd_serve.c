@@ -846,13 +846,13 @@ int cmd_serve(int argc, char **argv) {
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET, addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return cli_error("serve: --host \"%s\" is not an IPv4 address", host);
-    if (!o.threads) infer_set_threads((int)sysconf(_SC_NPROCESSORS_ONLN));
+    if (!o.threads) cli_set_threads((int)sysconf(_SC_NPROCESSORS_ONLN));
     const char *model = o.model;
     if (!model && !(model = cli_chat_model())) return 1;
     server sv = {0};
     pthread_mutex_init(&sv.mu, NULL);
     g_sv = &sv;
-    if (infer_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
+    if (cli_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
     char err[256];
     int rank = infer_model_tp_rank(sv.m);
     if (rank > 0) { // (--tp N: rank 0 serves; this rank evaluates what it is told)

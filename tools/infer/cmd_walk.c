@@ -68,7 +68,7 @@ int cmd_walk(int argc, char **argv) {
     infer_ctx *c = NULL;
     float *ffn_in = NULL;
     infer_feature *feat = NULL;
-    if (infer_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_model_load(model ? model : vdir, &m)) { cli_error("%s", infer_last_error()); goto done; }
     if (model && infer_model_attach_vindex(m, vdir)) { cli_error("%s", infer_last_error()); goto done; }
     const infer_vindex *vx = infer_model_vindex(m);
     int L = infer_model_n_layer(m), E = infer_model_n_embd(m);
@@ -85,7 +85,7 @@ int cmd_walk(int argc, char **argv) {
         if (infer_tokenize(m, prompt, strlen(prompt), 1, 1, &ids, &n)) { cli_error("%s", infer_last_error()); goto done; }
         if (n == 0) { cli_error("walk: the prompt gives no tokens"); goto done; }
     } else if (!(ids = cli_parse_ids(ids_s, &n))) goto done;
-    if (infer_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
+    if (cli_ctx_new(m, n, &c)) { cli_error("%s", infer_last_error()); goto done; }
     ffn_in = malloc(sizeof(float) * (size_t)L * E);
     if (!ffn_in) { cli_error("out of memory"); goto done; }
     if (infer_eval_ffn_input(c, ids, n, ffn_in)) { cli_error("%s", infer_last_error()); goto done; }

@@ -534,13 +534,13 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     e->s = calloc((size_t)slots, sizeof *e->s);
     int ok = e->s != NULL;
     for (int i = 0; i < slots && ok; i++) {
-        ok = !infer_ctx_new(m, n_ctx, &e->s[i].ctx) && !cli_place(e->s[i].ctx, device, ngl) &&
+        ok = !cli_ctx_new(m, n_ctx, &e->s[i].ctx) && !cli_place(e->s[i].ctx, device, ngl) &&
              (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx);
     e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
-    if (ok) ok = !infer_batch_new(m, &e->batch);
+    if (ok) ok = !cli_batch_new(m, &e->batch);
     if (ok) {
         pthread_mutex_init(&e->mu, NULL);
         pthread_cond_init(&e->cv, NULL);
@@ -711,8 +711,8 @@ int serve_follow(infer_model *m, int slots, int n_ctx, const char *device, long 
     float *lg = infer_host_alloc(sizeof(float) * (size_t)V * MAX_SLOTS);
     int32_t tok[MAX_SLOTS], *body = NULL;
     ok = lg != NULL;
-    for (int i = 0; i < slots && ok; i++) ok = !infer_ctx_new(m, n_ctx, &cx[i]) && !cli_place(cx[i], device, ngl);
-    if (ok) split = infer_ctx_split(cx[0]), ok = !infer_batch_new(m, &batch);
+    for (int i = 0; i < slots && ok; i++) ok = !cli_ctx_new(m, n_ctx, &cx[i]) && !cli_place(cx[i], device, ngl);
+    if (ok) split = infer_ctx_split(cx[0]), ok = !cli_batch_new(m, &batch);
     if (!ok) snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
     for (int32_t h[MSG_HDR]; ok;) {
         if (infer_tp_bcast(m, h, sizeof h)) {
