@@ -110,5 +110,14 @@ infer_status model_from_spec(infer_model *m, const infer_model_spec *s);
 // Frees what the models part made (store, slots, config, GGUF); not m itself.
 void model_release(infer_model *m);
 
+// What infer.h's infer_model_* report (inference/api_models.c): the file
+// type as llama.cpp names it, parameters, bytes of tensor data, a
+// description; every element of every tensor finite (else INFER_ERR_FORMAT).
+const char *model_ftype(const infer_model *m);
+int64_t model_n_params(const infer_model *m);
+size_t model_tensor_bytes(const infer_model *m);
+size_t model_describe(const infer_model *m, char *buf, size_t cap);
+infer_status model_check_tensors(infer_model *m);
+
 #endif
 
