@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# include/infer.h stands alone (an application includes nothing else), and the
-# engine's parts below inference take what they need from their own headers:
-# such a definition is written twice, in infer.h and in one internal header
-# (base/status.h: infer_status; models/spec.h: infer_model_spec), as one
-# block guarded by "#ifndef INFER_<NAME>_DEFINED", so a file that includes
-# both gets the first. The two copies of every such block must be the same
-# text, byte for byte: a constant added to one, a field moved in the other,
-# fails here.
+# include/infer.h is the roof of the engine's layers: inference and vindex,
+# which define its functions, include it; the parts below them (base, tensor,
+# compute, models, tokenizer) never do. It stands alone (an application
+# includes nothing else), so what both sides need is written twice: in
+# infer.h and in one internal header (base/status.h: infer_status;
+# models/spec.h: infer_model_spec), as one block guarded by
+# "#ifndef INFER_<NAME>_DEFINED", so a file that includes both gets the first.
+# The two copies of every such block must be the same text, byte for byte:
+# a constant added to one, a field moved in the other, fails here.
 # usage: public_header.sh SOURCE_DIR
 root=${1:-$(dirname "$0")/..}
 header=$root/include/infer.h
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+if grep -rn '^ *# *include *[<"]infer\.h[>"]' "$root"/src/{base,tensor,compute,models,tokenizer} >"$tmp/below"; then
+    echo "FAILED: parts below inference include infer.h (take base/status.h, or the internal header of what they need):"
+    sed "s|^$root/||" "$tmp/below"
+    fail=1
+fi
 
 # the block guarded by $2 in file $1: its #ifndef line to the first #endif after it
 block() { awk -v m="$2" '$0 == "#ifndef " m {on = 1} on {print} on && /^#endif/ {exit}' "$1"; }

@@ -3,7 +3,7 @@
 #ifndef INFER_BASE_ERROR_H
 #define INFER_BASE_ERROR_H
 
-#include "infer.h"
+#include "base/status.h"
 
 // Records a printf-style message for error_text() and returns `st`.
 infer_status fail(infer_status st, const char *fmt, ...)

@@ -38,6 +38,7 @@ typedef struct {
 
 struct gguf_file;
 
+typedef struct infer_model infer_model; // (as infer.h declares it)
 struct infer_model {
     infer_config cfg;
     tensor_store store;
