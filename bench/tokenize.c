@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "infer.h"
 #include "base/error.h"
 #include "models/gguf.h"
 #include "tokenizer/tokenizer.h"

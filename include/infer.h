@@ -24,6 +24,9 @@
 extern "C" {
 #endif
 
+// (the engine's src/base/status.h holds the same block, tests/public_header.sh checks)
+#ifndef INFER_STATUS_DEFINED
+#define INFER_STATUS_DEFINED
 typedef enum {           // append-only
     INFER_OK = 0,
     INFER_ERR_IO,          // a file could not be opened, mapped or read
@@ -32,6 +35,7 @@ typedef enum {           // append-only
     INFER_ERR_ARG,         // a bad argument from the caller (ids out of range, ...)
     INFER_ERR_NOMEM,       // an allocation failed or would be unreasonably large
 } infer_status;
+#endif
 
 typedef struct infer_model infer_model; // weights (mapped) + config, read-only
 typedef struct infer_ctx infer_ctx;     // KV cache + scratch for one sequence
@@ -553,6 +557,9 @@ INFER_API infer_status infer_convert_gguf_vocab(const infer_model *model, const 
 // text and its tensors' names, types and shapes, whose bytes fill makes one
 // tensor at a time, just before the converter reads it (freed after), so
 // neither the disk nor memory ever holds the model. Dense models only.
+// (the engine's src/models/spec.h holds the same block, tests/public_header.sh checks)
+#ifndef INFER_MODEL_SPEC_DEFINED
+#define INFER_MODEL_SPEC_DEFINED
 typedef struct {
     const char *name;  // Hugging Face's: "model.layers.0.mlp.up_proj.weight"
     int type;          // INFER_TYPE_BF16, _F16 or _F32
@@ -569,6 +576,7 @@ typedef struct {
     infer_fill_fn fill;
     void *user;                       // fill's
 } infer_model_spec;
+#endif
 // The spec's model written as infer_convert_gguf_vocab writes a checkpoint's:
 // the same file, byte for byte, as a checkpoint of those bytes named spec->name.
 INFER_API infer_status infer_convert_gguf_spec(const infer_model_spec *spec, const char *path, const char *ftype,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "infer.h"
 #include "base/error.h"
 #include "check.h"
 #include "tokenizer/tok_internal.h"

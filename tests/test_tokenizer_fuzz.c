@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer.h"
 #include "base/error.h"
 #include "check.h"
 #include "tokenizer/tokenizer.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "infer.h"
 #include "base/error.h"
 #include "check.h"
 #include "models/gguf.h"

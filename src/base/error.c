@@ -43,9 +43,9 @@ infer_status fail_wrap(infer_status st, const char *fmt, ...) {
     return st;
 }
 
-const char *infer_last_error(void) { return g_msg[0] ? g_msg : "no error"; }
+const char *error_text(void) { return g_msg[0] ? g_msg : "no error"; }
 
-const char *infer_status_name(infer_status st) {
+const char *status_name(infer_status st) {
     switch (st) {
     case INFER_OK: return "ok";
     case INFER_ERR_IO: return "i/o error";

@@ -3,7 +3,7 @@
 #define INFER_BASE_MAPFILE_H
 
 #include <stddef.h>
-#include "infer.h"
+#include "base/status.h"
 
 typedef struct {
     const unsigned char *data; // mapped bytes (NULL when size == 0)

@@ -3,6 +3,7 @@
 #ifndef INFER_INFERENCE_CONTEXT_H
 #define INFER_INFERENCE_CONTEXT_H
 
+#include "infer.h"
 #include "base/pool.h"
 #include "compute/backend.h"
 #include "compute/cpu/ops.h"

@@ -9,7 +9,7 @@
 // on the stack. A config asking for more is refused at load.
 #define INFER_MAX_EXPERTS_USED 64
 
-#include "infer.h"
+#include "base/status.h"
 
 enum norm_kind { NORM_RMS, NORM_LAYER };
 enum moe_kind {

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "infer.h"
+#include "base/status.h"
 #include "models/tensor.h"
 
 enum gguf_type { // GGUF's value types (append only)

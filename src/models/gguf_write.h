@@ -5,7 +5,7 @@
 #define INFER_MODELS_GGUF_WRITE_H
 
 #include <stdint.h>
-#include "infer.h"
+#include "base/status.h"
 #include "models/gguf.h"
 
 typedef struct gguf_writer gguf_writer;

@@ -73,12 +73,7 @@ void model_release(infer_model *m) {
     config_free(&m->cfg);
 }
 
-int infer_model_n_vocab(const infer_model *m) { return m->cfg.n_vocab; }
-int infer_model_n_layer(const infer_model *m) { return m->cfg.n_layer; }
-int infer_model_n_embd(const infer_model *m) { return m->cfg.n_embd; }
-const char *infer_model_arch(const infer_model *m) { return m->cfg.model_type; }
-
-const char *infer_model_ftype(const infer_model *m) {
+const char *model_ftype(const infer_model *m) {
     int64_t ft;
     if (m->gguf && gguf_find(m->gguf, "general.file_type") && !gguf_get_int(m->gguf, "general.file_type", 0, 1 << 20, &ft)) {
         const char *name = llama_ftype_name((int)ft);
@@ -93,27 +88,21 @@ const char *infer_model_ftype(const infer_model *m) {
     return dtype_get(best) ? dtype_get(best)->name : "?";
 }
 
-int64_t infer_model_n_params(const infer_model *m) {
+int64_t model_n_params(const infer_model *m) {
     int64_t n = 0;
     for (int i = 0; i < m->store.n; i++) n += tensor_nelem(&m->store.t[i]);
     return n;
 }
 
-size_t infer_model_tensor_bytes(const infer_model *m) {
+size_t model_tensor_bytes(const infer_model *m) {
     size_t n = 0;
     for (int i = 0; i < m->store.n; i++) n += m->store.t[i].nbytes;
     return n;
 }
 
-int infer_model_eos(const infer_model *m, int32_t *ids, int max) {
-    int n = 0;
-    for (int i = 0; i < m->cfg.n_eos && n < max; i++) ids[n++] = m->cfg.eos[i];
-    return n;
-}
-
 #define ADD(...) do { int k_ = snprintf(buf + o, o < cap ? cap - o : 0, __VA_ARGS__); if (k_ > 0) o += (size_t)k_; } while (0)
 
-size_t infer_model_describe(const infer_model *m, char *buf, size_t cap) {
+size_t model_describe(const infer_model *m, char *buf, size_t cap) {
     size_t o = config_describe(&m->cfg, buf, cap);
     int64_t counts[DT_COUNT + 1] = {0}, params = 0, other = 0;
     for (int i = 0; i < m->store.n; i++) {

@@ -38,6 +38,7 @@ typedef struct {
 
 struct gguf_file;
 
+typedef struct infer_model infer_model; // (as infer.h declares it)
 struct infer_model {
     infer_config cfg;
     tensor_store store;
@@ -113,6 +114,15 @@ void model_release(infer_model *m);
 
 // The threads of a model's work outside a context (infer_model_set_threads).
 static inline int model_threads(const infer_model *m) { return m->threads > 1 ? m->threads : 1; }
+
+// What infer.h's infer_model_* report (inference/api_models.c): the file
+// type as llama.cpp names it, parameters, bytes of tensor data, a
+// description; every element of every tensor finite (else INFER_ERR_FORMAT).
+const char *model_ftype(const infer_model *m);
+int64_t model_n_params(const infer_model *m);
+size_t model_tensor_bytes(const infer_model *m);
+size_t model_describe(const infer_model *m, char *buf, size_t cap);
+infer_status model_check_tensors(infer_model *m);
 
 #endif
 

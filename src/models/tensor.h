@@ -4,6 +4,7 @@
 #define INFER_MODELS_TENSOR_H
 
 #include "base/mapfile.h"
+#include "models/spec.h"
 #include "tensor/tensor.h"
 
 // All tensors of a checkpoint (one or several mapped files), sorted by name.

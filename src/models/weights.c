@@ -379,7 +379,7 @@ static infer_status decode_one(tensor *t) {
 
 // Every tensor's every element finite (llama.cpp's --check-tensors), decoded
 // a piece at a time; the small ones were checked at load.
-infer_status infer_model_check_tensors(infer_model *m) {
+infer_status model_check_tensors(infer_model *m) {
     enum { PIECE = 1 << 16 };
     float *buf = malloc(sizeof(float) * PIECE);
     if (!buf) return fail(INFER_ERR_NOMEM, "out of memory");

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infer.h"
+#include "base/status.h"
 
 typedef struct tok_regex tok_regex;
 

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "infer.h"
+#include "base/status.h"
 
 typedef enum { TOK_KIND_LLAMA, TOK_KIND_GPT2, TOK_KIND_BERT, TOK_KIND_T5, TOK_KIND_RWKV } tok_kind;
 

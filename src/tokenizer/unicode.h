@@ -64,7 +64,7 @@ static inline int uni_is_space(uint32_t cp) { return (uni_flags(cp) & UNI_WS) !=
 // The Unicode normalization forms of s[0..n) (UTF-8) into *out (malloc'd,
 // NUL-terminated); bytes that are not UTF-8 pass through unchanged.
 enum { UNI_NFD, UNI_NFKD, UNI_NFC, UNI_NFKC };
-#include "infer.h"
+#include "base/status.h"
 infer_status uni_normalize(int form, const char *s, size_t n, char **out, size_t *out_n);
 
 // GPT-2's byte <-> printable code point map (bytes_to_unicode).

@@ -1,5 +1,7 @@
-// The models part of the public API (infer.h): storage types by name, and
-// writing GGUF files (convert, quantize).
+// The models part of the public API (infer.h): a model's numbers and
+// description, storage types by name, and writing GGUF files (convert,
+// quantize). Defined here, where infer.h's INFER_API reaches them (the
+// library exports nothing else); the work is the models part's.
 #include "infer.h"
 #include "models/gguf_convert.h"
 #include "models/gguf_quantize.h"
@@ -11,6 +13,29 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+// ---------------------------------------------------------------------------
+// A loaded model
+
+int infer_model_n_vocab(const infer_model *m) { return m->cfg.n_vocab; }
+int infer_model_n_layer(const infer_model *m) { return m->cfg.n_layer; }
+int infer_model_n_embd(const infer_model *m) { return m->cfg.n_embd; }
+const char *infer_model_arch(const infer_model *m) { return m->cfg.model_type; }
+const char *infer_model_ftype(const infer_model *m) { return model_ftype(m); }
+int64_t infer_model_n_params(const infer_model *m) { return model_n_params(m); }
+size_t infer_model_tensor_bytes(const infer_model *m) { return model_tensor_bytes(m); }
+
+int infer_model_eos(const infer_model *m, int32_t *ids, int max) {
+    int n = 0;
+    for (int i = 0; i < m->cfg.n_eos && n < max; i++) ids[n++] = m->cfg.eos[i];
+    return n;
+}
+
+size_t infer_model_describe(const infer_model *m, char *buf, size_t cap) { return model_describe(m, buf, cap); }
+infer_status infer_model_check_tensors(infer_model *m) { return model_check_tensors(m); }
+
+// ---------------------------------------------------------------------------
+// Storage types
 
 // infer.h numbers the types as ggml does, and so does enum dtype.
 #define SAME(t) ((int)INFER_TYPE_##t == (int)DT_##t)
@@ -34,6 +59,9 @@ int infer_ftype_known(const char *ftype) {
     quant_mix probe;
     return quant_mix_init(&probe, ftype, 1, 0, 0) != 0;
 }
+
+// ---------------------------------------------------------------------------
+// Writing GGUF files
 
 // An output is never one of the files its input is read from (the model's
 // file or directory, its shards, the vocabulary's GGUF).
