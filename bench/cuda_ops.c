@@ -1,5 +1,5 @@
-// Per-kernel times of the CUDA device layer (bench/gpu.sh runs it on the
-// H200): each operation launched 200 times inside one captured CUDA graph,
+// Per-kernel times of the CUDA device layer (`bench/device ops` runs it on
+// the H200): each operation launched 200 times inside one captured CUDA graph,
 // the graph replayed 20 times, wall time per launch (so the figure includes
 // what a node of the decode graph costs beyond its kernel). The products also
 // give the bytes of weights read per second. Shapes: Gemma 3's (270M, 1B, 4B).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """t/s against threads, infer and llama.cpp, from bench/compare-llamacpp output
-(the tables bench/cpu-matrix.sh and bench/cpu-issue13.sh collect).
+(the tables `bench/device cpu` collects).
 usage: bench/plot-cpu-threads.py MATRIX.txt OUT.png [TITLE]"""
 import re, sys
 import matplotlib

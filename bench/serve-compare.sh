@@ -6,9 +6,9 @@
 # (llama-server's -c is divided among its slots, so it gets PARALLEL x CTX).
 # llama-server is built once from the llama-cpp-python sdist's llama.cpp
 # (bench/compare-llamacpp fetches it) into ~/.cache/infer/llama.cpp/build-server.
-#   bench/serve-compare.sh [MODEL]    env: THREADS=2 PARALLEL=4 CTX=1024
+#   bench/serve-compare.sh [MODEL]    env: THREADS=2 PARALLEL=4 CTX=1024 INFER_BIN=build/infer
 # On a GPU: DEVICE=cuda (infer serve --device cuda; llama-server -ngl 99 -fa on)
-# and SERVER=path/to/llama-server (a CUDA build, as bench/gpu.sh's SERVE=1 makes).
+# and SERVER=path/to/llama-server (a CUDA build, as `bench/device serve` makes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 model=${1:-$(bash "$root/scripts/fetch-model.sh" gemma3 | tail -1)}
@@ -44,7 +44,7 @@ load() { # URL LABEL
 }
 echo "serve-compare: $(basename "$model"), $t threads, $np slots of $ctx positions, $dev, $(date -u +%F) on $(nproc) cores"
 port=$(free_port)
-"$root/build/infer" serve -m "$model" --port "$port" -t "$t" --parallel "$np" -c "$ctx" "${infer_dev[@]}" >/dev/null 2>&1 &
+"${INFER_BIN:-$root/build/infer}" serve -m "$model" --port "$port" -t "$t" --parallel "$np" -c "$ctx" "${infer_dev[@]}" >/dev/null 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 wait_up "http://127.0.0.1:$port" || { echo "infer serve did not start"; exit 1; }

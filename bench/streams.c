@@ -1,6 +1,6 @@
 // Memory read bandwidth with 1-2 threads (or the thread counts given, e.g.
 // `/tmp/streams 1 4 16`) and 1-8 interleaved streams per thread (the figures in
-// RESULTS.md's notes): 512 MiB (2 GiB with more than 2 threads) read 5 times,
+// bench/results/cpu.md's notes): 512 MiB (2 GiB with more than 2 threads) read 5 times,
 // best kept.
 // build: cc -O2 -pthread bench/streams.c -o /tmp/streams && /tmp/streams
 #include <immintrin.h>

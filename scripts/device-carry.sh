@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Makes device-carry/ (gitignored): what the device machine's benchmarks need
-# and cannot fetch there (it has no network):
+# Makes device-carry/ (gitignored): what the device machine's benchmarks
+# (bench/device) need and cannot fetch there (it has no network):
 #   device-carry/debs/             libcjson and libmicrohttpd (Debian packages, for infer's build)
 #   device-carry/llama-full.tgz    llama.cpp's source from PyPI's llama-cpp-python sdist (the version
 #                                  bench/compare-llamacpp names), without models, docs and the GPU backends
-#                                  other than CUDA (~10 MB): bench/cpu-matrix.sh, bench/device-compare.sh
-#   device-carry/llama-cuda.tgz    the same file, under the name bench/gpu.sh reads
-#   device-carry/fixtures/hf       a copy of ../shared/fixtures/hf (bench/gpu.sh's parity tests)
-# usage: bash scripts/device-carry.sh   (then carry the paths a script names)
+#                                  other than CUDA (~10 MB): the CPU subcommands (cpu, cpu-compare, tokenize)
+#   device-carry/llama-cuda.tgz    the same file, under the name the CUDA builds read (gpu LLAMA=1, serve, tp2)
+#   device-carry/fixtures/hf       a copy of ../shared/fixtures/hf (the GPU parity tests)
+#   device-carry/vocab/            llama.cpp's ggml-vocab-*.gguf of the vocabularies `bench/device tokenize`
+#                                  times (~27 MB), llama-spm among them (gpu SERVE=1, serve)
+# `bench/device pack` makes device-carry/bin.tgz (the prebuilt binaries) from a CUDA build.
+# usage: bash scripts/device-carry.sh   (then carry the paths a subcommand names: bench/device help NAME)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p device-carry/debs
@@ -27,6 +30,10 @@ tar czf "$tmp/llama.tgz" -C "$src" --exclude=llama.cpp/models --exclude=llama.cp
     --exclude='llama.cpp/ggml/src/ggml-musa' llama.cpp
 mv "$tmp/llama.tgz" device-carry/llama-full.tgz # (whole or not at all)
 cp device-carry/llama-full.tgz device-carry/llama-cuda.tgz.part && mv device-carry/llama-cuda.tgz.part device-carry/llama-cuda.tgz
+mkdir -p device-carry/vocab
+for v in llama-spm llama-bpe gpt-2 qwen2 deepseek-llm bert-bge nomic-bert-moe; do
+    cp "$src/llama.cpp/models/ggml-vocab-$v.gguf" device-carry/vocab/
+done
 if [ ! -d device-carry/fixtures/hf ] && [ -d ../shared/fixtures/hf ]; then
     mkdir -p device-carry/fixtures && cp -r ../shared/fixtures/hf device-carry/fixtures/hf.part && mv device-carry/fixtures/hf.part device-carry/fixtures/hf
 fi

@@ -3,7 +3,7 @@
 // per TILELOADD (A tile from L1, from a buffer in L2), per TILESTORED, and a
 // step of the q8_0 kernel's shape (zero, 2 loads, dot, store). Compare two
 // machines' figures to see whether the tile unit or what surrounds it differs.
-//   cc -O2 -o /tmp/amx_probe bench/amx_probe.c && /tmp/amx_probe
+//   cc -O2 -o /tmp/amx_probe bench/experiments/amx_probe.c && /tmp/amx_probe   (bench/device exp amx_probe)
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
