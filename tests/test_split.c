@@ -53,7 +53,7 @@ static void check_caches(const infer_ctx *c, const char *what) {
         int on[2] = {0, 0}; // readers of this cache per side (0: the host side)
         for (int j = 0; j < L; j++)
             if (cf->layers[j].kv_source == il) on[c->att_dev[j]] = 1;
-        float *dev = c->k_cache[il], *host = c->alt.k_cache[il];
+        float *dev = c->own.k_cache[il], *host = c->host.k_cache[il];
         CHECK(!dev == !on[1] && !host == !on[0], "%s: layer %d's cache: on the device %d (want %d), on the host side %d (want %d)",
               what, il, dev != NULL, on[1], host != NULL, on[0]);
         float *k = c->att_dev[il] ? dev : host;

@@ -67,9 +67,9 @@ static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, co
         if (c->kt != ctx[0]->kt || c->vt != ctx[0]->vt)
             return fail(INFER_ERR_ARG, "batch: sequence %d's KV cache is %s / %s, sequence 0's %s / %s; a batch's are of one type", i,
                         kv_type_name(c->kt), kv_type_name(c->vt), kv_type_name(ctx[0]->kt), kv_type_name(ctx[0]->vt));
-        if (c->be.ops != ctx[0]->be.ops)
+        if (c->own.be.ops != ctx[0]->own.be.ops)
             return fail(INFER_ERR_ARG, "batch: sequence %d runs on the \"%s\" backend, sequence 0 on \"%s\"; a batch runs on one", i,
-                        c->be.ops->name, ctx[0]->be.ops->name);
+                        c->own.be.ops->name, ctx[0]->own.be.ops->name);
     }
     return INFER_OK;
 }
@@ -82,7 +82,7 @@ infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, cons
 infer_status infer_batch_eval_tokens(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
                                      float *const *logits, int32_t *const *tok) {
     infer_status st = check(b, ctx, n, ids, n_ids);
-    if (!st && b->ws->be.ops != ctx[0]->be.ops) st = infer_ctx_set_backend(b->ws, ctx[0]->be.ops->name); // (the workspace follows)
+    if (!st && b->ws->own.be.ops != ctx[0]->own.be.ops) st = infer_ctx_set_backend(b->ws, ctx[0]->own.be.ops->name); // (the workspace follows)
     if (st) return st;
     int *done = calloc((size_t)n, sizeof *done), *past = malloc(sizeof *past * (size_t)n);
     if (!done || !past) {
@@ -134,28 +134,28 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     if (n > dst->n_ctx) return fail(INFER_ERR_ARG, "context copy: %d positions into a context of %d", n, dst->n_ctx);
     if (dst->split || src->split) // (each side's caches would need copying; nothing asks for it yet)
         return fail(INFER_ERR_UNSUPPORTED, "context copy: the %s context is split over two devices (-ngl / pipelined)", src->split ? "source" : "destination");
-    if (dst->arena_ops != src->arena_ops)
+    if (dst->own.arena_ops != src->own.arena_ops)
         return fail(INFER_ERR_ARG, "context copy: the contexts' caches are in different memories (\"%s\" and \"%s\")",
-                    src->arena_ops->name, dst->arena_ops->name);
+                    src->own.arena_ops->name, dst->own.arena_ops->name);
     if (dst->kt != src->kt || dst->vt != src->vt)
         return fail(INFER_ERR_ARG, "context copy: the caches' types differ (%s / %s into %s / %s)", kv_type_name(src->kt),
                     kv_type_name(src->vt), kv_type_name(dst->kt), kv_type_name(dst->vt));
     float one;
-    if (!src->arena_ops->host) src->be.ops->download((backend *)&src->be, &one, src->arena, 1); // (src's stream done: its cache is whole)
+    if (!src->own.arena_ops->host) src->own.be.ops->download((backend *)&src->own.be, &one, src->own.arena, 1); // (src's stream done: its cache is whole)
     for (int il = 0; il < cf->n_layer; il++) {
         if (cf->layers[il].kv_source != il) continue;
         int nkv = cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-        if (src->arena_ops->host) {
-            memcpy(dst->k_cache[il], src->k_cache[il], kv_bytes(src->kt, (size_t)n * nkv));
-            memcpy(dst->v_cache[il], src->v_cache[il], kv_bytes(src->vt, (size_t)n * nkv));
+        if (src->own.arena_ops->host) {
+            memcpy(dst->own.k_cache[il], src->own.k_cache[il], kv_bytes(src->kt, (size_t)n * nkv));
+            memcpy(dst->own.v_cache[il], src->own.v_cache[il], kv_bytes(src->vt, (size_t)n * nkv));
         } else if (n) { // (device memory, f32 or f16 rows: the backend copies each position's bytes as floats)
             size_t kb = kv_bytes(src->kt, (size_t)nkv), vb = kv_bytes(src->vt, (size_t)nkv);
             if (kb % 4 || vb % 4) return fail(INFER_ERR_UNSUPPORTED, "context copy: cache rows of %zu / %zu bytes on a device", kb, vb);
-            dst->be.ops->copy(&dst->be, dst->k_cache[il], kb / 4, src->k_cache[il], kb / 4, n, (int)(kb / 4));
-            dst->be.ops->copy(&dst->be, dst->v_cache[il], vb / 4, src->v_cache[il], vb / 4, n, (int)(vb / 4));
+            dst->own.be.ops->copy(&dst->own.be, dst->own.k_cache[il], kb / 4, src->own.k_cache[il], kb / 4, n, (int)(kb / 4));
+            dst->own.be.ops->copy(&dst->own.be, dst->own.v_cache[il], vb / 4, src->own.v_cache[il], vb / 4, n, (int)(vb / 4));
         }
     }
-    if (!dst->arena_ops->host) dst->be.ops->download(&dst->be, &one, dst->arena, 1); // (the copies done before src moves on)
+    if (!dst->own.arena_ops->host) dst->own.be.ops->download(&dst->own.be, &one, dst->own.arena, 1); // (the copies done before src moves on)
     if (dst->ex.oom || src->ex.oom) {
         ((infer_ctx *)src)->ex.oom = 0;
         dst->ex.oom = 0;

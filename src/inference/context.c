@@ -78,21 +78,6 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
     return at;
 }
 
-// The context's own side (its fields), and back.
-static side side_of(const infer_ctx *c) { return (side){c->be, c->arena_ops, c->arena, c->k_cache, c->v_cache, c->s}; }
-
-static void side_set(infer_ctx *c, side d) {
-    c->be = d.be, c->arena_ops = d.arena_ops, c->arena = d.arena;
-    c->k_cache = d.k_cache, c->v_cache = d.v_cache, c->s = d.s;
-}
-
-void ctx_swap_sides(infer_ctx *c) {
-    side a = c->alt;
-    c->alt = side_of(c);
-    side_set(c, a);
-    c->on_dev ^= 1;
-}
-
 static int default_n_ctx(const infer_config *cf) { return cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096; }
 
 int kv_default(const infer_model *m) { return m->ggml_numerics ? KV_F16 : KV_F32; }
@@ -173,21 +158,19 @@ static infer_status ctx_new(infer_model *m, int n_ctx, int threads, infer_ctx **
     if (!(c->pool = pool_new(threads))) ok = 0;
     c->ex.pool = c->pool;
     cpu_exec_profile(&c->ex);
-    c->be = (backend){&backend_cpu_ops, &c->ex, NULL, m, tp_gpu(m)};
-    c->k_cache = calloc((size_t)L, sizeof(void *));
-    c->v_cache = calloc((size_t)L, sizeof(void *));
-    c->alt.k_cache = calloc((size_t)L, sizeof(void *));
-    c->alt.v_cache = calloc((size_t)L, sizeof(void *));
+    c->own.be = (backend){&backend_cpu_ops, &c->ex, NULL, m, tp_gpu(m)};
+    c->own.k_cache = calloc((size_t)L, sizeof(void *));
+    c->own.v_cache = calloc((size_t)L, sizeof(void *));
+    c->host.k_cache = calloc((size_t)L, sizeof(void *));
+    c->host.v_cache = calloc((size_t)L, sizeof(void *));
     // every layer on the context's backend until told otherwise
-    c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1;
+    c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1, c->cur = &c->own;
     if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L), c->ffn_dev = c->att_dev + L;
-    c->arena_ops = c->be.ops; // the KV cache and scratch are the backend's memory
-    c->arena = c->be.ops->alloc(&c->be, sizeof(float) * floats);
-    if (!c->k_cache || !c->v_cache || !c->alt.k_cache || !c->alt.v_cache || !c->att_dev || !c->arena) ok = 0;
+    c->own.arena_ops = c->own.be.ops; // the KV cache and scratch are the backend's memory
+    c->own.arena = c->own.be.ops->alloc(&c->own.be, sizeof(float) * floats);
+    if (!c->own.k_cache || !c->own.v_cache || !c->host.k_cache || !c->host.v_cache || !c->att_dev || !c->own.arena) ok = 0;
     else {
-        side h = side_of(c);
-        ctx_layout(cf, n_ctx, c->n_batch, NULL, kt, kt, &h, c->arena, NULL);
-        side_set(c, h);
+        ctx_layout(cf, n_ctx, c->n_batch, NULL, kt, kt, &c->own, c->own.arena, NULL);
     }
     size_t H = (size_t)cf->n_head;
     c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
@@ -234,18 +217,18 @@ static infer_status eval(infer_ctx *c, const int32_t *ids, int n, float *logits,
 
 void infer_ctx_free(infer_ctx *c) {
     if (!c) return;
-    free(c->k_cache);
-    free(c->v_cache);
-    free(c->alt.k_cache);
-    free(c->alt.v_cache);
+    free(c->own.k_cache);
+    free(c->own.v_cache);
+    free(c->host.k_cache);
+    free(c->host.v_cache);
     free(c->att_dev);
-    if (c->arena) c->arena_ops->release(&c->be, c->arena);
-    if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
-    if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
+    if (c->own.arena) c->own.arena_ops->release(&c->own.be, c->own.arena);
+    if (c->dev_logits) c->own.arena_ops->release(&c->own.be, c->dev_logits);
+    if (c->tp_part) c->own.arena_ops->release(&c->own.be, c->tp_part);
     free(c->tp_host);
-    if (c->be.ops->done) c->be.ops->done(&c->be);
-    if (c->alt.arena) c->alt.arena_ops->release(&c->alt.be, c->alt.arena);
-    if (c->alt.be.ops && c->alt.be.ops->done) c->alt.be.ops->done(&c->alt.be);
+    if (c->own.be.ops->done) c->own.be.ops->done(&c->own.be);
+    if (c->host.arena) c->host.arena_ops->release(&c->host.be, c->host.arena);
+    if (c->host.be.ops && c->host.be.ops->done) c->host.be.ops->done(&c->host.be);
     free(c->scores);
     free(c->hrow);
     free_template(c);
@@ -344,15 +327,15 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         st = fail(INFER_ERR_UNSUPPORTED, "%s: backend \"%s\" keeps its K and V caches both in f32 or both in f16 (a cache of %s / %s runs "
                   "on the CPU)", what, ops->name, kv_type_name(kt), kv_type_name(vt));
     // the memory: laid out again where its kind, the split or the cache's types change
-    int same_mem = ops == c->arena_ops || (ops->host && c->arena_ops->host);
+    int same_mem = ops == c->own.arena_ops || (ops->host && c->own.arena_ops->host);
     int relay = !same_mem || split != c->split || (split && memcmp(att, c->att_dev, (size_t)L)) || kt != c->kt || vt != c->vt;
     if (!st && relay && c->n_past)
         st = fail(INFER_ERR_ARG, "%s: the context holds %d positions laid out for another placement; set where it runs before the first evaluation",
                   what, c->n_past);
     if (!st && relay) {
         int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
-        int keep = ops == c->be.ops; // (a device backend keeps its state: its copies of the weights)
-        backend nb = keep ? c->be : (backend){ops, &c->ex, NULL, m, tp_gpu(m)}, hb = {hs, &c->ex, NULL, m, 0};
+        int keep = ops == c->own.be.ops; // (a device backend keeps its state: its copies of the weights)
+        backend nb = keep ? c->own.be : (backend){ops, &c->ex, NULL, m, tp_gpu(m)}, hb = {hs, &c->ex, NULL, m, 0};
         size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL);
         size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL) : 0;
         float *da = ops->alloc(&nb, sizeof(float) * fd), *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
@@ -363,30 +346,28 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             return fail(INFER_ERR_NOMEM, "%s: no memory for a context of %d positions (%zu MiB)%s%s", what, c->n_ctx,
                         sizeof(float) * (fd + fh) >> 20, ops->host ? "" : ": ", ops->host ? "" : backend_gpu_status());
         }
-        c->arena_ops->release(&c->be, c->arena);
-        if (c->alt.arena) c->alt.arena_ops->release(&c->alt.be, c->alt.arena);
-        if (c->alt.be.ops && c->alt.be.ops->done) c->alt.be.ops->done(&c->alt.be);
+        c->own.arena_ops->release(&c->own.be, c->own.arena);
+        if (c->host.arena) c->host.arena_ops->release(&c->host.be, c->host.arena);
+        if (c->host.be.ops && c->host.be.ops->done) c->host.be.ops->done(&c->host.be);
         if (!keep) {
-            if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
-            if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
-            if (c->be.ops->done) c->be.ops->done(&c->be);
+            if (c->dev_logits) c->own.arena_ops->release(&c->own.be, c->dev_logits);
+            if (c->tp_part) c->own.arena_ops->release(&c->own.be, c->tp_part);
+            if (c->own.be.ops->done) c->own.be.ops->done(&c->own.be);
             c->dev_logits = NULL, c->dev_logit_cap = 0, c->tp_part = NULL, c->tp_part_cap = 0;
         }
-        c->be = nb, c->arena_ops = ops, c->arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
-        side d = side_of(c);
-        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &d, da, NULL);
-        side_set(c, d);
-        c->alt = (side){hb, hs, ha, c->alt.k_cache, c->alt.v_cache, {0}};
-        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->alt, ha, NULL);
+        c->own.be = nb, c->own.arena_ops = ops, c->own.arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
+        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &c->own, da, NULL);
+        c->host = (side){hb, hs, ha, c->host.k_cache, c->host.v_cache, {0}};
+        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->host, ha, NULL);
         else {
-            c->alt.arena_ops = NULL, c->alt.be.ops = NULL;
-            memset(c->alt.k_cache, 0, sizeof(void *) * (size_t)L);
-            memset(c->alt.v_cache, 0, sizeof(void *) * (size_t)L);
+            c->host.arena_ops = NULL, c->host.be.ops = NULL;
+            memset(c->host.k_cache, 0, sizeof(void *) * (size_t)L);
+            memset(c->host.v_cache, 0, sizeof(void *) * (size_t)L);
         }
     }
     if (!st) {
-        c->be.ops = ops;
-        if (split) c->alt.be.ops = hs; // (a host backend for another: the same memory)
+        c->own.be.ops = ops;
+        if (split) c->host.be.ops = hs; // (a host backend for another: the same memory)
         memcpy(c->att_dev, att, 2 * (size_t)L); // (att, then ffn)
         c->out_dev = out, c->split = split, c->gpu_layers = gpu_layers, c->host_pick = pick;
     }
@@ -398,7 +379,7 @@ infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {
     const backend_ops *ops = backend_find(name);
     if (!ops && name && !strcmp(name, "cuda")) return fail(INFER_ERR_UNSUPPORTED, "backend \"cuda\": %s", backend_gpu_status());
     if (!ops) return fail(INFER_ERR_ARG, "unknown backend \"%s\" (backends: cpu, reference, cuda)", name ? name : "(null)");
-    if (ops == c->be.ops) return INFER_OK;
+    if (ops == c->own.be.ops) return INFER_OK;
     char what[64];
     snprintf(what, sizeof what, "backend \"%s\"", ops->name);
     return arrange(c, ops, c->plan, c->gpu_layers, c->host_pick, what);
@@ -408,7 +389,7 @@ infer_status infer_ctx_set_gpu_layers(infer_ctx *c, int n) {
     if (n < -1) return fail(INFER_ERR_ARG, "GPU layers %d: a count of layers (0 or more), or -1 for all", n);
     char what[64];
     snprintf(what, sizeof what, "%d GPU layers", n);
-    return arrange(c, c->be.ops, c->plan, n, c->host_pick, what);
+    return arrange(c, c->own.be.ops, c->plan, n, c->host_pick, what);
 }
 
 int infer_ctx_split(const infer_ctx *c) { return c->split; }
@@ -418,13 +399,13 @@ infer_status ctx_set_host_side(infer_ctx *c, const char *name) {
     if (!ops || !ops->host) return fail(INFER_ERR_ARG, "host side \"%s\": not a host backend (cpu, reference)", name ? name : "(null)");
     char what[64];
     snprintf(what, sizeof what, "host side \"%s\"", ops->name);
-    return arrange(c, c->be.ops, c->plan, c->gpu_layers, ops, what);
+    return arrange(c, c->own.be.ops, c->plan, c->gpu_layers, ops, what);
 }
 
-const char *infer_ctx_backend(const infer_ctx *c) { return c->be.ops->name; }
+const char *infer_ctx_backend(const infer_ctx *c) { return c->own.be.ops->name; }
 
 infer_status infer_ctx_prepare(infer_ctx *c) {
-    return c->be.ops->host || c->split ? model_ensure_packed((infer_model *)c->m) : INFER_OK;
+    return c->own.be.ops->host || c->split ? model_ensure_packed((infer_model *)c->m) : INFER_OK;
 }
 
 infer_status infer_ctx_set_kv_type(infer_ctx *c, const char *k, const char *v) {
@@ -445,7 +426,7 @@ infer_status infer_ctx_set_kv_type(infer_ctx *c, const char *k, const char *v) {
     c->kv_req[0] = req[0], c->kv_req[1] = req[1];
     char what[96];
     snprintf(what, sizeof what, "KV cache %s / %s", name[0] && *name[0] ? name[0] : "default", name[1] && *name[1] ? name[1] : "default");
-    infer_status st = arrange(c, c->be.ops, c->plan, c->gpu_layers, c->host_pick, what);
+    infer_status st = arrange(c, c->own.be.ops, c->plan, c->gpu_layers, c->host_pick, what);
     if (st) c->kv_req[0] = old[0], c->kv_req[1] = old[1];
     return st;
 }
@@ -490,7 +471,7 @@ infer_status infer_ctx_set_graph(infer_ctx *c, const char *spec, int default_k) 
     }
     char what[300];
     snprintf(what, sizeof what, "graph \"%s\"", spec);
-    infer_status st = arrange(c, c->be.ops, plan, c->gpu_layers, c->host_pick, what);
+    infer_status st = arrange(c, c->own.be.ops, plan, c->gpu_layers, c->host_pick, what);
     if (st) { free(plan); return st; }
     free(c->plan);
     c->plan = plan;
@@ -523,8 +504,8 @@ infer_status infer_ctx_set_template(infer_ctx *c, const int32_t *ids, int n) {
         size_t kb = kv_bytes(c->kt, nv), vb = kv_bytes(c->vt, nv);
         c->tmpl_k[il] = malloc(kb), c->tmpl_v[il] = malloc(vb);
         if (!c->tmpl_k[il] || !c->tmpl_v[il]) { st = fail(INFER_ERR_NOMEM, "out of memory for the template"); break; }
-        memcpy(c->tmpl_k[il], c->k_cache[il], kb);
-        memcpy(c->tmpl_v[il], c->v_cache[il], vb);
+        memcpy(c->tmpl_k[il], c->own.k_cache[il], kb);
+        memcpy(c->tmpl_v[il], c->own.v_cache[il], vb);
     }
     c->n_past = 0;
     if (st) { free_template(c); return st; }

@@ -56,26 +56,29 @@ typedef struct {
     float *eo;          // (n_embd) one expert's output
 } scratch;
 
-// One side of a context split over two backends: what runs there, and its
-// memory (the KV caches of the layers whose attention runs there, and a
-// scratch). The same fields as the context's own below.
+// Where a pass runs: a backend and its memory. A context has its own side
+// (its backend: the KV cache and scratch laid out in one allocation, the
+// arena) and, split over two backends (infer_ctx_set_gpu_layers, pipelined
+// layers), a host side beside it with the KV caches of its layers and a
+// scratch of its own.
 typedef struct {
-    backend be;
-    const backend_ops *arena_ops;
-    float *arena;
+    backend be;                   // what runs the operations (on the context's ex)
+    const backend_ops *arena_ops; // the backend whose memory the arena is
+    float *arena;                 // the caches and the scratch below: one allocation (context.c's layout)
+    // KV cache: layer l holds k_cache[l], n_ctx rows of n_kv_head*hd values
+    // of type kt (enum kv_type), likewise v (vt); NULL for layers that read
+    // another layer's K/V (or whose attention runs on the other side)
     void **k_cache, **v_cache;
-    scratch s;
+    scratch s;                    // for up to n_batch rows
 } side;
 
 struct infer_ctx {
     infer_model *m;
     pool *pool;         // this context's threads (infer_ctx_set_threads)
     cpu_exec ex;        // the kernels' scratch, on pool
-    backend be;         // what runs the forward pass's operations (on ex)
     int n_ctx;          // positions the cache holds
     int n_batch;        // rows a pass holds (N_BATCH, or N_BATCH_DEV on a device backend)
     int n_past;         // positions filled
-    float *arena;       // the KV cache and the scratch below: one allocation (context.c's layout)
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
     size_t dev_logit_cap;
     float *tp_part;     // tensor parallel: this rank's logit columns, in the backend's memory (forward.c)
@@ -83,28 +86,20 @@ struct infer_ctx {
     float *tp_host;     // ... and the host's copies a device backend's buffers go through
     size_t tp_host_cap;
     int tp_failed;      // a collective failed this pass (comm_error says why)
-    const backend_ops *arena_ops; // the backend whose memory the arena is
-    // KV cache: layer l holds k_cache[l], n_ctx rows of n_kv_head*hd values
-    // of type kt (enum kv_type), likewise v (vt); NULL for layers that read
-    // another layer's K/V (or whose attention runs on the other side of a
-    // split context).
-    void **k_cache, **v_cache;
-    int kt, vt;
+    side own;           // the context's backend and its memory
+    side host;          // a split context's host side (ops NULL: none)
+    side *cur;          // the side a pass is on (forward.c's go); own between passes
+    int kt, vt;         // the caches' types (enum kv_type)
     int kv_req[2];      // the types asked for (infer_ctx_set_kv_type), or -1: the default (kv_default)
-    scratch s;          // for up to n_batch tokens
     float *scores;      // (pool threads, attn_tokens, n_head, n_ctx + 1) attention scores per thread
     int attn_tokens;    // query tokens per attention task (a few, bounded by memory)
     float *hrow;        // (max(n_embd, n_expert)) in host memory (the router's logits, read there)
-    // A context split over two backends (infer_ctx_set_gpu_layers, pipelined
-    // layers): the fields above are the active side's; forward moves between
-    // them (ctx_swap_sides) and ends every pass on the context's own.
-    side alt;           // the other side: the host side's between passes
     const backend_ops *host_pick; // the host side's backend where chosen (ctx_set_host_side), else NULL
     int gpu_layers;     // the last gpu_layers layers on the context's backend, the others on the host side (-1: all)
     unsigned char *att_dev, *ffn_dev; // (n_layer) where each layer's attention and FFN run: 1 the context's backend, 0 the host side
     int out_dev;        // where the final norm and logits run
     int split;          // some part runs on the host side
-    int on_dev;         // the active side (1: the context's own)
+    int on_dev;         // 1 while cur is own, 0 on the host side
     int ple_sides;      // the sides (bit 1 << on_dev) whose scratch holds this pass's per-layer inputs
     // layer graph (infer_ctx_set_graph): NULL is dense everywhere
     layer_plan *plan;
@@ -139,10 +134,6 @@ void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T);
 // pointers): where row t's greedy token goes, or NULL. Each sequence's n_past
 // advances by its rows.
 infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst, int32_t *const *tok);
-
-// Makes the other side of a split context the active one (its backend,
-// memory, caches and scratch in the context's fields).
-void ctx_swap_sides(infer_ctx *c);
 
 // The backend of the host side of a split context (a host backend: "cpu" or
 // "reference"; the default is "cpu", where the context's backend is a

@@ -40,8 +40,8 @@ static double now_s(void) {
     } while (0)
 
 // Every computation goes through the context's backend (compute/backend.h).
-#define OPS (c->be.ops)
-#define BE (&c->be)
+#define OPS (c->cur->be.ops)
+#define BE (&c->cur->be)
 
 static void mm(infer_ctx *c, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     OPS->matmul(BE, y, x, w, bias, T, n_in, n_out);
@@ -79,14 +79,17 @@ static void move_rows(backend *to, void *dst, backend *from, const void *src, si
     else move(to, dst, from, src, bytes / sizeof(float));
 }
 
+// the side the pass is not on
+#define OTHER(c) ((c)->cur == &(c)->own ? &(c)->host : &(c)->own)
+
 static int go(infer_ctx *c, int dev) {
     if (c->on_dev == dev) return 0;
-    ctx_swap_sides(c);
+    c->cur = dev ? &c->own : &c->host, c->on_dev = dev;
     return 1;
 }
 
 // n floats at offset at of scratch buffer buf, from the side just left to the active one
-#define CARRY(buf, at, n) move(&c->be, c->s.buf + (at), &c->alt.be, c->alt.s.buf + (at), (n))
+#define CARRY(buf, at, n) move(BE, c->cur->s.buf + (at), &OTHER(c)->be, OTHER(c)->s.buf + (at), (n))
 
 // The pass moves to side dev with the residual stream's T rows, and the
 // per-layer inputs where the side has not had this pass's yet.
@@ -180,8 +183,8 @@ static void tp_bcast(infer_ctx *c, float *x, size_t n, int root) {
 // c->tp_part with room for n floats at least (in the backend's memory), or NULL
 static float *tp_reserve(infer_ctx *c, size_t n) {
     if (n > c->tp_part_cap) {
-        if (c->tp_part) c->arena_ops->release(&c->be, c->tp_part);
-        c->tp_part = c->arena_ops->alloc(&c->be, sizeof(float) * n);
+        if (c->tp_part) c->own.arena_ops->release(&c->own.be, c->tp_part);
+        c->tp_part = c->own.arena_ops->alloc(&c->own.be, sizeof(float) * n);
         c->tp_part_cap = c->tp_part ? n : 0;
     }
     if (!c->tp_part) c->tp_failed = 1;
@@ -232,12 +235,12 @@ static void tp_gather_cols(infer_ctx *c, float *out, size_t ld, int n, const int
 }
 
 // n rows of logits (lg, rows of V in the backend's memory) = the output head
-// of c->s.xn's n rows: on a rank, its vocabulary's columns, then gathered.
+// of c->cur->s.xn's n rows: on a rank, its vocabulary's columns, then gathered.
 static void head(infer_ctx *c, float *lg, int n) {
     const infer_model *m = c->m;
     int E = m->cfg.n_embd, V = m->cfg.n_vocab, W = m->tp_world;
     if (!m->comm || m->tp_layers) { // (a pipeline's last rank has the logits: every rank gets them)
-        if (!m->comm || m->tp_rank == W - 1) mm(c, lg, c->s.xn, &m->output, NULL, n, E, V);
+        if (!m->comm || m->tp_rank == W - 1) mm(c, lg, c->cur->s.xn, &m->output, NULL, n, E, V);
         if (m->comm) tp_bcast(c, lg, (size_t)n * V, W - 1);
         return;
     }
@@ -245,7 +248,7 @@ static void head(infer_ctx *c, float *lg, int n) {
     for (int r = 0; r < W; r++) cnt[r] = (int)((int64_t)V * (r + 1) / W - (int64_t)V * r / W);
     float *part = tp_reserve(c, tp_gather_room(c, n, cnt));
     if (!part) return;
-    mm(c, part, c->s.xn, &m->output, NULL, n, E, m->tp_nv);
+    mm(c, part, c->cur->s.xn, &m->output, NULL, n, E, m->tp_nv);
     tp_gather_cols(c, lg, (size_t)V, n, cnt);
 }
 
@@ -273,10 +276,10 @@ static void tp_norm_rows(infer_ctx *c, float *x, int T, int n, const float *w) {
 static void embed(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
-    OPS->embed(BE, c->s.x, m->tok_embd, ids, T, cf->embed_scale);
+    OPS->embed(BE, c->cur->s.x, m->tok_embd, ids, T, cf->embed_scale);
     if (m->pos_embd) { // GPT-2: x += the learned position rows
-        OPS->embed(BE, c->s.xn, m->pos_embd, c->rows.pos, T, 1.0f);
-        OPS->residual(BE, c->s.x, c->s.xn, 1.0f, T, cf->n_embd);
+        OPS->embed(BE, c->cur->s.xn, m->pos_embd, c->rows.pos, T, 1.0f);
+        OPS->residual(BE, c->cur->s.x, c->cur->s.xn, 1.0f, T, cf->n_embd);
     }
 }
 
@@ -286,13 +289,13 @@ static void per_layer_inputs(infer_ctx *c, const int32_t *ids, int T) {
     const infer_model *m = c->m;
     const infer_config *cf = &m->cfg;
     int P = cf->ple_dim, LP = cf->n_layer * P;
-    mm(c, c->s.ple, c->s.x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
-    OPS->scale(BE, c->s.ple, (size_t)T * LP, 1.0f / sqrtf((float)cf->n_embd));
-    OPS->norm(BE, c->s.ple, c->s.ple, m->ple_proj_norm->f32, NULL, T * cf->n_layer, P, (float)cf->norm_eps, NORM_OP_RMS);
+    mm(c, c->cur->s.ple, c->cur->s.x, &m->ple_model_proj, NULL, T, cf->n_embd, LP);
+    OPS->scale(BE, c->cur->s.ple, (size_t)T * LP, 1.0f / sqrtf((float)cf->n_embd));
+    OPS->norm(BE, c->cur->s.ple, c->cur->s.ple, m->ple_proj_norm->f32, NULL, T * cf->n_layer, P, (float)cf->norm_eps, NORM_OP_RMS);
     // (p + row * sqrt(P)) / sqrt(2), one operation at a time
-    OPS->embed(BE, c->s.ple_tmp, m->ple_embd, ids, T, sqrtf((float)P));
-    OPS->residual(BE, c->s.ple, c->s.ple_tmp, 1.0f, T, LP);
-    OPS->scale(BE, c->s.ple, (size_t)T * LP, 1.0f / sqrtf(2.0f));
+    OPS->embed(BE, c->cur->s.ple_tmp, m->ple_embd, ids, T, sqrtf((float)P));
+    OPS->residual(BE, c->cur->s.ple, c->cur->s.ple_tmp, 1.0f, T, LP);
+    OPS->scale(BE, c->cur->s.ple, (size_t)T * LP, 1.0f / sqrtf(2.0f));
 }
 
 // ---------------------------------------------------------------------------
@@ -312,37 +315,37 @@ static void attention(infer_ctx *c, int il, int T) {
     double t0 = c->profiling ? now_s() : 0;
     if (l->wqkv.w) {
         int n = nq + 2 * nkv;
-        mm(c, c->s.qkv, c->s.xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
-        OPS->copy(BE, c->s.q, nq, c->s.qkv, n, T, nq);
-        OPS->copy(BE, c->s.k, nkv, c->s.qkv + nq, n, T, nkv);
-        OPS->copy(BE, c->s.v, nkv, c->s.qkv + nq + nkv, n, T, nkv);
+        mm(c, c->cur->s.qkv, c->cur->s.xn, &l->wqkv, f32_or_null(l->bqkv), T, E, n);
+        OPS->copy(BE, c->cur->s.q, nq, c->cur->s.qkv, n, T, nq);
+        OPS->copy(BE, c->cur->s.k, nkv, c->cur->s.qkv + nq, n, T, nkv);
+        OPS->copy(BE, c->cur->s.v, nkv, c->cur->s.qkv + nq + nkv, n, T, nkv);
     } else if (own_kv && l->wv.w) { // the three products in one job
-        float *ys[] = {c->s.q, c->s.k, c->s.v};
+        float *ys[] = {c->cur->s.q, c->cur->s.k, c->cur->s.v};
         const weight *ws[] = {&l->wq, &l->wk, &l->wv};
         const float *bs[] = {f32_or_null(l->bq), f32_or_null(l->bk), f32_or_null(l->bv)};
         int ns[] = {nq, nkv, nkv};
-        OPS->matmul_multi(BE, 3, ys, c->s.xn, ws, bs, T, E, ns);
+        OPS->matmul_multi(BE, 3, ys, c->cur->s.xn, ws, bs, T, E, ns);
     } else {
-        mm(c, c->s.q, c->s.xn, &l->wq, f32_or_null(l->bq), T, E, nq);
+        mm(c, c->cur->s.q, c->cur->s.xn, &l->wq, f32_or_null(l->bq), T, E, nq);
         if (own_kv) {
-            mm(c, c->s.k, c->s.xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
-            if (l->wv.w) mm(c, c->s.v, c->s.xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
-            else OPS->copy(BE, c->s.v, 0, c->s.k, 0, 1, T * nkv); // Gemma 4 attention_k_eq_v
+            mm(c, c->cur->s.k, c->cur->s.xn, &l->wk, f32_or_null(l->bk), T, E, nkv);
+            if (l->wv.w) mm(c, c->cur->s.v, c->cur->s.xn, &l->wv, f32_or_null(l->bv), T, E, nkv);
+            else OPS->copy(BE, c->cur->s.v, 0, c->cur->s.k, 0, 1, T * nkv); // Gemma 4 attention_k_eq_v
         }
     }
     if (c->profiling) c->prof[PH_QKV] += now_s() - t0;
     // (OLMo 2's norms of whole q and k rows, on a rank of a row split: over every rank's heads)
     int rows_norm = f->qk_norm_full && m->comm && !m->tp_layers;
-    if (rows_norm && l->q_norm) tp_norm_rows(c, c->s.q, T, nq, l->q_norm->f32);
-    if (rows_norm && l->k_norm && own_kv) tp_norm_rows(c, c->s.k, T, nkv, l->k_norm->f32);
+    if (rows_norm && l->q_norm) tp_norm_rows(c, c->cur->s.q, T, nq, l->q_norm->f32);
+    if (rows_norm && l->k_norm && own_kv) tp_norm_rows(c, c->cur->s.k, T, nkv, l->k_norm->f32);
     // per-head norms, RoPE at each token's position, ggml's f16 rounding (it
     // keeps K and V in f16 and rounds q for the q.k products), each K/V row
     // into its sequence's cache
     t0 = c->profiling ? now_s() : 0;
     void *kd[N_BATCH_MAX], *vd[N_BATCH_MAX];
-    for (int t = 0; t < T && own_kv; t++) kd[t] = c->rows.seq[t]->k_cache[il], vd[t] = c->rows.seq[t]->v_cache[il];
+    for (int t = 0; t < T && own_kv; t++) kd[t] = c->rows.seq[t]->cur->k_cache[il], vd[t] = c->rows.seq[t]->cur->v_cache[il];
     qkv_desc qd = {
-        .q = c->s.q, .k = own_kv ? c->s.k : NULL, .v = c->s.v, .T = T, .H = H, .KV = KV, .hd = hd,
+        .q = c->cur->s.q, .k = own_kv ? c->cur->s.k : NULL, .v = c->cur->s.v, .T = T, .H = H, .KV = KV, .hd = hd,
         // (OLMo 2 norms each token's whole q and k rather than each head)
         .qn = f->qk_norm_full ? nq : hd, .kn = f->qk_norm_full ? nkv : hd, .v_norm = f->v_norm,
         .norm_kind = cf->norm_plus_one ? NORM_OP_RMS_PLUS_ONE : NORM_OP_RMS, .round = m->ggml_numerics,
@@ -357,9 +360,9 @@ static void attention(infer_ctx *c, int il, int T) {
     // position, in blocks of rows of one sequence (each its own cache)
     const pass_rows *R = &c->rows;
     const void *kc[N_BATCH_MAX], *vc[N_BATCH_MAX];
-    for (int t = 0; t < T; t++) kc[t] = R->seq[t]->k_cache[lc->kv_source], vc[t] = R->seq[t]->v_cache[lc->kv_source];
+    for (int t = 0; t < T; t++) kc[t] = R->seq[t]->cur->k_cache[lc->kv_source], vc[t] = R->seq[t]->cur->v_cache[lc->kv_source];
     attn_desc d = {
-        .q = c->s.q, .out = c->s.att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
+        .q = c->cur->s.q, .out = c->cur->s.att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
         .k = kc, .v = vc, .kt = R->seq[0]->kt, .vt = R->seq[0]->vt, .blk0 = R->blk0, .blk_n = R->blk_n, .n_blk = R->n_blk,
         .scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd), .softcap = cf->attn_softcap,
         .sinks = l->sinks ? l->sinks->f32 : NULL, .ggml_numerics = m->ggml_numerics,
@@ -367,7 +370,7 @@ static void attention(infer_ctx *c, int il, int T) {
     };
     OPS->attention(BE, &d);
     if (c->profiling) c->prof[PH_ATTN] += now_s() - t0;
-    TIMED(PH_O, mm(c, c->s.o, c->s.att, &l->wo, f32_or_null(l->bo), T, nq, E));
+    TIMED(PH_O, mm(c, c->cur->s.o, c->cur->s.att, &l->wo, f32_or_null(l->bo), T, nq, E));
 }
 
 // ---------------------------------------------------------------------------
@@ -378,28 +381,28 @@ static void mlp(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff;
     if (cf->fam->ffn == FFN_PLAIN) {
-        TIMED(PH_GATE_UP, mm(c, c->s.ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
-        TIMED(PH_ACT, act(c, c->s.ff, T, F));
+        TIMED(PH_GATE_UP, mm(c, c->cur->s.ff, xn, &l->ffn_up, f32_or_null(l->ffn_up_b), T, E, F));
+        TIMED(PH_ACT, act(c, c->cur->s.ff, T, F));
     } else if (l->ffn_gate_up.w) {
         // fused [gate; up] rows (Phi-3): split each token's 2F outputs
-        TIMED(PH_GATE_UP, mm(c, c->s.ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
+        TIMED(PH_GATE_UP, mm(c, c->cur->s.ff2, xn, &l->ffn_gate_up, NULL, T, E, 2 * F));
         TIMED(PH_ACT, {
-            float *u = c->s.ff + (size_t)T * F; // (ff holds 2F per token: gate rows, then up rows)
-            OPS->copy(BE, c->s.ff, F, c->s.ff2, 2 * F, T, F);
-            OPS->copy(BE, u, F, c->s.ff2 + F, 2 * F, T, F);
-            OPS->glu(BE, c->s.ff, u, T, F, cf->act, c->m->ggml_numerics);
+            float *u = c->cur->s.ff + (size_t)T * F; // (ff holds 2F per token: gate rows, then up rows)
+            OPS->copy(BE, c->cur->s.ff, F, c->cur->s.ff2, 2 * F, T, F);
+            OPS->copy(BE, u, F, c->cur->s.ff2 + F, 2 * F, T, F);
+            OPS->glu(BE, c->cur->s.ff, u, T, F, cf->act, c->m->ggml_numerics);
         });
     } else {
         TIMED(PH_GATE_UP, {
-            float *ys[] = {c->s.ff, c->s.ff2};
+            float *ys[] = {c->cur->s.ff, c->cur->s.ff2};
             const weight *ws[] = {&l->ffn_gate, &l->ffn_up};
             const float *bs[] = {NULL, NULL};
             int ns[] = {F, F};
             OPS->matmul_multi(BE, 2, ys, xn, ws, bs, T, E, ns);
         });
-        TIMED(PH_ACT, OPS->glu(BE, c->s.ff, c->s.ff2, T, F, cf->act, c->m->ggml_numerics));
+        TIMED(PH_ACT, OPS->glu(BE, c->cur->s.ff, c->cur->s.ff2, T, F, cf->act, c->m->ggml_numerics));
     }
-    TIMED(PH_DOWN, mm(c, out, c->s.ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
+    TIMED(PH_DOWN, mm(c, out, c->cur->s.ff, &l->ffn_down, f32_or_null(l->ffn_down_b), T, F, E));
 }
 
 // The walk FFN of each token over the plan's top-K features of the layer
@@ -414,36 +417,36 @@ static void walk(infer_ctx *c, int il, int T) {
     }
     int rank = lp && lp->kind == G_WALK ? lp->rank : WALK_BY_GATE;
     if (OPS->walk) { // (a device backend's own: by |gate . x|; context.c keeps the others on the host)
-        OPS->walk(BE, c->s.o, c->s.xn, wl, k, T);
+        OPS->walk(BE, c->cur->s.o, c->cur->s.xn, wl, k, T);
         return;
     }
-    for (int t = 0; t < T; t++) walk_ffn_ranked(wl, c->s.xn + (size_t)t * E, k, rank, c->s.o + (size_t)t * E, c->ws);
+    for (int t = 0; t < T; t++) walk_ffn_ranked(wl, c->cur->s.xn + (size_t)t * E, k, rank, c->cur->s.o + (size_t)t * E, c->ws);
 }
 
 // One expert on one token: out = down(act(gate x) * up x).
 static void expert(infer_ctx *c, const layer_weights *l, int e, const float *x, float *out) {
     const infer_config *cf = &c->m->cfg;
     int E = cf->n_embd, F = cf->n_ff_expert;
-    float *g = c->s.ff, *u = c->s.ff + F;
+    float *g = c->cur->s.ff, *u = c->cur->s.ff + F;
     if (cf->fam->ffn == FFN_OSS) {
         // gpt-oss: gate/up with biases (interleaved in one matrix in HF files,
         // split in GGUF), clamped, (up + 1) * gate * sigmoid(1.702 gate)
         int fused = l->exp_gate_up[e].w != NULL;
         if (fused) {
-            mm(c, c->s.ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
+            mm(c, c->cur->s.ff2, x, &l->exp_gate_up[e], l->exp_gate_up_b[e].f32, 1, E, 2 * F);
         } else {
-            mm(c, c->s.ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
-            mm(c, c->s.ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
+            mm(c, c->cur->s.ff2, x, &l->exp_gate[e], l->exp_gate_b[e].f32, 1, E, F);
+            mm(c, c->cur->s.ff2 + F, x, &l->exp_up[e], l->exp_up_b[e].f32, 1, E, F);
         }
-        if (fused) OPS->glu_oss(BE, g, c->s.ff2, 2, c->s.ff2 + 1, 2, F); // (interleaved gate, up)
-        else OPS->glu_oss(BE, g, c->s.ff2, 1, c->s.ff2 + F, 1, F);
+        if (fused) OPS->glu_oss(BE, g, c->cur->s.ff2, 2, c->cur->s.ff2 + 1, 2, F); // (interleaved gate, up)
+        else OPS->glu_oss(BE, g, c->cur->s.ff2, 1, c->cur->s.ff2 + F, 1, F);
         mm(c, out, g, &l->exp_down[e], l->exp_down_b[e].f32, 1, F, E);
         return;
     }
     if (l->exp_gate_up[e].w) {
-        mm(c, c->s.ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
-        OPS->copy(BE, g, 0, c->s.ff2, 0, 1, F);
-        OPS->copy(BE, u, 0, c->s.ff2 + F, 0, 1, F);
+        mm(c, c->cur->s.ff2, x, &l->exp_gate_up[e], NULL, 1, E, 2 * F);
+        OPS->copy(BE, g, 0, c->cur->s.ff2, 0, 1, F);
+        OPS->copy(BE, u, 0, c->cur->s.ff2 + F, 0, 1, F);
     } else {
         mm(c, g, x, &l->exp_gate[e], NULL, 1, E, F);
         mm(c, u, x, &l->exp_up[e], NULL, 1, E, F);
@@ -463,10 +466,10 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
     for (int t = 0; t < T; t++) {
         const float *x = xn + (size_t)t * E;
         float *o = out + (size_t)t * E;
-        mm(c, c->s.row, x, &router, f32_or_null(l->router_b), 1, E, NE);
-        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, c->s.row, NE);
+        mm(c, c->cur->s.row, x, &router, f32_or_null(l->router_b), 1, E, NE);
+        if (cf->fam->moe == MOE_SOFTMAX_TOPK) OPS->softmax(BE, c->cur->s.row, NE);
         float *logit = c->hrow; // (the routing is decided on the host)
-        OPS->download(BE, logit, c->s.row, NE);
+        OPS->download(BE, logit, c->cur->s.row, NE);
         // top-k, ties to the lower index (as torch.topk on distinct values)
         for (int k = 0; k < K; k++) {
             int best = -1;
@@ -489,8 +492,8 @@ static void moe(infer_ctx *c, const layer_weights *l, const float *xn, float *ou
         }
         OPS->scale(BE, o, (size_t)E, 0.0f);
         for (int k = 0; k < K; k++) {
-            expert(c, l, sel[k], x, c->s.eo);
-            OPS->residual(BE, o, c->s.eo, w[k], 1, E);
+            expert(c, l, sel[k], x, c->cur->s.eo);
+            OPS->residual(BE, o, c->cur->s.eo, w[k], 1, E);
         }
     }
 }
@@ -508,50 +511,51 @@ static void layer(infer_ctx *c, int il, int T) {
     // x = x + post_norm(attn(norm(x))) * residual_scale; blocks without a
     // norm in front (OLMo 2) read x itself
     int block = cf->fam->block;
-    if (block == BLOCK_POST) OPS->copy(BE, c->s.xn, 0, c->s.x, 0, 1, (int)TE);
-    else TIMED(PH_NORM, norm(c, c->s.xn, c->s.x, l->attn_norm, l->attn_norm_b, T));
+    if (block == BLOCK_POST) OPS->copy(BE, c->cur->s.xn, 0, c->cur->s.x, 0, 1, (int)TE);
+    else TIMED(PH_NORM, norm(c, c->cur->s.xn, c->cur->s.x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T);
-    if (c->split && cf->layers[il].kv_source == il && c->alt.k_cache[il]) {
+    side *other = OTHER(c);
+    if (c->split && cf->layers[il].kv_source == il && other->k_cache[il]) {
         // a layer on the other side reads this layer's K/V: the new rows (one
         // sequence's, at consecutive positions) to its copy there
         size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
         size_t kb = kv_bytes(c->kt, nkv), vb = kv_bytes(c->vt, nkv), at = (size_t)c->rows.pos[0];
-        move_rows(&c->alt.be, (char *)c->alt.k_cache[il] + at * kb, &c->be, (char *)c->k_cache[il] + at * kb, T * kb);
-        move_rows(&c->alt.be, (char *)c->alt.v_cache[il] + at * vb, &c->be, (char *)c->v_cache[il] + at * vb, T * vb);
+        move_rows(&other->be, (char *)other->k_cache[il] + at * kb, BE, (char *)c->cur->k_cache[il] + at * kb, T * kb);
+        move_rows(&other->be, (char *)other->v_cache[il] + at * vb, BE, (char *)c->cur->v_cache[il] + at * vb, T * vb);
     }
-    tp_sum(c, c->s.o, TE); // (each rank's heads' share of the output product)
-    if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_attn_norm, NULL, T));
-    TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
+    tp_sum(c, c->cur->s.o, TE); // (each rank's heads' share of the output product)
+    if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->cur->s.o, c->cur->s.o, l->post_attn_norm, NULL, T));
+    TIMED(PH_RESIDUAL, OPS->residual(BE, c->cur->s.x, c->cur->s.o, cf->residual_scale, T, E));
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale; a parallel block
     // (Cohere) feeds the FFN the attention's input: (x + attn) + ffn
-    if (block == BLOCK_POST) OPS->copy(BE, c->s.xn, 0, c->s.x, 0, 1, (int)TE);
-    else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->s.xn, c->s.x, l->ffn_norm, l->ffn_norm_b, T));
-    if (c->ffn_in) OPS->download(BE, c->ffn_in + (size_t)il * E, c->s.xn + (size_t)(T - 1) * E, E);
+    if (block == BLOCK_POST) OPS->copy(BE, c->cur->s.xn, 0, c->cur->s.x, 0, 1, (int)TE);
+    else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->cur->s.xn, c->cur->s.x, l->ffn_norm, l->ffn_norm_b, T));
+    if (c->ffn_in) OPS->download(BE, c->ffn_in + (size_t)il * E, c->cur->s.xn + (size_t)(T - 1) * E, E);
     // (the FFN on the other side of a split context: its input there, its output back)
     int home = c->on_dev;
     if (go(c, c->ffn_dev[il])) CARRY(xn, 0, TE);
     const layer_plan *lp = c->plan ? &c->plan[il] : NULL;
-    if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->s.xn, c->s.o, T));
+    if (cf->n_expert) TIMED(PH_MOE, moe(c, l, c->cur->s.xn, c->cur->s.o, T));
     else if ((lp && lp->kind == G_WALK) || (!l->ffn_down.w && m->walk)) TIMED(PH_WALK, walk(c, il, T));
-    else mlp(c, l, c->s.xn, c->s.o, T);
-    tp_sum(c, c->s.o, TE); // (each rank's features' share)
-    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->s.o, c->s.o, l->post_ffn_norm, NULL, T));
+    else mlp(c, l, c->cur->s.xn, c->cur->s.o, T);
+    tp_sum(c, c->cur->s.o, TE); // (each rank's features' share)
+    if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->cur->s.o, c->cur->s.o, l->post_ffn_norm, NULL, T));
     if (go(c, home)) CARRY(o, 0, TE);
-    TIMED(PH_RESIDUAL, OPS->residual(BE, c->s.x, c->s.o, cf->residual_scale, T, E));
+    TIMED(PH_RESIDUAL, OPS->residual(BE, c->cur->s.x, c->cur->s.o, cf->residual_scale, T, E));
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
     double t0 = c->profiling ? now_s() : 0;
     if (cf->ple_dim) {
         int P = cf->ple_dim, LP = cf->n_layer * P;
-        mm(c, c->s.ple_tmp, c->s.x, &l->ple_gate, NULL, T, E, P);
-        act(c, c->s.ple_tmp, T, P);
-        OPS->mul(BE, c->s.ple_tmp, P, c->s.ple + (size_t)il * P, LP, T, P);
-        mm(c, c->s.o, c->s.ple_tmp, &l->ple_proj, NULL, T, P, E);
-        norm(c, c->s.o, c->s.o, l->ple_norm, NULL, T);
-        OPS->residual(BE, c->s.x, c->s.o, 1.0f, T, E);
+        mm(c, c->cur->s.ple_tmp, c->cur->s.x, &l->ple_gate, NULL, T, E, P);
+        act(c, c->cur->s.ple_tmp, T, P);
+        OPS->mul(BE, c->cur->s.ple_tmp, P, c->cur->s.ple + (size_t)il * P, LP, T, P);
+        mm(c, c->cur->s.o, c->cur->s.ple_tmp, &l->ple_proj, NULL, T, P, E);
+        norm(c, c->cur->s.o, c->cur->s.o, l->ple_norm, NULL, T);
+        OPS->residual(BE, c->cur->s.x, c->cur->s.o, 1.0f, T, E);
     }
-    if (l->layer_scalar) OPS->scale(BE, c->s.x, TE, l->layer_scalar->f32[0]);
+    if (l->layer_scalar) OPS->scale(BE, c->cur->s.x, TE, l->layer_scalar->f32[0]);
     if (c->profiling) c->prof[PH_PLE] += now_s() - t0;
 }
 
@@ -648,7 +652,7 @@ static void pipeline_layers(infer_ctx *c, int T) {
     const infer_model *m = c->m;
     int W = m->tp_world, me = m->tp_rank, E = m->cfg.n_embd, M = pp_micro(T, W);
     pass_rows whole = c->rows;
-    float *x = c->s.x, *ple = c->s.ple;
+    float *x = c->cur->s.x, *ple = c->cur->s.ple;
     size_t LP = (size_t)m->cfg.n_layer * m->cfg.ple_dim;
     for (int k = 0; k < M + W - 1; k++) {
         int j = k - me, t0;
@@ -658,10 +662,10 @@ static void pipeline_layers(infer_ctx *c, int T) {
             int n = micro_rows(T, M, j, &t0);
             pass_rows_sub(&c->rows, &whole, t0, n);
             if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, n);
-            c->s.x = x + (size_t)t0 * E;
-            if (ple) c->s.ple = ple + (size_t)t0 * LP;
+            c->cur->s.x = x + (size_t)t0 * E;
+            if (ple) c->cur->s.ple = ple + (size_t)t0 * LP;
             for (int il = m->pp_l0; il < m->pp_l1; il++) layer(c, il, n);
-            c->s.x = x, c->s.ple = ple;
+            c->cur->s.x = x, c->cur->s.ple = ple;
         }
         tp_handover(c, x, k, M, T);
     }
@@ -712,8 +716,8 @@ void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
 // Logit rows in the backend's memory (a device backend's; grown, kept).
 static float *device_logits(infer_ctx *c, size_t floats) {
     if (floats > c->dev_logit_cap) {
-        if (c->dev_logits) c->arena_ops->release(&c->be, c->dev_logits);
-        c->dev_logits = c->arena_ops->alloc(&c->be, sizeof(float) * floats);
+        if (c->dev_logits) c->own.arena_ops->release(&c->own.be, c->dev_logits);
+        c->dev_logits = c->own.arena_ops->alloc(&c->own.be, sizeof(float) * floats);
         c->dev_logit_cap = c->dev_logits ? floats : 0;
     }
     return c->dev_logits;
@@ -732,11 +736,11 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     for (int t = 0; t < T; t++) self[t] = c;
     pass_rows_set(c, self, T);
     if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, T);
-    if (c->split && c->alt.be.ops->begin_pass) c->alt.be.ops->begin_pass(&c->alt.be, c->rows.pos, c->rows.run, T);
+    if (c->split && c->host.be.ops->begin_pass) c->host.be.ops->begin_pass(&c->host.be, c->rows.pos, c->rows.run, T);
 
     int first = last_only ? T - 1 : 0, n = T - first;
     // (a host backend writes the caller's buffer; a device one its own, then copies)
-    const backend_ops *out_ops = c->out_dev ? OPS : c->alt.be.ops;
+    const backend_ops *out_ops = c->out_dev ? c->own.be.ops : c->host.be.ops;
     float *lg = !logits || out_ops->host ? logits : device_logits(c, (size_t)n * V);
     if (logits && !lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
 
@@ -747,13 +751,13 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
             return fail(INFER_ERR_ARG, "the graph's cached layers 0-%d need a template recorded for them", c->n_cached - 1);
         if (pos0 + T > c->tmpl_n)
             return fail(INFER_ERR_ARG, "cached layers: positions up to %d are beyond the template's %d tokens", pos0 + T - 1, c->tmpl_n);
-        memcpy(c->s.x, c->tmpl_x + (size_t)pos0 * E, sizeof(float) * (size_t)T * E);
+        memcpy(c->cur->s.x, c->tmpl_x + (size_t)pos0 * E, sizeof(float) * (size_t)T * E);
         for (int il = 0; il < c->n_cached; il++) {
             if (!c->tmpl_k[il]) continue;
             size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
             size_t kb = kv_bytes(c->kt, nkv), vb = kv_bytes(c->vt, nkv);
-            memcpy((char *)c->k_cache[il] + (size_t)pos0 * kb, (char *)c->tmpl_k[il] + (size_t)pos0 * kb, T * kb);
-            memcpy((char *)c->v_cache[il] + (size_t)pos0 * vb, (char *)c->tmpl_v[il] + (size_t)pos0 * vb, T * vb);
+            memcpy((char *)c->cur->k_cache[il] + (size_t)pos0 * kb, (char *)c->tmpl_k[il] + (size_t)pos0 * kb, T * kb);
+            memcpy((char *)c->cur->v_cache[il] + (size_t)pos0 * vb, (char *)c->tmpl_v[il] + (size_t)pos0 * vb, T * vb);
         }
         first_layer = c->n_cached;
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
@@ -776,19 +780,19 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
     double t0 = 0;
     if (g != 1) {
         if (hidden)
-            for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->s.x + (size_t)(T - 1) * E, E);
+            for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->cur->s.x + (size_t)(T - 1) * E, E);
         if (m->tp_layers && m->comm) pipeline_layers(c, T);
         else for (int il = first_layer; il < cf->n_layer; il++) {
             go_with_x(c, c->att_dev[il], T); // (the residual stream lives where the layer's attention runs)
             layer(c, il, T);
-            if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->s.x, (size_t)T * E);
-            if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->s.x + (size_t)(T - 1) * E, E);
+            if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->cur->s.x, (size_t)T * E);
+            if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->cur->s.x + (size_t)(T - 1) * E, E);
         }
         // logits = final_norm(x) W_out^T * logit_scale, softcapped
         t0 = c->profiling ? now_s() : 0;
         if (go(c, c->out_dev)) CARRY(x, (size_t)first * E, (size_t)n * E);
-        norm(c, c->s.xn, c->s.x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
-        if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->s.xn + (size_t)(n - 1) * E, E);
+        norm(c, c->cur->s.xn, c->cur->s.x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
+        if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->cur->s.xn + (size_t)(n - 1) * E, E);
         if (lg) {
             head(c, lg, n);
             if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
@@ -848,13 +852,13 @@ infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const 
         else for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
         t0 = c->profiling ? now_s() : 0;
         if (n_out) { // logits of the rows that want them: gathered (unless all do), one product for all
-            const float *xs = c->s.x;
+            const float *xs = c->cur->s.x;
             if (n_out < T) {
                 for (int t = 0, k = 0; t < T; t++)
-                    if (dst[t] || (tok && tok[t])) OPS->copy(BE, c->s.o + (size_t)k++ * E, 0, c->s.x + (size_t)t * E, 0, 1, E);
-                xs = c->s.o;
+                    if (dst[t] || (tok && tok[t])) OPS->copy(BE, c->cur->s.o + (size_t)k++ * E, 0, c->cur->s.x + (size_t)t * E, 0, 1, E);
+                xs = c->cur->s.o;
             }
-            norm(c, c->s.xn, xs, m->output_norm, m->output_norm_b, n_out);
+            norm(c, c->cur->s.xn, xs, m->output_norm, m->output_norm_b, n_out);
             head(c, lbuf, n_out);
             if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
             if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
