@@ -118,7 +118,7 @@ infer_status infer_batch_eval_tokens(infer_batch *b, infer_ctx *const *ctx, int 
             left |= done[i] < n_ids[i];
         }
         pass_rows_set(b->ws, seq, T);
-        st = forward_rows(b->ws, row_ids, T, dst, tok ? tdst : NULL);
+        st = forward_pass(b->ws, row_ids, T, &(pass_out){.dst = dst, .tok = tok ? tdst : NULL});
     }
     if (st)
         for (int i = 0; i < n; i++) ctx[i]->n_past = past[i]; // nothing of the call counts

@@ -129,11 +129,23 @@ int kv_default(const infer_model *m);
 // positions from each sequence's n_past on, in order), and the attention blocks.
 void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T);
 
-// One pass of the rows set in ws->rows (ws: the workspace whose scratch is
-// used), ids (T); dst[t]: where row t's logits go, or NULL; tok (NULL, or T
-// pointers): where row t's greedy token goes, or NULL. Each sequence's n_past
-// advances by its rows.
-infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const *dst, int32_t *const *tok);
+// What a pass gives back: logits, rows first..T-1's one after the other in
+// the host's memory (logits NULL: none); or, with dst set, each row's where
+// dst[t] says (NULL: none) and its greedy token where tok[t] says (tok NULL,
+// or tok[t] NULL: none). hidden: NULL or (n_layer + 1, n_embd), the residual
+// stream at the last row after each layer and the final norm.
+typedef struct {
+    float *logits;
+    int first;
+    float *const *dst;
+    int32_t *const *tok;
+    float *hidden;
+} pass_out;
+
+// One pass of the rows set in c->rows (pass_rows_set; c: the context whose
+// scratch and backend run it, a batch's workspace or a sequence alone) of
+// ids (T <= n_batch); each row's sequence's n_past advances by one.
+infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_out *out);
 
 // The backend of the host side of a split context (a host backend: "cpu" or
 // "reference"; the default is "cpu", where the context's backend is a
@@ -142,9 +154,8 @@ infer_status forward_rows(infer_ctx *ws, const int32_t *ids, int T, float *const
 // on a fresh context.
 infer_status ctx_set_host_side(infer_ctx *c, const char *name);
 
-// Runs T <= n_batch tokens at positions n_past.. through every layer.
-// logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)); hidden: NULL or
-// (n_layer+1, n_embd) at the last token.
+// A context's pass alone: T tokens at positions n_past.. (forward_pass of
+// its own rows); logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)).
 infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden);
 
 #endif

@@ -691,12 +691,6 @@ static int tp_graph_ok(infer_ctx *c, int T, int n) {
     return tp_reserve(c, tp_gather_room(c, n, cnt)) != NULL;
 }
 
-// A graph's key: the logits' rows and buffer, and the gather's scratch (a
-// graph holds the addresses it was captured with)
-static uint64_t graph_key(const infer_ctx *c, const float *lg, int n) {
-    return (uint64_t)(uintptr_t)lg ^ ((uint64_t)n << 48) ^ (uint64_t)(uintptr_t)c->tp_part * 0x9E3779B97F4A7C15ull;
-}
-
 void pass_rows_set(infer_ctx *c, infer_ctx *const *seq, int T) {
     pass_rows *R = &c->rows;
     R->n_blk = 0, R->B = 1, R->stride = 1;
@@ -726,23 +720,48 @@ static float *device_logits(infer_ctx *c, size_t floats) {
 // The model's CPU copies of its weights, made before a pass that runs on the CPU
 static infer_status host_packs(infer_ctx *c) { return infer_ctx_prepare(c); }
 
-infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
+// The pass: rows c->rows (pass_rows_set) of ids through the cached
+// template's layers or the embedding, every layer, the final norm and the
+// head; the logits (and greedy tokens) of the rows that want them.
+infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_out *out) {
     const infer_model *m = c->m;
     infer_status pst = host_packs(c);
     if (pst) return pst;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
-    infer_ctx *self[N_BATCH_MAX];
-    for (int t = 0; t < T; t++) self[t] = c;
-    pass_rows_set(c, self, T);
-    if (OPS->begin_pass) OPS->begin_pass(BE, c->rows.pos, c->rows.run, T);
-    if (c->split && c->host.be.ops->begin_pass) c->host.be.ops->begin_pass(&c->host.be, c->rows.pos, c->rows.run, T);
-
-    int first = last_only ? T - 1 : 0, n = T - first;
-    // (a host backend writes the caller's buffer; a device one its own, then copies)
+    const pass_rows *R = &c->rows;
+    size_t need = (size_t)pool_size(c->pool) * R->B * cf->n_head * R->stride;
+    if (need > c->scores_cap) { // (a batch's sequences may hold more positions than its workspace)
+        float *sc = realloc(c->scores, sizeof(float) * need);
+        if (!sc) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
+        c->scores = sc, c->scores_cap = need;
+    }
+    // the rows whose final norm runs (n of them, from `first` on where they
+    // are the pass's last rows, else gathered), and whose logits are made
+    unsigned char want[N_BATCH_MAX];
+    int n = 0, n_tok = 0, first = out->dst ? T : out->first;
+    for (int t = 0; t < T; t++) {
+        want[t] = out->dst ? out->dst[t] || (out->tok && out->tok[t]) : t >= out->first;
+        n += want[t], n_tok += out->tok && out->tok[t];
+        if (want[t] && t < first) first = t;
+    }
+    int tail = first + n == T, logits = out->dst ? n > 0 : out->logits != NULL;
+    // where they go: the caller's buffer (the host's, the rows one after the
+    // other), else the backend's own (a device's; a batch's rows on the host)
     const backend_ops *out_ops = c->out_dev ? c->own.be.ops : c->host.be.ops;
-    float *lg = !logits || out_ops->host ? logits : device_logits(c, (size_t)n * V);
-    if (logits && !lg) return fail(INFER_ERR_NOMEM, "out of device memory for %d rows of logits", n);
+    float *lg = NULL;
+    if (logits && out_ops->host && out->logits) lg = out->logits;
+    else if (logits && !out_ops->host) lg = device_logits(c, (size_t)n * V);
+    else if (logits) {
+        if ((size_t)n * V > c->logit_cap) {
+            float *lb = realloc(c->logit_buf, sizeof(float) * (size_t)n * V);
+            if (lb) c->logit_buf = lb, c->logit_cap = (size_t)n * V;
+        }
+        lg = (size_t)n * V <= c->logit_cap ? c->logit_buf : NULL;
+    }
+    if (logits && !lg) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n);
+    if (OPS->begin_pass) OPS->begin_pass(BE, R->pos, R->run, T);
+    if (c->split && c->host.be.ops->begin_pass) c->host.be.ops->begin_pass(&c->host.be, R->pos, R->run, T);
 
     int first_layer = 0;
     if (c->plan && c->n_cached > 0) {
@@ -768,17 +787,24 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
         if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
     }
     c->ple_sides = 1 << c->on_dev;
-    // A decode step of a device backend with a graph: the steps are the same
-    // kernels each time (positions and the token's row come up before), so
-    // they are captured once and replayed.
-    int g = -1;
-    // (not a mixture of experts: its routing is read on the host mid-pass;
-    // not a split context: the host side's work is no kernel)
-    if (OPS->graph && T == 1 && logits && !hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer &&
-        !cf->n_expert && !c->split && tp_graph_ok(c, T, n))
-        g = OPS->graph(BE, GRAPH_BEGIN, graph_key(c, lg, n));
+    // A decode step on a device backend with a graph (every row a sequence's
+    // one token, each with logits): the same kernels each step while the
+    // pass's sequences stay the same (positions and tokens come up before),
+    // captured once and replayed. Not a mixture of experts (its routing is
+    // read on the host mid-pass), not a split context (the host side's work
+    // is no kernel), nothing recorded on the way.
+    int g = -1, all = n == T && logits;
+    for (int t = 0; t < T && all; t++) all = R->run[t] && (t + 1 == T || R->run[t + 1]);
+    if (OPS->graph && all && !out->hidden && !c->capture && !c->ffn_in && !c->plan && !c->profiling && !first_layer && !cf->n_expert &&
+        !c->split && tp_graph_ok(c, T, n)) {
+        uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)T ^ ((uint64_t)(uintptr_t)lg << 16);
+        key = (key ^ (uint64_t)(uintptr_t)c->tp_part) * 0x100000001b3ull;
+        for (int t = 0; t < T; t++) key = (key ^ (uint64_t)(uintptr_t)R->seq[t]) * 0x100000001b3ull;
+        g = OPS->graph(BE, GRAPH_BEGIN, key | 1); // (never 0)
+    }
     double t0 = 0;
     if (g != 1) {
+        float *hidden = out->hidden;
         if (hidden)
             for (int il = 0; il <= first_layer; il++) OPS->download(BE, hidden + (size_t)il * E, c->cur->s.x + (size_t)(T - 1) * E, E);
         if (m->tp_layers && m->comm) pipeline_layers(c, T);
@@ -788,93 +814,51 @@ infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int
             if (c->capture && il == c->tmpl_layers - 1) OPS->download(BE, c->capture + (size_t)pos0 * E, c->cur->s.x, (size_t)T * E);
             if (hidden && il < cf->n_layer - 1) OPS->download(BE, hidden + (size_t)(il + 1) * E, c->cur->s.x + (size_t)(T - 1) * E, E);
         }
-        // logits = final_norm(x) W_out^T * logit_scale, softcapped
+        // logits = final_norm(x) W_out^T * logit_scale, softcapped, of the
+        // rows that want them: in place where they are the last rows, else
+        // gathered; one product for all
         t0 = c->profiling ? now_s() : 0;
-        if (go(c, c->out_dev)) CARRY(x, (size_t)first * E, (size_t)n * E);
-        norm(c, c->cur->s.xn, c->cur->s.x + (size_t)first * E, m->output_norm, m->output_norm_b, n);
-        if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->cur->s.xn + (size_t)(n - 1) * E, E);
-        if (lg) {
-            head(c, lg, n);
-            if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
-            if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
-        }
-        if (g == 0) OPS->graph(BE, GRAPH_END, 0);
-    } else
-        OPS->graph(BE, GRAPH_LAUNCH, 0);
-    c->n_past += T;
-    if (lg && lg != logits) OPS->download(BE, logits, lg, (size_t)n * V);
-    go(c, 1); // (between passes the context is on its own side)
-    if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
-    return oom_check(c);
-}
-
-infer_status forward_rows(infer_ctx *c, const int32_t *ids, int T, float *const *dst, int32_t *const *tok) {
-    const infer_model *m = c->m;
-    infer_status pst = host_packs(c);
-    if (pst) return pst;
-    const infer_config *cf = &m->cfg;
-    int E = cf->n_embd, V = cf->n_vocab;
-    const pass_rows *R = &c->rows;
-    size_t need = (size_t)pool_size(c->pool) * R->B * cf->n_head * R->stride;
-    if (need > c->scores_cap) { // the batch's sequences may hold more positions than the workspace
-        float *sc = realloc(c->scores, sizeof(float) * need);
-        if (!sc) return fail(INFER_ERR_NOMEM, "out of memory for attention scores");
-        c->scores = sc, c->scores_cap = need;
-    }
-    int n_out = 0, n_tok = 0;
-    for (int t = 0; t < T; t++) n_out += dst[t] || (tok && tok[t]), n_tok += tok && tok[t];
-    float *lbuf = NULL;
-    if (!OPS->host) lbuf = device_logits(c, (size_t)n_out * V);
-    else if ((size_t)n_out * V > c->logit_cap) {
-        float *lb = realloc(c->logit_buf, sizeof(float) * (size_t)n_out * V);
-        if (lb) c->logit_buf = lb, c->logit_cap = (size_t)n_out * V;
-    }
-    if (OPS->host) lbuf = (size_t)n_out * V <= c->logit_cap ? c->logit_buf : NULL;
-    if (n_out && !lbuf) return fail(INFER_ERR_NOMEM, "out of memory for %d rows of logits", n_out);
-    if (OPS->begin_pass) OPS->begin_pass(BE, R->pos, R->run, T);
-    TIMED(PH_EMBED, embed(c, ids, T));
-    if (cf->ple_dim) TIMED(PH_PLE, per_layer_inputs(c, ids, T));
-    // A decode step of a batch on a device backend with a graph (every row a
-    // sequence's one token, each with logits): the same kernels each step
-    // while the batch's sequences stay the same, captured once and replayed,
-    // as forward's one-sequence steps (positions come up in begin_pass).
-    int g = -1, all = n_out == T;
-    for (int t = 0; t < T && all; t++) all = R->run[t] && (t + 1 == T || R->run[t + 1]);
-    if (OPS->graph && all && !c->profiling && !cf->n_expert && tp_graph_ok(c, T, n_out)) {
-        uint64_t key = 0xcbf29ce484222325ull ^ (uint64_t)T ^ ((uint64_t)(uintptr_t)lbuf << 16);
-        key = (key ^ (uint64_t)(uintptr_t)c->tp_part) * 0x100000001b3ull;
-        for (int t = 0; t < T; t++) key = (key ^ (uint64_t)(uintptr_t)R->seq[t]) * 0x100000001b3ull;
-        g = OPS->graph(BE, GRAPH_BEGIN, key | 1); // (never 0: forward's keys are its logits' address)
-    }
-    double t0 = 0;
-    if (g != 1) {
-        if (m->tp_layers && m->comm) pipeline_layers(c, T);
-        else for (int il = 0; il < cf->n_layer; il++) layer(c, il, T);
-        t0 = c->profiling ? now_s() : 0;
-        if (n_out) { // logits of the rows that want them: gathered (unless all do), one product for all
-            const float *xs = c->cur->s.x;
-            if (n_out < T) {
-                for (int t = 0, k = 0; t < T; t++)
-                    if (dst[t] || (tok && tok[t])) OPS->copy(BE, c->cur->s.o + (size_t)k++ * E, 0, c->cur->s.x + (size_t)t * E, 0, 1, E);
+        if (n) {
+            if (go(c, c->out_dev)) CARRY(x, (size_t)first * E, (size_t)(tail ? n : T - first) * E);
+            const float *xs = c->cur->s.x + (size_t)first * E;
+            if (!tail) {
+                for (int t = first, k = 0; t < T; t++)
+                    if (want[t]) OPS->copy(BE, c->cur->s.o + (size_t)k++ * E, 0, c->cur->s.x + (size_t)t * E, 0, 1, E);
                 xs = c->cur->s.o;
             }
-            norm(c, c->cur->s.xn, xs, m->output_norm, m->output_norm_b, n_out);
-            head(c, lbuf, n_out);
-            if (cf->logit_scale != 1.0f) OPS->scale(BE, lbuf, (size_t)n_out * V, cf->logit_scale);
-            if (cf->final_softcap) OPS->softcap(BE, lbuf, (size_t)n_out * V, cf->final_softcap);
+            norm(c, c->cur->s.xn, xs, m->output_norm, m->output_norm_b, n);
+            if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->cur->s.xn + (size_t)(n - 1) * E, E);
+            if (lg) {
+                head(c, lg, n);
+                if (cf->logit_scale != 1.0f) OPS->scale(BE, lg, (size_t)n * V, cf->logit_scale); // (a scale of 1 changes nothing)
+                if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
+            }
         }
         if (g == 0) OPS->graph(BE, GRAPH_END, 0);
     } else
         OPS->graph(BE, GRAPH_LAUNCH, 0);
     for (int t = 0; t < T; t++) R->seq[t]->n_past++;
-    int32_t best[N_BATCH_MAX];
-    if (n_tok) OPS->argmax(BE, best, lbuf, n_out, V); // (greedy tokens: only the ids leave a device)
-    for (int t = 0, k = 0; t < T; t++) {
-        if (!dst[t] && !(tok && tok[t])) continue;
-        if (dst[t]) OPS->download(BE, dst[t], lbuf + (size_t)k * V, V);
-        if (tok && tok[t]) *tok[t] = best[k]; // (-1: its logits hold a NaN; the other rows are whole)
-        k++;
+    if (lg && !out->dst) {
+        if (lg != out->logits) OPS->download(BE, out->logits, lg, (size_t)n * V);
+    } else if (lg) {
+        int32_t best[N_BATCH_MAX];
+        if (n_tok) OPS->argmax(BE, best, lg, n, V); // (greedy tokens: only the ids leave a device)
+        for (int t = 0, k = 0; t < T; t++) {
+            if (!want[t]) continue;
+            if (out->dst[t]) OPS->download(BE, out->dst[t], lg + (size_t)k * V, V);
+            if (out->tok && out->tok[t]) *out->tok[t] = best[k]; // (-1: its logits hold a NaN; the other rows are whole)
+            k++;
+        }
     }
+    go(c, 1); // (between passes the context is on its own side)
     if (c->profiling) c->prof[PH_LOGITS] += now_s() - t0;
     return oom_check(c);
+}
+
+infer_status forward(infer_ctx *c, const int32_t *ids, int T, float *logits, int last_only, float *hidden) {
+    infer_ctx *self[N_BATCH_MAX];
+    for (int t = 0; t < T; t++) self[t] = c;
+    pass_rows_set(c, self, T);
+    pass_out out = {.logits = logits, .first = last_only ? T - 1 : 0, .hidden = hidden};
+    return forward_pass(c, ids, T, &out);
 }
