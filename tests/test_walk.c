@@ -171,7 +171,8 @@ static void check_family(const char *fam) {
         }
         CHECK(nok, "%s: walk_norms differ from the rows' lengths", fam);
         float *gs = malloc(sizeof(float) * F), *c = malloc(sizeof(float) * F), *bound = malloc(sizeof(float) * F);
-        gate_scores(&ex, &gv, x, gs);
+        backend hb = walk_host_backend(&ex);
+        gate_scores(&hb, &gv, x, gs);
         for (int f = 0; f < F; f++) c[f] = gs[f] + (ub ? ub[f] : 0.0f);
         activate(c, F, m->cfg.act);
         int M = gated ? (4 * k < F ? 4 * k : F) : F;

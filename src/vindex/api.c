@@ -58,7 +58,8 @@ infer_status infer_walk_features(const infer_model *m, int layer, const float *x
     float *scores = malloc(sizeof(float) * (size_t)F);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)F);
     cpu_exec ex = {0}; // one thread: one token, a layer at a time
-    if (scores && idx) gate_scores(&ex, l->gate_vectors, x, scores);
+    backend hb = walk_host_backend(&ex);
+    if (scores && idx) gate_scores(&hb, l->gate_vectors, x, scores);
     int oom = !scores || !idx || ex.oom;
     cpu_exec_release(&ex);
     if (oom) {
@@ -164,7 +165,8 @@ infer_status infer_knn_topk(infer_knn *k, const float *x, int kk, int32_t *idx) 
         return INFER_OK;
     }
     if (!k->s && !(k->s = malloc(sizeof(float) * (size_t)n))) return fail(INFER_ERR_NOMEM, "out of memory for %d scores", n);
-    gate_scores(&k->ex, &k->gate, x, k->s);
+    backend hb = walk_host_backend(&k->ex);
+    gate_scores(&hb, &k->gate, x, k->s);
     topk_abs(k->s, n, kk, idx);
     return INFER_OK;
 }
@@ -182,7 +184,8 @@ void infer_knn_free(infer_knn *k) {
 size_t infer_knn_bytes(const infer_knn *k) { return k->gate.nbytes; }
 void infer_knn_scores(infer_knn *k, const float *x, float *scores) {
     if (k->be.ops && !k->be.ops->knn(&k->be, &k->gate, x, 0, NULL, scores)) return;
-    gate_scores(&k->ex, &k->gate, x, scores); // (the CPU's, also when the GPU failed)
+    backend hb = walk_host_backend(&k->ex);
+    gate_scores(&hb, &k->gate, x, scores); // (the CPU's, also when the GPU failed)
 }
 void infer_topk_abs(const float *s, int n, int k, int32_t *idx) { topk_abs(s, n, k, idx); }
 void infer_topk_max(const float *s, int n, int k, int32_t *idx) { topk_max(s, n, k, idx); }
@@ -198,7 +201,8 @@ infer_status infer_lm_head_topk(const infer_model *m, const float *hidden, int k
     if (!logits) return fail(INFER_ERR_NOMEM, "out of memory for %d logits", V);
     weight head = {.w = vindex_lm_head(m->vx), .unpacked = 1}; // (the vindex's mapped rows: not packed)
     cpu_exec ex = {.pool = pool_new(model_threads(m))};
-    matmul(&ex, logits, hidden, &head, NULL, 1, E, V);
+    backend hb = walk_host_backend(&ex);
+    hb.ops->matmul(&hb, logits, hidden, &head, NULL, 1, E, V);
     int oom = ex.oom;
     cpu_exec_release(&ex);
     pool_free(ex.pool);
@@ -233,7 +237,8 @@ infer_status infer_lm_head_dense(const infer_model *m, const float *hidden, floa
     infer_status st = model_ensure_packed((infer_model *)m);
     if (st) return st;
     cpu_exec ex = {.pool = pool_new(model_threads(m))};
-    matmul(&ex, logits, hidden, &m->output, NULL, 1, m->cfg.n_embd, m->cfg.n_vocab);
+    backend hb = walk_host_backend(&ex);
+    hb.ops->matmul(&hb, logits, hidden, &m->output, NULL, 1, m->cfg.n_embd, m->cfg.n_vocab);
     int oom = ex.oom;
     cpu_exec_release(&ex);
     pool_free(ex.pool);

@@ -191,7 +191,8 @@ infer_status down_meta_topk(cpu_exec *ex, const weight *head, const float *D, in
         weight w = {.w = &part};
         for (int f0 = 0; f0 < F; f0 += TB) {
             int T = F - f0 < TB ? F - f0 : TB;
-            matmul(ex, y + (size_t)f0 * n, D + (size_t)f0 * H, &w, NULL, T, H, n);
+            backend hb = walk_host_backend(ex);
+            hb.ops->matmul(&hb, y + (size_t)f0 * n, D + (size_t)f0 * H, &w, NULL, T, H, n);
         }
         topk_job job = {y, F, n, v0, K, ids, scores, count};
         pool_run(ex->pool, topk_task, &job);

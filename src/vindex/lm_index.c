@@ -53,7 +53,8 @@ int lm_index_auto_clusters(int V) {
 static void nearest(cpu_exec *ex, const tensor *cent, const float *half_sq, const float *x, int n, int H, int C, float *y,
                     int *assign) {
     weight w = {.w = cent, .unpacked = 1};
-    matmul(ex, y, x, &w, NULL, n, H, C);
+    backend hb = walk_host_backend(ex);
+    hb.ops->matmul(&hb, y, x, &w, NULL, n, H, C);
     for (int t = 0; t < n; t++) {
         const float *yt = y + (size_t)t * C;
         int best = 0;

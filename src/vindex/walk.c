@@ -26,12 +26,13 @@ struct walk_scratch {
     float *partial;      // (F / CHUNK + 1) x H
     unsigned char *xq;   // x in the ffn kernel's activation type
     cpu_exec *ex;        // where it runs (the context's)
+    backend be;          // the CPU backend on ex (the gate scores' product)
 };
 
 walk_scratch *walk_scratch_new(int F, int H, cpu_exec *ex) {
     walk_scratch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
-    w->F = F, w->H = H, w->ex = ex;
+    w->F = F, w->H = H, w->ex = ex, w->be = walk_host_backend(ex);
     w->scores = malloc(sizeof(float) * (size_t)F);
     w->rank = malloc(sizeof(float) * (size_t)F);
     w->cand = malloc(sizeof(int32_t) * (size_t)F);
@@ -48,9 +49,9 @@ void walk_scratch_free(walk_scratch *w) {
     free(w);
 }
 
-void gate_scores(cpu_exec *ex, const tensor *g, const float *x, float *scores) {
+void gate_scores(backend *b, const tensor *g, const float *x, float *scores) {
     weight w = {.w = g, .unpacked = 1}; // (the vindex's mapped rows: not packed)
-    matmul(ex, scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
+    b->ops->matmul(b, scores, x, &w, NULL, 1, (int)g->ne[0], (int)g->ne[1]);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -177,7 +178,7 @@ void walk_ffn_ranked(const walk_layer *l, const float *x, int k, int rank, float
         k = F;
         for (int i = 0; i < F; i++) w->idx[i] = i;
     } else if (rank == WALK_BY_CONTRIB && l->norm_up && l->norm_down) {
-        gate_scores(w->ex, l->gate_vectors, x, w->scores);
+        gate_scores(&w->be, l->gate_vectors, x, w->scores);
         for (int i = 0; i < F; i++) w->rank[i] = w->scores[i] + (l->bias ? l->bias[i] : 0.0f);
         activate(w->rank, F, l->act);
         if (!l->gated) { // (exact already: the gate is up)
@@ -196,7 +197,7 @@ void walk_ffn_ranked(const walk_layer *l, const float *x, int k, int rank, float
             for (int j = 0; j < k; j++) w->idx[j] = w->cand[w->idx[j]]; // (ascending: both orders are)
         }
     } else {
-        gate_scores(w->ex, l->gate_vectors, x, w->scores);
+        gate_scores(&w->be, l->gate_vectors, x, w->scores);
         topk_abs(w->scores, F, k, w->idx);
     }
     w->k = k;

@@ -13,8 +13,10 @@
 #include "compute/cpu/ops.h"
 #include "tensor/tensor.h"
 
-// scores[f] = gate_vectors_f . x for the F features (threaded matvec, on ex).
-void gate_scores(cpu_exec *ex, const tensor *gate_vectors, const float *x, float *scores);
+// scores[f] = gate_vectors_f . x for the F features: the product of a host
+// backend b (the CPU's, threaded over b->ex; the rows are the vindex's
+// mapped bytes, read as they are).
+void gate_scores(backend *b, const tensor *gate_vectors, const float *x, float *scores);
 
 // The k indices of largest |s[i]| (topk_max: largest s[i]) among n,
 // ascending by index; ties go to the lower index. k <= n; idx has room for n.
@@ -36,7 +38,10 @@ static inline void topk_insert(float *sc, int32_t *id, int *n, int k, float s, i
 // Scratch of a walk over layers of up to F features and width H (one per
 // context; no allocation per token); it runs on ex (borrowed).
 typedef struct walk_scratch walk_scratch;
+// (the host walk: its products by the CPU backend's ops on ex's threads)
 walk_scratch *walk_scratch_new(int F, int H, cpu_exec *ex);
+// The CPU backend on ex's threads (the host's products of the vindex).
+static inline backend walk_host_backend(cpu_exec *ex) { return (backend){.ops = &backend_cpu_ops, .ex = ex}; }
 void walk_scratch_free(walk_scratch *w);
 
 // out (H) = the walk FFN of x (H) over the k best features (k >= F: all,
