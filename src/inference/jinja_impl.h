@@ -167,12 +167,37 @@ size_t u8_len(const char *p, size_t n);
 size_t u8_offset(const char *p, size_t n, size_t i);
 int u8_isspace_at(const char *p, size_t n, size_t *len);  // is there a space char at p? its length
 
+// ---- jinja_lex.c ----------------------------------------------------------
+
+typedef enum {
+    T_TEXT, T_VAR_BEGIN, T_VAR_END, T_BLOCK_BEGIN, T_BLOCK_END,
+    T_NAME, T_STR, T_INT, T_FLOAT, T_OP, T_EOF,
+} ttype;
+
+typedef struct {
+    ttype t;
+    int pos;
+    const char *s;   // T_TEXT/T_NAME/T_STR/T_OP text (NUL-terminated copy)
+    size_t n;
+    int64_t i;
+    double f;
+} token;
+
+typedef struct {   // the parser's state: the tokens jlex fills, the next one's index
+    jstate *J;
+    token *tok;
+    int n, cap, at;
+} parser;
+
+// Splits J's source into P's tokens, the last T_EOF.
+void jlex(parser *P);
+void pos_linecol(const jstate *J, int pos, int *line, int *col);
+
 // ---- jinja_parse.c --------------------------------------------------------
 
 // Parses the (already normalized) source into a statement list.
 nlist jparse(jstate *J);
 void nlist_push(jstate *J, nlist *l, node *n);
-void pos_linecol(const jstate *J, int pos, int *line, int *col);
 
 // ---- jinja_eval.c ---------------------------------------------------------
 

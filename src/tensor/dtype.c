@@ -78,8 +78,8 @@ static const dtype_traits g_traits[DT_COUNT] = {
         .ref = {.act_type = DT_F32, .dot = vecdot_bf16_f32},
         .avx2 = &vecdot_avx2_bf16,
     },
-    // ggml's quantized blocks: layouts in quant.h, codecs in quant.c, row
-    // kernels in vecdot_ref.c (the oracles) and vecdot_avx2.c
+    // ggml's quantized blocks: layouts in quant.h, codecs in quant_q32.c and
+    // quant_kq.c, row kernels in vecdot_ref.c (the oracles) and vecdot_avx2.c
     [DT_Q4_0] = {
         .name = "q4_0", .blck = QK, .size = sizeof(block_q4_0),
         .to_float = q4_0_to_float, .dot = q4_0_dot, .from_float = q4_0_from_float,

@@ -38,7 +38,7 @@ typedef struct { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint8_t d[2], 
 // bits 2*(g/4).. of scales[8 + g%4].
 typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint8_t d[2]; } block_q3_K;
 // 8 groups of 32: x = d * sc[g] * q - dmin * m[g], q 4 bits, sc/m 6 bits packed
-// in scales[12] (see scale_min_k4 in quant.c). Element 64*s + l (l < 32) is the
+// in scales[12] (see scale_min_k4 below). Element 64*s + l (l < 32) is the
 // low nibble of qs[32*s + l], element 64*s + 32 + l the high nibble.
 typedef struct { uint8_t d[2], dmin[2]; uint8_t scales[12]; uint8_t qs[QK_K / 2]; } block_q4_K;
 // As q4_K with a fifth bit: element 64*s + l has its bit 4 at bit 2s of qh[l],
