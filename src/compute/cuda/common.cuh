@@ -14,7 +14,7 @@
 //   topk.cu            top-k and argmax
 //   vindex.cu          the vindex walk FFN, the lm_head index's probe
 // This header holds what they share: the device, the launch, the status,
-// the block layouts, the byte
+// the block layouts (tensor/quant.h's, one traits struct a type), the byte
 // loaders, the warp and block sums, the activation functions.
 //
 // No relocatable device code: a kernel and every device function it calls
@@ -26,6 +26,7 @@
 
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
+#include "tensor/quant.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -142,11 +143,27 @@ static inline int launched(const char *what) {
 static inline unsigned grid_for(size_t n, int block) { return (unsigned)((n + block - 1) / block); }
 
 // ---------------------------------------------------------------------------
-// block layouts (bytes), as tensor/quant.h
+// The block layouts: tensor/quant.h's structs (QK, QK_K elements a block),
+// one traits struct a quantized type: qk elements, B bytes a block.
 
-enum { QK = 32, QK_K = 256 };
-enum { Q8_0_B = 34, Q4_0_B = 18, Q4_1_B = 20, Q5_0_B = 22, Q5_1_B = 24, MXFP4_B = 17 };
-enum { Q2_K_B = 84, Q3_K_B = 110, Q4_K_B = 144, Q5_K_B = 176, Q6_K_B = 210, Q8_K_B = 292 };
+template <int T> struct qtype;
+#define QTYPE(t, block, n)                                                                     \
+    template <> struct qtype<t> {                                                              \
+        enum { qk = n, B = sizeof(block) };                                                    \
+    }
+QTYPE(DT_Q8_0, block_q8_0, QK);
+QTYPE(DT_Q4_0, block_q4_0, QK);
+QTYPE(DT_Q4_1, block_q4_1, QK);
+QTYPE(DT_Q5_0, block_q5_0, QK);
+QTYPE(DT_Q5_1, block_q5_1, QK);
+QTYPE(DT_MXFP4, block_mxfp4, QK);
+QTYPE(DT_Q2_K, block_q2_K, QK_K);
+QTYPE(DT_Q3_K, block_q3_K, QK_K);
+QTYPE(DT_Q4_K, block_q4_K, QK_K);
+QTYPE(DT_Q5_K, block_q5_K, QK_K);
+QTYPE(DT_Q6_K, block_q6_K, QK_K);
+QTYPE(DT_Q8_K, block_q8_K, QK_K); // (the k-quants' activations)
+#undef QTYPE
 
 static inline int is_k(int t) { return t == DT_Q2_K || t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
 static inline int is_q32(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q5_0 || t == DT_Q5_1 || t == DT_MXFP4; }

@@ -47,7 +47,7 @@ template <> struct deq<DT_Q5_0> {
 template <> struct deq<DT_Q4_K> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
         int b = kb / 8, j = kb % 8, sc0, m0, sc1, m1;
-        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q4_K_B;
+        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * qtype<DT_Q4_K>::B;
         scales_k4(w, j & ~1, &sc0, &m0, &sc1, &m1);
         float d = ld_h2(w) * (float)(j & 1 ? sc1 : sc0), mn = ld_h2(w + 2) * (float)(j & 1 ? m1 : m0);
         __align__(16) uint8_t q[16];
@@ -58,7 +58,7 @@ template <> struct deq<DT_Q4_K> {
 template <> struct deq<DT_Q5_K> {
     static __device__ void get(const wrow &m, int kb, int h, float *v) {
         int b = kb / 8, j = kb % 8, sc0, m0, sc1, m1;
-        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
+        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * qtype<DT_Q5_K>::B;
         scales_k4(w, j & ~1, &sc0, &m0, &sc1, &m1);
         float d = ld_h2(w) * (float)(j & 1 ? sc1 : sc0), mn = ld_h2(w + 2) * (float)(j & 1 ? m1 : m0);
         __align__(16) uint8_t q[16], qh[16];

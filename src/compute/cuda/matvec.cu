@@ -92,7 +92,7 @@ static __device__ __forceinline__ float u_q6_K(const wrow &m, const xrow &x, int
 // h = i % 2)
 static __device__ __forceinline__ float u_q4_K(const wrow &m, const xrow &x, int u) {
     int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
-    const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q4_K_B;
+    const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * qtype<DT_Q4_K>::B;
     int4 q = *(const int4 *)(w + 16 + 32 * p + 16 * h);
     const int8_t *xs = x.qs + 256 * b + 64 * p + 16 * h;
     int4 X0 = *(const int4 *)xs, X1 = *(const int4 *)(xs + 32);
@@ -112,7 +112,7 @@ static __device__ __forceinline__ float u_q4_K(const wrow &m, const xrow &x, int
 // q5_K (ggml blocks): as q4_K, the fifth bits from qh (bits 2p and 2p + 1 of bytes 16h..)
 static __device__ __forceinline__ float u_q5_K(const wrow &m, const xrow &x, int u) {
     int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
-    const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
+    const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * qtype<DT_Q5_K>::B;
     int4 q = *(const int4 *)(w + 48 + 32 * p + 16 * h), qh = *(const int4 *)(w + 16 + 16 * h);
     const int8_t *xs = x.qs + 256 * b + 64 * p + 16 * h;
     int4 X0 = *(const int4 *)xs, X1 = *(const int4 *)(xs + 32);
@@ -130,7 +130,8 @@ static __device__ __forceinline__ float u_q5_K(const wrow &m, const xrow &x, int
     return v_k4(xdK(x, b), ld_h2(w), ld_h2(w + 2), sumi, summ);
 }
 
-static __device__ __forceinline__ float e8m0_half(uint8_t e) {
+// mxfp4's scale and values (tensor/quant.h's e8m0_half, kvalues_mxfp4)
+static __device__ __forceinline__ float e8m0_half_d(uint8_t e) {
     uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
     return __uint_as_float(bits);
 }
@@ -141,8 +142,7 @@ __constant__ int8_t c_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -
 // loops) or a warp per super-block (q2_K, q3_K: lane l takes elements
 // 8l..8l+7; the integer sums are added across the warp).
 template <int T> struct blk;
-template <> struct blk<DT_Q4_1> {
-    enum { B = Q4_1_B };
+template <> struct blk<DT_Q4_1> : qtype<DT_Q4_1> {
     static __device__ float dot(const uint8_t *w, const int8_t *y, float dx) {
         int s = 0, sy = 0;
         for (int j = 0; j < 16; j++) {
@@ -152,8 +152,7 @@ template <> struct blk<DT_Q4_1> {
         return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
     }
 };
-template <> struct blk<DT_Q5_1> {
-    enum { B = Q5_1_B };
+template <> struct blk<DT_Q5_1> : qtype<DT_Q5_1> {
     static __device__ float dot(const uint8_t *w, const int8_t *y, float dx) {
         uint32_t qh = ld_u32(w + 4);
         int s = 0, sy = 0;
@@ -165,18 +164,16 @@ template <> struct blk<DT_Q5_1> {
         return s * (ld_h(w) * dx) + sy * (ld_h(w + 2) * dx);
     }
 };
-template <> struct blk<DT_MXFP4> {
-    enum { B = MXFP4_B };
+template <> struct blk<DT_MXFP4> : qtype<DT_MXFP4> {
     static __device__ float dot(const uint8_t *w, const int8_t *y, float dx) {
         int s = 0;
         for (int j = 0; j < 16; j++) s += c_mxfp4[w[1 + j] & 15] * y[j] + c_mxfp4[w[1 + j] >> 4] * y[j + 16];
-        return s * (e8m0_half(w[0]) * dx);
+        return s * (e8m0_half_d(w[0]) * dx);
     }
 };
 
 template <int T> struct kq;
-template <> struct kq<DT_Q2_K> {
-    enum { B = Q2_K_B };
+template <> struct kq<DT_Q2_K> : qtype<DT_Q2_K> {
     static __device__ void part(const uint8_t *w, const int8_t *y, const int16_t *bs, int l, int *si, int *sm) {
         int s = 0, e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32;
         for (int k = 0; k < 8; k++) s += ((w[16 + 32 * h + (r % 32) + k] >> (2 * sh)) & 3) * y[e0 + k];
@@ -187,8 +184,7 @@ template <> struct kq<DT_Q2_K> {
         return __fsub_rn(__fmul_rn(__fmul_rn(dy, ld_h(w + 80)), (float)si), __fmul_rn(__fmul_rn(dy, ld_h(w + 82)), (float)sm));
     }
 };
-template <> struct kq<DT_Q3_K> {
-    enum { B = Q3_K_B };
+template <> struct kq<DT_Q3_K> : qtype<DT_Q3_K> {
     static __device__ void part(const uint8_t *w, const int8_t *y, const int16_t *bs, int l, int *si, int *sm) {
         const uint8_t *p = w + 96;
         int e0 = 8 * l, g = e0 / 16, h = e0 / 128, r = e0 % 128, sh = r / 32, rr = r % 32, s = 0, m = 1 << (4 * h + sh);

@@ -82,17 +82,17 @@ template <int BB> struct mq_k4 {
     static __device__ X x(const uint8_t *row, int nb, int u) { return k4_act(row, nb, u); }
     static __device__ float val(const W &w, const X &x, const int *sg) { return k4_val(w, x, sg); }
 };
-template <> struct mq<DT_Q4_K> : mq_k4<Q4_K_B> {
+template <> struct mq<DT_Q4_K> : mq_k4<qtype<DT_Q4_K>::B> {
     static __device__ void a(const wrow &m, int u, int tig, int *aw) {
         int b = u >> 3, i = u & 7;
-        int q = *(const int *)(m.w + ((size_t)m.r * m.nb + b) * Q4_K_B + 16 + 32 * (i >> 1) + 16 * (i & 1) + 4 * tig);
+        int q = *(const int *)(m.w + ((size_t)m.r * m.nb + b) * qtype<DT_Q4_K>::B + 16 + 32 * (i >> 1) + 16 * (i & 1) + 4 * tig);
         aw[0] = q & 0x0f0f0f0f, aw[1] = (q >> 4) & 0x0f0f0f0f;
     }
 };
-template <> struct mq<DT_Q5_K> : mq_k4<Q5_K_B> {
+template <> struct mq<DT_Q5_K> : mq_k4<qtype<DT_Q5_K>::B> {
     static __device__ void a(const wrow &m, int u, int tig, int *aw) {
         int b = u >> 3, i = u & 7, p = i >> 1, h = i & 1;
-        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * Q5_K_B;
+        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * qtype<DT_Q5_K>::B;
         int q = *(const int *)(w + 48 + 32 * p + 16 * h + 4 * tig), qh = *(const int *)(w + 16 + 16 * h + 4 * tig);
         aw[0] = (q & 0x0f0f0f0f) | (((qh >> (2 * p)) & 0x01010101) << 4);
         aw[1] = ((q >> 4) & 0x0f0f0f0f) | (((qh >> (2 * p + 1)) & 0x01010101) << 4);

@@ -5,8 +5,8 @@
 
 extern "C" HIDDEN size_t cuda_act_row_size(int wtype, int n) {
     if (is_float(wtype)) return sizeof(float) * (size_t)n;
-    if (is_q32(wtype) && n % QK == 0) return round16((size_t)(n / QK) * Q8_0_B);
-    if (is_k(wtype) && n % QK_K == 0) return round16((size_t)(n / QK_K) * Q8_K_B);
+    if (is_q32(wtype) && n % QK == 0) return round16((size_t)(n / QK) * qtype<DT_Q8_0>::B);
+    if (is_k(wtype) && n % QK_K == 0) return round16((size_t)(n / QK_K) * qtype<DT_Q8_K>::B);
     return 0;
 }
 

@@ -21,7 +21,7 @@ static __device__ float walk_dot(int type, const uint8_t *row, const float *x, c
     } else { // q8_0: a block a lane; x's row: nb x 32 quants, then nb f16 scales
         const int nb = H / QK;
         for (int b = lane; b < nb; b += 32) {
-            const uint8_t *w = row + (size_t)b * Q8_0_B;
+            const uint8_t *w = row + (size_t)b * qtype<DT_Q8_0>::B;
             const int8_t *q = (const int8_t *)(xq + 32 * b);
             int s = 0;
             for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * q[j];
@@ -35,7 +35,7 @@ static __device__ __forceinline__ float walk_elt(int type, const uint8_t *row, i
     if (type == DT_F32) return ld_f(row + 4 * (size_t)h);
     if (type == DT_F16) return ld_h(row + 2 * (size_t)h);
     if (type == DT_BF16) return elt<DT_BF16>::get(row + 2 * (size_t)h);
-    const uint8_t *w = row + (size_t)(h / QK) * Q8_0_B;
+    const uint8_t *w = row + (size_t)(h / QK) * qtype<DT_Q8_0>::B;
     return ld_h(w) * (float)(int8_t)w[2 + h % QK];
 }
 

@@ -10,26 +10,26 @@ static __global__ void k_split(const uint8_t *src, uint8_t *dst, int type, size_
     if (i >= nblk) return;
     switch (type) {
     case DT_Q8_0: {
-        const uint8_t *s = src + i * Q8_0_B;
+        const uint8_t *s = src + i * qtype<DT_Q8_0>::B;
         for (int k = 0; k < 32; k++) dst[32 * i + k] = s[2 + k];
         dst[32 * nblk + 2 * i] = s[0], dst[32 * nblk + 2 * i + 1] = s[1];
         break;
     }
     case DT_Q4_0: {
-        const uint8_t *s = src + i * Q4_0_B;
+        const uint8_t *s = src + i * qtype<DT_Q4_0>::B;
         for (int k = 0; k < 16; k++) dst[16 * i + k] = s[2 + k];
         dst[16 * nblk + 2 * i] = s[0], dst[16 * nblk + 2 * i + 1] = s[1];
         break;
     }
     case DT_Q5_0: {
-        const uint8_t *s = src + i * Q5_0_B;
+        const uint8_t *s = src + i * qtype<DT_Q5_0>::B;
         for (int k = 0; k < 16; k++) dst[16 * i + k] = s[6 + k];
         for (int k = 0; k < 4; k++) dst[16 * nblk + 4 * i + k] = s[2 + k];
         dst[20 * nblk + 2 * i] = s[0], dst[20 * nblk + 2 * i + 1] = s[1];
         break;
     }
     case DT_Q6_K: {
-        const uint8_t *s = src + i * Q6_K_B;
+        const uint8_t *s = src + i * qtype<DT_Q6_K>::B;
         for (int k = 0; k < 128; k++) dst[128 * i + k] = s[k];
         for (int k = 0; k < 64; k++) dst[128 * nblk + 64 * i + k] = s[128 + k];
         for (int k = 0; k < 16; k++) dst[192 * nblk + 16 * i + k] = s[192 + k];
@@ -39,23 +39,16 @@ static __global__ void k_split(const uint8_t *src, uint8_t *dst, int type, size_
     }
 }
 
-// bytes of a row of n weights of a type (tensor/dtype.c's table, restated)
+// bytes of a row of n weights of a type (tensor/dtype.c's table: the block sizes from qtype)
 HIDDEN size_t row_bytes(int t, int n) {
+#define Q(t) case t: return (size_t)n / qtype<t>::qk * qtype<t>::B;
     switch (t) {
     case DT_F32: return 4 * (size_t)n;
     case DT_F16: case DT_BF16: return 2 * (size_t)n;
-    case DT_Q8_0: return (size_t)n / QK * Q8_0_B;
-    case DT_Q4_0: return (size_t)n / QK * Q4_0_B;
-    case DT_Q4_1: return (size_t)n / QK * Q4_1_B;
-    case DT_Q5_0: return (size_t)n / QK * Q5_0_B;
-    case DT_Q5_1: return (size_t)n / QK * Q5_1_B;
-    case DT_MXFP4: return (size_t)n / QK * MXFP4_B;
-    case DT_Q2_K: return (size_t)n / QK_K * Q2_K_B;
-    case DT_Q3_K: return (size_t)n / QK_K * Q3_K_B;
-    case DT_Q4_K: return (size_t)n / QK_K * Q4_K_B;
-    case DT_Q5_K: return (size_t)n / QK_K * Q5_K_B;
-    case DT_Q6_K: return (size_t)n / QK_K * Q6_K_B;
+    Q(DT_Q8_0) Q(DT_Q4_0) Q(DT_Q4_1) Q(DT_Q5_0) Q(DT_Q5_1) Q(DT_MXFP4)
+    Q(DT_Q2_K) Q(DT_Q3_K) Q(DT_Q4_K) Q(DT_Q5_K) Q(DT_Q6_K)
     }
+#undef Q
     return 0;
 }
 
