@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A short GPU run without a build there: the binaries built on the development
 # machine (where nvcc compiles for sm_90 but nothing CUDA runs), carried as
-# device-carry/bin.tgz, saving the few minutes cuda.cu takes to compile on the
-# H200 machine. Make the tarball here (after `cmake --build build`):
+# device-carry/bin.tgz, saving the few minutes the CUDA layer takes to compile
+# on the H200 machine. Make the tarball here (after `cmake --build build`):
 #   mkdir -p device-carry/bin && cp build/infer build/tests/test_{cuda,batch,fixtures,split} device-carry/bin/ &&
 #     tar czf device-carry/bin.tgz -C device-carry bin && rm -rf device-carry/bin
 # then, through `device`, carrying device-carry/debs, device-carry/fixtures and device-carry/bin.tgz:
