@@ -41,7 +41,7 @@ static __global__ void k_split(const uint8_t *src, uint8_t *dst, int type, size_
 
 // bytes of a row of n weights of a type (tensor/dtype.c's table: the block sizes from qtype)
 HIDDEN size_t row_bytes(int t, int n) {
-#define Q(t) case t: return (size_t)n / qtype<t>::qk * qtype<t>::B;
+#define Q(ty) case ty: return (size_t)n / qtype<ty>::qk * qtype<ty>::B;
     switch (t) {
     case DT_F32: return 4 * (size_t)n;
     case DT_F16: case DT_BF16: return 2 * (size_t)n;
