@@ -53,18 +53,26 @@ typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K 
 // uses it for activations only.
 typedef struct { uint8_t d[4]; int8_t qs[QK_K]; uint8_t bsums[2 * QK_K / 16]; } block_q8_K;
 
-_Static_assert(sizeof(block_q4_0) == 18, "q4_0 block");
-_Static_assert(sizeof(block_q4_1) == 20, "q4_1 block");
-_Static_assert(sizeof(block_q5_0) == 22, "q5_0 block");
-_Static_assert(sizeof(block_q5_1) == 24, "q5_1 block");
-_Static_assert(sizeof(block_q8_0) == 34, "q8_0 block");
-_Static_assert(sizeof(block_mxfp4) == 17, "mxfp4 block");
-_Static_assert(sizeof(block_q2_K) == 84, "q2_K block");
-_Static_assert(sizeof(block_q3_K) == 110, "q3_K block");
-_Static_assert(sizeof(block_q4_K) == 144, "q4_K block");
-_Static_assert(sizeof(block_q5_K) == 176, "q5_K block");
-_Static_assert(sizeof(block_q6_K) == 210, "q6_K block");
-_Static_assert(sizeof(block_q8_K) == 292, "q8_K block");
+// (C++ spells it static_assert: the CUDA layer takes its block sizes from
+// these structs, compute/cuda/common.cuh)
+#ifdef __cplusplus
+#define QUANT_STATIC_ASSERT static_assert
+#else
+#define QUANT_STATIC_ASSERT _Static_assert
+#endif
+QUANT_STATIC_ASSERT(sizeof(block_q4_0) == 18, "q4_0 block");
+QUANT_STATIC_ASSERT(sizeof(block_q4_1) == 20, "q4_1 block");
+QUANT_STATIC_ASSERT(sizeof(block_q5_0) == 22, "q5_0 block");
+QUANT_STATIC_ASSERT(sizeof(block_q5_1) == 24, "q5_1 block");
+QUANT_STATIC_ASSERT(sizeof(block_q8_0) == 34, "q8_0 block");
+QUANT_STATIC_ASSERT(sizeof(block_mxfp4) == 17, "mxfp4 block");
+QUANT_STATIC_ASSERT(sizeof(block_q2_K) == 84, "q2_K block");
+QUANT_STATIC_ASSERT(sizeof(block_q3_K) == 110, "q3_K block");
+QUANT_STATIC_ASSERT(sizeof(block_q4_K) == 144, "q4_K block");
+QUANT_STATIC_ASSERT(sizeof(block_q5_K) == 176, "q5_K block");
+QUANT_STATIC_ASSERT(sizeof(block_q6_K) == 210, "q6_K block");
+QUANT_STATIC_ASSERT(sizeof(block_q8_K) == 292, "q8_K block");
+#undef QUANT_STATIC_ASSERT
 
 // Shared by the codecs and the dot kernels:
 

@@ -1,6 +1,6 @@
 // The CUDA backend (backend.h's seam on an NVIDIA GPU): the context's KV
-// cache and scratch in device memory, every layer operation a kernel of
-// cuda.cu on the device's stream.
+// cache and scratch in device memory, every layer operation a kernel of the
+// CUDA layer (cuda.h; a kernel family a .cu file) on the device's stream.
 //
 // Weights come as the model's host tensors; each is uploaded the first time
 // an operation meets it (matrices in the products' layout) and then found by

@@ -1,8 +1,10 @@
 // The CUDA device layer: device memory, the activation quantizers and the
 // matrix products of every stored type on an NVIDIA GPU (sm_90 builds).
 //
-// Built from cuda.cu when nvcc is found at configure time (INFER_HAVE_CUDA);
-// otherwise none.c answers "built without CUDA". A build with CUDA runs on a
+// Built from the kernel families' .cu files (common.cuh lists what they
+// share) when nvcc is found at configure time (INFER_HAVE_CUDA); only the
+// backend (backend_cuda.c, backend_vindex.c) calls it, and a build without
+// CUDA has no CUDA layer at all (none.c: no backend). A build with CUDA runs on a
 // machine without a GPU or driver too: cuda_device_count() is then 0 and
 // cuda_status() says why. Pointers named d_* are device memory.
 //
