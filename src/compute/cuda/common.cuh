@@ -44,11 +44,8 @@
 
 struct cuda_dev {
     int ordinal;
-    int mv_group;        // tokens whose products share their weight loads (INFER_CUDA_MV_GROUP: 4 or 8)
-    int gemm_kernel;     // the tensor-core kernel: 2 k_gemm2 (default), 1 k_gemm (INFER_CUDA_GEMM_KERNEL=1)
     int sms;             // multiprocessors
     int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
-    int mv_tpr;          // INFER_CUDA_MV_TPR=8|32|128: every k_mv product's threads a row (for measurement; 0: by shape)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     int prefetch;        // the products' weights asked into L2 before they wait (mv_prefetch; INFER_CUDA_PREFETCH=0: not)

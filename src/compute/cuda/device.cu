@@ -96,18 +96,12 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->mv_spec = !(ms && *ms == '0');
     const char *ap = getenv("INFER_CUDA_ATT_PF");
     d->att_pf = !(ap && *ap == '0');
-    const char *g = getenv("INFER_CUDA_MV_GROUP");
-    d->mv_group = g && atoi(g) == 4 ? 4 : 8; // (k_mv's MV_GROUP)
-    const char *gk = getenv("INFER_CUDA_GEMM_KERNEL");
-    d->gemm_kernel = gk && atoi(gk) == 1 ? 1 : 2;
     const char *gs = getenv("INFER_CUDA_GEMM_SPLIT");
     d->gemm_split = !gs || *gs != '0';
     const char *mm = getenv("INFER_CUDA_MMV");
     d->mmv = !mm || *mm != '0';
     const char *nw = getenv("INFER_CUDA_MV_NARROW");
     d->mv_narrow = !(nw && *nw == '0');
-    const char *tp = getenv("INFER_CUDA_MV_TPR");
-    d->mv_tpr = tp && (atoi(tp) == 8 || atoi(tp) == 32 || atoi(tp) == 128) ? atoi(tp) : 0;
     const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");
     d->att_split = as ? atoi(as) : 0, d->att_chunk = ac && atoi(ac) > 0 ? atoi(ac) : 16;
     d->att_split = d->att_split < 0 ? 0 : d->att_split > 64 ? 64 : d->att_split;

@@ -370,7 +370,7 @@ extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int 
                          lowp);
     int nb = is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK);
     const uint8_t *wb = (const uint8_t *)w;
-    if (d->gemm_kernel == 2 && cols % G2K == 0) {
+    if (cols % G2K == 0) {
         // 128 rows a block where that still gives two blocks an SM's worth, else 64
         int tiles = (T + G2N - 1) / G2N, big = (long)((rows + 127) / 128) * tiles >= 2L * d->sms;
         long blocks = (long)(big ? (rows + 127) / 128 : (rows + 63) / 64) * tiles;

@@ -475,7 +475,6 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     // few rows, each long (1B's down: 1152 rows of 5.7 KB): a block a row, its whole row read in one round
     // (4.98 against 8.39 us at 32 threads a row, from memory, bench_cuda_ops cold)
     if (!kq23 && total < 2048 && row_bytes(m[0].type, cols) >= 4096) tpr = 128;
-    if (d->mv_tpr && !kq23) tpr = d->mv_tpr;
     const int rpb = MV_THREADS / tpr;
     mv_desc k;
     memset(&k, 0, sizeof k);
@@ -510,10 +509,6 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
                 ki.n = 1, ki.m[0] = k.m[i], ki.m[0].blk0 = 0;
                 mmv_run(d, m[i].type, tpr, T, (m[i].rows + MMV_ROWS - 1) / MMV_ROWS, ki, xb);
             }
-    } else if (T > 1 && d->mv_group == 4) {
-        if (tpr == 8) launch(k_mv<8, 4>, blocks, MV_THREADS, 0, d->stream, k, xb);
-        else if (tpr == 32) launch(k_mv<32, 4>, blocks, MV_THREADS, 0, d->stream, k, xb);
-        else launch(k_mv<128, 4>, blocks, MV_THREADS, 0, d->stream, k, xb);
     } else if (T == 1 || !MV_GROUP) {
         int ty = d->mv_spec ? k.m[0].type : -1;
         for (int i = 1; i < n; i++) ty = k.m[i].type == ty ? ty : -1;

@@ -10,15 +10,7 @@
 // 512 (k_qkv's per-head norm takes 256 too), then a thread per element up
 // to 1024. A decode step's norm is one block: its loads, sums and
 // quantization run in fewer serial steps a thread with more threads.
-// INFER_CUDA_NORM_WIDE=0: 256 for every n (the earlier kernels' sums).
-static int g_norm_wide = -1;
-static int norm_threads(int n) {
-    if (g_norm_wide < 0) {
-        const char *e = getenv("INFER_CUDA_NORM_WIDE");
-        g_norm_wide = !(e && *e == '0');
-    }
-    return !g_norm_wide || n <= 512 ? 256 : n >= 1024 ? 1024 : (n + 31) / 32 * 32;
-}
+static int norm_threads(int n) { return n <= 512 ? 256 : n >= 1024 ? 1024 : (n + 31) / 32 * 32; }
 
 // kind: 0 rms, 1 rms with (1 + w), 2 layer norm (backend.h's enum norm_op)
 static __global__ void k_norm(float *out, const float *x, const float *w, const float *b, int n, float eps, int kind) {
