@@ -68,7 +68,9 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if (infer_ctx_new(model, n + n_new, &ctx)) goto done;
+    infer_ctx_params cp = infer_ctx_default_params(); // (the CPU, one thread; n_threads, backend, ... as llama.cpp's)
+    cp.n_ctx = n + n_new;
+    if (infer_ctx_create(model, &cp, &ctx)) goto done;
 
     if (infer_eval(ctx, ids, n, logits, 1)) goto done; // the prompt; logits of its last position
     size_t printed = 0;
