@@ -699,6 +699,7 @@ static void cu_done(backend *b) {
     store_put(s->w, s->d);
     ptab_drop(s);
     cuda_free(s->d, s->xq), cuda_free(s->d, s->scores), cuda_free(s->d, s->pos), cuda_free(s->d, s->wk), cuda_free(s->d, s->am);
+    cuda_free(s->d, s->vx);
     free(s->host);
     cuda_close(s->d);
     free(s);
