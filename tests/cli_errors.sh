@@ -83,7 +83,7 @@ expect_error "-ctk q8_0 with heads of 16" "blocks of 32" "$bin" bench -m "$m" -p
 expect_error "-ctv without a value" "needs a value" "$bin" info -m "$m" -ctv
 
 # -h and --help: every subcommand prints its usage to stdout and exits 0
-for cmd in info logits run chat serve bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk; do
+for cmd in info logits run chat serve bench bench-components bench-knn bench-walk convert quantize extract verify tokenize predict walk synth bench-lm; do
     for h in -h --help; do
         n=$((n + 1))
         "$bin" "$cmd" $h >"$tmp/out" 2>"$tmp/err"

@@ -3,9 +3,11 @@
 // template, tokenize, queue a task on the engine (serve_engine.c) and wait on
 // it; the engine thread owns the model's contexts.
 //
-// Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, POST
-// /v1/completions (streamed as OpenAI streams them, or not). Errors are
-// {"error": {"message", "type", "param", "code"}} with their HTTP status.
+// Endpoints: GET /health, GET /metrics (Prometheus text), GET /v1/models,
+// POST /v1/chat/completions, POST /v1/completions (streamed as OpenAI
+// streams them, or not), POST /tokenize and /detokenize (llama-server's), GET
+// / (the chat page). Errors are {"error": {"message", "type", "param",
+// "code"}} with their HTTP status.
 #include "cli.h"
 #include "serve.h"
 
