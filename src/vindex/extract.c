@@ -357,9 +357,12 @@ static infer_status write_down_meta(extractor *x) {
 // A vindex is written whole or not at all: into a staging directory beside
 // the destination ("<dir>.tmp.<pid>"), which then takes the destination's
 // place in one step (an existing vindex there is exchanged with it, then
-// removed). Until then the destination keeps what it had; a stopped process
-// leaves at most the staging directory, which is no vindex (index.json comes
-// last). The destination must be new, an empty directory or a vindex.
+// removed, its index.json first). Until then the destination keeps what it
+// had; a stopped process leaves at most the staging directory, which is no
+// vindex (index.json comes last) -- unless SIGKILL came in the instant
+// between the last write and the exchange, or the exchange and the old one's
+// first unlink: then a whole copy of the new or the old vindex. The
+// destination must be new, an empty directory or a vindex.
 static int dir_empty(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return 0;
@@ -383,6 +386,15 @@ static infer_status check_dest(const infer_model *m, const char *dir) {
     return INFER_OK;
 }
 
+// A replaced vindex, no vindex from its first step on (its index.json
+// first), then removed.
+static int drop_replaced(const char *dir) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/index.json", dir);
+    unlink(path);
+    return tmp_remove_dir(dir);
+}
+
 static infer_status publish(const char *stage, const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) == 0 && dir_empty(dir)) rmdir(dir);
@@ -390,7 +402,7 @@ static infer_status publish(const char *stage, const char *dir) {
     if (errno != ENOTEMPTY && errno != EEXIST) return fail(INFER_ERR_IO, "%s: cannot rename %s to it: %s", dir, stage, strerror(errno));
     // a vindex there: exchanged in one step, the old one then at the staging name
     if (syscall(SYS_renameat2, AT_FDCWD, stage, AT_FDCWD, dir, 2 /* RENAME_EXCHANGE */) == 0) {
-        if (tmp_remove_dir(stage)) fprintf(stderr, "infer: the replaced vindex is left in %s\n", stage);
+        if (drop_replaced(stage)) fprintf(stderr, "infer: the replaced vindex is left in %s\n", stage);
         return INFER_OK;
     }
     // (file systems without the exchange: the old one moved aside first)
@@ -402,7 +414,7 @@ static infer_status publish(const char *stage, const char *dir) {
         rename(old, dir);
         return fail(INFER_ERR_IO, "%s: cannot rename %s to it: %s", dir, stage, strerror(e));
     }
-    if (tmp_remove_dir(old)) fprintf(stderr, "infer: the replaced vindex is left in %s\n", old);
+    if (drop_replaced(old)) fprintf(stderr, "infer: the replaced vindex is left in %s\n", old);
     return INFER_OK;
 }
 
@@ -524,6 +536,7 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     lay->ffn = x.ffn;
     lay->meta = x.meta;
     if (!st) st = run(&x);
+    if (!st) st = publish(stage, dir); // (at once: a whole staging directory stands as short a time as can be)
     for (int i = 0; i < VF_WEIGHTS; i++)
         if (x.s[i].f) fclose(x.s[i].f);
     free(x.n_feat);
@@ -533,7 +546,6 @@ infer_status vindex_extract(const infer_model *m, const char *dir, const vindex_
     free(x.scratch);
     cpu_exec_release(&x.ex);
     pool_free(x.ex.pool);
-    if (!st) st = publish(stage, dir);
     if (st) tmp_remove_dir(stage);
     tmp_untrack(track);
     if (st) return fail_wrap(st, "extract %s", dir);
