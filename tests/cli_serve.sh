@@ -13,13 +13,6 @@ python3 "$root/tests/serve/test_serve.py" "$base" "$infer" "$model" $pid
 rc=$?
 python3 "$root/tests/serve/test_openai.py" "$base" || rc=1
 
-kill -TERM $pid
-for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $pid 2>/dev/null; then echo "FAILED: infer serve still runs 30 s after SIGTERM"; rc=1
-else
-    wait $pid; st=$?
-    [ $st = 0 ] || { echo "FAILED: infer serve exited $st after SIGTERM: $(tail -5 "$tmp/err")"; rc=1; }
-fi
-pid=
-grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|WARNING: ThreadSanitizer\|runtime error:" "$tmp/err" && { echo "FAILED: sanitizer report:"; cat "$tmp/err"; rc=1; }
+stop_server 30
+sanitizer_clean "$tmp/err"
 exit $rc

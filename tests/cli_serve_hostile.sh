@@ -63,14 +63,8 @@ if c.getresponse().status != 200:
 sys.exit(bad)
 PY
 kill -TERM $pid; wait $pid || { echo "FAILED: the NaN server exited $?: $(tail -3 "$tmp/err2")"; rc=1; }
-grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|WARNING: ThreadSanitizer\|runtime error:" "$tmp/err2" && { echo "FAILED: sanitizer report:"; cat "$tmp/err2"; rc=1; }
+sanitizer_clean "$tmp/err2"
 pid=$pid_main
-for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-if kill -0 $pid 2>/dev/null; then echo "FAILED: infer serve still runs 10 s after the SIGTERM"; rc=1
-else
-    wait $pid; st=$?
-    [ $st = 0 ] || { echo "FAILED: infer serve exited $st after SIGTERM: $(tail -5 "$tmp/err")"; rc=1; }
-fi
-pid=
-grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|WARNING: ThreadSanitizer\|runtime error:" "$tmp/err" && { echo "FAILED: sanitizer report:"; cat "$tmp/err"; rc=1; }
+stop_server 10 sent
+sanitizer_clean "$tmp/err"
 exit $rc
