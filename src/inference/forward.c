@@ -11,6 +11,7 @@
 #include "base/error.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -445,8 +446,21 @@ static infer_status host_packs(infer_ctx *c) { return infer_ctx_prepare(c); }
 // The pass: rows c->rows (pass_rows_set) of ids through the cached
 // template's layers or the embedding, every layer, the final norm and the
 // head; the logits (and greedy tokens) of the rows that want them.
+// A test seam: INFER_FAULT_TOKEN=id makes every pass that holds token id
+// fail as a device's failed operation fails it (the server's tests of a
+// failed step; -1: none).
+static int g_fault_token = -1;
+static pthread_once_t g_fault_once = PTHREAD_ONCE_INIT;
+static void fault_read(void) {
+    const char *e = getenv("INFER_FAULT_TOKEN");
+    g_fault_token = e && *e ? atoi(e) : -1;
+}
+
 infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_out *out) {
     const infer_model *m = c->m;
+    pthread_once(&g_fault_once, fault_read);
+    for (int t = 0; t < T && g_fault_token >= 0; t++)
+        if (ids[t] == g_fault_token) return fail(INFER_ERR_IO, "a pass holding token %d failed (INFER_FAULT_TOKEN)", g_fault_token);
     infer_status pst = host_packs(c);
     if (pst) return pst;
     const infer_config *cf = &m->cfg;

@@ -638,7 +638,7 @@ static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
     long long st[6], disc = sv->disconnects;
     memcpy(st, sv->by_status, sizeof st);
     pthread_mutex_unlock(&sv->mu);
-    char b[2048];
+    char b[4096];
     int n = snprintf(b, sizeof b,
                      "# HELP infer_prompt_tokens_total Prompt tokens evaluated.\n# TYPE infer_prompt_tokens_total counter\n"
                      "infer_prompt_tokens_total %lld\n"
@@ -650,13 +650,15 @@ static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
                      "infer_steps_total %lld\n"
                      "# HELP infer_busy_slot_steps_total Slots at work summed over the steps.\n# TYPE infer_busy_slot_steps_total counter\n"
                      "infer_busy_slot_steps_total %lld\n"
+                     "# HELP infer_steps_retried_total Failed steps whose sequences ran again one by one.\n# TYPE infer_steps_retried_total counter\n"
+                     "infer_steps_retried_total %lld\n"
                      "# HELP infer_requests_running Slots at work now.\n# TYPE infer_requests_running gauge\ninfer_requests_running %d\n"
                      "# HELP infer_requests_queued Requests waiting for a slot.\n# TYPE infer_requests_queued gauge\ninfer_requests_queued %d\n"
                      "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
                      "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
                      "infer_client_disconnects_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
-                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.busy_slots, k.queued, k.slots, disc);
+                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.busy_slots, k.queued, k.slots, disc);
     for (int i = 2; i < 6 && n > 0 && (size_t)n < sizeof b; i++)
         n += snprintf(b + n, sizeof b - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, st[i]);
     return reply(c, 200, "text/plain; version=0.0.4", b);

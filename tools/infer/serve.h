@@ -112,6 +112,7 @@ struct cJSON *serve_parse_body(serve_check *k, const char *body, size_t len);
 // Engine figures for /metrics.
 typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
+    long long steps_retried; // failed batched steps whose sequences ran again one by one
     int busy_slots, queued, slots;
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);

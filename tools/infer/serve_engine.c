@@ -430,6 +430,28 @@ static int step(serve_engine *e) {
     else if (!e->split) st = infer_batch_eval_tokens(e->batch, cx, n, ids, nids, lg, tk);
     else // (a context split over two devices runs alone: batched passes run on one)
         for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
+    if (st && n > 1 && !e->tp) {
+        // A failed pass fails none of the sequences it held (infer_batch_eval: on an error none has
+        // advanced); each is run again alone -- the same numbers, a batch's row being its sequence alone --
+        // and only those whose own pass fails end, with why. (Not under --tp: the ranks' steps are one.)
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            infer_status si = e->split ? infer_eval(cx[i], ids[i], nids[i], lg[i], 1)
+                                       : infer_batch_eval_tokens(e->batch, &cx[i], 1, &ids[i], &nids[i], &lg[i], &tk[i]);
+            if (si) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "%s", infer_last_error());
+                slot_end(sl[i], NULL, msg);
+                continue;
+            }
+            cx[k] = cx[i], ids[k] = ids[i], nids[k] = nids[i], lg[k] = lg[i], tk[k] = tk[i], sl[k++] = sl[i];
+        }
+        pthread_mutex_lock(&e->mu);
+        e->counts.steps_retried++;
+        pthread_mutex_unlock(&e->mu);
+        if (!k) return n;
+        n = k, st = INFER_OK;
+    }
     if (st) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", infer_last_error());
