@@ -7,6 +7,7 @@
 
 #include "inference/grammar.h"
 #include "base/comm.h"
+#include "compute/nccl.h"
 #include "base/error.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -134,6 +135,8 @@ void infer_model_free(infer_model *m) {
     tokenizer_free(m->tok);
     grammar_vocab_free(m->gvocab);
     free(m->chat_tmpl);
+    nccl_close(m->nccl); // (opened by the first GPU pass of a rank: inference/parallel.c)
+    m->nccl = NULL;
     model_release(m);
     pthread_mutex_destroy(&m->lazy_mu);
     free(m->path);

@@ -3,7 +3,6 @@
 // source: a Hugging Face directory, a GGUF file, or a vindex.)
 #include "models/model.h"
 #include "base/comm.h"
-#include "compute/nccl.h"
 #include "models/quant_mix.h"
 #include "tensor/dtype.h"
 #include "models/gguf.h"
@@ -66,8 +65,7 @@ void model_release(infer_model *m) {
     free(m->packs);
     for (int i = 0; i < m->n_tp_keep; i++) free(m->tp_keep[i]);
     free(m->tp_keep);
-    nccl_close(m->nccl);
-    comm_close(m->comm);
+    comm_close(m->comm); // (its NCCL communicator, the inference's, is closed before: infer_model_free)
     store_close(&m->store);
     gguf_close(m->gguf);
     config_free(&m->cfg);

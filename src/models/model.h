@@ -81,7 +81,7 @@ struct infer_model {
     int tp_layers;                           // 1: a pipeline split instead (llama.cpp's -sm layer): this rank
     int pp_l0, pp_l1;                        // runs layers [pp_l0, pp_l1) only
     struct comm *comm;                       // the ranks' communicator (owned), NULL when tp_world is 1
-    struct nccl *nccl;                       // NCCL for GPU buffers (owned; opened at the first GPU pass), or NULL
+    struct nccl *nccl;                       // NCCL for GPU buffers (inference/parallel.c opens it at the first GPU pass, infer_model_free closes it), or NULL
     int nccl_tried;                          // ... and whether that was tried (nccl_why() said why not)
     char tp_transport[160];                  // "nccl 2.21.5", "shared memory (why not NCCL)", "tcp (...)" (infer_model_tp_transport)
     void **tp_keep;                          // the shard's tensors and copies (owned)
