@@ -74,20 +74,34 @@ enum { GEMM_MIN_ROWS = 32 }; // (a run of fewer rows: the per-row kernel)
 
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
-    if (!s->at.decode && s->att_gemm && s->at.T == s->pass_T && cuda_attention_gemm_ok(s->d, s->at.ggml, s->at.kv16)) {
+    const int whole = !s->at.decode && s->at.T == s->pass_T;
+    const int flash = whole && s->flash_min > 0 && cuda_attention_flash_ok(s->at.hd, s->at.ggml, s->at.kv16);
+    const int gemm = whole && s->att_gemm && cuda_attention_gemm_ok(s->d, s->at.ggml, s->at.kv16);
+    if (flash || gemm) { // a run of one sequence's rows at a time
         const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
         const void *const *tab = (const void *const *)s->at.tab;
         for (int i = 0; i < s->n_run; i++) {
             const int a = s->run0[i], n = s->run0[i + 1] - a;
             uint8_t *xb = xq ? (uint8_t *)xq + xr * a : NULL;
             float *sc = s->at.sc + (size_t)a * s->at.H * s->at.stride;
-            int rc = n >= GEMM_MIN_ROWS
-                         ? cuda_attention_gemm(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                               s->at.pos + a, s->pos_h + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap,
-                                               s->at.sinks, s->at.ggml, wtype, xb, s->at.kv16)
-                         : cuda_attention_kv(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                             s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks,
-                                             s->at.ggml, sc, s->at.stride, wtype, xb, 0, s->at.kv16);
+            int keys = 0; // (the most any row of the run sees)
+            for (int t = a; t < a + n; t++) {
+                const int p = s->pos_h[t], k = s->at.window && s->at.window < p + 1 ? s->at.window : p + 1;
+                keys = k > keys ? k : keys;
+            }
+            int rc;
+            if (n >= GEMM_MIN_ROWS && flash && keys >= s->flash_min)
+                rc = cuda_attention_flash(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                          s->at.pos + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml,
+                                          wtype, xb, s->at.kv16);
+            else if (n >= GEMM_MIN_ROWS && gemm)
+                rc = cuda_attention_gemm(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                         s->at.pos + a, s->pos_h + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks,
+                                         s->at.ggml, wtype, xb, s->at.kv16);
+            else
+                rc = cuda_attention_kv(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                       s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, sc,
+                                       s->at.stride, wtype, xb, 0, s->at.kv16);
             if (rc) return rc;
         }
         return 0;
@@ -145,6 +159,8 @@ cuda_state *cu_state(backend *b) {
     s->batch_gemm = bz && *bz == '1';
     const char *tz = getenv("INFER_CUDA_ATT_GEMM");
     s->att_gemm = !tz || !*tz || *tz != '0';
+    const char *fl = getenv("INFER_CUDA_FLASH");
+    s->flash_min = fl && *fl ? atoi(fl) : 0;
     b->dev = s;
     return s;
 }

@@ -63,6 +63,8 @@ typedef struct {
     // INFER_CUDA_ATT_Q=0: a quantizing launch after it)
     int att_q;
     int att_gemm;                // a prompt's runs of rows through cuBLAS (cuda_attention_gemm; INFER_CUDA_ATT_GEMM=0: not)
+    int flash_min;               // a run whose rows see this many keys or more: flash attention (cuda_attention_flash;
+                                 // INFER_CUDA_FLASH=N: from N keys, 0: never; off by default until measured there)
     int pos_h[N_ROWS_MAX];       // the pass's positions on the host (begin_pass)
     struct {
         int on, T, H, KV, hd, window, ggml, stride, decode, kv16;

@@ -8,6 +8,7 @@
 //   gemm.cu            prompt products: tensor cores, cuBLAS
 //   attention.cu       attention a block a (row, head), and split (flash-decoding)
 //   attention_gemm.cu  a prompt's attention through cuBLAS
+//   attention_flash.cu a prompt's attention on the tensor cores (flash attention)
 //   norm.cu            norms and the fused norm / residual / quantize chains
 //   rope.cu            RoPE, the per-head q, k, v preparation, the KV store
 //   elementwise.cu     bias, activations, residual, scale, softmax, ...

@@ -129,6 +129,14 @@ int cuda_attention_gemm_ok(cuda_dev *d, int ggml, int kv16);
 int cuda_attention_gemm(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                         const int *pos_host, const void *k, const void *v, float scale, float softcap, const float *sinks, int ggml,
                         int wtype, void *d_xq, int kv16);
+// The same on the tensor cores without the scores in memory (attention_flash.cu):
+// one f16 cache under ggml's numerics (q f16 valued), heads of 64, 128 or 256;
+// the per-row kernel's values up to the order of the sums and the f16
+// rounding of the unnormalized probabilities. Graph capture allowed.
+int cuda_attention_flash_ok(int hd, int ggml, int kv16);
+int cuda_attention_flash(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                         const void *k, const void *v, float scale, float softcap, const float *sinks, int ggml, int wtype,
+                         void *d_xq, int kv16);
 // The same over caches of f16 (kv16: each row's k and v rows __half, the f32 ones' values rounded) or f32.
 int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                       const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
