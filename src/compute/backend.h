@@ -161,7 +161,10 @@ typedef struct {
     // Replaying a pass (a device backend's captured graph); NULL where there
     // is none. GRAPH_BEGIN: 1 = a graph of this key is ready (launch it and
     // skip the operations), 0 = capturing the operations that follow (end
-    // with GRAPH_END, which launches), -1 = run them plainly.
+    // with GRAPH_END, which launches), -1 = run them plainly. GRAPH_END: 0 =
+    // launched; 1 = the capture failed (an operation refused inside it, or
+    // the capture broke), nothing ran and nothing failed: run the operations
+    // again, plainly; -1 = failed (the pass's results are not to be used).
     int (*graph)(backend *b, int phase, uint64_t key);
     // out[r] (host memory) = the first index of the largest of row r's n
     // values (NaN counts as below every number), for each of `rows` rows of x

@@ -539,6 +539,7 @@ infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_ou
         g = OPS->graph(BE, GRAPH_BEGIN, key | 1); // (never 0)
     }
     double t0 = 0;
+again:
     if (g != 1) {
         float *hidden = out->hidden;
         if (hidden)
@@ -570,7 +571,10 @@ infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_ou
                 if (cf->final_softcap) OPS->softcap(BE, lg, (size_t)n * V, cf->final_softcap);
             }
         }
-        if (g == 0) OPS->graph(BE, GRAPH_END, 0);
+        if (g == 0 && OPS->graph(BE, GRAPH_END, 0) == 1) { // (the capture failed and nothing ran: again, plainly)
+            g = -1;
+            goto again;
+        }
     } else
         OPS->graph(BE, GRAPH_LAUNCH, 0);
     for (int t = 0; t < T; t++) R->seq[t]->n_past++;

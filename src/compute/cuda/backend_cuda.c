@@ -159,6 +159,8 @@ cuda_state *cu_state(backend *b) {
     s->batch_gemm = bz && *bz == '1';
     const char *tz = getenv("INFER_CUDA_ATT_GEMM");
     s->att_gemm = !tz || !*tz || *tz != '0';
+    const char *cf = getenv("INFER_CUDA_CAPTURE_FAULT"); // (a test seam: every Nth capture taken as refused)
+    s->capture_fault = cf && *cf ? atoi(cf) : 0;
     const char *fl = getenv("INFER_CUDA_FLASH");
     s->flash_min = fl && *fl ? atoi(fl) : 0;
     b->dev = s;
@@ -205,7 +207,7 @@ static void *dev_find(backend *b, const void *p, void *(*up)(cuda_dev *, const v
         if (w->map[h].host == p) { dv = w->map[h].dev; goto out; }
         h = (h + 1) & (w->cap - 1);
     }
-    if (s->capturing) goto out; // (no uploads inside a capture: the pass fails, plainly)
+    if (s->capturing) goto out; // (no uploads inside a capture: GRAPH_END runs the pass again, plainly)
     // (the upload is complete when `up` returns: other contexts' streams may read it at once)
     if ((dv = up(s->d, p, bytes, type, cols))) w->map[h] = (dev_entry){p, dv}, w->n++;
 out:
@@ -492,7 +494,7 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
     cuda_state *s = cu_state_flushed(b);
     if (!s) return -1;
     if (phase == GRAPH_BEGIN) {
-        if (s->no_graph) return -1;
+        if (s->no_graph || b->ex->oom) return -1; // (a pass failing already: no capture, whose END would take it for a refusal)
         if (s->exec && s->gkey == key) return 1;
         if (s->seen == key && !cuda_graph_begin(s->d)) { // the second pass of this shape: capture it
             if (s->exec) cuda_graph_free(s->exec), s->exec = NULL;
@@ -505,7 +507,22 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
     if (phase == GRAPH_END) {
         s->capturing = 0;
         void *x = NULL;
-        if (cuda_graph_end(s->d, &x) || cuda_graph_launch(s->d, x)) { // (the captured work did not run)
+        // An operation that refused inside the capture (an upload, a scratch or a row table that would
+        // grow: not allowed there) or a capture that broke: nothing ran, so the pass runs again plainly,
+        // the capture's error dropped (the next launch's check would report it as its own).
+        const int refused = b->ex->oom || (s->capture_fault > 0 && ++s->captures % s->capture_fault == 0);
+        if (cuda_graph_end(s->d, &x) || refused) {
+            cuda_graph_free(x);
+            cuda_error_clear();
+            if (getenv("INFER_CUDA_GRAPH_DEBUG"))
+                fprintf(stderr, "infer: cuda graph capture failed (%s; %s): the pass runs again without it\n",
+                        refused ? "an operation refused inside it" : "the capture broke", cuda_status());
+            b->ex->oom = 0;
+            s->seen = 0;
+            if (++s->capture_failed >= CAPTURE_TRIES) s->no_graph = 1; // (captures that keep failing: none any more)
+            return 1;
+        }
+        if (cuda_graph_launch(s->d, x)) {
             cuda_graph_free(x);
             s->no_graph = 1;
             fail_op(b);

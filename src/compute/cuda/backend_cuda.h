@@ -10,6 +10,7 @@ enum {
     N_ROWS_MAX = 512,            // rows of a pass (context.h's N_BATCH_DEV)
     SCORES_MAX = 1 << 24,        // attention score floats a launch may use (the rows of a pass go in groups)
     PTAB_MAX = 2048,             // row-pointer tables kept before they are all dropped
+    CAPTURE_TRIES = 16,          // graph captures that may fail before a backend captures no more
 };
 
 typedef struct wstore wstore;
@@ -46,7 +47,8 @@ typedef struct {
     // the decode graph: its key, the key seen last (captured when seen twice)
     void *exec;
     uint64_t gkey, seen, pending;
-    int capturing, no_graph;
+    int capturing, no_graph, capture_failed; // (captures failed so far: CAPTURE_TRIES of them, and graphs are off)
+    int capture_fault, captures; // INFER_CUDA_CAPTURE_FAULT=N (a test seam): every Nth capture is taken as refused
     // fusion (INFER_CUDA_FUSE=0 turns it off): row operations wait and chain
     // (a norm in place, the residual that adds its output, the norm of the
     // sum, the quantization for the product that takes it: cuda_chain_run),

@@ -245,6 +245,8 @@ extern "C" HIDDEN int cuda_graph_launch(cuda_dev *d, void *exec) {
     return e == cudaSuccess ? 0 : set_status("graph launch", e);
 }
 
+extern "C" HIDDEN void cuda_error_clear(void) { (void)cudaGetLastError(); }
+
 extern "C" HIDDEN void cuda_graph_free(void *exec) {
     if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
 }
