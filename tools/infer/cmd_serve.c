@@ -36,7 +36,7 @@
 
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
-    "                   [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
+    "                   [-b N] [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
     "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions; GET /v1/models, /health\n"
     "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
     "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
@@ -47,6 +47,9 @@ static const char g_usage[] =
     CLI_USAGE_DEVICE
     CLI_USAGE_CACHE
     "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
+    "  -b, --batch-size N     the most tokens a step takes: each generating sequence's next one and the\n"
+    "                         waiting prompts' next chunks of up to 256, oldest first (default 512; one chunk\n"
+    "                         at least)\n"
     "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
     "      --max-body BYTES   the largest request body (default 1048576)\n"
     "      --timeout S        seconds for a request to come whole, and for a connection to stay idle (default 10)\n"
@@ -55,11 +58,12 @@ static const char g_usage[] =
     "      --api-key KEY      requests must carry Authorization: Bearer KEY\n"
     "      --alias NAME       the model's id in responses (default: the file's name)\n";
 
-enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
+enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
+    {"batch-size", required_argument, NULL, OPT_BATCH},
     {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"api-key", required_argument, NULL, OPT_API_KEY},
     {"alias", required_argument, NULL, OPT_ALIAS}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"max-connections", required_argument, NULL, OPT_MAX_CONN}, {"conn-per-addr", required_argument, NULL, OPT_PER_ADDR}, {0},
@@ -652,13 +656,15 @@ static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
                      "infer_busy_slot_steps_total %lld\n"
                      "# HELP infer_steps_retried_total Failed steps whose sequences ran again one by one.\n# TYPE infer_steps_retried_total counter\n"
                      "infer_steps_retried_total %lld\n"
+                     "# HELP infer_step_prompt_chunks_max The most prompt chunks one step held.\n# TYPE infer_step_prompt_chunks_max gauge\n"
+                     "infer_step_prompt_chunks_max %d\n"
                      "# HELP infer_requests_running Slots at work now.\n# TYPE infer_requests_running gauge\ninfer_requests_running %d\n"
                      "# HELP infer_requests_queued Requests waiting for a slot.\n# TYPE infer_requests_queued gauge\ninfer_requests_queued %d\n"
                      "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
                      "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
                      "infer_client_disconnects_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
-                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.busy_slots, k.queued, k.slots, disc);
+                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.step_chunks_max, k.busy_slots, k.queued, k.slots, disc);
     for (int i = 2; i < 6 && n > 0 && (size_t)n < sizeof b; i++)
         n += snprintf(b + n, sizeof b - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, st[i]);
     return reply(c, 200, "text/plain; version=0.0.4", b);
@@ -824,12 +830,12 @@ static void *watchdog(void *arg) {
 
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
-    long port = 8080, parallel = 4, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
+    long port = 8080, parallel = 4, batch = 512, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
     int opt;
     cli_opts o;
     cli_opts_init(&o, "serve", g_usage);
     o.n_ctx = 4096;
-    while ((opt = cli_next(&o, argc, argv, "hm:t:c:", g_opts)) > 0) {
+    while ((opt = cli_next(&o, argc, argv, "hm:t:c:b:", g_opts)) > 0) {
         switch (opt) {
         case OPT_HOST: host = optarg; break;
         case OPT_DEVICE: device = optarg; break;
@@ -837,6 +843,8 @@ int cmd_serve(int argc, char **argv) {
         case OPT_ALIAS: alias = optarg; break;
         case OPT_PORT: if ((port = cli_parse_count("--port", optarg, 65535)) < 0) return 1; break;
         case OPT_PARALLEL: if ((parallel = cli_parse_count("--parallel", optarg, 256)) < 1) return parallel < 0 ? 1 : cli_error("serve: --parallel must be at least 1"); break;
+        case 'b':
+        case OPT_BATCH: if ((batch = cli_parse_count("--batch-size", optarg, 1 << 20)) < 1) return batch < 0 ? 1 : cli_error("serve: --batch-size must be at least 1"); break;
         case OPT_QUEUE: if ((queue = cli_parse_count("--queue", optarg, 1 << 20)) < 0) return 1; break;
         case OPT_TIMEOUT: if ((timeout = cli_parse_count("--timeout", optarg, 86400)) < 1) return timeout < 0 ? 1 : cli_error("serve: --timeout must be at least 1"); break;
         case OPT_MAX_CONN: if ((max_conn = cli_parse_count("--max-connections", optarg, 65536)) < 1) return max_conn < 0 ? 1 : cli_error("serve: --max-connections must be at least 1"); break;
@@ -864,7 +872,7 @@ int cmd_serve(int argc, char **argv) {
         infer_model_free(sv.m);
         return rc ? cli_error("serve, rank %d: %s", rank, err) : 0;
     }
-    if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, o.ngl, (int)queue, err, sizeof err))) {
+    if (!(sv.e = serve_engine_new(sv.m, (int)parallel, (int)o.n_ctx, device, o.ngl, (int)queue, (int)batch, err, sizeof err))) {
         infer_model_free(sv.m);
         return cli_error("serve: %s", err);
     }

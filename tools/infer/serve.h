@@ -51,10 +51,12 @@ typedef struct {
 // The engine over `slots` contexts of n_ctx positions each on device ("cpu"
 // or "cuda"; NULL: the GPU where there is one) with ngl layers on a GPU (-1:
 // all; fewer: each step runs the slots one after the other, as batched
-// passes run on one device), queueing at most queue_max waiting tasks; NULL
-// with the reason in err.
-serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, char *err,
-                               size_t errlen);
+// passes run on one device), queueing at most queue_max waiting tasks, a
+// step taking at most step_tokens tokens (every generating slot's next one
+// and waiting prompts' chunks, oldest first; one chunk at least); NULL with
+// the reason in err.
+serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, int step_tokens,
+                               char *err, size_t errlen);
 // A rank other than 0 of a job (infer serve --tp N): the same slots and
 // placement as rank 0's engine, evaluating what rank 0 tells it each step,
 // until rank 0's engine stops (0) or the job fails (-1, err says why).
@@ -113,6 +115,7 @@ struct cJSON *serve_parse_body(serve_check *k, const char *body, size_t len);
 typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
     long long steps_retried; // failed batched steps whose sequences ran again one by one
+    int step_chunks_max;     // the most prompt chunks one step held
     int busy_slots, queued, slots;
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);

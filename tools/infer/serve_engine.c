@@ -56,6 +56,7 @@ typedef struct {
 struct serve_engine {
     infer_model *m;
     int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
+    int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
     int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
     long steps;
@@ -379,9 +380,12 @@ static int mask_arrived(serve_engine *e, slot *s) {
     return s->t != NULL;
 }
 
-// One step: a prompt chunk of one slot and a token of every generating slot,
-// in one call (on the CPU or the GPU: infer_batch_eval reads each weight once for all).
-// Returns how many slots it ran.
+// One step: a token of every generating slot and the next prompt chunk of
+// the waiting slots, oldest first, while the step's tokens stay within
+// e->step_tokens (one chunk at least), in one call (on the CPU or the GPU:
+// infer_batch_eval reads each weight once for all). A prompt's chunks are
+// its PROMPT_CHUNK tokens from its start whatever else the step holds, so
+// each is computed as alone. Returns how many slots it ran.
 static int step(serve_engine *e) {
     infer_ctx *cx[MAX_SLOTS];
     const int32_t *ids[MAX_SLOTS];
@@ -389,7 +393,26 @@ static int step(serve_engine *e) {
     float *lg[MAX_SLOTS];
     int32_t *tk[MAX_SLOTS];
     slot *sl[MAX_SLOTS];
-    int prompt_taken = 0;
+    // which waiting prompts go: the decode rows first, then chunks oldest first (the least `used`)
+    int wait[MAX_SLOTS], n_wait = 0, rows = 0;
+    unsigned char take[MAX_SLOTS] = {0};
+    for (int i = 0; i < e->n_slots; i++) {
+        slot *s = &e->s[i];
+        if (!s->t || s->mask_wait) continue;
+        if (s->generating) rows++;
+        else wait[n_wait++] = i;
+    }
+    for (int a = 1; a < n_wait; a++) // (insertion: a few slots)
+        for (int b = a; b > 0 && e->s[wait[b]].used < e->s[wait[b - 1]].used; b--) {
+            int x = wait[b];
+            wait[b] = wait[b - 1], wait[b - 1] = x;
+        }
+    for (int k = 0, taken = 0; k < n_wait; k++) {
+        const slot *s = &e->s[wait[k]];
+        int rest = s->t->req.n_prompt - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
+        if (taken && rows + chunk > e->step_tokens) continue;
+        take[wait[k]] = 1, rows += chunk, taken++;
+    }
     for (int i = 0; i < e->n_slots; i++) {
         slot *s = &e->s[i];
         if (!s->t) continue;
@@ -409,8 +432,7 @@ static int step(serve_engine *e) {
         }
         if (s->mask_wait && !mask_arrived(e, s)) continue;
         if (!s->generating) {
-            if (prompt_taken) continue;
-            prompt_taken = 1;
+            if (!take[i]) continue;
             int rest = s->t->req.n_prompt - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
             cx[n] = s->ctx, ids[n] = s->t->req.prompt + s->n_fed, nids[n] = chunk, lg[n] = chunk == rest ? s->logits : NULL;
         } else {
@@ -461,8 +483,10 @@ static int step(serve_engine *e) {
     e->step_s = cli_now() - t0;
     pthread_mutex_lock(&e->mu);
     e->counts.steps++;
+    int chunks = 0;
     for (int i = 0; i < n; i++)
-        if (!sl[i]->generating) e->counts.prompt_tokens += nids[i];
+        if (!sl[i]->generating) e->counts.prompt_tokens += nids[i], chunks++;
+    if (chunks > e->counts.step_chunks_max) e->counts.step_chunks_max = chunks;
     e->counts.busy_slot_steps += n;
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < n; i++) {
@@ -543,15 +567,15 @@ static void *engine_main(void *arg) {
     return NULL;
 }
 
-serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, char *err,
-                               size_t errlen) {
+serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, int step_tokens,
+                               char *err, size_t errlen) {
     if (slots < 1 || slots > MAX_SLOTS) {
         snprintf(err, errlen, "--parallel %d: between 1 and %d", slots, MAX_SLOTS);
         return NULL;
     }
     serve_engine *e = calloc(1, sizeof *e);
     if (!e) return snprintf(err, errlen, "out of memory"), NULL;
-    e->m = m, e->n_slots = slots, e->V = infer_model_n_vocab(m), e->queue_max = queue_max;
+    e->m = m, e->n_slots = slots, e->V = infer_model_n_vocab(m), e->queue_max = queue_max, e->step_tokens = step_tokens;
     e->n_eog = infer_model_eog(m, e->eog, 16);
     e->s = calloc((size_t)slots, sizeof *e->s);
     int ok = e->s != NULL;
