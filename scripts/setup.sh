@@ -31,12 +31,12 @@ fi
 
 # The test suite rebuilds two reference tokenizer.json files from the fetched
 # GGUFs with Hugging Face `tokenizers` (scripts/gen-tokenizer-expected.py),
-# and talks to infer serve through OpenAI's own client (`openai`):
-# Python is for reference data only, never for the engine.
-if ! python3 -c "import tokenizers, gguf, numpy, openai" 2>/dev/null; then
-    echo "setup: installing the Python reference tools of the tests (tokenizers, gguf, numpy, openai)"
-    python3 -m pip install --quiet tokenizers==0.23.3 gguf numpy openai >/dev/null 2>&1 ||
-        echo "setup: pip could not install tokenizers/gguf/openai; the tests that use them will say so" >&2
+# and talks to infer serve through OpenAI's and Anthropic's own clients
+# (`openai`, `anthropic`): Python is for reference data only, never for the engine.
+if ! python3 -c "import tokenizers, gguf, numpy, openai, anthropic" 2>/dev/null; then
+    echo "setup: installing the Python reference tools of the tests (tokenizers, gguf, numpy, openai, anthropic)"
+    python3 -m pip install --quiet tokenizers==0.23.3 gguf numpy openai anthropic >/dev/null 2>&1 ||
+        echo "setup: pip could not install tokenizers/gguf/openai/anthropic; the tests that use them will say so" >&2
 fi
 
 # WEB=1: the chat page's browser test too (Debian's chromium and its driver,

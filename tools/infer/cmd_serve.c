@@ -5,9 +5,11 @@
 //
 // Endpoints: GET /health, GET /metrics (Prometheus text), GET /v1/models,
 // POST /v1/chat/completions, POST /v1/completions (streamed as OpenAI
-// streams them, or not), POST /tokenize and /detokenize (llama-server's), GET
-// / (the chat page). Errors are {"error": {"message", "type", "param",
-// "code"}} with their HTTP status.
+// streams them, or not), POST /v1/messages and /v1/messages/count_tokens
+// (Anthropic's, serve_anthropic.c), POST /tokenize and /detokenize
+// (llama-server's), GET / (the chat page). Errors are {"error": {"message",
+// "type", "param", "code"}} with their HTTP status (Anthropic's shape under
+// /v1/messages).
 #include "cli.h"
 #include "serve.h"
 
@@ -55,7 +57,7 @@ static const char g_usage[] =
     "      --timeout S        seconds for a request to come whole, and for a connection to stay idle (default 10)\n"
     "      --max-connections N  open connections served in full (default 512); more get /health and /metrics only\n"
     "      --conn-per-addr N  of them, from one address (default parallel + queue + 32)\n"
-    "      --api-key KEY      requests must carry Authorization: Bearer KEY\n"
+    "      --api-key KEY      requests must carry Authorization: Bearer KEY (or x-api-key: KEY)\n"
     "      --alias NAME       the model's id in responses (default: the file's name)\n";
 
 enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
@@ -157,29 +159,27 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, int status, const c
     return reply_json(c, status, j);
 }
 
-// ---------------------------------------------------------------------------
-// text for JSON: UTF-8 made valid (a token or a cut may end inside a character)
+// An error in the shape of the URL's API: Anthropic's under /v1/messages, else OpenAI's.
+static int anthropic_url(const char *url) { return !strncmp(url, "/v1/messages", 12) && (!url[12] || url[12] == '/'); }
 
-static char *utf8_clean(const char *s, size_t n) {
-    char *o = malloc(3 * n + 1), *q = o;
-    if (!o) return NULL;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = k > 0 && i + k <= n && c != 0;
-        for (size_t j = 1; ok && j < k; j++) ok = ((unsigned char)s[i + j] & 0xC0) == 0x80;
-        if (ok && k == 3) ok = !(c == 0xE0 && (unsigned char)s[i + 1] < 0xA0) && !(c == 0xED && (unsigned char)s[i + 1] >= 0xA0);
-        if (ok && k == 4) ok = !(c == 0xF0 && (unsigned char)s[i + 1] < 0x90) && !(c == 0xF4 && (unsigned char)s[i + 1] >= 0x90);
-        if (ok) memcpy(q, s + i, k), q += k, i += k;
-        else memcpy(q, "\xEF\xBF\xBD", 3), q += 3, i++;
-    }
-    *q = 0;
-    return o;
+static enum MHD_Result reply_error_at(struct MHD_Connection *c, const char *url, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static enum MHD_Result reply_error_at(struct MHD_Connection *c, const char *url, int status, const char *code, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!anthropic_url(url)) return reply_error(c, status, NULL, code, "%s", msg);
+    char *body = serve_anth_error(status, msg);
+    enum MHD_Result ok = reply(c, status, "application/json", body ? body : "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"out of memory\"}}");
+    free(body);
+    return ok;
 }
 
 // a string field of valid UTF-8 from n bytes
 static void add_text(cJSON *o, const char *name, const char *s, size_t n) {
-    char *c = utf8_clean(s, n);
+    char *c = serve_utf8_clean(s, n);
     cJSON_AddStringToObject(o, name, c ? c : "");
     free(c);
 }
@@ -251,6 +251,7 @@ typedef struct {
     int late;                       // a waited-for answer sent as it comes (the client sent its FIN: answer_read)
     char *all;                      // (waited for) the text so far
     size_t n_all;
+    serve_anth *anth;               // Anthropic's Messages API: its answer's shape and events (NULL: OpenAI's)
 } stream;
 
 // The client is gone: an error on its socket (a reset: a write after it
@@ -330,6 +331,12 @@ static int probe_due(stream *s) {
     return 1;
 }
 
+// bytes made elsewhere (serve_anthropic.c's events) appended and freed
+static void append_owned(stream *s, char *b) {
+    if (b) append(s, b, strlen(b));
+    free(b);
+}
+
 // "data: {json}\n\n" appended to the stream's pending bytes
 static void emit(stream *s, cJSON *j) {
     char *txt = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -353,7 +360,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         s->pend_len = s->pend_at = 0;
         if (s->phase == 4) return MHD_CONTENT_READER_END_OF_STREAM;
         if (s->phase == 0) {
-            if (s->chat) emit(s, chunk_json(s, "assistant", "", NULL));
+            if (s->anth) append_owned(s, serve_anth_start(s->anth));
+            else if (s->chat) emit(s, chunk_json(s, "assistant", "", NULL));
             s->phase = 1;
             continue;
         }
@@ -376,9 +384,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         serve_state st;
         serve_task_wait(s->t, s->from, 50, &text, &len, &st);
         if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
+        if (len && s->anth) append_owned(s, serve_anth_delta(s->anth, text, len)), s->from += len;
+        else if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
         free(text);
         s->pause = len && !st.done;
+        if (st.done && s->phase == 1 && s->anth) { // (Anthropic's stream ends with its last event: no [DONE])
+            append_owned(s, serve_anth_end(s->anth, s->t, &st));
+            s->phase = 4;
+            continue;
+        }
         if (st.done && s->phase == 1) {
             if (!st.finish) { // failed or cancelled: an error event instead of a finish, then [DONE]
                 s->phase = 3;
@@ -410,12 +424,14 @@ static void stream_free(void *cls) {
     serve_task_cancel(s->t); // (nothing when it is done)
     serve_task_release(s->t);
     free(s->pend), free(s->all);
+    serve_anth_free(s->anth);
     free(s);
 }
 
 // A waited-for answer's body once the task is done (st): the completion, or
 // the error; *status its HTTP status. malloc'd.
 static char *answer_body(stream *s, const serve_state *st, int *status) {
+    if (s->anth) return serve_anth_message(s->anth, s->t, st, s->all, s->n_all, status);
     server *sv = s->sv;
     serve_logprob *lpv = NULL;
     int lp_n = s->logprobs && st->finish ? serve_task_logprobs(s->t, 0, &lpv) : -1;
@@ -502,19 +518,22 @@ static ssize_t answer_read(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
-static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen *g, int chat) {
+// (anth: an answer of Anthropic's Messages API, which the stream takes)
+static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen *g, int chat, serve_anth *anth) {
     stream *s = calloc(1, sizeof *s);
-    if (!s) return serve_gen_free(g), reply_error(c, 500, NULL, NULL, "out of memory");
-    s->sv = sv, s->chat = chat, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
+    if (!s) return serve_gen_free(g), serve_anth_free(anth), reply_error(c, 500, NULL, NULL, "out of memory");
+    s->sv = sv, s->chat = chat, s->anth = anth, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
     snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     int stream_it = g->stream;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci ? ci->connect_fd : -1;
     s->t = serve_submit(sv->e, &g->r);
     if (!s->t) { // 503 with Retry-After
-        free(s);
-        const char *body = "{\"error\":{\"message\":\"the server is busy (its queue is full) or stopping; try again shortly\","
-                           "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+        const char *body = anth ? "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"the server is busy (its queue "
+                                  "is full) or stopping; try again shortly\"}}"
+                                : "{\"error\":{\"message\":\"the server is busy (its queue is full) or stopping; try again shortly\","
+                                  "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+        serve_anth_free(anth), free(s);
         struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
         MHD_add_response_header(r, "Content-Type", "application/json");
@@ -573,7 +592,27 @@ static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, reque
         const char *code = strstr(k.msg, "context holds") ? "context_length_exceeded" : NULL;
         return reply_error(c, k.status, k.param[0] ? k.param : NULL, code, "%s", k.msg);
     }
-    return generate(c, sv, &g, chat);
+    return generate(c, sv, &g, chat, NULL);
+}
+
+// Anthropic's POST /v1/messages and /v1/messages/count_tokens (serve_anthropic.c)
+static enum MHD_Result post_messages(struct MHD_Connection *c, server *sv, request *rq, const char *url, int post) {
+    int count = !strcmp(url, "/v1/messages/count_tokens");
+    if (!count && strcmp(url, "/v1/messages")) return reply_error_at(c, url, 404, NULL, "no such endpoint: %s", url);
+    if (!post) return reply_error_at(c, url, 405, NULL, "%s: use POST", url);
+    serve_check k = {0};
+    serve_gen g;
+    serve_parse_messages(&k, sv->m, sv->n_ctx, rq->body, rq->len, count, cli_seed(), &g);
+    if (k.status) return serve_gen_free(&g), reply_error_at(c, url, k.status, NULL, "%s", k.msg);
+    if (count) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "input_tokens", g.r.n_prompt);
+        serve_gen_free(&g);
+        return reply_json(c, 200, j);
+    }
+    serve_anth *a = serve_anth_new(sv->m, sv->alias, &g, cli_seed());
+    if (!a) return serve_gen_free(&g), reply_error_at(c, url, 500, NULL, "out of memory");
+    return generate(c, sv, &g, 1, a);
 }
 
 // ---------------------------------------------------------------------------
@@ -684,7 +723,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > sv->max_body) { // answered now: the body is never read
             rq->too_big = 1;
-            return reply_error(c, 413, NULL, NULL, "the body (%s bytes) is larger than this server's limit of %zu bytes", cl, sv->max_body);
+            return reply_error_at(c, url, 413, NULL, "the body (%s bytes) is larger than this server's limit of %zu bytes", cl, sv->max_body);
         }
         return MHD_YES;
     }
@@ -712,14 +751,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (cn && !cn->busy) cn->busy = 1, sv->active++;
     if (cn) limited = cn->limited;
     pthread_mutex_unlock(&sv->mu);
-    if (rq->too_big) return reply_error(c, 413, NULL, NULL, "the body is larger than this server's limit of %zu bytes", sv->max_body);
+    if (rq->too_big) return reply_error_at(c, url, 413, NULL, "the body is larger than this server's limit of %zu bytes", sv->max_body);
     if (limited && strcmp(url, "/health") && strcmp(url, "/metrics"))
-        return reply_error(c, 503, NULL, NULL, "too many connections (this server's pool, or this address's share of it, is full); "
+        return reply_error_at(c, url, 503, NULL, "too many connections (this server's pool, or this address's share of it, is full); "
                                                "/health and /metrics are still answered");
     if (sv->api_key && strcmp(url, "/health") && strcmp(url, "/") && strcmp(url, "/index.html")) {
-        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        if (!auth || strncasecmp(auth, "Bearer ", 7) || strcmp(auth + 7 + strspn(auth + 7, " "), sv->api_key))
-            return reply_error(c, 401, NULL, "invalid_api_key", "a valid API key is required (Authorization: Bearer KEY)");
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                   *xkey = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key"); // (Anthropic's)
+        if ((!auth || strncasecmp(auth, "Bearer ", 7) || strcmp(auth + 7 + strspn(auth + 7, " "), sv->api_key)) && (!xkey || strcmp(xkey, sv->api_key)))
+            return reply_error_at(c, url, 401, "invalid_api_key", "a valid API key is required (Authorization: Bearer KEY, or x-api-key: KEY)");
     }
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST"); // (HEAD: MHD sends no body)
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) { // the chat page
@@ -756,6 +796,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
         return post_generate(c, sv, rq, chat);
     }
+    if (anthropic_url(url)) return post_messages(c, sv, rq, url, post);
     return reply_error(c, 404, NULL, NULL, "no such endpoint: %s %s", method, url);
 }
 

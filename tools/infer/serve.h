@@ -110,6 +110,36 @@ void serve_gen_free(serve_gen *g);
 // NULL with k->status 400 and why.
 struct cJSON;
 struct cJSON *serve_parse_body(serve_check *k, const char *body, size_t len);
+// The field checks the parsers share: a 400 naming param (the first fault
+// stays), and a number field in [lo, hi] (absent or null: *v unchanged;
+// integer: whole numbers only).
+int serve_bad(serve_check *k, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void serve_num_field(serve_check *k, const struct cJSON *o, const char *name, double lo, double hi, int integer, double *v);
+
+// The Anthropic Messages API (serve_anthropic.c): a body of /v1/messages
+// (count: of /v1/messages/count_tokens, where max_tokens is not asked for)
+// parsed into *g as serve_parse_generate does (always initialized; free it
+// with serve_gen_free), and the answer written in Anthropic's shape.
+void serve_parse_messages(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int count, uint64_t seed,
+                          serve_gen *g);
+// An answer's state: its id, the model's name, the prompt's length and the
+// stop strings (copied from g: the task takes g's). NULL: out of memory.
+typedef struct serve_anth serve_anth;
+serve_anth *serve_anth_new(infer_model *m, const char *model, const serve_gen *g, uint64_t id);
+void serve_anth_free(serve_anth *a);
+// Its events, malloc'd text ("event: NAME\ndata: JSON\n\n" each): the start
+// (message_start, content_block_start, ping), a text delta, and the end once
+// the task is done (content_block_stop, message_delta, message_stop; an
+// error event when it failed).
+char *serve_anth_start(serve_anth *a);
+char *serve_anth_delta(serve_anth *a, const char *text, size_t n);
+char *serve_anth_end(serve_anth *a, serve_task *t, const serve_state *st);
+// The waited-for answer once the task is done: the message (text[0, n)) or
+// the error, malloc'd; *status its HTTP status.
+char *serve_anth_message(serve_anth *a, serve_task *t, const serve_state *st, const char *text, size_t n, int *status);
+// {"type": "error", "error": {"type", "message"}} with the type of the
+// HTTP status, malloc'd (NULL: out of memory).
+char *serve_anth_error(int status, const char *msg);
 
 // Engine figures for /metrics.
 typedef struct {
@@ -126,5 +156,8 @@ size_t serve_stop_at(const char *s, size_t n, char *const *stop, int n_stop);
 // How much of s[0, n) may be shown while more may come: not an end that could
 // begin a stop string, nor an unfinished UTF-8 character.
 size_t serve_visible(const char *s, size_t n, char *const *stop, int n_stop);
+// s[0, n) as valid UTF-8 (a token or a cut may end inside a character):
+// each invalid byte U+FFFD; malloc'd, NUL-terminated.
+char *serve_utf8_clean(const char *s, size_t n);
 
 #endif

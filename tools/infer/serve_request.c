@@ -11,15 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int bad(serve_check *k, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(serve_check *k, const char *param, const char *fmt, ...) {
-    if (k->status) return -1;
-    va_list ap;
-    va_start(ap, fmt);
+static void vbad(serve_check *k, const char *param, const char *fmt, va_list ap) {
+    if (k->status) return;
     vsnprintf(k->msg, sizeof k->msg, fmt, ap);
-    va_end(ap);
     snprintf(k->param, sizeof k->param, "%s", param);
     k->status = 400;
+}
+
+static int bad(serve_check *k, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(serve_check *k, const char *param, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vbad(k, param, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int serve_bad(serve_check *k, const char *param, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vbad(k, param, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -34,6 +46,10 @@ static void num_field(serve_check *k, const cJSON *o, const char *name, double l
         return;
     }
     *v = x;
+}
+
+void serve_num_field(serve_check *k, const cJSON *o, const char *name, double lo, double hi, int integer, double *v) {
+    num_field(k, o, name, lo, hi, integer, v);
 }
 
 // The fields both endpoints share: sampling, max tokens, stop, stream.

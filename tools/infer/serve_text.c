@@ -1,10 +1,12 @@
-// The server's text rules (serve.h): where a stop string cuts the text, and
-// how much of it may be shown while tokens still come.
+// The server's text rules (serve.h): where a stop string cuts the text, how
+// much of it may be shown while tokens still come, and text made valid UTF-8
+// for JSON.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE // memmem
 #endif
 #include "serve.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 size_t serve_stop_at(const char *s, size_t n, char *const *stop, int n_stop) {
@@ -34,4 +36,21 @@ size_t serve_visible(const char *s, size_t n, char *const *stop, int n_stop) {
         if (v - (i - 1) < need) v = i - 1;
     }
     return v;
+}
+
+char *serve_utf8_clean(const char *s, size_t n) {
+    char *o = malloc(3 * n + 1), *q = o;
+    if (!o) return NULL;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+        int ok = k > 0 && i + k <= n && c != 0;
+        for (size_t j = 1; ok && j < k; j++) ok = ((unsigned char)s[i + j] & 0xC0) == 0x80;
+        if (ok && k == 3) ok = !(c == 0xE0 && (unsigned char)s[i + 1] < 0xA0) && !(c == 0xED && (unsigned char)s[i + 1] >= 0xA0);
+        if (ok && k == 4) ok = !(c == 0xF0 && (unsigned char)s[i + 1] < 0x90) && !(c == 0xF4 && (unsigned char)s[i + 1] >= 0x90);
+        if (ok) memcpy(q, s + i, k), q += k, i += k;
+        else memcpy(q, "\xEF\xBF\xBD", 3), q += 3, i++;
+    }
+    *q = 0;
+    return o;
 }
