@@ -192,7 +192,8 @@ except anthropic.BadRequestError as e:
     check(e.status_code == 400 and e.body["error"]["type"] == "invalid_request_error" and "temperature" in str(e),
           f"the error as the client raises it: {e}")
 
-# the key: x-api-key or a bearer token, on every endpoint; none or a wrong one: 401 (authentication_error)
+# the key: x-api-key or a bearer token, on every endpoint; none or a wrong one: 401 (authentication_error). (The
+# client sends it as x-api-key, or in its newer versions as a bearer token: both are tried here by hand.)
 check(raw_error(good, 401, "API key", headers={"Content-Type": "application/json"}) == "authentication_error", "no key: authentication_error")
 raw_error(good, 401, "API key", headers={"Content-Type": "application/json", "x-api-key": "x"})
 st, data = request("POST", "/v1/messages", good, headers={"Content-Type": "application/json", "Authorization": "Bearer k"})
