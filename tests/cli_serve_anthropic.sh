@@ -8,7 +8,7 @@
 infer=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/serve/start.sh"
-start_server --parallel 2 -c 1024 -t 2 --max-body 2000000 --api-key k
+start_server --parallel 2 --queue 2 -c 1024 -t 2 --max-body 2000000 --api-key k
 
 python3 "$root/tests/serve/test_anthropic.py" "$base"
 rc=$?
