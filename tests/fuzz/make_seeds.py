@@ -300,7 +300,13 @@ reqs = {
                    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
     "completion": {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0, "logprobs": 2, "echo": False},
     "completion-grammar": {"prompt": "x", "grammar": "root ::= [a-z]+ (\" \" [0-9]{1,3})?", "max_tokens": 4},
+    "messages": {"model": "m", "max_tokens": 8, "system": [{"type": "text", "text": "Be"}],
+                 "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": [{"type": "text", "text": "Yo"}]},
+                              {"role": "user", "content": "Go"}], "stop_sequences": ["\n", "END"], "temperature": 0.5,
+                 "top_p": 0.9, "top_k": 40, "stream": True, "metadata": {"user_id": "u"}},
+    "messages-count": {"model": "m", "system": "Be brief.", "messages": [{"role": "user", "content": "Hi"}]},
 }
-for name, r in reqs.items():  # the first byte: 1 chat, 0 completion
-    out("request", name, (b"\x00" if name.startswith("completion") else b"\x01") + json.dumps(r).encode())
+for name, r in reqs.items():  # the first byte: 1 chat, 0 completion, 2 /v1/messages, 3 its count_tokens
+    first = {"messages": b"\x02", "messages-count": b"\x03"}.get(name, b"\x00" if name.startswith("completion") else b"\x01")
+    out("request", name, first + json.dumps(r).encode())
 shutil.rmtree(tmp)
