@@ -151,7 +151,7 @@ err("POST", "/v1/chat/completions", dict(chat, temperature="hot"), param="temper
 err("POST", "/v1/chat/completions", dict(chat, temperature=5), param="temperature")
 err("POST", "/v1/chat/completions", dict(chat, max_tokens=0), param="max_tokens")
 err("POST", "/v1/chat/completions", dict(chat, n=2), param="n")
-err("POST", "/v1/chat/completions", dict(chat, tools=[{"type": "function"}]), param="tools")
+err("POST", "/v1/chat/completions", dict(chat, tools=[{"type": "function"}]), param="tools[0]")  # (a tool without its function)
 err("POST", "/v1/chat/completions", dict(chat, logit_bias={"1": 5}), param="logit_bias")
 err("POST", "/v1/chat/completions", dict(chat, stop=[""]), param="stop")
 err("POST", "/v1/chat/completions", dict(chat, stream="yes"), param="stream")

@@ -249,8 +249,9 @@ typedef struct {
     int pause;                      // a delta went out: pause before waiting for the next (STREAM_PAUSE_MS)
     double probed;                  // when a keep-alive byte last went to a client that sent its FIN
     int late;                       // a waited-for answer sent as it comes (the client sent its FIN: answer_read)
-    char *all;                      // (waited for) the text so far
+    char *all;                      // (waited for, or tools) the text so far
     size_t n_all;
+    serve_tools *tools;             // tool calls asked for: the answer parsed once whole (serve_tools.c)
 } stream;
 
 // The client is gone: an error on its socket (a reset: a write after it
@@ -344,6 +345,25 @@ static void emit(stream *s, cJSON *j) {
     free(txt);
 }
 
+// A streamed answer with tools, once whole: a delta of each tool call (OpenAI's index, id, name and
+// arguments in one), or the answer's text; 1 when it called tools.
+static int tool_chunks(stream *s) {
+    cJSON *content, *calls;
+    serve_tools_answer(s->tools, s->all ? s->all : "", s->n_all, &content, &calls);
+    int i = 0;
+    for (cJSON *c = calls ? calls->child : NULL; c; c = c->next, i++) {
+        cJSON *j = chunk_json(s, NULL, "", NULL), *d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "delta");
+        cJSON_DeleteItemFromObject(d, "content");
+        cJSON *one = cJSON_Duplicate(c, 1);
+        cJSON_AddNumberToObject(one, "index", i);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), one);
+        emit(s, j);
+    }
+    if (!calls) emit(s, chunk_json(s, NULL, cJSON_IsString(content) ? content->valuestring : s->all ? s->all : "", NULL));
+    cJSON_Delete(content), cJSON_Delete(calls);
+    return i > 0;
+}
+
 enum { STREAM_PAUSE_MS = 20 };
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -376,6 +396,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         serve_state st;
         serve_task_wait(s->t, s->from, 50, &text, &len, &st);
         if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (len && s->tools) { // (the answer is JSON to parse: kept until it is whole)
+            char *p = realloc(s->all, s->n_all + len + 1);
+            if (p) memcpy(p + s->n_all, text, len), s->all = p, s->n_all += len, p[s->n_all] = 0;
+            s->from += len, len = 0;
+        }
         if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
         free(text);
         s->pause = len && !st.done;
@@ -389,6 +414,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 emit(s, j);
                 continue;
             }
+            if (s->tools && tool_chunks(s)) st.finish = "tool_calls";
             emit(s, chunk_json(s, NULL, NULL, st.finish));
             if (s->include_usage) {
                 cJSON *j = chunk_json(s, NULL, NULL, NULL);
@@ -410,6 +436,7 @@ static void stream_free(void *cls) {
     serve_task_cancel(s->t); // (nothing when it is done)
     serve_task_release(s->t);
     free(s->pend), free(s->all);
+    serve_tools_free(s->tools);
     free(s);
 }
 
@@ -419,6 +446,7 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
     server *sv = s->sv;
     serve_logprob *lpv = NULL;
     int lp_n = s->logprobs && st->finish ? serve_task_logprobs(s->t, 0, &lpv) : -1;
+    const char *finish = st->finish;
     cJSON *j = cJSON_CreateObject();
     if (!st->finish) {
         *status = st->stopping ? 503 : 500;
@@ -439,9 +467,18 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
         ch = cJSON_AddArrayToObject(j, "choices");
         cJSON_AddNumberToObject(one, "index", 0);
         if (s->chat) {
-            cJSON *msg = cJSON_AddObjectToObject(one, "message");
+            cJSON *msg = cJSON_AddObjectToObject(one, "message"), *content = NULL, *calls = NULL;
             cJSON_AddStringToObject(msg, "role", "assistant");
-            add_text(msg, "content", s->all ? s->all : "", s->all ? s->n_all : 0);
+            if (s->tools && serve_tools_answer(s->tools, s->all ? s->all : "", s->n_all, &content, &calls)) {
+                cJSON_AddNullToObject(msg, "content");
+                cJSON_AddItemToObject(msg, "tool_calls", calls), calls = NULL;
+                finish = "tool_calls";
+            } else if (cJSON_IsString(content)) {
+                cJSON_AddItemToObject(msg, "content", content), content = NULL;
+            } else {
+                add_text(msg, "content", s->all ? s->all : "", s->all ? s->n_all : 0);
+            }
+            cJSON_Delete(content), cJSON_Delete(calls);
         } else {
             add_text(one, "text", s->all ? s->all : "", s->all ? s->n_all : 0);
         }
@@ -451,7 +488,7 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
         } else {
             cJSON_AddNullToObject(one, "logprobs");
         }
-        cJSON_AddStringToObject(one, "finish_reason", st->finish);
+        cJSON_AddStringToObject(one, "finish_reason", finish);
         cJSON_AddItemToArray(ch, one);
         cJSON_AddItemToObject(j, "usage", usage_json(st));
     }
@@ -506,12 +543,14 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen 
     stream *s = calloc(1, sizeof *s);
     if (!s) return serve_gen_free(g), reply_error(c, 500, NULL, NULL, "out of memory");
     s->sv = sv, s->chat = chat, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
+    s->tools = g->tools, g->tools = NULL;
     snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     int stream_it = g->stream;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci ? ci->connect_fd : -1;
     s->t = serve_submit(sv->e, &g->r);
     if (!s->t) { // 503 with Retry-After
+        serve_tools_free(s->tools);
         free(s);
         const char *body = "{\"error\":{\"message\":\"the server is busy (its queue is full) or stopping; try again shortly\","
                            "\"type\":\"server_error\",\"param\":null,\"code\":null}}";

@@ -95,9 +95,11 @@ typedef struct {
     int status;
     char param[64], msg[256];
 } serve_check;
+typedef struct serve_tools serve_tools;
 typedef struct {
     serve_request r;
     int stream, include_usage;
+    serve_tools *tools;       // tool calls asked for (serve_tools.c), or NULL
 } serve_gen;
 // Parses and checks a body of /v1/chat/completions (chat) or /v1/completions
 // into *g (always initialized; free it with serve_gen_free): the fields, the
@@ -106,6 +108,18 @@ typedef struct {
 void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int chat, uint64_t seed,
                           serve_gen *g);
 void serve_gen_free(serve_gen *g);
+
+// Tool calls (serve_tools.c). A chat body's tools, tool_choice and
+// parallel_tool_calls checked (k set on a bad one): where tools are to be
+// offered, g->tools and the answer's grammar are set; where tools are offered
+// or the conversation holds tool turns, the messages the chat template gets
+// (the functions in the system turn, the tool turns as text), else NULL.
+struct cJSON *serve_tools_parse(serve_check *k, infer_model *m, const struct cJSON *body, serve_gen *g);
+void serve_tools_free(serve_tools *t);
+// The answer text parsed: 1 with *calls OpenAI's tool_calls array; else 0
+// with *content the answer's text (NULL: the text is not in the answer's
+// form -- cut short -- and stands as it is). The caller frees both.
+int serve_tools_answer(const serve_tools *t, const char *text, size_t n, struct cJSON **content, struct cJSON **calls);
 // A request's body: a JSON object and nothing after it but whitespace, or
 // NULL with k->status 400 and why.
 struct cJSON;
