@@ -302,6 +302,32 @@ INFER_API infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int
 // n_layer x n_embd floats (the input infer_walk_features takes).
 INFER_API infer_status infer_eval_ffn_input(infer_ctx *ctx, const int32_t *ids, int n, float *ffn_in);
 
+// Embeddings: one vector of n_embd floats for a whole sequence, pooled from
+// the states after the final norm of every position (an encoder's, BERT,
+// after its last layer). An encoder's contexts make only embeddings: their
+// infer_eval refuses (INFER_ERR_UNSUPPORTED).
+typedef enum {              // append-only
+    INFER_POOLING_MODEL,    // the model's own (infer_model_embed_defaults)
+    INFER_POOLING_MEAN,     // the mean over the positions
+    INFER_POOLING_CLS,      // the first position's ([CLS])
+    INFER_POOLING_LAST,     // the last position's (a decoder's: the one that saw every token)
+} infer_pooling;
+// 1 when the model is an encoder (BERT): it makes embeddings, not text.
+INFER_API int infer_model_is_encoder(const infer_model *model);
+// The model's pooling and whether its embeddings are L2-normalized: from
+// sentence-transformers' modules.json and 1_Pooling/config.json in a Hugging
+// Face directory (mean and normalized when they are absent), for a decoder
+// the last position's, normalized (as llama.cpp's llama-embedding).
+// INFER_ERR_FORMAT / _UNSUPPORTED naming the file and field otherwise.
+INFER_API infer_status infer_model_embed_defaults(infer_model *model, infer_pooling *pooling, int *normalize);
+// The embedding of the n tokens ids (the whole sequence, n <= the context's
+// positions and at most one pass's 512 rows) into out (n_embd floats),
+// pooled, and with normalize divided by its L2 norm. The context's cache is
+// reset before and after. INFER_ERR_ARG for n out of range or an id outside
+// the vocabulary.
+INFER_API infer_status infer_embed(infer_ctx *ctx, const int32_t *ids, int n, infer_pooling pooling, int normalize,
+                                   float *out);
+
 // Profiling: where a pass's time goes. While on, a context adds the seconds
 // of each phase of its passes (all layers together) to its totals; turning
 // it on clears them.

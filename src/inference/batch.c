@@ -46,6 +46,9 @@ void infer_batch_profile(infer_batch *b, int on) { b->ws->profiling = on; }
 static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids) {
     const infer_model *m = b->ws->m;
     if (n < 1 || n > MAX_SEQS) return fail(INFER_ERR_ARG, "batch of %d sequences (1 to %d)", n, MAX_SEQS);
+    if (m->cfg.fam->encoder)
+        return fail(INFER_ERR_UNSUPPORTED, "model type %s is an encoder: it makes embeddings (infer_embed), not next-token logits",
+                    m->cfg.model_type);
     for (int i = 0; i < n; i++) {
         const infer_ctx *c = ctx[i];
         if (!c || !ids || !ids[i] || !n_ids) return fail(INFER_ERR_ARG, "batch: sequence %d has no context or no ids", i);

@@ -25,6 +25,7 @@ int cmd_walk(int argc, char **argv);
 int cmd_bench_walk(int argc, char **argv);
 int cmd_bench_lm(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 // ---------------------------------------------------------------------------

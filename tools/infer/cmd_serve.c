@@ -5,8 +5,8 @@
 //
 // Endpoints: GET /health, GET /metrics (Prometheus text), GET /v1/models,
 // POST /v1/chat/completions, POST /v1/completions (streamed as OpenAI
-// streams them, or not), POST /tokenize and /detokenize (llama-server's), GET
-// / (the chat page). Errors are {"error": {"message", "type", "param",
+// streams them, or not), POST /v1/embeddings (serve_embed.c), POST /tokenize
+// and /detokenize (llama-server's), GET / (the chat page). Errors are {"error": {"message", "type", "param",
 // "code"}} with their HTTP status.
 #include "cli.h"
 #include "serve.h"
@@ -37,7 +37,7 @@
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
     "                   [-b N] [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
-    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions; GET /v1/models, /health\n"
+    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models, /health\n"
     "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
     "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
     "      --port N           the port (default 8080; 0: a free one, printed)\n"
@@ -790,9 +790,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
         return url[1] == 't' ? post_tokenize(c, sv, rq) : post_detokenize(c, sv, rq);
     }
+    if (!strcmp(url, "/v1/embeddings")) {
+        if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
+        serve_check k = {0};
+        char *out;
+        if (serve_embeddings(&k, sv->m, sv->alias, sv->n_ctx, rq->body, rq->len, &out))
+            return reply_error(c, k.status, k.param[0] ? k.param : NULL, NULL, "%s", k.msg);
+        enum MHD_Result ok = reply(c, 200, "application/json", out);
+        free(out);
+        return ok;
+    }
     int chat = !strcmp(url, "/v1/chat/completions");
     if (chat || !strcmp(url, "/v1/completions")) {
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
+        if (infer_model_is_encoder(sv->m))
+            return reply_error(c, 400, "model", "model_not_supported", "%s: the served model is an encoder (BERT): it makes embeddings "
+                               "(POST /v1/embeddings), not text", url);
         return post_generate(c, sv, rq, chat);
     }
     return reply_error(c, 404, NULL, NULL, "no such endpoint: %s %s", method, url);
@@ -904,6 +917,10 @@ int cmd_serve(int argc, char **argv) {
     pthread_mutex_init(&sv.mu, NULL);
     g_sv = &sv;
     if (cli_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
+    if (infer_model_is_encoder(sv.m)) { // (embeddings only, on the HTTP threads: one small slot; BERT's 512 positions)
+        parallel = 1;
+        if (o.n_ctx > 512) o.n_ctx = 512;
+    }
     char err[256];
     int rank = infer_model_tp_rank(sv.m);
     if (rank > 0) { // (--tp N: rank 0 serves; this rank evaluates what it is told)

@@ -125,6 +125,11 @@ int serve_tools_answer(const serve_tools *t, const char *text, size_t n, struct 
 struct cJSON;
 struct cJSON *serve_parse_body(serve_check *k, const char *body, size_t len);
 
+// POST /v1/embeddings (serve_embed.c): the response JSON in *out (malloc'd)
+// and 0, or -1 with k's status (400: the request's fault, naming the field),
+// param and message. alias: the response's "model".
+int serve_embeddings(serve_check *k, infer_model *m, const char *alias, int n_ctx, const char *body, size_t len, char **out);
+
 // Engine figures for /metrics.
 typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
