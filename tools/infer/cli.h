@@ -26,6 +26,9 @@ int cmd_bench_walk(int argc, char **argv);
 int cmd_bench_lm(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+// bench --spec-ngram's decode test (cmd_bench_spec.c): text_path NULL for bench/data/spec-edit.txt
+int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k, const char *fmt, long threads, const char *device,
+               long ngl);
 
 // ---------------------------------------------------------------------------
 // Options. Each subcommand has one table of long options (getopt_long) and
