@@ -274,6 +274,14 @@ INFER_API infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ct
 INFER_API infer_status infer_batch_eval_tokens(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
                                      const int *n_ids, float *const *logits, int32_t *const *tok);
 
+// As infer_batch_eval_tokens, and where all (itself may be NULL) has all[i]
+// set, logits[i] (NULL, or n_ids[i] x n_vocab floats) gets the logits after
+// each of ctx[i]'s tokens, each row bit for bit infer_eval's of that token
+// alone (tok[i] is then not written): speculative decoding's check of a
+// sequence's draft in a step of many sequences.
+INFER_API infer_status infer_batch_eval_rows(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
+                                             const int *n_ids, float *const *logits, int32_t *const *tok, const int *all);
+
 // A context (a sequence's KV cache, scratch and threads) made and placed as
 // params say (NULL: infer_ctx_default_params()); INFER_ERR_ARG or
 // INFER_ERR_UNSUPPORTED naming what cannot be honoured.
