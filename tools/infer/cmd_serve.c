@@ -56,11 +56,13 @@ static const char g_usage[] =
     "      --max-connections N  open connections served in full (default 512); more get /health and /metrics only\n"
     "      --conn-per-addr N  of them, from one address (default parallel + queue + 32)\n"
     "      --api-key KEY      requests must carry Authorization: Bearer KEY\n"
-    "      --alias NAME       the model's id in responses (default: the file's name)\n";
+    "      --alias NAME       the model's id in responses (default: the file's name)\n"
+    CLI_USAGE_SPEC
+    "                         (each slot's; not under a grammar or with log-probabilities; /metrics counts them)\n";
 
 enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
     {"batch-size", required_argument, NULL, OPT_BATCH},
@@ -702,8 +704,13 @@ static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
                      "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
                      "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
                      "infer_client_disconnects_total %lld\n"
+                     "# HELP infer_spec_drafted_total Draft tokens checked (--spec-ngram).\n# TYPE infer_spec_drafted_total counter\n"
+                     "infer_spec_drafted_total %lld\n"
+                     "# HELP infer_spec_accepted_total Draft tokens kept (--spec-ngram).\n# TYPE infer_spec_accepted_total counter\n"
+                     "infer_spec_accepted_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
-                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.step_chunks_max, k.busy_slots, k.queued, k.slots, disc);
+                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.step_chunks_max, k.busy_slots, k.queued, k.slots, disc,
+                     k.spec_drafted, k.spec_accepted);
     for (int i = 2; i < 6 && n > 0 && (size_t)n < sizeof b; i++)
         n += snprintf(b + n, sizeof b - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, st[i]);
     return reply(c, 200, "text/plain; version=0.0.4", b);
@@ -882,6 +889,7 @@ static void *watchdog(void *arg) {
 
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
+    int spec = 0;
     long port = 8080, parallel = 4, batch = 512, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
     int opt;
     cli_opts o;
@@ -890,6 +898,7 @@ int cmd_serve(int argc, char **argv) {
     while ((opt = cli_next(&o, argc, argv, "hm:t:c:b:", g_opts)) > 0) {
         switch (opt) {
         case OPT_HOST: host = optarg; break;
+        case OPT_SPEC: if ((spec = cli_spec_k("serve", argc, argv, optarg)) < 0) return 1; break;
         case OPT_DEVICE: device = optarg; break;
         case OPT_API_KEY: api_key = optarg; break;
         case OPT_ALIAS: alias = optarg; break;
@@ -932,6 +941,7 @@ int cmd_serve(int argc, char **argv) {
         infer_model_free(sv.m);
         return cli_error("serve: %s", err);
     }
+    serve_engine_set_spec(sv.e, spec);
     sv.n_ctx = serve_engine_n_ctx(sv.e), sv.api_key = api_key, sv.max_body = (size_t)max_body;
     sv.timeout = (double)timeout, sv.max_conns = (int)max_conn, sv.per_addr = per_addr ? (int)per_addr : (int)(parallel + queue + 32);
     // a socket a connection, and some for the reserve: the soft limit of open files raised to the hard one where it is lower

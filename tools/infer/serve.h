@@ -135,9 +135,16 @@ typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
     long long steps_retried; // failed batched steps whose sequences ran again one by one
     int step_chunks_max;     // the most prompt chunks one step held
+    long long spec_drafted, spec_accepted; // speculative decoding (--spec-ngram): draft tokens checked, and kept
     int busy_slots, queued, slots;
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);
+// --spec-ngram K: a generating slot feeds its token and K tokens drafted from
+// its own text (infer_spec_draft_ngram), all checked in the step, and takes
+// the tokens its sampler keeps (infer_spec_accept); slots under a grammar or
+// asking for log-probabilities, and a split or --tp model, decode one token
+// a step. Set before the first request.
+void serve_engine_set_spec(serve_engine *e, int k);
 
 // The text rules (serve_text.c). Where the first of the stop strings begins
 // in s[0, n) (n when none does):
