@@ -48,8 +48,8 @@ static const char g_usage[] =
     CLI_USAGE_CACHE
     "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
     "  -b, --batch-size N     the most tokens a step takes: each generating sequence's next one and the\n"
-    "                         waiting prompts' next chunks of up to 256, oldest first (default 512; one chunk\n"
-    "                         at least)\n"
+    "                         waiting prompts' next chunks of up to 256, oldest first (default 512 on a GPU,\n"
+    "                         256 on the CPU; one chunk at least)\n"
     "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
     "      --max-body BYTES   the largest request body (default 1048576)\n"
     "      --timeout S        seconds for a request to come whole, and for a connection to stay idle (default 10)\n"
@@ -890,7 +890,7 @@ static void *watchdog(void *arg) {
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
     int spec = 0;
-    long port = 8080, parallel = 4, batch = 512, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
+    long port = 8080, parallel = 4, batch = 0, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
     int opt;
     cli_opts o;
     cli_opts_init(&o, "serve", g_usage);

@@ -53,7 +53,8 @@ typedef struct {
 // all; fewer: each step runs the slots one after the other, as batched
 // passes run on one device), queueing at most queue_max waiting tasks, a
 // step taking at most step_tokens tokens (every generating slot's next one
-// and waiting prompts' chunks, oldest first; one chunk at least); NULL with
+// and waiting prompts' chunks, oldest first; one chunk at least; 0: 512 on a
+// GPU, 256 on the CPU); NULL with
 // the reason in err.
 serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, int step_tokens,
                                char *err, size_t errlen);
