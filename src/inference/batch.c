@@ -46,6 +46,9 @@ void infer_batch_profile(infer_batch *b, int on) { b->ws->profiling = on; }
 static infer_status check(const infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids) {
     const infer_model *m = b->ws->m;
     if (n < 1 || n > MAX_SEQS) return fail(INFER_ERR_ARG, "batch of %d sequences (1 to %d)", n, MAX_SEQS);
+    if (m->cfg.fam->encoder)
+        return fail(INFER_ERR_UNSUPPORTED, "model type %s is an encoder: it makes embeddings (infer_embed), not next-token logits",
+                    m->cfg.model_type);
     for (int i = 0; i < n; i++) {
         const infer_ctx *c = ctx[i];
         if (!c || !ids || !ids[i] || !n_ids) return fail(INFER_ERR_ARG, "batch: sequence %d has no context or no ids", i);
@@ -81,6 +84,11 @@ infer_status infer_batch_eval(infer_batch *b, infer_ctx *const *ctx, int n, cons
 
 infer_status infer_batch_eval_tokens(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
                                      float *const *logits, int32_t *const *tok) {
+    return infer_batch_eval_rows(b, ctx, n, ids, n_ids, logits, tok, NULL);
+}
+
+infer_status infer_batch_eval_rows(infer_batch *b, infer_ctx *const *ctx, int n, const int32_t *const *ids, const int *n_ids,
+                                   float *const *logits, int32_t *const *tok, const int *all) {
     infer_status st = check(b, ctx, n, ids, n_ids);
     if (!st && b->ws->own.be.ops != ctx[0]->own.be.ops) st = infer_ctx_set_backend(b->ws, ctx[0]->own.be.ops->name); // (the workspace follows)
     if (st) return st;
@@ -110,8 +118,12 @@ infer_status infer_batch_eval_tokens(infer_batch *b, infer_ctx *const *ctx, int 
                 seq[T] = ctx[i];
                 row_ids[T] = ids[i][done[i] + k];
                 int last = done[i] + k == n_ids[i] - 1;
-                dst[T] = logits && logits[i] && last ? logits[i] : NULL;
-                tdst[T] = tok && tok[i] && last ? tok[i] : NULL;
+                int every = all && all[i];
+                dst[T] = !logits || !logits[i] ? NULL
+                         : every             ? logits[i] + (size_t)(done[i] + k) * b->ws->m->cfg.n_vocab
+                         : last              ? logits[i]
+                                             : NULL;
+                tdst[T] = tok && tok[i] && last && !every ? tok[i] : NULL;
                 T++;
             }
             done[i] += chunk;

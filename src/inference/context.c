@@ -521,6 +521,9 @@ int infer_ctx_n_ctx(const infer_ctx *c) { return c->n_ctx; }
 static infer_status eval(infer_ctx *c, const int32_t *ids, int n, float *logits, int last_only, float *hidden) {
     const infer_config *cf = &c->m->cfg;
     if (n <= 0) return fail(INFER_ERR_ARG, "no tokens to evaluate");
+    if (cf->fam->encoder)
+        return fail(INFER_ERR_UNSUPPORTED, "model type %s is an encoder: it makes embeddings (infer_embed), not next-token logits",
+                    cf->model_type);
     if (n > c->n_ctx - c->n_past)
         return fail(INFER_ERR_ARG, "%d tokens do not fit: %d of the context's %d positions are used", n, c->n_past, c->n_ctx);
     for (int i = 0; i < n; i++)

@@ -140,6 +140,8 @@ typedef struct {
     float *const *dst;
     int32_t *const *tok;
     float *hidden;
+    float *embd;        // NULL, or (n, n_embd): the wanted rows' states after the final norm
+                        // (with logits NULL: infer_embed's)
 } pass_out;
 
 // One pass of the rows set in c->rows (pass_rows_set; c: the context whose

@@ -120,6 +120,12 @@ static void embed(infer_ctx *c, const int32_t *ids, int T) {
         OPS->embed(BE, c->cur->s.xn, m->pos_embd, c->rows.pos, T, 1.0f);
         OPS->residual(BE, c->cur->s.x, c->cur->s.xn, 1.0f, T, cf->n_embd);
     }
+    if (m->type_embd) { // BERT: x += token type 0's row (one sentence), then LayerNorm
+        static const int32_t type0[N_BATCH_MAX];
+        OPS->embed(BE, c->cur->s.xn, m->type_embd, type0, T, 1.0f);
+        OPS->residual(BE, c->cur->s.x, c->cur->s.xn, 1.0f, T, cf->n_embd);
+    }
+    if (m->embd_norm) norm(c, c->cur->s.x, c->cur->s.x, m->embd_norm, m->embd_norm_b, T);
 }
 
 // Gemma 4 per-layer inputs: (ple_embd[id] * sqrt(P) + norm(proj(x) / sqrt(E))) / sqrt(2),
@@ -200,8 +206,17 @@ static void attention(infer_ctx *c, int il, int T) {
     const pass_rows *R = &c->rows;
     const void *kc[N_BATCH_MAX], *vc[N_BATCH_MAX];
     for (int t = 0; t < T; t++) kc[t] = R->seq[t]->cur->k_cache[lc->kv_source], vc[t] = R->seq[t]->cur->v_cache[lc->kv_source];
+    // an encoder's row attends to every row of its sequence: as if at the
+    // position of the run's last row (the whole sequence is one run, its K/V
+    // all stored above)
+    int apos[N_BATCH_MAX];
+    const int *qpos = R->pos;
+    if (f->encoder) {
+        for (int t = T - 1; t >= 0; t--) apos[t] = t + 1 < T && !R->run[t + 1] ? apos[t + 1] : R->pos[t];
+        qpos = apos;
+    }
     attn_desc d = {
-        .q = c->cur->s.q, .out = c->cur->s.att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = R->pos,
+        .q = c->cur->s.q, .out = c->cur->s.att, .T = T, .H = H, .KV = KV, .hd = hd, .window = lc->window, .pos = qpos,
         .k = kc, .v = vc, .kt = R->seq[0]->kt, .vt = R->seq[0]->vt, .blk0 = R->blk0, .blk_n = R->blk_n, .n_blk = R->n_blk,
         .scale = cf->attn_scale ? cf->attn_scale : 1.0f / sqrtf((float)hd), .softcap = cf->attn_softcap,
         .sinks = l->sinks ? l->sinks->f32 : NULL, .ggml_numerics = m->ggml_numerics,
@@ -351,7 +366,8 @@ static void layer(infer_ctx *c, int il, int T) {
     // x = x + post_norm(attn(norm(x))) * residual_scale; blocks without a
     // norm in front (OLMo 2) read x itself
     int block = cf->fam->block;
-    if (block == BLOCK_POST) OPS->copy(BE, c->cur->s.xn, 0, c->cur->s.x, 0, 1, (int)TE);
+    // (BERT's blocks: x = norm(x + attn(x)), the norm after the residual)
+    if (block == BLOCK_POST || block == BLOCK_ENC_POST) OPS->copy(BE, c->cur->s.xn, 0, c->cur->s.x, 0, 1, (int)TE);
     else TIMED(PH_NORM, norm(c, c->cur->s.xn, c->cur->s.x, l->attn_norm, l->attn_norm_b, T));
     attention(c, il, T);
     side *other = OTHER(c);
@@ -366,10 +382,11 @@ static void layer(infer_ctx *c, int il, int T) {
     tp_sum(c, c->cur->s.o, TE); // (each rank's heads' share of the output product)
     if (l->post_attn_norm) TIMED(PH_NORM, norm(c, c->cur->s.o, c->cur->s.o, l->post_attn_norm, NULL, T));
     TIMED(PH_RESIDUAL, OPS->residual(BE, c->cur->s.x, c->cur->s.o, cf->residual_scale, T, E));
+    if (block == BLOCK_ENC_POST) TIMED(PH_NORM, norm(c, c->cur->s.x, c->cur->s.x, l->attn_norm, l->attn_norm_b, T));
 
     // x = x + post_norm(ffn(norm(x))) * residual_scale; a parallel block
     // (Cohere) feeds the FFN the attention's input: (x + attn) + ffn
-    if (block == BLOCK_POST) OPS->copy(BE, c->cur->s.xn, 0, c->cur->s.x, 0, 1, (int)TE);
+    if (block == BLOCK_POST || block == BLOCK_ENC_POST) OPS->copy(BE, c->cur->s.xn, 0, c->cur->s.x, 0, 1, (int)TE);
     else if (block == BLOCK_PRE) TIMED(PH_NORM, norm(c, c->cur->s.xn, c->cur->s.x, l->ffn_norm, l->ffn_norm_b, T));
     if (c->ffn_in) OPS->download(BE, c->ffn_in + (size_t)il * E, c->cur->s.xn + (size_t)(T - 1) * E, E);
     // (the FFN on the other side of a split context: its input there, its output back)
@@ -383,6 +400,7 @@ static void layer(infer_ctx *c, int il, int T) {
     if (l->post_ffn_norm) TIMED(PH_NORM, norm(c, c->cur->s.o, c->cur->s.o, l->post_ffn_norm, NULL, T));
     if (go(c, home)) CARRY(o, 0, TE);
     TIMED(PH_RESIDUAL, OPS->residual(BE, c->cur->s.x, c->cur->s.o, cf->residual_scale, T, E));
+    if (block == BLOCK_ENC_POST) TIMED(PH_NORM, norm(c, c->cur->s.x, c->cur->s.x, l->ffn_norm, l->ffn_norm_b, T));
 
     // Gemma 4: x = x + norm(proj(act(gate(x)) * per_layer_input))
     double t0 = c->profiling ? now_s() : 0;
@@ -563,7 +581,9 @@ again:
                     if (want[t]) OPS->copy(BE, c->cur->s.o + (size_t)k++ * E, 0, c->cur->s.x + (size_t)t * E, 0, 1, E);
                 xs = c->cur->s.o;
             }
-            norm(c, c->cur->s.xn, xs, m->output_norm, m->output_norm_b, n);
+            if (m->output_norm) norm(c, c->cur->s.xn, xs, m->output_norm, m->output_norm_b, n);
+            else OPS->copy(BE, c->cur->s.xn, 0, xs, 0, 1, n * E); // (an encoder: its last layer's output)
+            if (out->embd) OPS->download(BE, out->embd, c->cur->s.xn, (size_t)n * E);
             if (hidden) OPS->download(BE, hidden + (size_t)cf->n_layer * E, c->cur->s.xn + (size_t)(n - 1) * E, E);
             if (lg) {
                 head(c, lg, n);

@@ -52,6 +52,9 @@ static const family g_families[] = {
      .moe = MOE_TOPK_SOFTMAX, .default_act = ACT_SILU, .swa_period = 2},
     {.model_type = "olmo2", .gguf_arch = "olmo2", .gguf_loads_as = 1, .block = BLOCK_POST, .post_norms = 1,
      .qk_norm_full = 1, .default_act = ACT_SILU},
+    // BERT: embeddings (word + position + token type 0) normed, then post-norm blocks
+    {.model_type = "bert", .norm = NORM_LAYER, .ffn = FFN_PLAIN, .block = BLOCK_ENC_POST, .learned_pos = 1,
+     .encoder = 1, .default_act = ACT_GELU},
     {.model_type = "cohere2", .gguf_arch = "cohere2", .gguf_loads_as = 1, .norm = NORM_LAYER,
      .block = BLOCK_PARALLEL, .default_act = ACT_SILU, .rope_pairs = 1, .rope_normal = 1, .nope_global = 1,
      .swa_period = 4, .quirks = Q_LOGIT_MUL},

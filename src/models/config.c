@@ -601,7 +601,8 @@ size_t config_describe(const infer_config *c, char *buf, size_t cap) {
     ADD("activation           = %s\n", act_kind_name(c->act));
     ADD("ffn                  = %s\n", c->fam->ffn == FFN_GATED ? "gated" : c->fam->ffn == FFN_PLAIN ? "plain" : "gpt-oss swiglu");
     ADD("block                = %s\n", c->fam->block == BLOCK_POST ? "post-norm (no norm before attention or FFN)" :
-                                      c->fam->block == BLOCK_PARALLEL ? "parallel (attention and FFN off one norm)" : "pre-norm");
+                                      c->fam->block == BLOCK_PARALLEL ? "parallel (attention and FFN off one norm)" :
+                                      c->fam->block == BLOCK_ENC_POST ? "post-norm encoder (norm after each residual add)" : "pre-norm");
     ADD("post norms           = %s\n", c->fam->post_norms ? "yes" : "no");
     ADD("attention scale      = %g\n", c->attn_scale ? c->attn_scale : 1.0 / sqrt(c->head_dim));
     ADD("attn softcap         = %g\n", c->attn_softcap);

@@ -27,6 +27,7 @@ enum block_kind {
     BLOCK_PRE,        // x += attn(norm(x)); x += ffn(norm(x)) (post_norms: each output normed too)
     BLOCK_POST,       // x += norm(attn(x)); x += norm(ffn(x)): no norm before (OLMo 2)
     BLOCK_PARALLEL,   // x += attn(norm(x)) + ffn(norm(x)), one norm (Cohere)
+    BLOCK_ENC_POST,   // x = norm(x + attn(x)); x = norm(x + ffn(x)) (BERT: attn_norm, then ffn_norm)
 };
 
 // What llama.cpp does differently per architecture on the GGUF path, and
@@ -78,6 +79,8 @@ typedef struct {
     int rope_normal;         // llama.cpp rotates adjacent pairs (its "normal" mode): GGUF Q/K rows
                              // are permuted from rotate_half order on conversion (llama, granite)
     int nope_global;         // full-attention layers have no RoPE (Cohere 2)
+    int encoder;             // bidirectional attention over the whole sequence in one pass, no
+                             // output head: the model makes embeddings, not text (BERT)
     int swa_period;          // without layer_types, layer i slides unless (i + 1) % period == 0
                              // (sliding_window_pattern overrides; 0: every layer has the window)
     int big_layers;          // GGUF, Q_GEMMA_SCALE: the 27B's layer count

@@ -52,7 +52,9 @@ struct infer_model {
     char *path;
     double load_seconds;
     const tensor *tok_embd;                  // (n_vocab, n_embd)
-    const tensor *pos_embd;                  // (n_ctx_train, n_embd) GPT-2
+    const tensor *pos_embd;                  // (n_ctx_train, n_embd) GPT-2, BERT
+    const tensor *type_embd;                 // (type_vocab_size, n_embd) BERT: row 0 added to every token
+    const tensor *embd_norm, *embd_norm_b;   // (n_embd) BERT: LayerNorm of the summed embeddings
     weight output;                           // (n_vocab, n_embd), tied: tok_embd
     const tensor *output_norm, *output_norm_b;
     const tensor *ple_embd;                  // (ple_vocab, n_layer*ple) Gemma 4

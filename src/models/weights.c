@@ -48,6 +48,14 @@ static const name_map g_layer_names[] = {
     T("block_sparse_moe.gate.weight", router), T("mlp.gate.weight", router),
     T("mlp.router.weight", router), T("mlp.router.bias", router_b),
     T("layer_scalar", layer_scalar),
+    // BERT ("encoder.layer.<i>."): its post-norms are the block's two norms
+    W("attention.self.query.weight", wq), W("attention.self.key.weight", wk), W("attention.self.value.weight", wv),
+    T("attention.self.query.bias", bq), T("attention.self.key.bias", bk), T("attention.self.value.bias", bv),
+    W("attention.output.dense.weight", wo), T("attention.output.dense.bias", bo),
+    T("attention.output.LayerNorm.weight", attn_norm), T("attention.output.LayerNorm.bias", attn_norm_b),
+    W("intermediate.dense.weight", ffn_up), T("intermediate.dense.bias", ffn_up_b),
+    W("output.dense.weight", ffn_down), T("output.dense.bias", ffn_down_b),
+    T("output.LayerNorm.weight", ffn_norm), T("output.LayerNorm.bias", ffn_norm_b),
     W("per_layer_input_gate.weight", ple_gate), W("per_layer_projection.weight", ple_proj),
     T("post_per_layer_input_norm.weight", ple_norm),
 };
@@ -69,7 +77,7 @@ static const name_map g_gguf_layer_names[] = {
 };
 
 static const char *g_prefixes[] = {"model.language_model.", "language_model.model.", "language_model.", "model.",
-                                   "transformer.", ""};
+                                   "transformer.", "bert.", ""};
 
 // Splits "<prefix>layers.<i>.<rest>" (or h.<i>.); returns the layer or -1.
 static int split_layer(const char *name, const char **rest) {
@@ -79,6 +87,7 @@ static int split_layer(const char *name, const char **rest) {
         const char *s = name + pl;
         if (!strncmp(s, "layers.", 7)) s += 7;
         else if (!strncmp(s, "h.", 2)) s += 2;
+        else if (!strncmp(s, "encoder.layer.", 14)) s += 14; // BERT
         else continue;
         char *end;
         long i = strtol(s, &end, 10);
@@ -268,6 +277,7 @@ static infer_status check_layer(const infer_model *m, int il) {
         TRY(check_v(l->post_attn_norm, E));
         TRY(check_v(l->post_ffn_norm, E));
     }
+    if (f->block == BLOCK_ENC_POST) TRY(need(l->ffn_norm, "output.LayerNorm", il));
     if (f->block == BLOCK_PRE)
         TRY(need(l->ffn_norm, f->post_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", il));
     TRY(check_v(l->ffn_norm, E));
@@ -338,7 +348,16 @@ static infer_status check_model(const infer_model *m) {
     weight te = {.w = m->tok_embd};
     TRY(check_w(&te, E, c->n_vocab));
     TRY(check_w(&m->output, E, c->n_vocab));
-    TRY(need(m->output_norm, "final norm (model.norm)", -1));
+    if (!c->fam->encoder) TRY(need(m->output_norm, "final norm (model.norm)", -1));
+    else {
+        TRY(need(m->embd_norm, "embeddings.LayerNorm", -1));
+        TRY(check_v(m->embd_norm, E));
+        TRY(check_v(m->embd_norm_b, E));
+        if (m->type_embd && (m->type_embd->nd != 2 || m->type_embd->ne[0] != E || m->type_embd->ne[1] < 1))
+            return fail(INFER_ERR_FORMAT, "tensor %s: token type embeddings are not rows of hidden_size %lld",
+                        m->type_embd->name, (long long)E);
+        if (m->type_embd) TRY(usable(m->type_embd));
+    }
     TRY(check_v(m->output_norm, E));
     TRY(check_v(m->output_norm_b, E));
     if (c->fam->learned_pos) {
@@ -512,7 +531,11 @@ infer_status model_bind(infer_model *m) {
             const char *s = strip_prefix(t->name);
             taken = 1;
             if (!strcmp(s, "embed_tokens.weight") || !strcmp(s, "wte.weight")) m->tok_embd = t;
-            else if (!strcmp(s, "wpe.weight")) m->pos_embd = t;
+            else if (!strcmp(s, "wpe.weight") || !strcmp(s, "embeddings.position_embeddings.weight")) m->pos_embd = t;
+            else if (!strcmp(s, "embeddings.word_embeddings.weight")) m->tok_embd = t;
+            else if (!strcmp(s, "embeddings.token_type_embeddings.weight")) m->type_embd = t;
+            else if (!strcmp(s, "embeddings.LayerNorm.weight")) m->embd_norm = t;
+            else if (!strcmp(s, "embeddings.LayerNorm.bias")) m->embd_norm_b = t;
             else if (!strcmp(s, "norm.weight") || !strcmp(s, "ln_f.weight")) m->output_norm = t;
             else if (!strcmp(s, "norm.bias") || !strcmp(s, "ln_f.bias")) m->output_norm_b = t;
             else if (!strcmp(s, "lm_head.weight")) m->output.w = t;

@@ -127,4 +127,60 @@ try:
     check(False, "a grammar with an undefined rule accepted")
 except openai.BadRequestError as e:
     check(e.status_code == 400 and e.param == "grammar" and "undefined" in str(e), f"bad grammar: {e}")
+
+# tool calls: the functions offered, the answer held to a call of one of them with arguments of its schema
+weather = {"type": "object", "additionalProperties": False, "required": ["city"],
+           "properties": {"city": {"type": "string", "maxLength": 30}, "unit": {"enum": ["celsius", "fahrenheit"]}}}
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "The current weather in a city", "parameters": weather}},
+         {"type": "function", "function": {"name": "get_time", "description": "The local time in a city",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}},
+                                                          "required": ["city"], "additionalProperties": False}}}]
+tm = [{"role": "user", "content": "What is the weather like in Paris today?"}]
+r = client.chat.completions.create(model="any", messages=tm, tools=tools, tool_choice="required", temperature=0, max_tokens=200)
+calls = r.choices[0].message.tool_calls or []
+check(r.choices[0].finish_reason == "tool_calls" and len(calls) == 1 and r.choices[0].message.content is None and
+      calls[0].type == "function" and calls[0].id and calls[0].function.name in ("get_weather", "get_time") and
+      valid(parsed(calls[0].function.arguments), weather if calls[0].function.name == "get_weather" else tools[1]["function"]["parameters"]),
+      f"tool_choice required: {r.choices[0]}")
+# streamed: the same call, as OpenAI streams it (delta.tool_calls with an index)
+acc, finish = {}, []
+for ch in client.chat.completions.create(model="any", messages=tm, tools=tools, tool_choice="required", temperature=0, max_tokens=200,
+                                         stream=True):
+    for c in ch.choices:
+        for d in c.delta.tool_calls or []:
+            a = acc.setdefault(d.index, {"name": "", "arguments": "", "id": None})
+            a["id"] = a["id"] or d.id
+            a["name"] += d.function.name or ""
+            a["arguments"] += d.function.arguments or ""
+        if c.finish_reason:
+            finish.append(c.finish_reason)
+check(finish == ["tool_calls"] and len(acc) == 1 and acc[0]["name"] == calls[0].function.name and
+      parsed(acc[0]["arguments"]) == parsed(calls[0].function.arguments) and acc[0]["id"], f"tool calls streamed: {acc} {finish}")
+# a named function
+r = client.chat.completions.create(model="any", messages=tm, tools=tools, tool_choice={"type": "function", "function": {"name": "get_time"}},
+                                   temperature=0, max_tokens=200)
+c0 = (r.choices[0].message.tool_calls or [None])[0]
+check(c0 and c0.function.name == "get_time" and valid(parsed(c0.function.arguments), tools[1]["function"]["parameters"]),
+      f"tool_choice get_time: {r.choices[0]}")
+# the tool's result back, and a final answer in text
+tm2 = tm + [{"role": "assistant", "content": None, "tool_calls": [calls[0].model_dump()]},
+            {"role": "tool", "tool_call_id": calls[0].id, "content": "18 degrees celsius and sunny"}]
+r = client.chat.completions.create(model="any", messages=tm2, tools=tools, tool_choice="none", temperature=0, max_tokens=40)
+check(r.choices[0].message.content and not r.choices[0].message.tool_calls and r.choices[0].finish_reason in ("stop", "length"),
+      f"a tool's result turned into an answer: {r.choices[0]}")
+ra = client.chat.completions.create(model="any", messages=tm2, tools=tools, temperature=0, max_tokens=200)
+check(ra.choices[0].finish_reason in ("stop", "tool_calls") and (ra.choices[0].message.content or ra.choices[0].message.tool_calls),
+      f"tool_choice auto after a result: {ra.choices[0]}")
+for kw, param in ((dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools[0]"),
+                  (dict(tools=tools, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),
+                  (dict(tools=tools, tool_choice="sometimes"), "tool_choice"),
+                  (dict(tool_choice="required"), "tool_choice"),
+                  (dict(tools=tools + tools[:1]), "tools[2]"),
+                  (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "string", "pattern": "^a"}}}]), "tools"),
+                  (dict(tools=tools, response_format={"type": "json_object"}), "response_format")):
+    try:
+        client.chat.completions.create(model="any", messages=tm, max_tokens=5, **kw)
+        check(False, f"tools {kw} accepted")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and e.param == param, f"tools {kw}: {e}")
 report("openai")

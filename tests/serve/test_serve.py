@@ -151,7 +151,7 @@ err("POST", "/v1/chat/completions", dict(chat, temperature="hot"), param="temper
 err("POST", "/v1/chat/completions", dict(chat, temperature=5), param="temperature")
 err("POST", "/v1/chat/completions", dict(chat, max_tokens=0), param="max_tokens")
 err("POST", "/v1/chat/completions", dict(chat, n=2), param="n")
-err("POST", "/v1/chat/completions", dict(chat, tools=[{"type": "function"}]), param="tools")
+err("POST", "/v1/chat/completions", dict(chat, tools=[{"type": "function"}]), param="tools[0]")  # (a tool without its function)
 err("POST", "/v1/chat/completions", dict(chat, logit_bias={"1": 5}), param="logit_bias")
 err("POST", "/v1/chat/completions", dict(chat, stop=[""]), param="stop")
 err("POST", "/v1/chat/completions", dict(chat, stream="yes"), param="stream")
@@ -192,10 +192,10 @@ def metric(name):
 
 check(metric("infer_tokens_generated_total") > 0 and metric("infer_slots") == 4, "/metrics: tokens generated, 4 slots")
 
-# a step takes the chunks of several waiting prompts (-b: 512 tokens a step by default), each computed as alone:
-# four prompts of about 300 tokens (two chunks each) at once
+# a step takes the chunks of several waiting prompts (-b: 256 tokens a step on the CPU by default), each
+# computed as alone: four prompts of about 80 tokens at once
 words = "the cat sat on a mat and the dog ran to the park with a ball".split()
-long_qs = [" ".join(words[(i + j) % len(words)] for j in range(300)) for i in range(4)]
+long_qs = [" ".join(words[(i + j) % len(words)] for j in range(80)) for i in range(4)]
 long_alone = [post("/v1/completions", {"prompt": q, "max_tokens": 4, "temperature": 0}) for q in long_qs]
 long_together = [None] * 4
 
@@ -208,7 +208,7 @@ ths = [threading.Thread(target=long_one, args=(i,)) for i in range(4)]
 [t.start() for t in ths]
 [t.join() for t in ths]
 check(all(a[0] == 200 for a in long_alone) and [a[1]["choices"][0]["text"] for a in long_alone] ==
-      [b[1]["choices"][0]["text"] if b and b[0] == 200 else None for b in long_together], "four long prompts at once answer as alone")
+      [b[1]["choices"][0]["text"] if b and b[0] == 200 else None for b in long_together], "four prompts at once answer as alone")
 check(metric("infer_step_prompt_chunks_max") >= 2, f"a step held several prompts' chunks: {metric('infer_step_prompt_chunks_max')}")
 
 # clients that leave: a waited-for request and a stream, dropped mid-way; their slots free up

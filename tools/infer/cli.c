@@ -387,3 +387,13 @@ int cli_next(cli_opts *o, int argc, char **argv, const char *shortopts, const st
         if (!r) return opt;
     }
 }
+
+int cli_spec_k(const char *cmd, int argc, char **argv, const char *arg) {
+    if (!arg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') arg = argv[optind++];
+    if (!arg) return CLI_SPEC_K;
+    char *end;
+    long k = strtol(arg, &end, 10);
+    if (*end || end == arg || k < 1 || k > CLI_SPEC_MAX)
+        return cli_error("%s: --spec-ngram takes a draft length of 1 to %d tokens, not \"%s\"", cmd, CLI_SPEC_MAX, arg), -1;
+    return (int)k;
+}

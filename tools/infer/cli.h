@@ -25,7 +25,11 @@ int cmd_walk(int argc, char **argv);
 int cmd_bench_walk(int argc, char **argv);
 int cmd_bench_lm(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+// bench --spec-ngram's decode test (cmd_bench_spec.c): text_path NULL for bench/data/spec-edit.txt
+int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k, const char *fmt, long threads, const char *device,
+               long ngl);
 
 // ---------------------------------------------------------------------------
 // Options. Each subcommand has one table of long options (getopt_long) and
@@ -38,6 +42,7 @@ enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
     OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL, OPT_CTK, OPT_CTV,
     OPT_CALIB, OPT_CALIB_TOKENS, // (CLI_OPTS_GRAPH_AUTO's)
+    OPT_SPEC,                    // (CLI_OPTS_SPEC's)
     OPT_LOCAL = 300,
 };
 
@@ -155,6 +160,19 @@ enum { CLI_CALIB_TOKENS = 128 };
 #define CLI_OPTS_GRAPH_AUTO {"calib", required_argument, NULL, OPT_CALIB}, {"calib-tokens", required_argument, NULL, OPT_CALIB_TOKENS}
 int cli_graph(const cli_opts *o, infer_model *m, const char *graph, char *out, size_t cap);
 int cli_graph_flags(const cli_opts *o, const char *graph);
+
+// --spec-ngram [K] (also --draft-ngram): speculative decoding with the n-gram
+// drafter (infer_spec_draft_ngram), K draft tokens a pass checked in one pass
+// of K + 1 rows. cli_spec_k reads K from the option's value (optarg, or the
+// next argument when it is a number, which it then takes): CLI_SPEC_K when
+// none, -1 (reported) when out of 1..CLI_SPEC_MAX.
+enum { CLI_SPEC_K = 8, CLI_SPEC_MAX = 32, CLI_SPEC_NMIN = 1, CLI_SPEC_NMAX = 3 };
+#define CLI_OPTS_SPEC {"spec-ngram", optional_argument, NULL, OPT_SPEC}, {"draft-ngram", optional_argument, NULL, OPT_SPEC}
+#define CLI_USAGE_SPEC                                                                                                   \
+    "      --spec-ngram [K]   speculative decoding: K tokens (default 8) drafted a step from the text's own past (the\n" \
+    "                         longest of its last 3..1 tokens seen before, and what followed), checked in one pass;\n"   \
+    "                         the same text as without (greedy; sampled with the same seed); also --draft-ngram\n"
+int cli_spec_k(const char *cmd, int argc, char **argv, const char *arg);
 
 double cli_now(void);
 long cli_peak_rss_kib(void);

@@ -160,11 +160,16 @@ static const char *g_usage =
     "      --no-logits        (--batch) no logits read back: the passes alone\n"
     "      --greedy           (--batch) each step's greedy tokens read back instead of the logits\n"
     "  -d, --n-depth N        tokens in the cache before each test, not timed (as llama-bench's -d)\n"
-    "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n";
+    "      --graph SPEC       a layer graph (as predict's), e.g. pipelined: attention on the CPU, FFN on the GPU\n"
+    "      --spec-ngram [K]   instead: greedy decode of -n tokens after a chat prompt (-f's text as the user's message),\n"
+    "                         one token a pass against K (default 8) drafted by the n-gram drafter checked in one pass\n"
+    "                         (also --draft-ngram); the tokens must be the same both ways\n"
+    "  -f, --file TEXT        --spec-ngram's text (default bench/data/spec-edit.txt: code to repeat with one name changed)\n";
 
 enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH, OPT_GREEDY };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
+    {"file", required_argument, NULL, 'f'},
     {"n-prompt", required_argument, NULL, 'p'},
     {"n-depth", required_argument, NULL, 'd'},
     {"n-gen", required_argument, NULL, 'n'},
@@ -180,12 +185,13 @@ static const struct option g_opts[] = {
 int cmd_bench(int argc, char **argv) {
     const char *fmt = "md", *batch_list = NULL, *device = NULL;
     int no_logits = 0;
-    const char *graph = NULL;
+    const char *graph = NULL, *spec_text = NULL;
+    int spec = 0;
     long n_pp = 512, n_tg = 128, reps = 5, depth = 0;
     cli_opts o;
     cli_opts_init(&o, "bench", g_usage);
     int opt;
-    while ((opt = cli_next(&o, argc, argv, "hm:t:p:n:r:o:d:", g_opts)) > 0) {
+    while ((opt = cli_next(&o, argc, argv, "hm:t:p:n:r:o:d:f:", g_opts)) > 0) {
         switch (opt) {
         case 'd':
             if ((depth = cli_parse_count("-d", optarg, 1 << 20)) < 0) return 1;
@@ -208,6 +214,10 @@ int cmd_bench(int argc, char **argv) {
         case OPT_GREEDY: no_logits = 2; break;
         case OPT_GRAPH: graph = optarg; break;
         case OPT_DEVICE: device = optarg; break;
+        case OPT_SPEC:
+            if ((spec = cli_spec_k("bench", argc, argv, optarg)) < 0) return 1;
+            break;
+        case 'f': spec_text = optarg; break;
         }
     }
     if (opt == CLI_STOP) return o.status;
@@ -230,6 +240,10 @@ int cmd_bench(int argc, char **argv) {
         free(bl);
     }
     if (no_logits && !batch_list) return cli_error("bench: %s applies to --batch", no_logits == 2 ? "--greedy" : "--no-logits");
+    if (spec_text && !spec) return cli_error("bench: -f is --spec-ngram's text");
+    if (spec && (batch_list || graph || depth))
+        return cli_error("bench: --spec-ngram runs one sequence, dense; not with %s", batch_list ? "--batch" : graph ? "--graph" : "-d");
+    if (spec && n_tg < 2) return cli_error("bench: --spec-ngram decodes -n tokens: give at least 2");
     if (!model && !(model = cli_default_model())) return 1;
     if (reps < 1) return cli_error("bench: -r must be at least 1");
     cli_set_threads(threads ? (int)threads : 1);
@@ -237,6 +251,11 @@ int cmd_bench(int argc, char **argv) {
     if (cli_model_load(model, &m)) return cli_error("%s", infer_last_error());
     if (n_batch && depth) { infer_model_free(m); return cli_error("bench: -d runs one sequence; not with --batch"); }
     if (n_batch && graph) { infer_model_free(m); return cli_error("bench: --graph runs one sequence; not with --batch"); }
+    if (spec) {
+        int rc = bench_spec(m, spec_text, (int)n_tg, (int)reps, spec, fmt, threads ? threads : 1, device, o.ngl);
+        infer_model_free(m);
+        return rc;
+    }
     if (n_batch) return bench_batch(m, batch, n_batch, (int)n_pp, (int)n_tg, (int)reps, fmt, threads ? threads : 1, device, o.ngl, no_logits);
     int n_max = (int)(n_pp > n_tg ? n_pp : n_tg);
     infer_ctx *c;

@@ -22,7 +22,8 @@ static size_t utf8_complete(const char *s, size_t n) {
 
 static const char *g_usage =
     "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos]\n"
-    "                 [-x VINDEX] [--graph SPEC [--calib FILE]] [-k K] [--no-compare] [--lm-probe P [--lm-top N]] [sampling]\n"
+    "                 [-x VINDEX] [--graph SPEC [--calib FILE]] [-k K] [--no-compare] [--lm-probe P [--lm-top N]]\n"
+    "                 [--spec-ngram [K]] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -34,6 +35,7 @@ static const char *g_usage =
     CLI_USAGE_DEVICE
     CLI_USAGE_CACHE
     "      --ignore-eos       do not stop at end-of-generation tokens\n"
+    CLI_USAGE_SPEC
     "      --json             the output is a JSON object (grammar-constrained sampling)\n"
     "      --json-schema S    the output is JSON valid against schema S: its text ({...}) or a file holding it\n"
     "      --grammar FILE     the output matches the GBNF grammar in FILE (llama.cpp's format, rule root)\n"
@@ -55,7 +57,7 @@ static const char *g_usage =
 enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE, OPT_LM_PROBE, OPT_LM_TOP, OPT_CHECK_TENSORS };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
-    CLI_OPTS_GRAPH_AUTO,
+    CLI_OPTS_GRAPH_AUTO, CLI_OPTS_SPEC,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},
     {"n-predict", required_argument, NULL, 'n'},
@@ -131,7 +133,7 @@ static infer_grammar *run_grammar(infer_model *m, int json, const char *schema, 
 int cmd_run(int argc, char **argv) {
     const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
     long n_new = 128, k = 0, lm_probe = 0, lm_top = 64;
-    int ignore_eos = 0, json = 0, compare = 1, check_tensors = 0, opt;
+    int ignore_eos = 0, json = 0, compare = 1, check_tensors = 0, spec = 0, opt;
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
     while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:x:k:", g_opts)) > 0) {
@@ -146,6 +148,9 @@ int cmd_run(int argc, char **argv) {
         case OPT_JSON_SCHEMA: schema = optarg; break;
         case OPT_GRAMMAR: gbnf_file = optarg; break;
         case OPT_CHECK_TENSORS: check_tensors = 1; break;
+        case OPT_SPEC:
+            if ((spec = cli_spec_k("run", argc, argv, optarg)) < 0) return 1;
+            break;
         case OPT_DEVICE: device = optarg; break;
         case 'x': vdir = optarg; break;
         case OPT_GRAPH: graph = optarg; break;
@@ -175,6 +180,9 @@ int cmd_run(int argc, char **argv) {
     if (cli_graph_flags(&o, graph)) return 1;
     if (lm_probe && !vdir) return cli_error("run: --lm-probe reads a vindex's lm_head index: give -x VINDEX");
     if (lm_probe && (json || schema || gbnf_file)) return cli_error("run: --lm-probe and a grammar do not go together (the grammar needs every logit)");
+    if (spec && (json || schema || gbnf_file || lm_probe || graph))
+        return cli_error("run: --spec-ngram does not go with %s (speculation checks dense logits, every token's)",
+                         lm_probe ? "--lm-probe" : graph ? "--graph" : "a grammar");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
     int rc = 1, n = 0, approx = 0;
@@ -185,7 +193,9 @@ int cmd_run(int argc, char **argv) {
     infer_sampler *smp = NULL;
     infer_grammar *g = NULL;
     float *logits = NULL, *masked = NULL, *dlogits = NULL, *hidden = NULL, *cl = NULL;
-    int32_t *cand = NULL;
+    int32_t *cand = NULL, *queue = NULL, draft[CLI_SPEC_MAX]; // queue: the tokens a speculative pass gave, in order
+    float *slog = NULL; // a speculative pass's rows of logits
+    int nq = 0, qi = 0, passes = 0, drafted = 0, accepted = 0;
     double kl_sum = 0, t_dense = 0;
     int n_cmp = 0, n_same = 0;
     char *text = NULL;
@@ -219,7 +229,9 @@ int cmd_run(int argc, char **argv) {
     int n_eog = ignore_eos ? 0 : (prompt ? infer_model_eog(m, eog, 8) : infer_model_eos(m, eog, 8));
     logits = infer_host_alloc(sizeof(float) * (size_t)V);
     masked = malloc(sizeof(float) * (size_t)V);
-    hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1));
+    hist = malloc(sizeof(int32_t) * (size_t)(n + n_new + 1 + spec));
+    if (spec && (!(slog = infer_host_alloc(sizeof(float) * (size_t)V * (spec + 1))) ||
+                 !(queue = malloc(sizeof(int32_t) * (size_t)(spec + 1))))) { cli_error("out of memory"); goto done; }
     if (cd) dlogits = malloc(sizeof(float) * (size_t)V);
     if (!logits || !masked || !hist || (cd && !dlogits)) { cli_error("out of memory"); goto done; }
     if (lm_probe) {
@@ -265,7 +277,7 @@ int cmd_run(int argc, char **argv) {
     int gen = 0;
     size_t printed = 0;
     while (gen < n_new) {
-        int32_t tok = infer_sample(smp, logits, hist, n + gen);
+        int32_t tok = qi < nq ? queue[qi++] : infer_sample(smp, logits, hist, n + gen);
         if (tok >= 0 && g && !infer_grammar_allows(g, tok)) { // drawn again from the logits the grammar allows
             memcpy(masked, logits, sizeof(float) * (size_t)V);
             int n_ok = infer_grammar_mask(g, masked);
@@ -292,7 +304,20 @@ int cmd_run(int argc, char **argv) {
         }
         fflush(stdout);
         if (gen == n_new || (g && infer_grammar_complete(g))) break;
-        EVAL(&tok, 1);
+        if (spec && qi == nq) { // tok and a draft in one pass; the tokens it gives queue
+            int k = infer_spec_draft_ngram(hist, n + gen, CLI_SPEC_NMIN, CLI_SPEC_NMAX, spec, draft), past = infer_ctx_n_past(c);
+            if (k > n_new - gen - 1) k = (int)n_new - gen - 1;
+            int32_t rows[CLI_SPEC_MAX + 1] = {tok};
+            memcpy(rows + 1, draft, sizeof(int32_t) * (size_t)k);
+            if (infer_eval(c, rows, k + 1, slog, 0) || (nq = infer_spec_accept(smp, slog, V, draft, k, hist, n + gen, queue)) < 0) {
+                cli_error("%s", infer_last_error());
+                goto done;
+            }
+            infer_ctx_truncate(c, past + nq); // (the rejected rows; the last token is the next pass's first)
+            qi = 0, passes++, drafted += k, accepted += nq - 1;
+            continue;
+        }
+        if (!spec) EVAL(&tok, 1);
         if (cd) COMPARE(&tok, 1);
     }
 #undef COMPARE
@@ -306,6 +331,9 @@ int cmd_run(int argc, char **argv) {
     double t3 = cli_now();
     fprintf(stderr, "load %.1f ms | prompt %d tokens, %.2f tok/s | generated %d tokens, %.2f tok/s\n", (t1 - t0) * 1e3, n,
             n / (t2 - t1), gen, gen > 1 ? (gen - 1) / (t3 - t2 - t_dense) : 0.0);
+    if (spec)
+        fprintf(stderr, "speculation (n-gram, K %d): %d passes, %d tokens drafted, %d accepted (%.1f%%), %.2f tokens a pass\n", spec,
+                passes, drafted, accepted, drafted ? 100.0 * accepted / drafted : 0.0, passes ? (double)(accepted + passes) / passes : 0.0);
     if (cd && n_cmp)
         fprintf(stderr, "graph %s vs dense: mean KL %.6f over %d positions, top-1 the same at %d (%.1f%%)\n", graph, kl_sum / n_cmp,
                 n_cmp, n_same, 100.0 * n_same / n_cmp);
@@ -313,6 +341,8 @@ int cmd_run(int argc, char **argv) {
 done:
     free(text);
     infer_host_free(logits);
+    infer_host_free(slog);
+    free(queue);
     free(masked);
     free(dlogits);
     free(hidden), free(cl), free(cand);

@@ -5,11 +5,11 @@
 //
 // Endpoints: GET /health, GET /metrics (Prometheus text), GET /v1/models,
 // POST /v1/chat/completions, POST /v1/completions (streamed as OpenAI
-// streams them, or not), POST /v1/messages and /v1/messages/count_tokens
-// (Anthropic's, serve_anthropic.c), POST /tokenize and /detokenize
-// (llama-server's), GET / (the chat page). Errors are {"error": {"message",
-// "type", "param", "code"}} with their HTTP status (Anthropic's shape under
-// /v1/messages).
+// streams them, or not), POST /v1/embeddings (serve_embed.c), POST
+// /v1/messages and /v1/messages/count_tokens (Anthropic's, serve_anthropic.c),
+// POST /tokenize and /detokenize (llama-server's), GET / (the chat page).
+// Errors are {"error": {"message", "type", "param", "code"}} with their HTTP
+// status (Anthropic's shape under /v1/messages).
 #include "cli.h"
 #include "serve.h"
 
@@ -39,7 +39,7 @@
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
     "                   [-b N] [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
-    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions; GET /v1/models, /health\n"
+    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models, /health\n"
     "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
     "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
     "      --port N           the port (default 8080; 0: a free one, printed)\n"
@@ -50,19 +50,21 @@ static const char g_usage[] =
     CLI_USAGE_CACHE
     "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
     "  -b, --batch-size N     the most tokens a step takes: each generating sequence's next one and the\n"
-    "                         waiting prompts' next chunks of up to 256, oldest first (default 512; one chunk\n"
-    "                         at least)\n"
+    "                         waiting prompts' next chunks of up to 256, oldest first (default 512 on a GPU,\n"
+    "                         256 on the CPU; one chunk at least)\n"
     "      --queue N          requests waiting beyond the running ones before 503 (default 64)\n"
     "      --max-body BYTES   the largest request body (default 1048576)\n"
     "      --timeout S        seconds for a request to come whole, and for a connection to stay idle (default 10)\n"
     "      --max-connections N  open connections served in full (default 512); more get /health and /metrics only\n"
     "      --conn-per-addr N  of them, from one address (default parallel + queue + 32)\n"
     "      --api-key KEY      requests must carry Authorization: Bearer KEY (or x-api-key: KEY)\n"
-    "      --alias NAME       the model's id in responses (default: the file's name)\n";
+    "      --alias NAME       the model's id in responses (default: the file's name)\n"
+    CLI_USAGE_SPEC
+    "                         (each slot's; not under a grammar or with log-probabilities; /metrics counts them)\n";
 
 enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
     {"batch-size", required_argument, NULL, OPT_BATCH},
@@ -177,61 +179,6 @@ static enum MHD_Result reply_error_at(struct MHD_Connection *c, const char *url,
     return ok;
 }
 
-// a string field of valid UTF-8 from n bytes
-static void add_text(cJSON *o, const char *name, const char *s, size_t n) {
-    char *c = serve_utf8_clean(s, n);
-    cJSON_AddStringToObject(o, name, c ? c : "");
-    free(c);
-}
-
-// {"token", "logprob", "bytes"} of one token
-static cJSON *lp_entry(server *sv, int32_t id, float lp) {
-    cJSON *e = cJSON_CreateObject(), *b;
-    char *t = NULL;
-    size_t n = 0;
-    infer_detokenize(sv->m, &id, 1, 0, &t, &n);
-    add_text(e, "token", t ? t : "", t ? n : 0);
-    cJSON_AddNumberToObject(e, "logprob", lp);
-    b = cJSON_AddArrayToObject(e, "bytes");
-    for (size_t i = 0; t && i < n; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)t[i]));
-    free(t);
-    return e;
-}
-
-// chat's {"content": [...]} of tokens v[0..n)
-static cJSON *chat_logprobs(server *sv, const serve_logprob *v, int n) {
-    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "content");
-    for (int i = 0; i < n; i++) {
-        cJSON *e = lp_entry(sv, v[i].id, v[i].logprob), *top = cJSON_AddArrayToObject(e, "top_logprobs");
-        for (int k = 0; k < v[i].n_top; k++) cJSON_AddItemToArray(top, lp_entry(sv, v[i].top_id[k], v[i].top_logprob[k]));
-        cJSON_AddItemToArray(a, e);
-    }
-    return j;
-}
-
-// completions' {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; *offset: text bytes before v[0]
-static cJSON *cmpl_logprobs(server *sv, const serve_logprob *v, int n, size_t *offset) {
-    cJSON *j = cJSON_CreateObject(), *tk = cJSON_AddArrayToObject(j, "tokens"), *tl = cJSON_AddArrayToObject(j, "token_logprobs"),
-          *top = cJSON_AddArrayToObject(j, "top_logprobs"), *off = cJSON_AddArrayToObject(j, "text_offset");
-    for (int i = 0; i < n; i++) {
-        cJSON *e = lp_entry(sv, v[i].id, v[i].logprob), *m = cJSON_CreateObject();
-        const char *txt = cJSON_GetObjectItemCaseSensitive(e, "token")->valuestring;
-        cJSON_AddItemToArray(tk, cJSON_CreateString(txt));
-        cJSON_AddItemToArray(tl, cJSON_CreateNumber(v[i].logprob));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)*offset));
-        *offset += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "bytes"));
-        for (int k = 0; k < v[i].n_top; k++) {
-            cJSON *x = lp_entry(sv, v[i].top_id[k], v[i].top_logprob[k]);
-            if (!cJSON_GetObjectItemCaseSensitive(m, cJSON_GetObjectItemCaseSensitive(x, "token")->valuestring))
-                cJSON_AddNumberToObject(m, cJSON_GetObjectItemCaseSensitive(x, "token")->valuestring, v[i].top_logprob[k]);
-            cJSON_Delete(x);
-        }
-        cJSON_AddItemToArray(top, m);
-        cJSON_Delete(e);
-    }
-    return j;
-}
-
 // ---------------------------------------------------------------------------
 // generation: waited for, or streamed
 
@@ -249,8 +196,9 @@ typedef struct {
     int pause;                      // a delta went out: pause before waiting for the next (STREAM_PAUSE_MS)
     double probed;                  // when a keep-alive byte last went to a client that sent its FIN
     int late;                       // a waited-for answer sent as it comes (the client sent its FIN: answer_read)
-    char *all;                      // (waited for) the text so far
+    char *all;                      // (waited for, or tools) the text so far
     size_t n_all;
+    serve_tools *tools;             // tool calls asked for: the answer parsed once whole (serve_tools.c)
     serve_anth *anth;               // Anthropic's Messages API: its answer's shape and events (NULL: OpenAI's)
 } stream;
 
@@ -286,7 +234,7 @@ static void chunk_logprobs(stream *s, cJSON *c) {
     serve_logprob *v = NULL;
     int n = serve_task_logprobs(s->t, s->lp_from, &v);
     s->lp_from += n;
-    cJSON_AddItemToObject(c, "logprobs", s->chat ? chat_logprobs(s->sv, v, n) : cmpl_logprobs(s->sv, v, n, &s->lp_offset));
+    cJSON_AddItemToObject(c, "logprobs", s->chat ? serve_chat_logprobs(s->sv->m, v, n) : serve_cmpl_logprobs(s->sv->m, v, n, &s->lp_offset));
     free(v);
 }
 
@@ -303,9 +251,9 @@ static cJSON *chunk_json(stream *s, const char *role, const char *text, const ch
         if (s->chat) {
             cJSON *d = cJSON_AddObjectToObject(c, "delta");
             if (role) cJSON_AddStringToObject(d, "role", role);
-            if (text) add_text(d, "content", text, strlen(text));
+            if (text) serve_add_text(d, "content", text, strlen(text));
         } else {
-            add_text(c, "text", text ? text : "", text ? strlen(text) : 0);
+            serve_add_text(c, "text", text ? text : "", text ? strlen(text) : 0);
         }
         if (s->logprobs && text && *text) chunk_logprobs(s, c);
         else cJSON_AddNullToObject(c, "logprobs");
@@ -351,6 +299,25 @@ static void emit(stream *s, cJSON *j) {
     free(txt);
 }
 
+// A streamed answer with tools, once whole: a delta of each tool call (OpenAI's index, id, name and
+// arguments in one), or the answer's text; 1 when it called tools.
+static int tool_chunks(stream *s) {
+    cJSON *content, *calls;
+    serve_tools_answer(s->tools, s->all ? s->all : "", s->n_all, &content, &calls);
+    int i = 0;
+    for (cJSON *c = calls ? calls->child : NULL; c; c = c->next, i++) {
+        cJSON *j = chunk_json(s, NULL, "", NULL), *d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "delta");
+        cJSON_DeleteItemFromObject(d, "content");
+        cJSON *one = cJSON_Duplicate(c, 1);
+        cJSON_AddNumberToObject(one, "index", i);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "tool_calls"), one);
+        emit(s, j);
+    }
+    if (!calls) emit(s, chunk_json(s, NULL, cJSON_IsString(content) ? content->valuestring : s->all ? s->all : "", NULL));
+    cJSON_Delete(content), cJSON_Delete(calls);
+    return i > 0;
+}
+
 enum { STREAM_PAUSE_MS = 20 };
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -384,6 +351,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         serve_state st;
         serve_task_wait(s->t, s->from, 50, &text, &len, &st);
         if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (len && s->tools) { // (the answer is JSON to parse: kept until it is whole)
+            char *p = realloc(s->all, s->n_all + len + 1);
+            if (p) memcpy(p + s->n_all, text, len), s->all = p, s->n_all += len, p[s->n_all] = 0;
+            s->from += len, len = 0;
+        }
         if (len && s->anth) append_owned(s, serve_anth_delta(s->anth, text, len)), s->from += len;
         else if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
         free(text);
@@ -403,6 +375,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 emit(s, j);
                 continue;
             }
+            if (s->tools && tool_chunks(s)) st.finish = "tool_calls";
             emit(s, chunk_json(s, NULL, NULL, st.finish));
             if (s->include_usage) {
                 cJSON *j = chunk_json(s, NULL, NULL, NULL);
@@ -424,6 +397,7 @@ static void stream_free(void *cls) {
     serve_task_cancel(s->t); // (nothing when it is done)
     serve_task_release(s->t);
     free(s->pend), free(s->all);
+    serve_tools_free(s->tools);
     serve_anth_free(s->anth);
     free(s);
 }
@@ -435,6 +409,7 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
     server *sv = s->sv;
     serve_logprob *lpv = NULL;
     int lp_n = s->logprobs && st->finish ? serve_task_logprobs(s->t, 0, &lpv) : -1;
+    const char *finish = st->finish;
     cJSON *j = cJSON_CreateObject();
     if (!st->finish) {
         *status = st->stopping ? 503 : 500;
@@ -455,19 +430,28 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
         ch = cJSON_AddArrayToObject(j, "choices");
         cJSON_AddNumberToObject(one, "index", 0);
         if (s->chat) {
-            cJSON *msg = cJSON_AddObjectToObject(one, "message");
+            cJSON *msg = cJSON_AddObjectToObject(one, "message"), *content = NULL, *calls = NULL;
             cJSON_AddStringToObject(msg, "role", "assistant");
-            add_text(msg, "content", s->all ? s->all : "", s->all ? s->n_all : 0);
+            if (s->tools && serve_tools_answer(s->tools, s->all ? s->all : "", s->n_all, &content, &calls)) {
+                cJSON_AddNullToObject(msg, "content");
+                cJSON_AddItemToObject(msg, "tool_calls", calls), calls = NULL;
+                finish = "tool_calls";
+            } else if (cJSON_IsString(content)) {
+                cJSON_AddItemToObject(msg, "content", content), content = NULL;
+            } else {
+                serve_add_text(msg, "content", s->all ? s->all : "", s->all ? s->n_all : 0);
+            }
+            cJSON_Delete(content), cJSON_Delete(calls);
         } else {
-            add_text(one, "text", s->all ? s->all : "", s->all ? s->n_all : 0);
+            serve_add_text(one, "text", s->all ? s->all : "", s->all ? s->n_all : 0);
         }
         if (lp_n >= 0) {
             size_t off = 0;
-            cJSON_AddItemToObject(one, "logprobs", s->chat ? chat_logprobs(sv, lpv, lp_n) : cmpl_logprobs(sv, lpv, lp_n, &off));
+            cJSON_AddItemToObject(one, "logprobs", s->chat ? serve_chat_logprobs(sv->m, lpv, lp_n) : serve_cmpl_logprobs(sv->m, lpv, lp_n, &off));
         } else {
             cJSON_AddNullToObject(one, "logprobs");
         }
-        cJSON_AddStringToObject(one, "finish_reason", st->finish);
+        cJSON_AddStringToObject(one, "finish_reason", finish);
         cJSON_AddItemToArray(ch, one);
         cJSON_AddItemToObject(j, "usage", usage_json(st));
     }
@@ -523,17 +507,19 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen 
     stream *s = calloc(1, sizeof *s);
     if (!s) return serve_gen_free(g), serve_anth_free(anth), reply_error(c, 500, NULL, NULL, "out of memory");
     s->sv = sv, s->chat = chat, s->anth = anth, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
+    s->tools = g->tools, g->tools = NULL;
     snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     int stream_it = g->stream;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci ? ci->connect_fd : -1;
     s->t = serve_submit(sv->e, &g->r);
     if (!s->t) { // 503 with Retry-After
+        serve_tools_free(s->tools), serve_anth_free(anth);
+        free(s);
         const char *body = anth ? "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"the server is busy (its queue "
                                   "is full) or stopping; try again shortly\"}}"
                                 : "{\"error\":{\"message\":\"the server is busy (its queue is full) or stopping; try again shortly\","
                                   "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
-        serve_anth_free(anth), free(s);
         struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
         MHD_add_response_header(r, "Content-Type", "application/json");
@@ -600,6 +586,8 @@ static enum MHD_Result post_messages(struct MHD_Connection *c, server *sv, reque
     int count = !strcmp(url, "/v1/messages/count_tokens");
     if (!count && strcmp(url, "/v1/messages")) return reply_error_at(c, url, 404, NULL, "no such endpoint: %s", url);
     if (!post) return reply_error_at(c, url, 405, NULL, "%s: use POST", url);
+    if (infer_model_is_encoder(sv->m))
+        return reply_error_at(c, url, 400, NULL, "%s: the served model is an encoder (BERT): it makes embeddings (POST /v1/embeddings), not text", url);
     serve_check k = {0};
     serve_gen g;
     serve_parse_messages(&k, sv->m, sv->n_ctx, rq->body, rq->len, count, cli_seed(), &g);
@@ -669,7 +657,7 @@ static enum MHD_Result post_detokenize(struct MHD_Connection *c, server *sv, req
     if (infer_detokenize(sv->m, ids, n, 0, &text, &len)) return free(ids), reply_error(c, 500, NULL, NULL, "%s", infer_last_error());
     free(ids);
     cJSON *j = cJSON_CreateObject();
-    add_text(j, "content", text, len); // (a partial character: U+FFFD, so the JSON is valid UTF-8)
+    serve_add_text(j, "content", text, len); // (a partial character: U+FFFD, so the JSON is valid UTF-8)
     free(text);
     return reply_json(c, 200, j);
 }
@@ -702,8 +690,13 @@ static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
                      "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
                      "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
                      "infer_client_disconnects_total %lld\n"
+                     "# HELP infer_spec_drafted_total Draft tokens checked (--spec-ngram).\n# TYPE infer_spec_drafted_total counter\n"
+                     "infer_spec_drafted_total %lld\n"
+                     "# HELP infer_spec_accepted_total Draft tokens kept (--spec-ngram).\n# TYPE infer_spec_accepted_total counter\n"
+                     "infer_spec_accepted_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
-                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.step_chunks_max, k.busy_slots, k.queued, k.slots, disc);
+                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.step_chunks_max, k.busy_slots, k.queued, k.slots, disc,
+                     k.spec_drafted, k.spec_accepted);
     for (int i = 2; i < 6 && n > 0 && (size_t)n < sizeof b; i++)
         n += snprintf(b + n, sizeof b - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, st[i]);
     return reply(c, 200, "text/plain; version=0.0.4", b);
@@ -791,9 +784,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
         return url[1] == 't' ? post_tokenize(c, sv, rq) : post_detokenize(c, sv, rq);
     }
+    if (!strcmp(url, "/v1/embeddings")) {
+        if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
+        serve_check k = {0};
+        char *out;
+        if (serve_embeddings(&k, sv->m, sv->alias, sv->n_ctx, rq->body, rq->len, &out))
+            return reply_error(c, k.status, k.param[0] ? k.param : NULL, NULL, "%s", k.msg);
+        enum MHD_Result ok = reply(c, 200, "application/json", out);
+        free(out);
+        return ok;
+    }
     int chat = !strcmp(url, "/v1/chat/completions");
     if (chat || !strcmp(url, "/v1/completions")) {
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
+        if (infer_model_is_encoder(sv->m))
+            return reply_error(c, 400, "model", "model_not_supported", "%s: the served model is an encoder (BERT): it makes embeddings "
+                               "(POST /v1/embeddings), not text", url);
         return post_generate(c, sv, rq, chat);
     }
     if (anthropic_url(url)) return post_messages(c, sv, rq, url, post);
@@ -871,7 +877,8 @@ static void *watchdog(void *arg) {
 
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
-    long port = 8080, parallel = 4, batch = 512, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
+    int spec = 0;
+    long port = 8080, parallel = 4, batch = 0, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
     int opt;
     cli_opts o;
     cli_opts_init(&o, "serve", g_usage);
@@ -879,6 +886,7 @@ int cmd_serve(int argc, char **argv) {
     while ((opt = cli_next(&o, argc, argv, "hm:t:c:b:", g_opts)) > 0) {
         switch (opt) {
         case OPT_HOST: host = optarg; break;
+        case OPT_SPEC: if ((spec = cli_spec_k("serve", argc, argv, optarg)) < 0) return 1; break;
         case OPT_DEVICE: device = optarg; break;
         case OPT_API_KEY: api_key = optarg; break;
         case OPT_ALIAS: alias = optarg; break;
@@ -906,6 +914,10 @@ int cmd_serve(int argc, char **argv) {
     pthread_mutex_init(&sv.mu, NULL);
     g_sv = &sv;
     if (cli_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());
+    if (infer_model_is_encoder(sv.m)) { // (embeddings only, on the HTTP threads: one small slot; BERT's 512 positions)
+        parallel = 1;
+        if (o.n_ctx > 512) o.n_ctx = 512;
+    }
     char err[256];
     int rank = infer_model_tp_rank(sv.m);
     if (rank > 0) { // (--tp N: rank 0 serves; this rank evaluates what it is told)
@@ -917,6 +929,7 @@ int cmd_serve(int argc, char **argv) {
         infer_model_free(sv.m);
         return cli_error("serve: %s", err);
     }
+    serve_engine_set_spec(sv.e, spec);
     sv.n_ctx = serve_engine_n_ctx(sv.e), sv.api_key = api_key, sv.max_body = (size_t)max_body;
     sv.timeout = (double)timeout, sv.max_conns = (int)max_conn, sv.per_addr = per_addr ? (int)per_addr : (int)(parallel + queue + 32);
     // a socket a connection, and some for the reserve: the soft limit of open files raised to the hard one where it is lower

@@ -32,6 +32,7 @@ static const char *g_usage =
     "          [--gate f32|f16|q4] [--ffn f16|q8_0|q4_k] [--lm-head q4_k|q8_0|q4_0|f16] [--down-top N] [-t N]\n"
     "  verify  DIR.vindex                        check a vindex's index, byte ranges and sha256 of every file\n"
     "  tokenize [-m MODEL] -p TEXT               the token ids of a text (MODEL may be a vocabulary alone)\n"
+    "  embed -m MODEL -p TEXT [-p TEXT ...]      embeddings of texts (BERT encoders, or pooled from a decoder)\n"
     "  predict [-m MODEL] [-x VINDEX] -p TEXT [--graph SPEC] [-k K] [--template TEXT] [--walk-only]\n"
     "                                            next-token top 5 with probabilities, phase times, error vs dense\n"
     "  walk    -x VINDEX [-m MODEL] -p TEXT [--layers A-B] [-k K]   the features that fire at each layer, and what they write\n"
@@ -63,6 +64,7 @@ static const struct {
     {"extract", cmd_extract},
     {"verify", cmd_verify},
     {"tokenize", cmd_tokenize},
+    {"embed", cmd_embed},
     {"predict", cmd_predict},
     {"walk", cmd_walk},
 };

@@ -53,7 +53,8 @@ typedef struct {
 // all; fewer: each step runs the slots one after the other, as batched
 // passes run on one device), queueing at most queue_max waiting tasks, a
 // step taking at most step_tokens tokens (every generating slot's next one
-// and waiting prompts' chunks, oldest first; one chunk at least); NULL with
+// and waiting prompts' chunks, oldest first; one chunk at least; 0: 512 on a
+// GPU, 256 on the CPU); NULL with
 // the reason in err.
 serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char *device, long ngl, int queue_max, int step_tokens,
                                char *err, size_t errlen);
@@ -95,9 +96,11 @@ typedef struct {
     int status;
     char param[64], msg[256];
 } serve_check;
+typedef struct serve_tools serve_tools;
 typedef struct {
     serve_request r;
     int stream, include_usage;
+    serve_tools *tools;       // tool calls asked for (serve_tools.c), or NULL
 } serve_gen;
 // Parses and checks a body of /v1/chat/completions (chat) or /v1/completions
 // into *g (always initialized; free it with serve_gen_free): the fields, the
@@ -106,6 +109,18 @@ typedef struct {
 void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int chat, uint64_t seed,
                           serve_gen *g);
 void serve_gen_free(serve_gen *g);
+
+// Tool calls (serve_tools.c). A chat body's tools, tool_choice and
+// parallel_tool_calls checked (k set on a bad one): where tools are to be
+// offered, g->tools and the answer's grammar are set; where tools are offered
+// or the conversation holds tool turns, the messages the chat template gets
+// (the functions in the system turn, the tool turns as text), else NULL.
+struct cJSON *serve_tools_parse(serve_check *k, infer_model *m, const struct cJSON *body, serve_gen *g);
+void serve_tools_free(serve_tools *t);
+// The answer text parsed: 1 with *calls OpenAI's tool_calls array; else 0
+// with *content the answer's text (NULL: the text is not in the answer's
+// form -- cut short -- and stands as it is). The caller frees both.
+int serve_tools_answer(const serve_tools *t, const char *text, size_t n, struct cJSON **content, struct cJSON **calls);
 // A request's body: a JSON object and nothing after it but whitespace, or
 // NULL with k->status 400 and why.
 struct cJSON;
@@ -141,14 +156,26 @@ char *serve_anth_message(serve_anth *a, serve_task *t, const serve_state *st, co
 // HTTP status, malloc'd (NULL: out of memory).
 char *serve_anth_error(int status, const char *msg);
 
+// POST /v1/embeddings (serve_embed.c): the response JSON in *out (malloc'd)
+// and 0, or -1 with k's status (400: the request's fault, naming the field),
+// param and message. alias: the response's "model".
+int serve_embeddings(serve_check *k, infer_model *m, const char *alias, int n_ctx, const char *body, size_t len, char **out);
+
 // Engine figures for /metrics.
 typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
     long long steps_retried; // failed batched steps whose sequences ran again one by one
     int step_chunks_max;     // the most prompt chunks one step held
+    long long spec_drafted, spec_accepted; // speculative decoding (--spec-ngram): draft tokens checked, and kept
     int busy_slots, queued, slots;
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);
+// --spec-ngram K: a generating slot feeds its token and K tokens drafted from
+// its own text (infer_spec_draft_ngram), all checked in the step, and takes
+// the tokens its sampler keeps (infer_spec_accept); slots under a grammar or
+// asking for log-probabilities, and a split or --tp model, decode one token
+// a step. Set before the first request.
+void serve_engine_set_spec(serve_engine *e, int k);
 
 // The text rules (serve_text.c). Where the first of the stop strings begins
 // in s[0, n) (n when none does):
@@ -159,5 +186,13 @@ size_t serve_visible(const char *s, size_t n, char *const *stop, int n_stop);
 // s[0, n) as valid UTF-8 (a token or a cut may end inside a character):
 // each invalid byte U+FFFD; malloc'd, NUL-terminated.
 char *serve_utf8_clean(const char *s, size_t n);
+// a string field of o: s[0, n) made valid UTF-8
+void serve_add_text(struct cJSON *o, const char *name, const char *s, size_t n);
+
+// Log-probabilities in OpenAI's JSON (serve_logprobs.c), of tokens v[0, n):
+// chat's {"content": [...]}, and completions' {"tokens", "token_logprobs",
+// "top_logprobs", "text_offset"} (*offset: text bytes before v[0], advanced).
+struct cJSON *serve_chat_logprobs(infer_model *m, const serve_logprob *v, int n);
+struct cJSON *serve_cmpl_logprobs(infer_model *m, const serve_logprob *v, int n, size_t *offset);
 
 #endif

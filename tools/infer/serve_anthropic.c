@@ -248,13 +248,6 @@ static char *print(cJSON *j) {
 
 char *serve_anth_error(int status, const char *msg) { return print(error_json(status, msg)); }
 
-// a string field of valid UTF-8 from n bytes
-static void add_text(cJSON *o, const char *name, const char *s, size_t n) {
-    char *c = serve_utf8_clean(s, n);
-    cJSON_AddStringToObject(o, name, c ? c : "");
-    free(c);
-}
-
 // the message object: its content (text[0, n), or none yet) and usage
 static cJSON *message_json(serve_anth *a, const char *text, size_t n, const char *reason, const char *seq, int n_gen) {
     cJSON *j = cJSON_CreateObject(), *c, *u;
@@ -266,7 +259,7 @@ static cJSON *message_json(serve_anth *a, const char *text, size_t n, const char
     if (text) {
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "type", "text");
-        add_text(b, "text", text, n);
+        serve_add_text(b, "text", text, n);
         cJSON_AddItemToArray(c, b);
     }
     if (reason) cJSON_AddStringToObject(j, "stop_reason", reason);
@@ -332,7 +325,7 @@ char *serve_anth_delta(serve_anth *a, const char *text, size_t n) {
     size_t len = 0;
     cJSON *j = block_event("content_block_delta"), *d = cJSON_AddObjectToObject(j, "delta");
     cJSON_AddStringToObject(d, "type", "text_delta");
-    add_text(d, "text", text, n);
+    serve_add_text(d, "text", text, n);
     event(&out, &len, "content_block_delta", j);
     return out;
 }

@@ -42,6 +42,9 @@ typedef struct {
     int n_hist, n_gen;
     int32_t next;       // the token to feed
     int32_t greedy;     // the step's greedy token, when the slot takes it without logits
+    int32_t rows[CLI_SPEC_MAX + 1]; // a speculative step's tokens: next, then the draft
+    int n_draft, spec_past; // ... the draft's length (0: none this step) and the cache's positions before the step
+    float *slog;        // (--spec-ngram) the step's rows of logits, (K + 1) x V
     infer_sampler *smp;
     float *logits;
     int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
@@ -59,6 +62,7 @@ struct serve_engine {
     int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
     int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
+    int spec_k;         // --spec-ngram's K (0: off)
     long steps;
     serve_counts counts; // (the engine's lock)
     slot *s;
@@ -380,6 +384,55 @@ static int mask_arrived(serve_engine *e, slot *s) {
     return s->t != NULL;
 }
 
+// ---------------------------------------------------------------------------
+// Speculative decoding (--spec-ngram): a generating slot's step feeds its
+// token and a draft; every row's logits come back, each as decoding alone
+// would make them, and its sampler keeps the draft while it draws it.
+
+// Drafts the slot's next tokens into s->rows (after s->next); 1 when there is
+// a draft this step. None under a grammar or log-probabilities (their checks
+// are per token), nor within K + 2 positions of the context's end or past
+// max_tokens, so the slot ends where decoding one token a step would.
+static int spec_draft(serve_engine *e, slot *s) {
+    s->n_draft = 0;
+    const serve_request *r = &s->t->req;
+    if (!e->spec_k || e->split || e->tp || r->grammar || r->top_logprobs >= 0) return 0;
+    int past = infer_ctx_n_past(s->ctx), k = e->spec_k;
+    if (past + k + 2 >= e->n_ctx) return 0;
+    if (r->max_tokens > 0 && k > r->max_tokens - s->n_gen - 1) k = r->max_tokens - s->n_gen - 1;
+    if (k <= 0) return 0;
+    s->n_draft = infer_spec_draft_ngram(s->hist, s->n_hist, CLI_SPEC_NMIN, CLI_SPEC_NMAX, k, s->rows + 1);
+    s->rows[0] = s->next, s->spec_past = past;
+    return s->n_draft > 0;
+}
+
+// After the step: the tokens the slot's sampler keeps, one by one as a step
+// of one token would take them (the slot may end on any); the cache keeps
+// the rows of the tokens taken.
+static void spec_take(serve_engine *e, slot *s) {
+    int32_t out[CLI_SPEC_MAX + 1];
+    int k = s->n_draft, got = infer_spec_accept(s->smp, s->slog, e->V, s->rows + 1, k, s->hist, s->n_hist, out);
+    s->n_draft = 0;
+    if (got < 0) { slot_end(s, NULL, infer_last_error()); return; }
+    infer_ctx_truncate(s->ctx, s->spec_past + got);
+    pthread_mutex_lock(&e->mu);
+    e->counts.spec_drafted += k, e->counts.spec_accepted += got - 1;
+    pthread_mutex_unlock(&e->mu);
+    for (int j = 0; j < got && s->t; j++) slot_token(e, s, out[j], s->slog + (size_t)j * e->V);
+    // (an ended slot's cache is reused by a prompt sharing its text: it holds no row past that text)
+    if (!s->t && infer_ctx_n_past(s->ctx) > s->n_hist) infer_ctx_truncate(s->ctx, s->n_hist);
+}
+
+void serve_engine_set_spec(serve_engine *e, int k) {
+    pthread_mutex_lock(&e->mu);
+    e->spec_k = k;
+    for (int i = 0; i < e->n_slots && k; i++)
+        if (!e->s[i].slog) e->s[i].slog = infer_host_alloc(sizeof(float) * (size_t)e->V * (k + 1));
+    for (int i = 0; i < e->n_slots; i++)
+        if (!e->s[i].slog) e->spec_k = 0; // (out of memory: one token a step)
+    pthread_mutex_unlock(&e->mu);
+}
+
 // One step: a token of every generating slot and the next prompt chunk of
 // the waiting slots, oldest first, while the step's tokens stay within
 // e->step_tokens (one chunk at least), in one call (on the CPU or the GPU:
@@ -389,7 +442,7 @@ static int mask_arrived(serve_engine *e, slot *s) {
 static int step(serve_engine *e) {
     infer_ctx *cx[MAX_SLOTS];
     const int32_t *ids[MAX_SLOTS];
-    int nids[MAX_SLOTS], n = 0;
+    int nids[MAX_SLOTS], n = 0, all[MAX_SLOTS];
     float *lg[MAX_SLOTS];
     int32_t *tk[MAX_SLOTS];
     slot *sl[MAX_SLOTS];
@@ -437,11 +490,13 @@ static int step(serve_engine *e) {
             cx[n] = s->ctx, ids[n] = s->t->req.prompt + s->n_fed, nids[n] = chunk, lg[n] = chunk == rest ? s->logits : NULL;
         } else {
             cx[n] = s->ctx, ids[n] = &s->next, nids[n] = 1, lg[n] = s->logits;
+            if (spec_draft(e, s)) ids[n] = s->rows, nids[n] = 1 + s->n_draft, lg[n] = s->slog;
         }
         // greedy without log-probabilities or a grammar: only the token (picked where the logits are: on a GPU
         // they stay there)
         tk[n] = NULL;
-        if (lg[n] && !e->split && !s->t->req.grammar && s->t->req.top_logprobs < 0 && infer_sampling_greedy(&s->t->req.sampling))
+        all[n] = s->generating && s->n_draft > 0;
+        if (lg[n] && !all[n] && !e->split && !s->t->req.grammar && s->t->req.top_logprobs < 0 && infer_sampling_greedy(&s->t->req.sampling))
             tk[n] = &s->greedy, lg[n] = NULL;
         sl[n++] = s;
     }
@@ -449,7 +504,7 @@ static int step(serve_engine *e) {
     double t0 = cli_now();
     infer_status st = INFER_OK;
     if (tp_step(e, n, sl, ids, nids, lg, tk)) st = INFER_ERR_IO;
-    else if (!e->split) st = infer_batch_eval_tokens(e->batch, cx, n, ids, nids, lg, tk);
+    else if (!e->split) st = infer_batch_eval_rows(e->batch, cx, n, ids, nids, lg, tk, all);
     else // (a context split over two devices runs alone: batched passes run on one)
         for (int i = 0; i < n && !st; i++) st = infer_eval(cx[i], ids[i], nids[i], lg[i], 1);
     if (st && n > 1 && !e->tp) {
@@ -459,14 +514,14 @@ static int step(serve_engine *e) {
         int k = 0;
         for (int i = 0; i < n; i++) {
             infer_status si = e->split ? infer_eval(cx[i], ids[i], nids[i], lg[i], 1)
-                                       : infer_batch_eval_tokens(e->batch, &cx[i], 1, &ids[i], &nids[i], &lg[i], &tk[i]);
+                                       : infer_batch_eval_rows(e->batch, &cx[i], 1, &ids[i], &nids[i], &lg[i], &tk[i], &all[i]);
             if (si) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "%s", infer_last_error());
                 slot_end(sl[i], NULL, msg);
                 continue;
             }
-            cx[k] = cx[i], ids[k] = ids[i], nids[k] = nids[i], lg[k] = lg[i], tk[k] = tk[i], sl[k++] = sl[i];
+            cx[k] = cx[i], ids[k] = ids[i], nids[k] = nids[i], lg[k] = lg[i], tk[k] = tk[i], all[k] = all[i], sl[k++] = sl[i];
         }
         pthread_mutex_lock(&e->mu);
         e->counts.steps_retried++;
@@ -495,6 +550,10 @@ static int step(serve_engine *e) {
             s->n_fed += nids[i];
             if (s->n_fed < s->t->req.n_prompt) continue;
             s->generating = 1;
+        }
+        if (all[i]) {
+            spec_take(e, s);
+            continue;
         }
         const float *lg = NULL;
         if (tk[i] && s->greedy < 0) { // (that row's logits hold a NaN; the others' are whole)
@@ -584,6 +643,9 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
              (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx);
+    if (ok && e->step_tokens <= 0) // (the default: two chunks a step on a GPU, whose passes want rows; one on a CPU,
+        // whose steps then stay as short as before, so the decoding slots beside them wait no longer)
+        e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
     e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     if (ok) ok = !cli_batch_new(m, &e->batch);
@@ -624,7 +686,8 @@ void serve_engine_stop(serve_engine *e) {
 void serve_engine_free(serve_engine *e) {
     if (!e) return;
     serve_engine_stop(e);
-    for (int i = 0; i < e->n_slots; i++) infer_ctx_free(e->s[i].ctx), infer_host_free(e->s[i].logits), free(e->s[i].cache);
+    for (int i = 0; i < e->n_slots; i++)
+        infer_ctx_free(e->s[i].ctx), infer_host_free(e->s[i].logits), infer_host_free(e->s[i].slog), free(e->s[i].cache);
     infer_batch_free(e->batch);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

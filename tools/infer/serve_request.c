@@ -54,7 +54,7 @@ void serve_num_field(serve_check *k, const cJSON *o, const char *name, double lo
 
 // The fields both endpoints share: sampling, max tokens, stop, stream.
 static void common_fields(serve_check *k, const cJSON *o, serve_gen *g, int n_ctx, int chat) {
-    static const char *const unsupported[] = {"tools", "tool_choice", "functions", "logit_bias"};
+    static const char *const unsupported[] = {"functions", "logit_bias"}; // (tools: serve_tools.c)
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, unsupported[i]);
         if (f && !cJSON_IsNull(f) && !cJSON_IsFalse(f) && !(cJSON_IsObject(f) && !f->child))
@@ -172,6 +172,8 @@ static void grammar_field(serve_check *k, infer_model *m, const cJSON *o, serve_
 }
 
 void serve_gen_free(serve_gen *g) {
+    serve_tools_free(g->tools);
+    g->tools = NULL;
     infer_grammar_free(g->r.grammar);
     free(g->r.prompt);
     for (int i = 0; i < g->r.n_stop; i++) free(g->r.stop[i]);
@@ -183,8 +185,7 @@ void serve_gen_free(serve_gen *g) {
 // messages' content as text: only the template's markup becomes special
 // tokens) into the request's prompt, which must leave room for one token.
 // The array is walked once (cJSON_GetArrayItem is a walk of its own).
-static void chat_tokens(serve_check *k, infer_model *m, int n_ctx, const cJSON *o, serve_gen *g) {
-    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(o, "messages");
+static void chat_tokens(serve_check *k, infer_model *m, int n_ctx, const cJSON *msgs, serve_gen *g) {
     if (!msgs) { bad(k, "messages", "'messages' is required"); return; }
     if (!cJSON_IsArray(msgs) || !msgs->child) { bad(k, "messages", "'messages' must be a non-empty array"); return; }
     int n = cJSON_GetArraySize(msgs);
@@ -277,8 +278,15 @@ void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char 
     common_fields(k, o, g, n_ctx, chat);
     if (!k->status) grammar_field(k, m, o, g);
     if (chat) {
-        if (!k->status) chat_tokens(k, m, n_ctx, o, g);
+        cJSON *turns = k->status ? NULL : serve_tools_parse(k, m, o, g); // (tools: the messages the template gets)
+        if (!k->status) chat_tokens(k, m, n_ctx, turns ? turns : cJSON_GetObjectItemCaseSensitive(o, "messages"), g);
+        cJSON_Delete(turns);
     } else {
+        const char *tl[] = {"tools", "tool_choice"};
+        for (int i = 0; i < 2; i++) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, tl[i]);
+            if (f && !cJSON_IsNull(f)) bad(k, tl[i], "'%s' is for /v1/chat/completions", tl[i]);
+        }
         // a completion's prompt is text; parse_special (llama-server's): special tokens' text becomes them
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "prompt"), *ps = cJSON_GetObjectItemCaseSensitive(o, "parse_special");
         if (ps && !cJSON_IsNull(ps) && !cJSON_IsBool(ps)) bad(k, "parse_special", "'parse_special' must be a boolean");

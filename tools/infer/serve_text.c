@@ -6,6 +6,7 @@
 #endif
 #include "serve.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,4 +54,10 @@ char *serve_utf8_clean(const char *s, size_t n) {
     }
     *q = 0;
     return o;
+}
+
+void serve_add_text(cJSON *o, const char *name, const char *s, size_t n) {
+    char *c = serve_utf8_clean(s, n);
+    cJSON_AddStringToObject(o, name, c ? c : "");
+    free(c);
 }
