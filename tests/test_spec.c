@@ -148,8 +148,8 @@ static void check_model(const char *name, const char *dir, int threads) {
     if (infer_model_load(dir, &m)) { CHECK(0, "%s: %s", name, infer_last_error()); return; }
     int V = infer_model_n_vocab(m);
     // a prompt that repeats, so the drafter finds n-grams
-    int32_t ids[24];
-    for (int i = 0; i < 24; i++) ids[i] = (int32_t)((1 + (i % 9) * 37) % V);
+    int32_t ids[16 + K + 1]; // (16 of a prompt, then the K + 1 rows of one pass)
+    for (int i = 0; i < 16 + K + 1; i++) ids[i] = (int32_t)((1 + (i % 9) * 37) % V);
     // K + 1 rows in one pass against K + 1 passes of one row
     infer_ctx *a = NULL, *b = NULL;
     float *la = malloc(sizeof(float) * (size_t)V * (K + 1)), *lb = malloc(sizeof(float) * (size_t)V);
