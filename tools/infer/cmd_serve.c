@@ -604,63 +604,7 @@ static enum MHD_Result post_messages(struct MHD_Connection *c, server *sv, reque
 }
 
 // ---------------------------------------------------------------------------
-// llama-server's /tokenize and /detokenize, and the Prometheus counts
-
-static cJSON *body_object(struct MHD_Connection *c, request *rq, enum MHD_Result *res) {
-    serve_check k = {0};
-    cJSON *o = serve_parse_body(&k, rq->body, rq->len);
-    if (!o) *res = reply_error(c, 400, NULL, NULL, "%s", k.msg);
-    return o;
-}
-
-static enum MHD_Result post_tokenize(struct MHD_Connection *c, server *sv, request *rq) {
-    enum MHD_Result res;
-    cJSON *o = body_object(c, rq, &res);
-    if (!o) return res;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "content"), *sp = cJSON_GetObjectItemCaseSensitive(o, "add_special"),
-                *ps = cJSON_GetObjectItemCaseSensitive(o, "parse_special");
-    if (!cJSON_IsString(t)) return cJSON_Delete(o), reply_error(c, 400, "content", NULL, "'content' must be a string");
-    if (sp && !cJSON_IsBool(sp)) return cJSON_Delete(o), reply_error(c, 400, "add_special", NULL, "'add_special' must be a boolean");
-    if (ps && !cJSON_IsBool(ps)) return cJSON_Delete(o), reply_error(c, 400, "parse_special", NULL, "'parse_special' must be a boolean");
-    int32_t *ids = NULL;
-    int n = 0;
-    // (llama-server's: special tokens' text becomes them unless parse_special is false)
-    if (infer_tokenize(sv->m, t->valuestring, strlen(t->valuestring), cJSON_IsTrue(sp), !cJSON_IsFalse(ps), &ids, &n)) {
-        cJSON_Delete(o);
-        return reply_error(c, 400, "content", NULL, "cannot tokenize: %s", infer_last_error());
-    }
-    cJSON_Delete(o);
-    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tokens");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
-    free(ids);
-    return reply_json(c, 200, j);
-}
-
-static enum MHD_Result post_detokenize(struct MHD_Connection *c, server *sv, request *rq) {
-    enum MHD_Result res;
-    cJSON *o = body_object(c, rq, &res);
-    if (!o) return res;
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "tokens"), *x;
-    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1, V = infer_model_n_vocab(sv->m), i = 0;
-    int32_t *ids = n >= 0 ? malloc(sizeof(int32_t) * (size_t)(n + 1)) : NULL;
-    if (n < 0 || !ids) return free(ids), cJSON_Delete(o), reply_error(c, 400, "tokens", NULL, "'tokens' must be an array of token ids");
-    cJSON_ArrayForEach(x, a) {
-        if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 0 || x->valuedouble >= V) {
-            free(ids), cJSON_Delete(o);
-            return reply_error(c, 400, "tokens", NULL, "'tokens'[%d] is not a token id of this model (0 to %d)", i, V - 1);
-        }
-        ids[i++] = (int32_t)x->valuedouble;
-    }
-    cJSON_Delete(o);
-    char *text = NULL;
-    size_t len = 0;
-    if (infer_detokenize(sv->m, ids, n, 0, &text, &len)) return free(ids), reply_error(c, 500, NULL, NULL, "%s", infer_last_error());
-    free(ids);
-    cJSON *j = cJSON_CreateObject();
-    serve_add_text(j, "content", text, len); // (a partial character: U+FFFD, so the JSON is valid UTF-8)
-    free(text);
-    return reply_json(c, 200, j);
-}
+// the Prometheus counts (serve_misc.c writes them)
 
 static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
     serve_counts k;
@@ -669,37 +613,10 @@ static enum MHD_Result metrics(struct MHD_Connection *c, server *sv) {
     long long st[6], disc = sv->disconnects;
     memcpy(st, sv->by_status, sizeof st);
     pthread_mutex_unlock(&sv->mu);
-    char b[4096];
-    int n = snprintf(b, sizeof b,
-                     "# HELP infer_prompt_tokens_total Prompt tokens evaluated.\n# TYPE infer_prompt_tokens_total counter\n"
-                     "infer_prompt_tokens_total %lld\n"
-                     "# HELP infer_prompt_tokens_cached_total Prompt tokens a slot's cache already held.\n# TYPE infer_prompt_tokens_cached_total counter\n"
-                     "infer_prompt_tokens_cached_total %lld\n"
-                     "# HELP infer_tokens_generated_total Tokens generated.\n# TYPE infer_tokens_generated_total counter\n"
-                     "infer_tokens_generated_total %lld\n"
-                     "# HELP infer_steps_total Engine steps (one batched call each).\n# TYPE infer_steps_total counter\n"
-                     "infer_steps_total %lld\n"
-                     "# HELP infer_busy_slot_steps_total Slots at work summed over the steps.\n# TYPE infer_busy_slot_steps_total counter\n"
-                     "infer_busy_slot_steps_total %lld\n"
-                     "# HELP infer_steps_retried_total Failed steps whose sequences ran again one by one.\n# TYPE infer_steps_retried_total counter\n"
-                     "infer_steps_retried_total %lld\n"
-                     "# HELP infer_step_prompt_chunks_max The most prompt chunks one step held.\n# TYPE infer_step_prompt_chunks_max gauge\n"
-                     "infer_step_prompt_chunks_max %d\n"
-                     "# HELP infer_requests_running Slots at work now.\n# TYPE infer_requests_running gauge\ninfer_requests_running %d\n"
-                     "# HELP infer_requests_queued Requests waiting for a slot.\n# TYPE infer_requests_queued gauge\ninfer_requests_queued %d\n"
-                     "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
-                     "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
-                     "infer_client_disconnects_total %lld\n"
-                     "# HELP infer_spec_drafted_total Draft tokens checked (--spec-ngram).\n# TYPE infer_spec_drafted_total counter\n"
-                     "infer_spec_drafted_total %lld\n"
-                     "# HELP infer_spec_accepted_total Draft tokens kept (--spec-ngram).\n# TYPE infer_spec_accepted_total counter\n"
-                     "infer_spec_accepted_total %lld\n"
-                     "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
-                     k.prompt_tokens, k.prompt_cached, k.generated_tokens, k.steps, k.busy_slot_steps, k.steps_retried, k.step_chunks_max, k.busy_slots, k.queued, k.slots, disc,
-                     k.spec_drafted, k.spec_accepted);
-    for (int i = 2; i < 6 && n > 0 && (size_t)n < sizeof b; i++)
-        n += snprintf(b + n, sizeof b - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, st[i]);
-    return reply(c, 200, "text/plain; version=0.0.4", b);
+    char *b = serve_metrics_text(&k, st, disc);
+    enum MHD_Result ok = b ? reply(c, 200, "text/plain; version=0.0.4", b) : reply_error(c, 500, NULL, NULL, "out of memory");
+    free(b);
+    return ok;
 }
 
 // ---------------------------------------------------------------------------
@@ -780,15 +697,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!get) return reply_error(c, 405, NULL, NULL, "%s /metrics: use GET", method);
         return metrics(c, sv);
     }
-    if (!strcmp(url, "/tokenize") || !strcmp(url, "/detokenize")) {
-        if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
-        return url[1] == 't' ? post_tokenize(c, sv, rq) : post_detokenize(c, sv, rq);
-    }
-    if (!strcmp(url, "/v1/embeddings")) {
+    int tok = !strcmp(url, "/tokenize"), detok = !strcmp(url, "/detokenize"), emb = !strcmp(url, "/v1/embeddings");
+    if (tok || detok || emb) { // (answered whole by serve_misc.c's and serve_embed.c's)
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
         serve_check k = {0};
         char *out;
-        if (serve_embeddings(&k, sv->m, sv->alias, sv->n_ctx, rq->body, rq->len, &out))
+        if (emb ? serve_embeddings(&k, sv->m, sv->alias, sv->n_ctx, rq->body, rq->len, &out)
+                : serve_tokenize_answer(&k, sv->m, rq->body, rq->len, detok, &out))
             return reply_error(c, k.status, k.param[0] ? k.param : NULL, NULL, "%s", k.msg);
         enum MHD_Result ok = reply(c, 200, "application/json", out);
         free(out);

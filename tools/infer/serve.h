@@ -177,6 +177,15 @@ void serve_engine_counts(serve_engine *e, serve_counts *c);
 // a step. Set before the first request.
 void serve_engine_set_spec(serve_engine *e, int k);
 
+// Small answers (serve_misc.c). llama-server's POST /tokenize ({"content",
+// "add_special", "parse_special"} -> {"tokens"}) and /detokenize ({"tokens"}
+// -> {"content"}): the JSON in *out (malloc'd) and 0, or -1 with k set.
+int serve_tokenize_answer(serve_check *k, infer_model *m, const char *body, size_t len, int detok, char **out);
+// /metrics' Prometheus text (malloc'd; NULL: out of memory): the engine's
+// counts, the responses by status class (by_status[2..5]: 2xx..5xx) and the
+// clients gone before their answer.
+char *serve_metrics_text(const serve_counts *k, const long long by_status[6], long long disconnects);
+
 // The text rules (serve_text.c). Where the first of the stop strings begins
 // in s[0, n) (n when none does):
 size_t serve_stop_at(const char *s, size_t n, char *const *stop, int n_stop);
