@@ -678,6 +678,22 @@ INFER_API int infer_spec_draft_ngram(const int32_t *hist, int n, int n_min, int 
 INFER_API int infer_spec_accept(infer_sampler *s, const float *logits, int n_vocab, const int32_t *draft, int k, int32_t *hist,
                                 int n_hist, int32_t *out);
 
+// A draft model's drafter: a small model of the same vocabulary (every
+// shared token id the same text, at most 128 tokens more or fewer; else
+// INFER_ERR_ARG saying where they differ)
+// guesses greedily in its own context dctx (of draft, placed as the caller
+// likes; the caller frees it after the drafter), which keeps what it has seen
+// so each draft evaluates only the tokens new since the last. Greedy guesses
+// are a deterministic drafter's, so infer_spec_accept's rule holds as it is.
+typedef struct infer_drafter infer_drafter;
+INFER_API infer_status infer_drafter_new(infer_model *draft, infer_ctx *dctx, infer_model *target, infer_drafter **out);
+INFER_API void infer_drafter_free(infer_drafter *d);
+// Up to k tokens after hist[0..n) into draft: the draft model's most likely
+// next tokens, ending early where the next one's probability falls under
+// p_min (the first is always given) or its id is not the target's. Returns
+// their count (0 when the draft context is full), or -1 (infer_last_error).
+INFER_API int infer_drafter_draft(infer_drafter *d, const int32_t *hist, int n, int k, float p_min, int32_t *draft);
+
 // ---------------------------------------------------------------------------
 // Constrained generation: a grammar the generated text must match (as
 // llama.cpp's grammars: GBNF, or a JSON Schema compiled to one). The text is

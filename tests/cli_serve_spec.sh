@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# infer serve --spec-ngram: each slot's answers are the ones a server without
-# it gives (greedy, and sampled with a seed), four requests at once, texts
+# infer serve --spec-ngram and --model-draft: each slot's answers are the ones a server without
+# them gives (greedy, and sampled with a seed), four requests at once, texts
 # that repeat their prompt and one that does not; /metrics counts the draft
 # tokens checked and kept; SIGTERM still stops it cleanly.
 # usage: cli_serve_spec.sh INFER_BIN FIXTURES_DIR
@@ -37,23 +37,29 @@ rc=0
 start_server --parallel 4 -c 1024 -t 2
 ask "$base" "$tmp/want.json" || { echo "FAILED: requests to the server without --spec-ngram"; rc=1; }
 stop_server 30
-rm -f "$tmp/out" # (so that the new server's address is read, not the old one's)
-start_server --parallel 4 -c 1024 -t 2 --spec-ngram 6
-ask "$base" "$tmp/got.json" || { echo "FAILED: requests to the server with --spec-ngram 6"; rc=1; }
-python3 - "$tmp/want.json" "$tmp/got.json" "$base" <<'PY' || rc=1
+same() { # label: the answers in got.json are want.json's; /metrics counts the drafts
+    python3 - "$tmp/want.json" "$tmp/got.json" "$base" "$1" <<'PY'
 import json, sys, urllib.request
-want, got = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+want, got, label = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[4]
 bad = [i for i in range(len(want)) if want[i] != got[i]]
 for i in bad:
-    print(f"FAILED: request {i}: with --spec-ngram {got[i]!r}, without {want[i]!r}")
+    print(f"FAILED: request {i}: with {label} {got[i]!r}, without {want[i]!r}")
 m = urllib.request.urlopen(sys.argv[3] + "/metrics").read().decode()
 val = {l.split()[0]: float(l.split()[1]) for l in m.splitlines() if l and not l.startswith("#")}
 d, a = val.get("infer_spec_drafted_total", -1), val.get("infer_spec_accepted_total", -1)
 if not (d > 0 and 0 < a <= d):
     print(f"FAILED: /metrics: infer_spec_drafted_total {d}, infer_spec_accepted_total {a}"); bad.append(-1)
-print(f"cli_serve_spec: {len(want)} answers the same with and without --spec-ngram; {int(a)} of {int(d)} draft tokens kept")
+print(f"cli_serve_spec: {len(want)} answers the same with and without {label}; {int(a)} of {int(d)} draft tokens kept")
 sys.exit(1 if bad else 0)
 PY
-stop_server 30
-sanitizer_clean "$tmp/err"
+}
+# the n-gram drafter, then a draft model (the model itself: its guesses are kept while greedy)
+for flags in "--spec-ngram 6" "--model-draft $model --draft-max 6"; do
+    rm -f "$tmp/out" # (so that the new server's address is read, not the old one's)
+    start_server --parallel 4 -c 1024 -t 2 $flags
+    ask "$base" "$tmp/got.json" || { echo "FAILED: requests to the server with $flags"; rc=1; }
+    same "${flags%% [0-9a-z/]*}" || rc=1
+    stop_server 30
+    sanitizer_clean "$tmp/err"
+done
 exit $rc

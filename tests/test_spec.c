@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "infer.h"
@@ -109,8 +110,8 @@ enum { K = 8, GEN = 48 };
 // Generates GEN tokens after ids[0..n) with sampling sp: one token a pass,
 // or (spec) the n-gram drafter's K tokens checked in one pass of K + 1 rows.
 // *passes: the passes after the prompt. 0 on success.
-static int generate(infer_model *m, const int32_t *ids, int n, const infer_sampling *sp, int spec, int threads, int32_t *gen,
-                    int *passes) {
+static int generate_d(infer_model *m, const int32_t *ids, int n, const infer_sampling *sp, int spec, int threads, int32_t *gen,
+                      int *passes, infer_drafter *d, float p_min) {
     int V = infer_model_n_vocab(m), rc = 1, g = 0;
     infer_ctx *c = NULL;
     infer_sampler *s = NULL;
@@ -124,7 +125,8 @@ static int generate(infer_model *m, const int32_t *ids, int n, const infer_sampl
     if (t < 0) goto done;
     hist[n] = gen[g++] = t;
     while (g < GEN) {
-        int nh = n + g, k = spec ? infer_spec_draft_ngram(hist, nh, 1, 3, K, draft) : 0;
+        int nh = n + g, k = d ? infer_drafter_draft(d, hist, nh, K, p_min, draft) : spec ? infer_spec_draft_ngram(hist, nh, 1, 3, K, draft) : 0;
+        if (k < 0) goto done;
         row[0] = hist[nh - 1];
         memcpy(row + 1, draft, sizeof(int32_t) * (size_t)k);
         int past = infer_ctx_n_past(c);
@@ -141,6 +143,64 @@ done:
     infer_sampler_free(s);
     infer_ctx_free(c);
     return rc;
+}
+
+static int generate(infer_model *m, const int32_t *ids, int n, const infer_sampling *sp, int spec, int threads, int32_t *gen,
+                    int *passes) {
+    return generate_d(m, ids, n, sp, spec, threads, gen, passes, NULL, 0);
+}
+
+// A draft model: the model itself (every guess kept: a pass gives K + 1
+// tokens) and the model re-encoded in q4_0 (another model of the same
+// vocabulary: some guesses rejected); greedy and sampled text the same as
+// decoding alone; a model of another vocabulary refused.
+static void check_draft_model(const char *name, const char *dir, infer_model *other) {
+    infer_model *m = NULL, *q = NULL;
+    infer_ctx *dc = NULL;
+    infer_drafter *d = NULL;
+    char path[] = "/tmp/test_spec_draft_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    if (infer_model_load(dir, &m) || fd < 0 || infer_convert_gguf(m, path, "q4_0") || infer_model_load(path, &q)) {
+        CHECK(0, "%s: draft model: %s", name, infer_last_error());
+        goto done;
+    }
+    int32_t ids[20], g0[GEN + K + 1], g1[GEN + K + 1];
+    int V = infer_model_n_vocab(m), p0, p1;
+    for (int i = 0; i < 20; i++) ids[i] = (int32_t)((3 + i * 53) % V);
+    for (int self = 1; self >= 0; self--) {
+        infer_model *dm = self ? m : q;
+        for (int greedy = 1; greedy >= 0; greedy--) {
+            infer_sampling sp = infer_sampling_default();
+            if (greedy) sp.temp = 0;
+            else sp.seed = 7;
+            infer_ctx_free(dc), infer_drafter_free(d), dc = NULL, d = NULL;
+            if (infer_ctx_new(dm, 20 + GEN + K + 2, &dc) || infer_drafter_new(dm, dc, m, &d) ||
+                generate(m, ids, 20, &sp, 0, 1, g0, &p0) || generate_d(m, ids, 20, &sp, 1, 1, g1, &p1, d, 0)) {
+                CHECK(0, "%s: draft model: %s", name, infer_last_error());
+                goto done;
+            }
+            CHECK(same_ids(g0, g1, GEN), "%s: %s tokens differ with a draft model (%s)", name, greedy ? "greedy" : "sampled",
+                  self ? "itself" : "q4_0");
+            // (the first token comes from the prompt's pass; each pass after gives K + 1 when every guess is kept)
+            if (self && greedy) CHECK(p1 == (GEN - 1 + K) / (K + 1), "%s: drafting itself, %d passes for %d tokens", name, p1, GEN - 1);
+            printf("%-24s draft model (%s), %s: %d tokens the same in %d passes (%d without)\n", name, self ? "itself" : "q4_0",
+                   greedy ? "greedy" : "sampled", GEN, p1, p0);
+        }
+    }
+    infer_ctx_free(dc), dc = NULL;
+    if (other) {
+        infer_ctx *oc = NULL;
+        infer_drafter *od = NULL;
+        CHECK(!infer_ctx_new(other, 64, &oc), "%s", infer_last_error());
+        CHECK(oc && infer_drafter_new(other, oc, m, &od) == INFER_ERR_ARG && strstr(infer_last_error(), "vocabulary"),
+              "%s: a draft model of another vocabulary is refused (%s)", name, infer_last_error());
+        infer_drafter_free(od), infer_ctx_free(oc);
+    }
+done:
+    infer_drafter_free(d), infer_ctx_free(dc);
+    infer_model_free(q), infer_model_free(m);
+    unlink(path);
 }
 
 static void check_model(const char *name, const char *dir, int threads) {
@@ -200,6 +260,14 @@ int main(int argc, char **argv) {
         int have = test_default_model(model, sizeof model);
         CHECK(have, "could not fetch the default model");
         if (have) check_model("default (gemma3 270M)", model, 2);
+        // the draft model on the llama fixture, and the default model's vocabulary refused as its draft
+        infer_model *other = NULL;
+        if (have && infer_model_load(model, &other)) CHECK(0, "%s", infer_last_error());
+        n = test_fixture_dirs(&dirs, "llama");
+        if (n > 0) check_draft_model("llama", dirs[0], other);
+        for (int i = 0; i < n; i++) free(dirs[i]);
+        free(dirs);
+        infer_model_free(other);
     }
     return check_summary("test_spec");
 }

@@ -18,6 +18,8 @@
 #include "base/error.h"
 #include "infer.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 // The most recent earlier start of hist[n - len .. n) in hist (its
@@ -56,4 +58,87 @@ int infer_spec_accept(infer_sampler *s, const float *logits, int n_vocab, const 
         if (j == k || t != draft[j]) return j + 1;
     }
     return k + 1; // (not reached)
+}
+
+// ---------------------------------------------------------------------------
+// A draft model: a small model of the same vocabulary guesses greedily, one
+// token a pass of its own context, which keeps the tokens it has seen so the
+// next draft starts where the verified text and its cache part.
+
+struct infer_drafter {
+    infer_ctx *ctx;    // the draft model's context (the caller's)
+    int n_vocab;       // the draft model's; the target's is at least as large where drafts are kept
+    int n_target;      // the target's vocabulary: a draft token past it ends the draft
+    int32_t *seen;     // the tokens in ctx's cache, position by position
+    int cap;
+    float *logits;
+};
+
+infer_status infer_drafter_new(infer_model *draft, infer_ctx *dctx, infer_model *target, infer_drafter **out) {
+    if (!out) return fail(INFER_ERR_ARG, "infer_drafter_new: no out");
+    *out = NULL;
+    if (!draft || !dctx || !target) return fail(INFER_ERR_ARG, "infer_drafter_new: bad arguments");
+    int vd = infer_model_n_vocab(draft), vt = infer_model_n_vocab(target), n = vd < vt ? vd : vt;
+    // the same vocabulary: a few added tokens at the end may differ (llama.cpp allows 128), every
+    // shared id must be the same text (the special tokens' too)
+    if (abs(vd - vt) > 128)
+        return fail(INFER_ERR_ARG, "the draft model's vocabulary (%d tokens) is not the model's (%d tokens)", vd, vt);
+    for (int32_t id = 0; id < n; id++) {
+        size_t la, lb;
+        const char *a = infer_token_text(draft, id, &la), *b = infer_token_text(target, id, &lb);
+        if (!a && !b) continue; // (models without a tokenizer: the ids alone)
+        if (!a || !b || la != lb || memcmp(a, b, la))
+            return fail(INFER_ERR_ARG, "the draft model's vocabulary differs from the model's at token %d (\"%.*s\" against \"%.*s\")",
+                        id, a ? (int)(la < 40 ? la : 40) : 0, a ? a : "", b ? (int)(lb < 40 ? lb : 40) : 0, b ? b : "");
+    }
+    infer_drafter *d = calloc(1, sizeof *d);
+    if (!d) return fail(INFER_ERR_NOMEM, "out of memory");
+    d->ctx = dctx, d->n_vocab = vd, d->n_target = vt, d->cap = infer_ctx_n_ctx(dctx);
+    d->seen = malloc(sizeof(int32_t) * (size_t)d->cap);
+    d->logits = infer_host_alloc(sizeof(float) * (size_t)vd);
+    if (!d->seen || !d->logits) return infer_drafter_free(d), fail(INFER_ERR_NOMEM, "out of memory");
+    infer_ctx_reset(dctx);
+    *out = d;
+    return INFER_OK;
+}
+
+void infer_drafter_free(infer_drafter *d) {
+    if (!d) return;
+    free(d->seen);
+    infer_host_free(d->logits);
+    free(d);
+}
+
+// the largest logit's token, and its probability under the softmax
+static int32_t top1(const float *x, int n, float *p) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp((double)x[i] - x[best]);
+    *p = (float)(1.0 / s);
+    return best;
+}
+
+int infer_drafter_draft(infer_drafter *d, const int32_t *hist, int n, int k, float p_min, int32_t *draft) {
+    if (!d || !hist || n <= 0 || k <= 0 || !draft) return fail(INFER_ERR_ARG, "infer_drafter_draft: bad arguments"), -1;
+    if (k > d->cap - n) k = d->cap - n; // (the draft context's room: hist and k - 1 drafted tokens, and one to spare)
+    if (k <= 0) return 0;
+    // the cache keeps the longest prefix it shares with hist, less one: the last token is evaluated again for its logits
+    int keep = 0, past = infer_ctx_n_past(d->ctx);
+    while (keep < past && keep < n - 1 && d->seen[keep] == hist[keep]) keep++;
+    infer_ctx_truncate(d->ctx, keep);
+    if (infer_eval(d->ctx, hist + keep, n - keep, d->logits, 1)) return -1;
+    memcpy(d->seen + keep, hist + keep, sizeof(int32_t) * (size_t)(n - keep));
+    int j = 0;
+    for (;;) {
+        float p;
+        int32_t t = top1(d->logits, d->n_vocab, &p);
+        if (t >= d->n_target || (j > 0 && p < p_min)) break; // (the first guess is always made: a pass checks it anyway)
+        draft[j++] = t;
+        if (j == k) break;
+        if (infer_eval(d->ctx, &t, 1, d->logits, 1)) return -1;
+        d->seen[n + j - 1] = t;
+    }
+    return j;
 }

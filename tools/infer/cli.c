@@ -397,3 +397,36 @@ int cli_spec_k(const char *cmd, int argc, char **argv, const char *arg) {
         return cli_error("%s: --spec-ngram takes a draft length of 1 to %d tokens, not \"%s\"", cmd, CLI_SPEC_MAX, arg), -1;
     return (int)k;
 }
+
+void cli_draft_init(cli_draft *d) { *d = (cli_draft){.max = 16, .p_min = 0.75f}; }
+
+int cli_draft_opt(cli_draft *d, const char *cmd, int opt, const char *arg) {
+    char *end;
+    if (opt == OPT_DRAFT) {
+        d->model = arg;
+    } else if (opt == OPT_DRAFT_MAX) {
+        long k = strtol(arg, &end, 10);
+        if (*end || end == arg || k < 1 || k > CLI_SPEC_MAX)
+            return cli_error("%s: --draft-max takes 1 to %d tokens, not \"%s\"", cmd, CLI_SPEC_MAX, arg), -1;
+        d->max = (int)k;
+    } else if (opt == OPT_DRAFT_PMIN) {
+        double p = strtod(arg, &end);
+        if (*end || end == arg || !(p >= 0 && p <= 1)) return cli_error("%s: --draft-p-min takes a probability (0 to 1), not \"%s\"", cmd, arg), -1;
+        d->p_min = (float)p;
+    }
+    return 0;
+}
+
+int cli_drafter_new(cli_draft *d, infer_model *target, int n_ctx, const char *device) {
+    if (cli_model_load(d->model, &d->m) || cli_ctx_new(d->m, n_ctx, &d->c) || cli_place(d->c, device, -1) ||
+        infer_drafter_new(d->m, d->c, target, &d->d))
+        return cli_error("--model-draft %s: %s", d->model, infer_last_error()), -1;
+    return 0;
+}
+
+void cli_draft_free(cli_draft *d) {
+    infer_drafter_free(d->d);
+    infer_ctx_free(d->c);
+    infer_model_free(d->m);
+    d->d = NULL, d->c = NULL, d->m = NULL;
+}

@@ -27,9 +27,10 @@ int cmd_bench_lm(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
-// bench --spec-ngram's decode test (cmd_bench_spec.c): text_path NULL for bench/data/spec-edit.txt
-int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k, const char *fmt, long threads, const char *device,
-               long ngl);
+// bench --spec-ngram's (or --model-draft's) decode test (cmd_bench_spec.c): text_path NULL for bench/data/spec-edit.txt
+struct cli_draft;
+int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k, struct cli_draft *dr, const char *fmt, long threads,
+               const char *device, long ngl);
 
 // ---------------------------------------------------------------------------
 // Options. Each subcommand has one table of long options (getopt_long) and
@@ -42,7 +43,7 @@ enum {
     OPT_TEMP = 256, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY,
     OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL, OPT_CTK, OPT_CTV,
     OPT_CALIB, OPT_CALIB_TOKENS, // (CLI_OPTS_GRAPH_AUTO's)
-    OPT_SPEC,                    // (CLI_OPTS_SPEC's)
+    OPT_SPEC, OPT_DRAFT, OPT_DRAFT_MAX, OPT_DRAFT_PMIN, // (CLI_OPTS_SPEC's)
     OPT_LOCAL = 300,
 };
 
@@ -167,12 +168,33 @@ int cli_graph_flags(const cli_opts *o, const char *graph);
 // next argument when it is a number, which it then takes): CLI_SPEC_K when
 // none, -1 (reported) when out of 1..CLI_SPEC_MAX.
 enum { CLI_SPEC_K = 8, CLI_SPEC_MAX = 32, CLI_SPEC_NMIN = 1, CLI_SPEC_NMAX = 3 };
-#define CLI_OPTS_SPEC {"spec-ngram", optional_argument, NULL, OPT_SPEC}, {"draft-ngram", optional_argument, NULL, OPT_SPEC}
+#define CLI_OPTS_SPEC                                                                                             \
+    {"spec-ngram", optional_argument, NULL, OPT_SPEC}, {"draft-ngram", optional_argument, NULL, OPT_SPEC},       \
+        {"model-draft", required_argument, NULL, OPT_DRAFT}, {"draft-max", required_argument, NULL, OPT_DRAFT_MAX}, \
+        {"draft-p-min", required_argument, NULL, OPT_DRAFT_PMIN}
 #define CLI_USAGE_SPEC                                                                                                   \
     "      --spec-ngram [K]   speculative decoding: K tokens (default 8) drafted a step from the text's own past (the\n" \
     "                         longest of its last 3..1 tokens seen before, and what followed), checked in one pass;\n"   \
-    "                         the same text as without (greedy; sampled with the same seed); also --draft-ngram\n"
+    "                         the same text as without (greedy; sampled with the same seed); also --draft-ngram\n"      \
+    "      --model-draft M    speculative decoding with a draft model of the same vocabulary (a Hugging Face directory\n" \
+    "                         or a .gguf file): its greedy guesses, up to --draft-max N (default 16) a step, ending\n"  \
+    "                         where its next guess is less likely than --draft-p-min P (default 0.75)\n"
 int cli_spec_k(const char *cmd, int argc, char **argv, const char *arg);
+// --model-draft and its settings: cli_draft_opt takes one of the options
+// (0, or -1 reported); cli_drafter_new loads the draft model and its context
+// of n_ctx positions on the target's device (0, or -1 reported).
+typedef struct cli_draft {
+    const char *model;
+    int max;
+    float p_min;
+    infer_model *m;
+    infer_ctx *c;
+    infer_drafter *d;
+} cli_draft;
+void cli_draft_init(cli_draft *d);
+int cli_draft_opt(cli_draft *d, const char *cmd, int opt, const char *arg);
+int cli_drafter_new(cli_draft *d, infer_model *target, int n_ctx, const char *device);
+void cli_draft_free(cli_draft *d);
 
 double cli_now(void);
 long cli_peak_rss_kib(void);

@@ -164,6 +164,7 @@ static const char *g_usage =
     "      --spec-ngram [K]   instead: greedy decode of -n tokens after a chat prompt (-f's text as the user's message),\n"
     "                         one token a pass against K (default 8) drafted by the n-gram drafter checked in one pass\n"
     "                         (also --draft-ngram); the tokens must be the same both ways\n"
+    "      --model-draft M    as --spec-ngram, the draft model M guessing (--draft-max N, --draft-p-min P as run's)\n"
     "  -f, --file TEXT        --spec-ngram's text (default bench/data/spec-edit.txt: code to repeat with one name changed)\n";
 
 enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH, OPT_GREEDY };
@@ -187,6 +188,8 @@ int cmd_bench(int argc, char **argv) {
     int no_logits = 0;
     const char *graph = NULL, *spec_text = NULL;
     int spec = 0;
+    cli_draft dr;
+    cli_draft_init(&dr);
     long n_pp = 512, n_tg = 128, reps = 5, depth = 0;
     cli_opts o;
     cli_opts_init(&o, "bench", g_usage);
@@ -217,6 +220,9 @@ int cmd_bench(int argc, char **argv) {
         case OPT_SPEC:
             if ((spec = cli_spec_k("bench", argc, argv, optarg)) < 0) return 1;
             break;
+        case OPT_DRAFT: case OPT_DRAFT_MAX: case OPT_DRAFT_PMIN:
+            if (cli_draft_opt(&dr, "bench", opt, optarg)) return 1;
+            break;
         case 'f': spec_text = optarg; break;
         }
     }
@@ -240,6 +246,8 @@ int cmd_bench(int argc, char **argv) {
         free(bl);
     }
     if (no_logits && !batch_list) return cli_error("bench: %s applies to --batch", no_logits == 2 ? "--greedy" : "--no-logits");
+    if (spec && dr.model) return cli_error("bench: give --spec-ngram or --model-draft, not both");
+    if (dr.model) spec = dr.max;
     if (spec_text && !spec) return cli_error("bench: -f is --spec-ngram's text");
     if (spec && (batch_list || graph || depth))
         return cli_error("bench: --spec-ngram runs one sequence, dense; not with %s", batch_list ? "--batch" : graph ? "--graph" : "-d");
@@ -252,7 +260,7 @@ int cmd_bench(int argc, char **argv) {
     if (n_batch && depth) { infer_model_free(m); return cli_error("bench: -d runs one sequence; not with --batch"); }
     if (n_batch && graph) { infer_model_free(m); return cli_error("bench: --graph runs one sequence; not with --batch"); }
     if (spec) {
-        int rc = bench_spec(m, spec_text, (int)n_tg, (int)reps, spec, fmt, threads ? threads : 1, device, o.ngl);
+        int rc = bench_spec(m, spec_text, (int)n_tg, (int)reps, spec, &dr, fmt, threads ? threads : 1, device, o.ngl);
         infer_model_free(m);
         return rc;
     }

@@ -1,7 +1,8 @@
-// infer bench --spec-ngram [K] [-f TEXT]: greedy decode of -n tokens after a
+// infer bench --spec-ngram [K] | --model-draft M [-f TEXT]: greedy decode of -n tokens after a
 // chat prompt (the text as the user's message, in the model's chat template),
 // one token a pass against the n-gram drafter's K tokens checked in one pass
-// of K + 1 rows (infer_spec_draft_ngram, infer_spec_accept), the two
+// of K + 1 rows (infer_spec_draft_ngram, or a draft model's guesses:
+// infer_drafter_draft; infer_spec_accept), the two
 // alternating r times. The tokens must be the same both ways (else the bench
 // fails); the table has a row for each, and stderr the acceptance and the
 // speed-up. The default text asks for a code snippet back with one name
@@ -20,8 +21,8 @@ typedef struct {
 // n_tg greedy tokens (gen, room for n_tg + k + 1) after the prompt ids[0..n)
 // in c (reset first), k draft tokens a pass (0: one token a pass as plain
 // decoding); *tps: the decode's tokens a second (the prompt's pass not timed).
-static int decode(infer_ctx *c, infer_sampler *s, const int32_t *ids, int n, int n_tg, int k, int32_t *hist, float *lg, int V,
-                  int32_t *gen, double *tps, spec_counts *sc) {
+static int decode(infer_ctx *c, infer_sampler *s, const int32_t *ids, int n, int n_tg, int k, const cli_draft *dr, int32_t *hist,
+                  float *lg, int V, int32_t *gen, double *tps, spec_counts *sc) {
     infer_ctx_reset(c);
     memcpy(hist, ids, sizeof(int32_t) * (size_t)n);
     if (infer_eval(c, ids, n, lg, 1)) return cli_error("%s", infer_last_error());
@@ -31,7 +32,10 @@ static int decode(infer_ctx *c, infer_sampler *s, const int32_t *ids, int n, int
     int g = 0;
     hist[n] = gen[g++] = t;
     while (g < n_tg) {
-        int nh = n + g, kd = k ? infer_spec_draft_ngram(hist, nh, CLI_SPEC_NMIN, CLI_SPEC_NMAX, k, draft) : 0, past = infer_ctx_n_past(c);
+        int nh = n + g, past = infer_ctx_n_past(c);
+        int kd = !k ? 0 : dr->d ? infer_drafter_draft(dr->d, hist, nh, k, dr->p_min, draft)
+                                : infer_spec_draft_ngram(hist, nh, CLI_SPEC_NMIN, CLI_SPEC_NMAX, k, draft);
+        if (kd < 0) return cli_error("%s", infer_last_error());
         if (kd > n_tg - g - 1) kd = n_tg - g - 1;
         rows[0] = hist[nh - 1];
         memcpy(rows + 1, draft, sizeof(int32_t) * (size_t)kd);
@@ -53,8 +57,8 @@ static void mean_sd(const double *v, int r, double *mean, double *sd) {
     *sd = r > 1 ? sqrt(q / (r - 1)) : 0;
 }
 
-int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k, const char *fmt, long threads, const char *device,
-               long ngl) {
+int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k, cli_draft *dr, const char *fmt, long threads,
+               const char *device, long ngl) {
     char def[1024];
     size_t len;
     if (!text_path) {
@@ -76,6 +80,7 @@ int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k,
     infer_chat_message msg = {"user", text};
     if (infer_chat_tokenize(m, &msg, 1, 1, &ids, &n) || infer_sampler_new(&sp, V, &s)) { cli_error("%s", infer_last_error()); goto done; }
     if (cli_ctx_new(m, n + n_tg + k + 1, &c) || cli_place(c, device, ngl)) { cli_error("%s", infer_last_error()); goto done; }
+    if (dr->model && cli_drafter_new(dr, m, n + n_tg + k + 1, device)) goto done;
     const char *be = !strcmp(infer_ctx_backend(c), "cuda") ? "CUDA" : "CPU";
     hist = malloc(sizeof(int32_t) * (size_t)(n + n_tg + k + 1));
     gen[0] = malloc(sizeof(int32_t) * (size_t)(n_tg + k + 1)), gen[1] = malloc(sizeof(int32_t) * (size_t)(n_tg + k + 1));
@@ -83,10 +88,10 @@ int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k,
     if (!hist || !gen[0] || !gen[1] || !lg || !tps[0] || !tps[1]) { cli_error("out of memory"); goto done; }
     double warm;
     spec_counts none = {0};
-    if (decode(c, s, ids, n, n_tg < 8 ? n_tg : 8, k, hist, lg, V, gen[1], &warm, &none)) goto done; // warm-up
+    if (decode(c, s, ids, n, n_tg < 8 ? n_tg : 8, k, dr, hist, lg, V, gen[1], &warm, &none)) goto done; // warm-up
     for (int r = 0; r < reps; r++)
         for (int w = 0; w < 2; w++) { // (alternating: a machine's drift falls on both)
-            if (decode(c, s, ids, n, n_tg, w ? k : 0, hist, lg, V, gen[w], &tps[w][r], &sc[w])) goto done;
+            if (decode(c, s, ids, n, n_tg, w ? k : 0, dr, hist, lg, V, gen[w], &tps[w][r], &sc[w])) goto done;
         }
     if (memcmp(gen[0], gen[1], sizeof(int32_t) * (size_t)n_tg)) {
         int at = 0;
@@ -99,7 +104,7 @@ int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k,
     char name[96], test[2][48];
     snprintf(name, sizeof name, "%s %.0fM %s", infer_model_arch(m), infer_model_n_params(m) / 1e6, infer_model_ftype(m));
     snprintf(test[0], sizeof test[0], "tg%d greedy", n_tg);
-    snprintf(test[1], sizeof test[1], "tg%d greedy spec-ngram K%d", n_tg, k);
+    snprintf(test[1], sizeof test[1], "tg%d greedy %s K%d", n_tg, dr->d ? "draft-model" : "spec-ngram", k);
     long long params = (long long)infer_model_n_params(m), bytes = (long long)infer_model_tensor_bytes(m);
     if (!strcmp(fmt, "json")) {
         printf("[\n");
@@ -116,8 +121,8 @@ int bench_spec(infer_model *m, const char *text_path, int n_tg, int reps, int k,
                    test[w], mean[w], sd[w]);
     }
     fflush(stdout);
-    fprintf(stderr, "spec-ngram K %d: prompt %d tokens, the same %d greedy tokens both ways; %.2f tokens a pass (%d drafted, "
-            "%d accepted, %.1f%%); decode %.2fx\n", k, n, n_tg, (double)(sc[1].accepted + sc[1].passes) / sc[1].passes,
+    fprintf(stderr, "%s K %d: prompt %d tokens, the same %d greedy tokens both ways; %.2f tokens a pass (%d drafted, "
+            "%d accepted, %.1f%%); decode %.2fx\n", dr->d ? "draft model" : "spec-ngram", k, n, n_tg, (double)(sc[1].accepted + sc[1].passes) / sc[1].passes,
             sc[1].drafted, sc[1].accepted, sc[1].drafted ? 100.0 * sc[1].accepted / sc[1].drafted : 0.0, mean[1] / mean[0]);
     rc = 0;
 done:
@@ -125,5 +130,6 @@ done:
     infer_host_free(lg);
     infer_sampler_free(s);
     infer_ctx_free(c);
+    cli_draft_free(dr);
     return rc;
 }

@@ -23,7 +23,7 @@ static size_t utf8_complete(const char *s, size_t n) {
 static const char *g_usage =
     "usage: infer run [-m MODEL] (-p TEXT | --ids 1,2,3) [-n N] [-c N] [-t N] [--device cpu|cuda] [-ngl N] [--ignore-eos]\n"
     "                 [-x VINDEX] [--graph SPEC [--calib FILE]] [-k K] [--no-compare] [--lm-probe P [--lm-top N]]\n"
-    "                 [--spec-ngram [K]] [sampling]\n"
+    "                 [--spec-ngram [K] | --model-draft M] [sampling]\n"
     "  generates N tokens (default 128) after the prompt: -p prints the text as it comes, --ids the new token ids\n"
     "  (the prompt's ids as given, no BOS added); load time and speeds go to stderr.\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
@@ -134,6 +134,8 @@ int cmd_run(int argc, char **argv) {
     const char *ids_s = NULL, *prompt = NULL, *device = NULL, *schema = NULL, *gbnf_file = NULL, *vdir = NULL, *graph = NULL;
     long n_new = 128, k = 0, lm_probe = 0, lm_top = 64;
     int ignore_eos = 0, json = 0, compare = 1, check_tensors = 0, spec = 0, opt;
+    cli_draft dr;
+    cli_draft_init(&dr);
     cli_opts o;
     cli_opts_init(&o, "run", g_usage);
     while ((opt = cli_next(&o, argc, argv, "hm:t:c:s:p:n:x:k:", g_opts)) > 0) {
@@ -150,6 +152,9 @@ int cmd_run(int argc, char **argv) {
         case OPT_CHECK_TENSORS: check_tensors = 1; break;
         case OPT_SPEC:
             if ((spec = cli_spec_k("run", argc, argv, optarg)) < 0) return 1;
+            break;
+        case OPT_DRAFT: case OPT_DRAFT_MAX: case OPT_DRAFT_PMIN:
+            if (cli_draft_opt(&dr, "run", opt, optarg)) return 1;
             break;
         case OPT_DEVICE: device = optarg; break;
         case 'x': vdir = optarg; break;
@@ -180,8 +185,10 @@ int cmd_run(int argc, char **argv) {
     if (cli_graph_flags(&o, graph)) return 1;
     if (lm_probe && !vdir) return cli_error("run: --lm-probe reads a vindex's lm_head index: give -x VINDEX");
     if (lm_probe && (json || schema || gbnf_file)) return cli_error("run: --lm-probe and a grammar do not go together (the grammar needs every logit)");
+    if (spec && dr.model) return cli_error("run: give --spec-ngram or --model-draft, not both");
+    if (dr.model) spec = dr.max;
     if (spec && (json || schema || gbnf_file || lm_probe || graph))
-        return cli_error("run: --spec-ngram does not go with %s (speculation checks dense logits, every token's)",
+        return cli_error("run: %s does not go with %s (speculation checks dense logits, every token's)", dr.model ? "--model-draft" : "--spec-ngram",
                          lm_probe ? "--lm-probe" : graph ? "--graph" : "a grammar");
     if (!model && !vdir && !(model = cli_default_model())) return 1;
 
@@ -218,6 +225,7 @@ int cmd_run(int argc, char **argv) {
         cli_error("%s", infer_last_error());
         goto done;
     }
+    if (dr.model && cli_drafter_new(&dr, m, (int)n_ctx, device)) goto done;
     if (graph && infer_ctx_n_cached(c)) { cli_error("run: cached layers hold one template's positions; generation goes past them (use predict)"); goto done; }
     if (approx && compare && (cli_ctx_new(m, (int)n_ctx, &cd) || cli_place(cd, device, o.ngl))) {
         cli_error("%s", infer_last_error());
@@ -305,7 +313,9 @@ int cmd_run(int argc, char **argv) {
         fflush(stdout);
         if (gen == n_new || (g && infer_grammar_complete(g))) break;
         if (spec && qi == nq) { // tok and a draft in one pass; the tokens it gives queue
-            int k = infer_spec_draft_ngram(hist, n + gen, CLI_SPEC_NMIN, CLI_SPEC_NMAX, spec, draft), past = infer_ctx_n_past(c);
+            int k = dr.d ? infer_drafter_draft(dr.d, hist, n + gen, spec, dr.p_min, draft)
+                         : infer_spec_draft_ngram(hist, n + gen, CLI_SPEC_NMIN, CLI_SPEC_NMAX, spec, draft), past = infer_ctx_n_past(c);
+            if (k < 0) { cli_error("%s", infer_last_error()); goto done; }
             if (k > n_new - gen - 1) k = (int)n_new - gen - 1;
             int32_t rows[CLI_SPEC_MAX + 1] = {tok};
             memcpy(rows + 1, draft, sizeof(int32_t) * (size_t)k);
@@ -332,7 +342,8 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "load %.1f ms | prompt %d tokens, %.2f tok/s | generated %d tokens, %.2f tok/s\n", (t1 - t0) * 1e3, n,
             n / (t2 - t1), gen, gen > 1 ? (gen - 1) / (t3 - t2 - t_dense) : 0.0);
     if (spec)
-        fprintf(stderr, "speculation (n-gram, K %d): %d passes, %d tokens drafted, %d accepted (%.1f%%), %.2f tokens a pass\n", spec,
+        fprintf(stderr, "speculation (%s, K %d): %d passes, %d tokens drafted, %d accepted (%.1f%%), %.2f tokens a pass\n",
+                dr.d ? "draft model" : "n-gram", spec,
                 passes, drafted, accepted, drafted ? 100.0 * accepted / drafted : 0.0, passes ? (double)(accepted + passes) / passes : 0.0);
     if (cd && n_cmp)
         fprintf(stderr, "graph %s vs dense: mean KL %.6f over %d positions, top-1 the same at %d (%.1f%%)\n", graph, kl_sum / n_cmp,
@@ -352,6 +363,7 @@ done:
     free(ids);
     infer_sampler_free(smp);
     infer_ctx_free(c);
+    cli_draft_free(&dr);
     infer_model_free(m);
     return rc;
 }

@@ -793,6 +793,8 @@ static void *watchdog(void *arg) {
 int cmd_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
     int spec = 0;
+    cli_draft dr;
+    cli_draft_init(&dr);
     long port = 8080, parallel = 4, batch = 0, queue = 64, max_body = 1 << 20, timeout = 10, max_conn = 512, per_addr = 0;
     int opt;
     cli_opts o;
@@ -802,6 +804,7 @@ int cmd_serve(int argc, char **argv) {
         switch (opt) {
         case OPT_HOST: host = optarg; break;
         case OPT_SPEC: if ((spec = cli_spec_k("serve", argc, argv, optarg)) < 0) return 1; break;
+        case OPT_DRAFT: case OPT_DRAFT_MAX: case OPT_DRAFT_PMIN: if (cli_draft_opt(&dr, "serve", opt, optarg)) return 1; break;
         case OPT_DEVICE: device = optarg; break;
         case OPT_API_KEY: api_key = optarg; break;
         case OPT_ALIAS: alias = optarg; break;
@@ -818,6 +821,7 @@ int cmd_serve(int argc, char **argv) {
     }
     if (opt == CLI_STOP) return o.status;
     if (optind < argc) return cli_error("serve: unexpected argument \"%s\"", argv[optind]);
+    if (spec && dr.model) return cli_error("serve: give --spec-ngram or --model-draft, not both");
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_error("serve: --device must be cpu or cuda (got \"%s\")", device);
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET, addr.sin_port = htons((uint16_t)port);
@@ -845,6 +849,11 @@ int cmd_serve(int argc, char **argv) {
         return cli_error("serve: %s", err);
     }
     serve_engine_set_spec(sv.e, spec);
+    if (dr.model && (cli_model_load(dr.model, &dr.m) || serve_engine_set_draft(sv.e, dr.m, dr.max, dr.p_min, err, sizeof err))) {
+        if (!dr.m) snprintf(err, sizeof err, "--model-draft %s: %s", dr.model, infer_last_error());
+        serve_engine_free(sv.e), infer_model_free(dr.m), infer_model_free(sv.m);
+        return cli_error("serve: %s", err);
+    }
     sv.n_ctx = serve_engine_n_ctx(sv.e), sv.api_key = api_key, sv.max_body = (size_t)max_body;
     sv.timeout = (double)timeout, sv.max_conns = (int)max_conn, sv.per_addr = per_addr ? (int)per_addr : (int)(parallel + queue + 32);
     // a socket a connection, and some for the reserve: the soft limit of open files raised to the hard one where it is lower
@@ -876,7 +885,7 @@ int cmd_serve(int argc, char **argv) {
     pthread_t wd;
     int wd_ok = d && !pthread_create(&wd, NULL, watchdog, &sv);
     if (!d) {
-        serve_engine_free(sv.e), infer_model_free(sv.m);
+        serve_engine_free(sv.e), infer_model_free(dr.m), infer_model_free(sv.m);
         return cli_error("serve: cannot listen on %s:%ld: %s", host, port, strerror(errno));
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -898,6 +907,7 @@ int cmd_serve(int argc, char **argv) {
     __atomic_store_n(&g_watch_stop, 1, __ATOMIC_RELEASE);
     if (wd_ok) pthread_join(wd, NULL);
     serve_engine_free(sv.e);
+    infer_model_free(dr.m);
     infer_model_free(sv.m);
     return 0;
 }

@@ -176,6 +176,11 @@ void serve_engine_counts(serve_engine *e, serve_counts *c);
 // asking for log-probabilities, and a split or --tp model, decode one token
 // a step. Set before the first request.
 void serve_engine_set_spec(serve_engine *e, int k);
+// --model-draft: each slot drafts with a context of the draft model dm (on
+// the slots' backend) instead of the n-gram drafter, K tokens at most, as
+// infer_drafter_draft with p_min. 0, or -1 with the reason in err. Set
+// before the first request; the caller frees dm after the engine.
+int serve_engine_set_draft(serve_engine *e, infer_model *dm, int k, float p_min, char *err, size_t errlen);
 
 // Small answers (serve_misc.c). llama-server's POST /tokenize ({"content",
 // "add_special", "parse_special"} -> {"tokens"}) and /detokenize ({"tokens"}

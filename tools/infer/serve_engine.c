@@ -45,6 +45,8 @@ typedef struct {
     int32_t rows[CLI_SPEC_MAX + 1]; // a speculative step's tokens: next, then the draft
     int n_draft, spec_past; // ... the draft's length (0: none this step) and the cache's positions before the step
     float *slog;        // (--spec-ngram) the step's rows of logits, (K + 1) x V
+    infer_ctx *dctx;    // (--model-draft) the draft model's context, and its drafter
+    infer_drafter *drafter;
     infer_sampler *smp;
     float *logits;
     int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
@@ -63,6 +65,7 @@ struct serve_engine {
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
     int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
     int spec_k;         // --spec-ngram's K (0: off)
+    float draft_p_min;  // --model-draft's --draft-p-min (the slots' drafters)
     long steps;
     serve_counts counts; // (the engine's lock)
     slot *s;
@@ -401,7 +404,9 @@ static int spec_draft(serve_engine *e, slot *s) {
     if (past + k + 2 >= e->n_ctx) return 0;
     if (r->max_tokens > 0 && k > r->max_tokens - s->n_gen - 1) k = r->max_tokens - s->n_gen - 1;
     if (k <= 0) return 0;
-    s->n_draft = infer_spec_draft_ngram(s->hist, s->n_hist, CLI_SPEC_NMIN, CLI_SPEC_NMAX, k, s->rows + 1);
+    s->n_draft = s->drafter ? infer_drafter_draft(s->drafter, s->hist, s->n_hist, k, e->draft_p_min, s->rows + 1)
+                            : infer_spec_draft_ngram(s->hist, s->n_hist, CLI_SPEC_NMIN, CLI_SPEC_NMAX, k, s->rows + 1);
+    if (s->n_draft < 0) s->n_draft = 0; // (the draft model failed: this step decodes one token, as without it)
     s->rows[0] = s->next, s->spec_past = past;
     return s->n_draft > 0;
 }
@@ -421,6 +426,21 @@ static void spec_take(serve_engine *e, slot *s) {
     for (int j = 0; j < got && s->t; j++) slot_token(e, s, out[j], s->slog + (size_t)j * e->V);
     // (an ended slot's cache is reused by a prompt sharing its text: it holds no row past that text)
     if (!s->t && infer_ctx_n_past(s->ctx) > s->n_hist) infer_ctx_truncate(s->ctx, s->n_hist);
+}
+
+int serve_engine_set_draft(serve_engine *e, infer_model *dm, int k, float p_min, char *err, size_t errlen) {
+    if (e->split || e->tp) return snprintf(err, errlen, "--model-draft: not with a model split by -ngl or --tp"), -1;
+    for (int i = 0; i < e->n_slots; i++) {
+        slot *s = &e->s[i];
+        infer_ctx_params p = infer_ctx_default_params();
+        p.n_ctx = e->n_ctx, p.n_threads = cli_threads();
+        if (infer_ctx_create(dm, &p, &s->dctx) || infer_ctx_set_backend(s->dctx, serve_engine_backend(e)) ||
+            infer_drafter_new(dm, s->dctx, e->m, &s->drafter))
+            return snprintf(err, errlen, "--model-draft: %s", infer_last_error()), -1;
+    }
+    e->draft_p_min = p_min;
+    serve_engine_set_spec(e, k);
+    return e->spec_k ? 0 : (snprintf(err, errlen, "--model-draft: out of memory"), -1);
 }
 
 void serve_engine_set_spec(serve_engine *e, int k) {
@@ -687,7 +707,8 @@ void serve_engine_free(serve_engine *e) {
     if (!e) return;
     serve_engine_stop(e);
     for (int i = 0; i < e->n_slots; i++)
-        infer_ctx_free(e->s[i].ctx), infer_host_free(e->s[i].logits), infer_host_free(e->s[i].slog), free(e->s[i].cache);
+        infer_ctx_free(e->s[i].ctx), infer_host_free(e->s[i].logits), infer_host_free(e->s[i].slog), free(e->s[i].cache),
+            infer_drafter_free(e->s[i].drafter), infer_ctx_free(e->s[i].dctx);
     infer_batch_free(e->batch);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

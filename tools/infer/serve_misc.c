@@ -86,9 +86,9 @@ char *serve_metrics_text(const serve_counts *k, const long long by_status[6], lo
                      "# HELP infer_slots Slots of this server.\n# TYPE infer_slots gauge\ninfer_slots %d\n"
                      "# HELP infer_client_disconnects_total Clients gone before their answer ended.\n# TYPE infer_client_disconnects_total counter\n"
                      "infer_client_disconnects_total %lld\n"
-                     "# HELP infer_spec_drafted_total Draft tokens checked (--spec-ngram).\n# TYPE infer_spec_drafted_total counter\n"
+                     "# HELP infer_spec_drafted_total Draft tokens checked (--spec-ngram, --model-draft).\n# TYPE infer_spec_drafted_total counter\n"
                      "infer_spec_drafted_total %lld\n"
-                     "# HELP infer_spec_accepted_total Draft tokens kept (--spec-ngram).\n# TYPE infer_spec_accepted_total counter\n"
+                     "# HELP infer_spec_accepted_total Draft tokens kept (--spec-ngram, --model-draft).\n# TYPE infer_spec_accepted_total counter\n"
                      "infer_spec_accepted_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
                      k->prompt_tokens, k->prompt_cached, k->generated_tokens, k->steps, k->busy_slot_steps, k->steps_retried,
