@@ -38,7 +38,7 @@ static void test_render(const char *name, int fmt, const char *call) {
     if (!tmpl) return;
     CHECK(serve_tools_format(tmpl) == fmt, "%s: format %d, want %d", name, serve_tools_format(tmpl), fmt);
     serve_check k = {0};
-    cJSON *conv = cJSON_Parse(g_conv), *tools = cJSON_Parse(g_tools), *msgs = serve_tools_native_messages(&k, fmt, conv);
+    cJSON *conv = cJSON_Parse(g_conv), *given = cJSON_Parse(g_tools), *tools = serve_tools_native_tools(given), *msgs = serve_tools_native_messages(&k, fmt, conv);
     CHECK(msgs && !k.status, "%s: messages: %s", name, k.msg);
     chat_request req = {.messages = msgs, .tools = tools, .bos_token = "<s>", .eos_token = "</s>", .add_generation_prompt = 1, .now = 0};
     char *out = NULL;
@@ -51,7 +51,7 @@ static void test_render(const char *name, int fmt, const char *call) {
         CHECK(strstr(out, "sunny, 21C"), "%s: the tool's result is not in the prompt:\n%s", name, out);
     }
     free(out), free(tmpl);
-    cJSON_Delete(conv), cJSON_Delete(tools), cJSON_Delete(msgs);
+    cJSON_Delete(conv), cJSON_Delete(given), cJSON_Delete(tools), cJSON_Delete(msgs);
 }
 
 // text read in fmt: want the calls "name args;name args" (NULL: text), and the content (NULL: none)

@@ -131,6 +131,8 @@ int serve_tools_format(const char *tmpl);
 // OpenAI's messages as the template takes them (tool_calls' arguments objects,
 // a tool result named after its call), or NULL with k set.
 struct cJSON *serve_tools_native_messages(serve_check *k, int fmt, const struct cJSON *msgs);
+// The tools as templates take them: a description and parameters each ("" and any object where absent).
+struct cJSON *serve_tools_native_tools(const struct cJSON *tools);
 // The JSON Schema (text, malloc'd) of what follows *prefill (malloc'd) in a
 // required call: of the tools' (only's, when named) calls, one unless parallel.
 char *serve_tools_native_schema(int fmt, const struct cJSON *tools, const char *only, int parallel, char **prefill);

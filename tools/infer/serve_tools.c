@@ -197,7 +197,7 @@ static cJSON *native(serve_check *k, infer_model *m, const cJSON *o, serve_gen *
     cJSON *out = cJSON_CreateObject(), *msgs = serve_tools_native_messages(k, fmt, cJSON_GetObjectItemCaseSensitive(o, "messages"));
     if (!msgs) return free(prefill), cJSON_Delete(out), k->status ? NULL : nomem(k);
     cJSON_AddItemToObject(out, "messages", msgs);
-    if (mode) cJSON_AddItemToObject(out, "tools", cJSON_Duplicate(tools, 1));
+    if (mode) cJSON_AddItemToObject(out, "tools", serve_tools_native_tools(tools));
     cJSON_AddStringToObject(out, "prefill", prefill ? prefill : "");
     if (mode) {
         if (!(g->tools = calloc(1, sizeof *g->tools))) return free(prefill), cJSON_Delete(out), nomem(k);

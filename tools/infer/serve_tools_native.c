@@ -164,6 +164,21 @@ cJSON *serve_tools_native_messages(serve_check *k, int fmt, const cJSON *msgs) {
     return out;
 }
 
+cJSON *serve_tools_native_tools(const cJSON *tools) {
+    cJSON *out = cJSON_Duplicate(tools, 1);
+    for (cJSON *t = out ? out->child : NULL; t; t = t->next) {
+        cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *de = cJSON_GetObjectItemCaseSensitive(f, "description"), *pa = cJSON_GetObjectItemCaseSensitive(f, "parameters");
+        if (!cJSON_IsString(de)) cJSON_DeleteItemFromObjectCaseSensitive(f, "description"), cJSON_AddStringToObject(f, "description", "");
+        if (!cJSON_IsObject(pa)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(f, "parameters");
+            cJSON *p = cJSON_AddObjectToObject(f, "parameters");
+            cJSON_AddStringToObject(p, "type", "object"), cJSON_AddObjectToObject(p, "properties");
+        }
+    }
+    return out;
+}
+
 static const cJSON *tool_named(const cJSON *tools, const char *name, size_t n) {
     for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
