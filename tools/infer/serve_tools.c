@@ -332,10 +332,11 @@ void serve_tools_free(serve_tools *t) {
 int serve_tools_answer(const serve_tools *t, const char *text, size_t n, cJSON **content, cJSON **calls) {
     *content = NULL, *calls = NULL;
     if (t->fmt != TOOLS_GENERIC) { // (the prefill is the answer's beginning)
-        size_t np = strlen(t->prefill);
+        size_t np = t->prefill ? strlen(t->prefill) : 0; // (none under "auto")
         char *all = malloc(np + n + 1);
         if (!all) return 0;
-        memcpy(all, t->prefill, np), memcpy(all + np, text, n), all[np + n] = 0;
+        if (np) memcpy(all, t->prefill, np);
+        memcpy(all + np, text, n), all[np + n] = 0;
         int r = serve_tools_native_parse(t->fmt, t->tools, all, np + n, content, calls);
         free(all);
         return r;
