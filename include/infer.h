@@ -234,6 +234,17 @@ INFER_API infer_status infer_chat_render(infer_model *model, const infer_chat_me
 // when a message holding a special token's text is one the template changes.
 INFER_API infer_status infer_chat_tokenize(infer_model *model, const infer_chat_message *msgs, int n, int add_generation_prompt,
                                  int32_t **ids, int *n_ids);
+// The same from OpenAI-style JSON text: messages an array of {"role",
+// "content", "tool_calls", "tool_call_id", ...} objects, tools an array of
+// {"type": "function", "function": {...}} or NULL, both given to the template
+// as transformers' apply_chat_template(messages, tools=tools) does. Strings
+// other than the messages' content that hold a special token's text are
+// refused (INFER_ERR_ARG).
+INFER_API infer_status infer_chat_tokenize_json(infer_model *model, const char *messages, const char *tools, int add_generation_prompt,
+                                      int32_t **ids, int *n_ids);
+// The template text infer_chat_render uses (the model's or its family's
+// built-in one), or NULL for the built-in ChatML.
+INFER_API const char *infer_chat_template(infer_model *model);
 // Which template infer_chat_render uses: "model", "builtin:gemma" or "builtin:chatml".
 INFER_API const char *infer_chat_template_source(infer_model *model);
 

@@ -249,29 +249,61 @@ infer_status infer_chat_render(infer_model *m, const infer_chat_message *msgs, i
 // and tokenized as text (tokenizer_encode_marked), the rest as before. A
 // template that changes or tests such a message's content (so its bytes
 // cannot be found) is refused for it rather than let its text become markup.
-infer_status infer_chat_tokenize(infer_model *m, const infer_chat_message *msgs, int n, int add_generation_prompt, int32_t **ids,
-                                 int *n_ids) {
+// Other strings (tool calls, tools) cannot be found so: one that holds a
+// special token's text is refused.
+static infer_status render_json(infer_model *m, tokenizer *t, const cJSON *msgs, const cJSON *tools, int add_generation_prompt, char **out) {
+    const char *src;
+    const char *tmpl = chat_template_of(m, &src);
+    char bos[256], eos[256];
+    token_string(m, tokenizer_bos(t), bos, sizeof bos);
+    token_string(m, tokenizer_eos(t), eos, sizeof eos);
+    chat_request req = {.messages = msgs, .tools = tools, .bos_token = bos, .eos_token = eos,
+                        .add_generation_prompt = add_generation_prompt, .now = -1};
+    return chat_render_json(tmpl, &req, out);
+}
+
+// a string under j (a message's "content" left out when skip_content) holding a special token's text
+static int special_inside(tokenizer *t, const cJSON *j, int skip_content) {
+    if (cJSON_IsString(j)) return tokenizer_has_special(t, j->valuestring, strlen(j->valuestring)) != 0;
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next)
+        if (!(skip_content && c->string && !strcmp(c->string, "content")) && special_inside(t, c, 0)) return 1;
+    return 0;
+}
+
+static const char *content_of(const cJSON *msg) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(msg, "content");
+    return cJSON_IsString(c) ? c->valuestring : NULL;
+}
+
+static infer_status tokenize_json(infer_model *m, const cJSON *msgs, const cJSON *tools, int add_generation_prompt, int32_t **ids,
+                                  int *n_ids) {
     *ids = NULL, *n_ids = 0;
     tokenizer *t;
     infer_status st = get_tok(m, &t);
     if (st) return st;
+    for (const cJSON *x = msgs->child; x; x = x->next)
+        if (special_inside(t, x, 1)) return fail(INFER_ERR_ARG, "a message's tool call holds the text of a special token");
+    if (special_inside(t, tools, 0)) return fail(INFER_ERR_ARG, "a tool's definition holds the text of a special token");
     char *prompt = NULL;
-    if ((st = infer_chat_render(m, msgs, n, add_generation_prompt, &prompt))) return st;
-    int risky = 0;
-    for (int i = 0; i < n && !risky; i++) risky = msgs[i].content && tokenizer_has_special(t, msgs[i].content, strlen(msgs[i].content)) != 0;
+    if ((st = render_json(m, t, msgs, tools, add_generation_prompt, &prompt))) return st;
+    int n = cJSON_GetArraySize(msgs), risky = 0;
+    for (const cJSON *x = msgs->child; x && !risky; x = x->next)
+        risky = content_of(x) && tokenizer_has_special(t, content_of(x), strlen(content_of(x))) != 0;
     size_t len = strlen(prompt), n_out = 0;
     uint8_t *plain = NULL;
     if (risky) {
         // placeholders: U+E000 <index> U+E001 (not in any content, else the check below fails)
-        infer_chat_message *ph = malloc(sizeof *ph * (size_t)n);
-        char (*mark)[32] = malloc(sizeof *mark * (size_t)n);
+        cJSON *ph = cJSON_Duplicate(msgs, 1);
+        const char **text = malloc(sizeof *text * (size_t)(n ? n : 1));
         char *with = NULL;
-        if (!ph || !mark) st = fail(INFER_ERR_NOMEM, "out of memory");
-        for (int i = 0; !st && i < n; i++) {
-            snprintf(mark[i], sizeof mark[i], "\xEE\x80\x80%d\xEE\x80\x81", i);
-            ph[i].role = msgs[i].role, ph[i].content = msgs[i].content ? mark[i] : NULL;
+        if (!ph || !text) st = fail(INFER_ERR_NOMEM, "out of memory");
+        int i = 0;
+        for (cJSON *x = ph ? ph->child : NULL, *y = msgs->child; !st && x; x = x->next, y = y->next, i++) {
+            char mark[32];
+            snprintf(mark, sizeof mark, "\xEE\x80\x80%d\xEE\x80\x81", i);
+            if ((text[i] = content_of(y))) cJSON_ReplaceItemInObjectCaseSensitive(x, "content", cJSON_CreateString(mark));
         }
-        if (!st) st = infer_chat_render(m, ph, n, add_generation_prompt, &with);
+        if (!st) st = render_json(m, t, ph, tools, add_generation_prompt, &with);
         // put the contents back, noting their bytes; the result must be the prompt
         int same = !st;
         if (same && !(plain = calloc(len + 1, 1))) st = fail(INFER_ERR_NOMEM, "out of memory"), same = 0;
@@ -279,9 +311,9 @@ infer_status infer_chat_tokenize(infer_model *m, const infer_chat_message *msgs,
         for (const char *p = with; same && p && *p;) {
             int k = -1, used = 0;
             if (!strncmp(p, "\xEE\x80\x80", 3) && sscanf(p + 3, "%d%n", &k, &used) == 1 && k >= 0 && k < n &&
-                !strncmp(p + 3 + used, "\xEE\x80\x81", 3) && msgs[k].content) {
-                size_t cl = strlen(msgs[k].content);
-                same = at + cl <= len && !memcmp(prompt + at, msgs[k].content, cl);
+                !strncmp(p + 3 + used, "\xEE\x80\x81", 3) && text[k]) {
+                size_t cl = strlen(text[k]);
+                same = at + cl <= len && !memcmp(prompt + at, text[k], cl);
                 if (same) memset(plain + at, 1, cl), at += cl, p += 3 + used + 3;
             } else {
                 same = at < len && prompt[at] == *p;
@@ -289,10 +321,10 @@ infer_status infer_chat_tokenize(infer_model *m, const infer_chat_message *msgs,
             }
         }
         same = same && at == len;
-        free(with), free(ph), free(mark);
+        free(with), free(text), cJSON_Delete(ph);
         if (!st && !same) {
             int i = 0;
-            while (i < n && !(msgs[i].content && tokenizer_has_special(t, msgs[i].content, strlen(msgs[i].content)))) i++;
+            for (const cJSON *x = msgs->child; x && !(content_of(x) && tokenizer_has_special(t, content_of(x), strlen(content_of(x)))); x = x->next) i++;
             st = fail(INFER_ERR_ARG, "message %d holds the text of a special token, and the chat template changes or tests that "
                       "message's content, so it cannot be kept as text", i);
         }
@@ -303,4 +335,40 @@ infer_status infer_chat_tokenize(infer_model *m, const infer_chat_message *msgs,
     if (n_out > (size_t)INT32_MAX) return free(*ids), *ids = NULL, fail(INFER_ERR_ARG, "the conversation gives %zu tokens", n_out);
     *n_ids = (int)n_out;
     return INFER_OK;
+}
+
+infer_status infer_chat_tokenize(infer_model *m, const infer_chat_message *msgs, int n, int add_generation_prompt, int32_t **ids,
+                                 int *n_ids) {
+    *ids = NULL, *n_ids = 0;
+    if (n < 0 || (n > 0 && !msgs)) return fail(INFER_ERR_ARG, "chat template: bad message list");
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++) {
+        if (!msgs[i].role) return cJSON_Delete(arr), fail(INFER_ERR_ARG, "chat template: message %d has no role", i);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "role", msgs[i].role);
+        if (msgs[i].content) cJSON_AddStringToObject(o, "content", msgs[i].content);
+        else cJSON_AddNullToObject(o, "content");
+        cJSON_AddItemToArray(arr, o);
+    }
+    if (!arr || cJSON_GetArraySize(arr) != n) return cJSON_Delete(arr), fail(INFER_ERR_NOMEM, "out of memory");
+    infer_status st = tokenize_json(m, arr, NULL, add_generation_prompt, ids, n_ids);
+    cJSON_Delete(arr);
+    return st;
+}
+
+infer_status infer_chat_tokenize_json(infer_model *m, const char *messages, const char *tools, int add_generation_prompt, int32_t **ids,
+                                      int *n_ids) {
+    *ids = NULL, *n_ids = 0;
+    cJSON *msgs = cJSON_Parse(messages ? messages : ""), *tl = tools ? cJSON_Parse(tools) : NULL;
+    infer_status st = INFER_OK;
+    if (!cJSON_IsArray(msgs)) st = fail(INFER_ERR_ARG, "chat: the messages must be a JSON array");
+    else if (tools && !cJSON_IsArray(tl)) st = fail(INFER_ERR_ARG, "chat: the tools must be a JSON array");
+    else st = tokenize_json(m, msgs, tl, add_generation_prompt, ids, n_ids);
+    cJSON_Delete(msgs), cJSON_Delete(tl);
+    return st;
+}
+
+const char *infer_chat_template(infer_model *m) {
+    const char *src;
+    return chat_template_of(m, &src);
 }

@@ -305,6 +305,7 @@ static int tool_chunks(stream *s) {
     cJSON *content, *calls;
     serve_tools_answer(s->tools, s->all ? s->all : "", s->n_all, &content, &calls);
     int i = 0;
+    if (calls && cJSON_IsString(content)) emit(s, chunk_json(s, NULL, content->valuestring, NULL)); // (text beside the calls)
     for (cJSON *c = calls ? calls->child : NULL; c; c = c->next, i++) {
         cJSON *j = chunk_json(s, NULL, "", NULL), *d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "delta");
         cJSON_DeleteItemFromObject(d, "content");
@@ -433,7 +434,8 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
             cJSON *msg = cJSON_AddObjectToObject(one, "message"), *content = NULL, *calls = NULL;
             cJSON_AddStringToObject(msg, "role", "assistant");
             if (s->tools && serve_tools_answer(s->tools, s->all ? s->all : "", s->n_all, &content, &calls)) {
-                cJSON_AddNullToObject(msg, "content");
+                if (cJSON_IsString(content)) cJSON_AddItemToObject(msg, "content", content), content = NULL; // (text beside the calls)
+                else cJSON_AddNullToObject(msg, "content");
                 cJSON_AddItemToObject(msg, "tool_calls", calls), calls = NULL;
                 finish = "tool_calls";
             } else if (cJSON_IsString(content)) {

@@ -117,10 +117,32 @@ void serve_gen_free(serve_gen *g);
 // (the functions in the system turn, the tool turns as text), else NULL.
 struct cJSON *serve_tools_parse(serve_check *k, infer_model *m, const struct cJSON *body, serve_gen *g);
 void serve_tools_free(serve_tools *t);
-// The answer text parsed: 1 with *calls OpenAI's tool_calls array; else 0
-// with *content the answer's text (NULL: the text is not in the answer's
+// The answer text parsed: 1 with *calls OpenAI's tool_calls array (and
+// *content text beside them, or NULL); else 0 with *content the answer's text (NULL: the text is not in the answer's
 // form -- cut short -- and stands as it is). The caller frees both.
 int serve_tools_answer(const serve_tools *t, const char *text, size_t n, struct cJSON **content, struct cJSON **calls);
+// Tool calls in a model's own format (serve_tools_native.c), where its chat
+// template renders the tools: serve_tools_parse then returns {"messages",
+// "tools", "prefill"}, which serve_tools_tokenize renders and tokenizes into
+// g's prompt (the prefill, the call's opening markup, after it).
+enum { TOOLS_GENERIC, TOOLS_HERMES, TOOLS_LLAMA3, TOOLS_MISTRAL, TOOLS_MISTRAL_ARGS };
+// the format a chat template's source writes tool calls in (TOOLS_GENERIC: none it knows)
+int serve_tools_format(const char *tmpl);
+// OpenAI's messages as the template takes them (tool_calls' arguments objects,
+// a tool result named after its call), or NULL with k set.
+struct cJSON *serve_tools_native_messages(serve_check *k, int fmt, const struct cJSON *msgs);
+// The tools as templates take them: a description and parameters each ("" and any object where absent).
+struct cJSON *serve_tools_native_tools(const struct cJSON *tools);
+// The JSON Schema (text, malloc'd) of what follows *prefill (malloc'd) in a
+// required call: of the tools' (only's, when named) calls, one unless parallel.
+char *serve_tools_native_schema(int fmt, const struct cJSON *tools, const char *only, int parallel, char **prefill);
+// An answer (prefill included) read in the format: 1 with *calls OpenAI's
+// tool_calls and *content the text outside them (or NULL); 0 when it is no
+// call of the tools (text).
+int serve_tools_native_parse(int fmt, const struct cJSON *tools, const char *text, size_t n, struct cJSON **content, struct cJSON **calls);
+void serve_tools_tokenize(serve_check *k, infer_model *m, int n_ctx, const struct cJSON *turns, serve_gen *g);
+// one of tool_calls: {"id": "call_...", "type": "function", "function": {"name", "arguments"}}
+struct cJSON *serve_tool_call(const char *name, const char *args);
 // A request's body: a JSON object and nothing after it but whitespace, or
 // NULL with k->status 400 and why.
 struct cJSON;

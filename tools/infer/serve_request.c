@@ -279,7 +279,8 @@ void serve_parse_generate(serve_check *k, infer_model *m, int n_ctx, const char 
     if (!k->status) grammar_field(k, m, o, g);
     if (chat) {
         cJSON *turns = k->status ? NULL : serve_tools_parse(k, m, o, g); // (tools: the messages the template gets)
-        if (!k->status) chat_tokens(k, m, n_ctx, turns ? turns : cJSON_GetObjectItemCaseSensitive(o, "messages"), g);
+        if (!k->status && cJSON_IsObject(turns)) serve_tools_tokenize(k, m, n_ctx, turns, g); // (the template renders the tools)
+        else if (!k->status) chat_tokens(k, m, n_ctx, turns ? turns : cJSON_GetObjectItemCaseSensitive(o, "messages"), g);
         cJSON_Delete(turns);
     } else {
         const char *tl[] = {"tools", "tool_choice"};

@@ -8,7 +8,8 @@
 // the same JSON object, the tool results a user turn. The answer is parsed
 // back into OpenAI's message.tool_calls (finish_reason "tool_calls"). One call
 // an answer unless parallel_tool_calls is true (llama-server's default: small
-// models repeat a call while they may).
+// models repeat a call while they may). A model whose chat template renders
+// tools itself gets them in its own format instead (serve_tools_native.c).
 #include "serve.h"
 
 #include <cjson/cJSON.h>
@@ -16,12 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { TOOLS_MAX = 128 };
 
 struct serve_tools {
     int calls_only; // tool_choice "required" or a named function: no {"response"}
+    int fmt;        // TOOLS_GENERIC, or the template's own format (serve.h)
+    char *prefill;  // (own format) the call's markup the prompt ends in, which the answer continues
+    cJSON *tools;   // (own format) the tools, whose names a call must have
 };
 
 static int bad(serve_check *k, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -164,6 +167,47 @@ static char *result_line(const cJSON *m, const cJSON *msgs) {
     return s;
 }
 
+static int other_constraint(serve_check *k, const cJSON *o) {
+    const char *other[] = {"response_format", "json_schema", "grammar"};
+    for (int j = 0; j < 3; j++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, other[j]);
+        if (f && !cJSON_IsNull(f)) return bad(k, other[j], "give 'tools' or '%s', not both", other[j]);
+    }
+    return 0;
+}
+
+static cJSON *nomem(serve_check *k) {
+    k->status = 500, snprintf(k->msg, sizeof k->msg, "out of memory");
+    return NULL;
+}
+
+// The template's own format: {"messages", "tools", "prefill"} (serve_tools_tokenize); a
+// required call held to the format by the prefill and a grammar, an "auto" answer free and read back.
+static cJSON *native(serve_check *k, infer_model *m, const cJSON *o, serve_gen *g, int fmt, int mode, const char *only, int par) {
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(o, "tools");
+    if (mode && other_constraint(k, o)) return NULL;
+    char *prefill = NULL;
+    if (mode == 2) {
+        char *schema = serve_tools_native_schema(fmt, tools, only, par, &prefill);
+        infer_status st = schema ? infer_grammar_from_json_schema(m, schema, &g->r.grammar) : INFER_ERR_NOMEM;
+        free(schema);
+        if (st == INFER_ERR_NOMEM) return free(prefill), nomem(k);
+        if (st) return free(prefill), bad(k, "tools", "a tool's parameters: %s", infer_last_error()), NULL;
+    }
+    cJSON *out = cJSON_CreateObject(), *msgs = serve_tools_native_messages(k, fmt, cJSON_GetObjectItemCaseSensitive(o, "messages"));
+    if (!msgs) return free(prefill), cJSON_Delete(out), k->status ? NULL : nomem(k);
+    cJSON_AddItemToObject(out, "messages", msgs);
+    if (mode) cJSON_AddItemToObject(out, "tools", serve_tools_native_tools(tools));
+    cJSON_AddStringToObject(out, "prefill", prefill ? prefill : "");
+    if (mode) {
+        if (!(g->tools = calloc(1, sizeof *g->tools))) return free(prefill), cJSON_Delete(out), nomem(k);
+        g->tools->calls_only = mode == 2, g->tools->fmt = fmt, g->tools->prefill = prefill, prefill = NULL;
+        g->tools->tools = cJSON_Duplicate(tools, 1);
+    }
+    free(prefill);
+    return out;
+}
+
 cJSON *serve_tools_parse(serve_check *k, infer_model *m, const cJSON *o, serve_gen *g) {
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(o, "tools"), *choice = cJSON_GetObjectItemCaseSensitive(o, "tool_choice"),
                 *par = cJSON_GetObjectItemCaseSensitive(o, "parallel_tool_calls"), *msgs = cJSON_GetObjectItemCaseSensitive(o, "messages");
@@ -214,12 +258,10 @@ cJSON *serve_tools_parse(serve_check *k, infer_model *m, const cJSON *o, serve_g
         turns |= (cJSON_IsString(r) && !strcmp(r->valuestring, "tool")) || (tc && !cJSON_IsNull(tc));
     }
     if (!mode && !turns) return NULL;
+    int fmt = serve_tools_format(infer_chat_template(m));
+    if (fmt != TOOLS_GENERIC) return native(k, m, o, g, fmt, mode, only, cJSON_IsTrue(par));
     if (mode) {
-        const char *other[] = {"response_format", "json_schema", "grammar"};
-        for (int j = 0; j < 3; j++) {
-            const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, other[j]);
-            if (f && !cJSON_IsNull(f)) return bad(k, other[j], "give 'tools' or '%s', not both", other[j]), NULL;
-        }
+        if (other_constraint(k, o)) return NULL;
         cJSON *schema = answer_schema(tools, only, cJSON_IsTrue(par), mode == 2); // (parallel calls: asked for, as llama-server)
         char *text = schema ? cJSON_PrintUnformatted(schema) : NULL;
         cJSON_Delete(schema);
@@ -282,41 +324,36 @@ cJSON *serve_tools_parse(serve_check *k, infer_model *m, const cJSON *o, serve_g
     return out;
 }
 
-void serve_tools_free(serve_tools *t) { free(t); }
-
-// a call's id: unique in the process (a counter mixed with the time it began, splitmix64)
-static unsigned long long call_id(void) {
-    static _Atomic unsigned long long n;
-    unsigned long long x = (unsigned long long)time(NULL) * 0x9E3779B97F4A7C15ull + ++n * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+void serve_tools_free(serve_tools *t) {
+    if (t) free(t->prefill), cJSON_Delete(t->tools);
+    free(t);
 }
 
 int serve_tools_answer(const serve_tools *t, const char *text, size_t n, cJSON **content, cJSON **calls) {
-    (void)t;
     *content = NULL, *calls = NULL;
+    if (t->fmt != TOOLS_GENERIC) { // (the prefill is the answer's beginning)
+        size_t np = t->prefill ? strlen(t->prefill) : 0; // (none under "auto")
+        char *all = malloc(np + n + 1);
+        if (!all) return 0;
+        if (np) memcpy(all, t->prefill, np);
+        memcpy(all + np, text, n), all[np + n] = 0;
+        int r = serve_tools_native_parse(t->fmt, t->tools, all, np + n, content, calls);
+        free(all);
+        return r;
+    }
     cJSON *o = cJSON_ParseWithLength(text, n);
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(o, "tool_calls"), *resp = cJSON_GetObjectItemCaseSensitive(o, "response");
     if (cJSON_IsArray(tc) && tc->child) {
         *calls = cJSON_CreateArray();
         for (const cJSON *c = tc->child; c; c = c->next) {
             const cJSON *nm = cJSON_GetObjectItemCaseSensitive(c, "name"), *ar = cJSON_GetObjectItemCaseSensitive(c, "arguments");
-            cJSON *one = cJSON_CreateObject(), *f = cJSON_CreateObject();
-            char id[40], *args = ar ? cJSON_PrintUnformatted(ar) : NULL;
-            snprintf(id, sizeof id, "call_%016llx", call_id());
-            cJSON_AddStringToObject(one, "id", id);
-            cJSON_AddStringToObject(one, "type", "function");
-            cJSON_AddStringToObject(f, "name", cJSON_IsString(nm) ? nm->valuestring : "");
-            cJSON_AddStringToObject(f, "arguments", args ? args : "{}");
-            cJSON_AddItemToObject(one, "function", f);
-            cJSON_AddItemToArray(*calls, one);
+            char *args = ar ? cJSON_PrintUnformatted(ar) : NULL;
+            cJSON_AddItemToArray(*calls, serve_tool_call(cJSON_IsString(nm) ? nm->valuestring : "", args ? args : "{}"));
             free(args);
         }
     } else if (cJSON_IsString(resp)) {
         *content = cJSON_CreateString(resp->valuestring);
     }
     cJSON_Delete(o);
-    if (!*calls && !*content) *content = NULL; // (not the answer's form -- cut short: the caller keeps the text)
     return *calls != NULL;
 }
