@@ -19,6 +19,8 @@
 // ---------------------------------------------------------------------------
 // the request
 
+enum { BLOCKS_MAX = 128 }; // tool_use (or tool_result) blocks a message: a result's check looks through its turn's calls
+
 static void oom(serve_check *k) {
     if (!k->status) k->status = 500, snprintf(k->msg, sizeof k->msg, "out of memory");
 }
@@ -53,12 +55,14 @@ static char *join_text(serve_check *k, const cJSON *c, const char *what) {
     return out;
 }
 
-// Whether an assistant turn among OpenAI's messages v made a call of this id.
+// Whether the last assistant turn among OpenAI's messages v called this id
+// (Anthropic's tool results answer the turn just before theirs).
 static int called(const cJSON *v, const char *id) {
-    for (const cJSON *x = v->child; x; x = x->next)
-        for (const cJSON *c = cJSON_GetObjectItemCaseSensitive(x, "tool_calls") ? cJSON_GetObjectItemCaseSensitive(x, "tool_calls")->child : NULL; c;
-             c = c->next)
-            if (!strcmp(cJSON_GetObjectItemCaseSensitive(c, "id")->valuestring, id)) return 1;
+    const cJSON *x = v->child ? v->child->prev : NULL; // (cJSON's head keeps the tail)
+    while (x && x != v->child && strcmp(cJSON_GetObjectItemCaseSensitive(x, "role")->valuestring, "assistant")) x = x->prev;
+    const cJSON *tc = x ? cJSON_GetObjectItemCaseSensitive(x, "tool_calls") : NULL;
+    for (const cJSON *c = tc ? tc->child : NULL; c; c = c->next)
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(c, "id")->valuestring, id)) return 1;
     return 0;
 }
 
@@ -67,7 +71,7 @@ static int called(const cJSON *v, const char *id) {
 // function: {name, arguments: the input object}}); a user's tool_result
 // blocks "tool" messages before its text (Anthropic puts them first). p: "messages[i]".
 static void add_turn(serve_check *k, const cJSON *content, const char *role, const char *p, cJSON *v) {
-    int user = !strcmp(role, "user"), results = 0, i = 0;
+    int user = !strcmp(role, "user"), results = 0, n_calls = 0, i = 0;
     char *text = NULL, w[96];
     size_t n = 0;
     cJSON *calls = NULL;
@@ -90,6 +94,7 @@ static void add_turn(serve_check *k, const cJSON *content, const char *role, con
                 serve_bad(k, w, "%s: a tool_use block needs a string 'id', a string 'name' and an object 'input'", w);
                 break;
             }
+            if (++n_calls > BLOCKS_MAX) { serve_bad(k, w, "%s: a message holds at most %d tool_use blocks", w, BLOCKS_MAX); break; }
             cJSON *c = cJSON_CreateObject(), *f = cJSON_CreateObject();
             cJSON_AddStringToObject(c, "id", id->valuestring);
             cJSON_AddStringToObject(c, "type", "function");
@@ -102,6 +107,7 @@ static void add_turn(serve_check *k, const cJSON *content, const char *role, con
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "tool_use_id"), *ct = cJSON_GetObjectItemCaseSensitive(b, "content"),
                         *er = cJSON_GetObjectItemCaseSensitive(b, "is_error");
             if (!cJSON_IsString(id)) { serve_bad(k, w, "%s: a tool_result block needs a string 'tool_use_id'", w); break; }
+            if (results >= BLOCKS_MAX) { serve_bad(k, w, "%s: a message holds at most %d tool_result blocks", w, BLOCKS_MAX); break; }
             if (!called(v, id->valuestring)) {
                 serve_bad(k, w, "%s: tool_use_id '%.64s' answers no tool_use block before it", w, id->valuestring);
                 break;
@@ -195,6 +201,25 @@ static void choice_json(serve_check *k, const cJSON *c, cJSON *b) {
     if (cJSON_IsFalse(dp)) cJSON_AddTrueToObject(b, "parallel_tool_calls");
 }
 
+// serve_tools.c compiles the tools' schemas as one grammar, and a fault's
+// message gives its path in that: the tool at fault found (each schema
+// compiled alone, on this error path only) and named in the request's terms.
+static void name_bad_schema(serve_check *k, infer_model *m, const cJSON *tools) {
+    if (k->status != 400 || strcmp(k->param, "tools") || !tools) return;
+    int i = 0;
+    for (const cJSON *t = tools->child; t; t = t->next, i++) {
+        char *s = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "parameters"));
+        infer_grammar *gr = NULL;
+        infer_status st = s ? infer_grammar_from_json_schema(m, s, &gr) : INFER_ERR_NOMEM;
+        infer_grammar_free(gr), free(s);
+        if (st && st != INFER_ERR_NOMEM) {
+            snprintf(k->param, sizeof k->param, "tools[%d]", i);
+            snprintf(k->msg, sizeof k->msg, "tools[%d].input_schema: %s", i, infer_last_error());
+            return;
+        }
+    }
+}
+
 // The request in OpenAI chat's form -- {"messages", "tools", "tool_choice",
 // "parallel_tool_calls"} -- for serve_tools.c, which gives the messages the
 // template gets where there are tools or tool turns; those rendered by the
@@ -228,7 +253,7 @@ static void messages_tokens(serve_check *k, infer_model *m, int n_ctx, const cJS
     cJSON *tools = k->status ? NULL : tools_json(k, cJSON_GetObjectItemCaseSensitive(o, "tools"));
     if (tools) cJSON_AddItemToObject(b, "tools", tools);
     if (!k->status) choice_json(k, cJSON_GetObjectItemCaseSensitive(o, "tool_choice"), b);
-    if (!k->status) turns = serve_tools_parse(k, m, b, g);
+    if (!k->status) turns = serve_tools_parse(k, m, b, g), name_bad_schema(k, m, tools);
     // every message now a role and a string content
     const cJSON *all = turns ? turns : v;
     int n = cJSON_GetArraySize(all);
