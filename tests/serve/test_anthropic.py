@@ -1,7 +1,7 @@
 """infer serve's Anthropic Messages API through PyPI's `anthropic` client
 (tests/cli_serve_anthropic.sh starts the server with --api-key k): messages
 created and streamed, stop sequences, max_tokens, count_tokens, the system
-prompt, the event sequence on the wire, errors in Anthropic's shape, and the
+prompt, tool use (tool_use blocks, streamed, a round trip with tool_result), the event sequence on the wire, errors in Anthropic's shape, and the
 x-api-key header. usage: test_anthropic.py BASE_URL"""
 import http.client
 import json

@@ -1,7 +1,7 @@
 """infer serve's /v1/messages against hostile requests (tests/cli_serve_anthropic.sh
 starts the server with --api-key k --max-body 2000000 --parallel 2 --queue 2 and
 runs this after test_anthropic.py): bodies costly to parse, deep nesting, many
-blocks and stop sequences, odd text, special tokens in content, clients that
+blocks and stop sequences, bad tools and tool blocks, odd text, special tokens in content, clients that
 leave or half-close, a full queue, and at the end a SIGTERM among live streams:
 each gets an error event, and the server exits within 5 s. After each, the
 server is alive; at the end a neighbour's 10-token request takes at most twice

@@ -1,8 +1,10 @@
 // infer serve's Anthropic Messages API: a body of POST /v1/messages (or
 // /v1/messages/count_tokens) checked field by field and turned into the
 // engine's request -- the system prompt and the messages rendered by the
-// model's chat template, as /v1/chat/completions renders its own -- and the
-// answer written in Anthropic's shape: a message, or the server-sent events
+// model's chat template, as /v1/chat/completions renders its own; tools,
+// tool_choice, tool_use and tool_result blocks translated to OpenAI's form
+// for serve_tools.c -- and the answer written in Anthropic's shape: a
+// message (text, or tool_use blocks), or the server-sent events
 // message_start, content_block_start, ping, content_block_delta...,
 // content_block_stop, message_delta, message_stop. No sockets: cmd_serve.c
 // routes the requests and drives the stream.
