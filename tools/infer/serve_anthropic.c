@@ -27,34 +27,43 @@ static void oom(serve_check *k) {
     if (!k->status) k->status = 500, snprintf(k->msg, sizeof k->msg, "out of memory");
 }
 
-// t appended to the malloc'd text *s of *n bytes (NUL-terminated)
-static void cat(serve_check *k, char **s, size_t *n, const char *t) {
+// a growing text: s[0, n) and its NUL, in cap bytes
+typedef struct {
+    char *s;
+    size_t n, cap;
+} buf;
+
+// t appended (the room doubles: 60k blocks cost linear time)
+static void cat(serve_check *k, buf *b, const char *t) {
     size_t l = strlen(t);
-    char *p = realloc(*s, *n + l + 1);
-    if (!p) { oom(k); return; }
-    memcpy(p + *n, t, l + 1), *s = p, *n += l;
+    if (b->n + l + 1 > b->cap) {
+        size_t cap = 2 * (b->n + l + 1);
+        char *p = realloc(b->s, cap);
+        if (!p) { oom(k); return; }
+        b->s = p, b->cap = cap;
+    }
+    memcpy(b->s + b->n, t, l + 1), b->n += l;
 }
 
 // Text blocks' text joined (malloc'd): a string, or an array of {"type":
 // "text", "text"} blocks. what: the field, for the error.
 static char *join_text(serve_check *k, const cJSON *c, const char *what) {
-    char *out = NULL;
-    size_t n = 0;
+    buf out = {0};
     if (cJSON_IsString(c)) {
-        cat(k, &out, &n, c->valuestring);
-        return out;
+        cat(k, &out, c->valuestring);
+        return out.s;
     }
     if (!cJSON_IsArray(c)) return serve_bad(k, what, "%s must be a string or an array of text blocks", what), NULL;
-    cat(k, &out, &n, "");
+    cat(k, &out, "");
     int i = 0;
     for (const cJSON *b = c->child; b && !k->status; b = b->next, i++) {
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(b, "type"), *tx = cJSON_GetObjectItemCaseSensitive(b, "text");
         if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "text") || !cJSON_IsString(tx))
             serve_bad(k, what, "%s: block %d must be {\"type\": \"text\", \"text\": a string} (text only)", what, i);
-        else cat(k, &out, &n, tx->valuestring);
+        else cat(k, &out, tx->valuestring);
     }
-    if (k->status) free(out), out = NULL;
-    return out;
+    if (k->status) free(out.s), out.s = NULL;
+    return out.s;
 }
 
 // Whether the last assistant turn among OpenAI's messages v called this id
@@ -74,21 +83,21 @@ static int called(const cJSON *v, const char *id) {
 // blocks "tool" messages before its text (Anthropic puts them first). p: "messages[i]".
 static void add_turn(serve_check *k, const cJSON *content, const char *role, const char *p, cJSON *v) {
     int user = !strcmp(role, "user"), results = 0, n_calls = 0, i = 0;
-    char *text = NULL, w[96];
-    size_t n = 0;
+    char w[96];
+    buf tx = {0};
     cJSON *calls = NULL;
-    if (cJSON_IsString(content)) cat(k, &text, &n, content->valuestring);
+    if (cJSON_IsString(content)) cat(k, &tx, content->valuestring);
     else if (!cJSON_IsArray(content)) serve_bad(k, p, "%s: 'content' must be a string or an array of content blocks", p);
-    else cat(k, &text, &n, "");
+    else cat(k, &tx, "");
     for (const cJSON *b = cJSON_IsArray(content) ? content->child : NULL; b && !k->status; b = b->next, i++) {
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(b, "type");
         snprintf(w, sizeof w, "%s.content[%d]", p, i);
         if (!cJSON_IsObject(b) || !cJSON_IsString(ty)) { serve_bad(k, w, "%s must be an object with a string 'type'", w); break; }
         const char *t = ty->valuestring;
         if (!strcmp(t, "text")) {
-            const cJSON *tx = cJSON_GetObjectItemCaseSensitive(b, "text");
-            if (!cJSON_IsString(tx)) serve_bad(k, w, "%s: a text block's 'text' must be a string", w);
-            else cat(k, &text, &n, tx->valuestring);
+            const cJSON *s = cJSON_GetObjectItemCaseSensitive(b, "text");
+            if (!cJSON_IsString(s)) serve_bad(k, w, "%s: a text block's 'text' must be a string", w);
+            else cat(k, &tx, s->valuestring);
         } else if (!strcmp(t, "tool_use") && !user) {
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id"), *nm = cJSON_GetObjectItemCaseSensitive(b, "name"),
                         *in = cJSON_GetObjectItemCaseSensitive(b, "input");
@@ -115,33 +124,33 @@ static void add_turn(serve_check *k, const cJSON *content, const char *role, con
                 break;
             }
             if (er && !cJSON_IsNull(er) && !cJSON_IsBool(er)) { serve_bad(k, w, "%s: 'is_error' must be a boolean", w); break; }
-            char cw[112], *r = NULL, *res = NULL;
-            size_t rn = 0;
+            char cw[112], *r = NULL;
+            buf res = {0};
             snprintf(cw, sizeof cw, "%s.content", w);
             if (ct && !cJSON_IsNull(ct) && !(r = join_text(k, ct, cw))) break;
-            cat(k, &res, &rn, cJSON_IsTrue(er) ? "Error: " : ""); // (the model reads a failed call's result as one)
-            cat(k, &res, &rn, r ? r : "");
+            cat(k, &res, cJSON_IsTrue(er) ? "Error: " : ""); // (the model reads a failed call's result as one)
+            cat(k, &res, r ? r : "");
             free(r);
             cJSON *x = cJSON_CreateObject();
             cJSON_AddStringToObject(x, "role", "tool");
             cJSON_AddStringToObject(x, "tool_call_id", id->valuestring);
-            cJSON_AddStringToObject(x, "content", res ? res : "");
+            cJSON_AddStringToObject(x, "content", res.s ? res.s : "");
             cJSON_AddItemToArray(v, x);
-            free(res), results++;
+            free(res.s), results++;
         } else if (!strcmp(t, "tool_use") || !strcmp(t, "tool_result")) {
             serve_bad(k, w, "%s: a %s block belongs in %s message", w, t, user ? "an assistant" : "a user");
         } else {
             serve_bad(k, w, "%s: type '%.32s' is unsupported by this server (text, tool_use, tool_result)", w, t);
         }
     }
-    if (!k->status && (calls || !results || n)) { // (a turn of tool results alone is no user turn)
+    if (!k->status && (calls || !results || tx.n)) { // (a turn of tool results alone is no user turn)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "role", role);
-        cJSON_AddStringToObject(x, "content", text ? text : "");
+        cJSON_AddStringToObject(x, "content", tx.s ? tx.s : "");
         if (calls) cJSON_AddItemToObject(x, "tool_calls", calls), calls = NULL;
         cJSON_AddItemToArray(v, x);
     }
-    cJSON_Delete(calls), free(text);
+    cJSON_Delete(calls), free(tx.s);
 }
 
 // tools: [{"name", "description", "input_schema"}] as OpenAI's [{"type":
