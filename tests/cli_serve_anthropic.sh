@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # infer serve's Anthropic Messages API: PyPI's anthropic client against
 # SmolLM2-135M-Instruct (tests/serve/test_anthropic.py: messages created and
-# streamed, stop sequences, count_tokens, errors, x-api-key), then hostile
+# streamed, stop sequences, count_tokens, tool use, errors, x-api-key), then hostile
 # requests to it (test_anthropic_hostile.py), which ends with a SIGTERM among
 # live streams: the server must exit 0.
 # usage: cli_serve_anthropic.sh INFER_BIN FIXTURES_DIR

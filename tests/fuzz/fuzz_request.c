@@ -27,7 +27,7 @@ static void answer(infer_model *m, const serve_gen *g, const char *text, size_t 
     int status;
     free(serve_anth_start(a));
     free(serve_anth_delta(a, text, n));
-    free(serve_anth_end(a, NULL, &st));
+    free(serve_anth_end(a, NULL, &st, text, n));
     free(serve_anth_message(a, NULL, &st, text, n, &status));
     serve_anth_free(a);
 }

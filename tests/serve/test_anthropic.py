@@ -1,7 +1,7 @@
 """infer serve's Anthropic Messages API through PyPI's `anthropic` client
 (tests/cli_serve_anthropic.sh starts the server with --api-key k): messages
 created and streamed, stop sequences, max_tokens, count_tokens, the system
-prompt, the event sequence on the wire, errors in Anthropic's shape, and the
+prompt, tool use (tool_use blocks, streamed, a round trip with tool_result), the event sequence on the wire, errors in Anthropic's shape, and the
 x-api-key header. usage: test_anthropic.py BASE_URL"""
 import http.client
 import json
@@ -118,6 +118,77 @@ r = create(model="any", max_tokens=8, temperature=0, system=terse,
                            messages=q + [{"role": "assistant", "content": text}, {"role": "user", "content": "And of Italy?"}])
 check(r.usage.input_tokens > m.usage.input_tokens + m.usage.output_tokens, f"a conversation's prompt: {r.usage}")
 
+# tools: tool_choice "any" -> a tool_use block whose input matches the input_schema, stop_reason "tool_use"
+weather = {"name": "get_weather", "description": "The weather of a city",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                            "required": ["city"]}}
+clock = {"name": "get_time", "description": "The time in a time zone",
+         "input_schema": {"type": "object", "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}}, "required": ["zone"]}}
+wq = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def input_ok(b, tool):
+    """a tool_use block: its id, its tool's name, an input meeting the input_schema (required keys, types, enums)"""
+    s = tool["input_schema"]
+    types = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+    ok = b.type == "tool_use" and b.id.startswith("toolu_") and b.name == tool["name"] and isinstance(b.input, dict)
+    ok = ok and all(k in b.input for k in s["required"]) and set(b.input) <= set(s["properties"])
+    for k, v in (b.input.items() if ok else ()):
+        p = s["properties"][k]
+        ok = ok and isinstance(v, types[p["type"]]) and not (p["type"] != "boolean" and isinstance(v, bool)) and v in p.get("enum", [v])
+    return ok
+
+
+tu = create(model="any", max_tokens=100, temperature=0, messages=wq, tools=[weather, clock], tool_choice={"type": "any"})
+check(tu.stop_reason == "tool_use" and len(tu.content) == 1 and tu.content[0].type == "tool_use" and
+      input_ok(tu.content[0], weather if tu.content[0].name == "get_weather" else clock), f"tool_choice any: {tu}")
+# a named tool: that one, whatever the question
+tn = create(model="any", max_tokens=100, temperature=0, messages=wq, tools=[weather, clock], tool_choice={"type": "tool", "name": "get_time"})
+check(tn.stop_reason == "tool_use" and [b.type for b in tn.content] == ["tool_use"] and input_ok(tn.content[0], clock), f"tool_choice tool: {tn}")
+# streamed: the same block, its input sent as input_json_delta
+with stream(model="any", max_tokens=100, temperature=0, messages=wq, tools=[weather, clock], tool_choice={"type": "any"}) as s:
+    evs = list(s)
+    ts = s.get_final_message()
+deltas = [e.delta.type for e in evs if e.type == "content_block_delta"]
+check(ts.stop_reason == "tool_use" and [b.type for b in ts.content] == ["tool_use"] and ts.content[0].name == tu.content[0].name and
+      ts.content[0].input == tu.content[0].input and ts.usage.output_tokens == tu.usage.output_tokens,
+      f"streamed tool_use: {ts} vs {tu}")
+check(deltas and set(deltas) == {"input_json_delta"}, f"streamed tool_use: input_json_delta events ({deltas})")
+def count(msgs, tools=(weather, clock)):
+    return client.messages.count_tokens(model="any", messages=msgs, tools=list(tools)).input_tokens
+
+
+# the round trip: the call, its result, then an answer in text (tool_choice none, and auto)
+trip = wq + [{"role": "assistant", "content": [{"type": "text", "text": "Let me look."}] + [b.model_dump() for b in tu.content]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tu.content[0].id,
+                                           "content": [{"type": "text", "text": "Sunny, 24 degrees Celsius."}]}]}]
+for choice in ({"type": "none"}, {"type": "auto"}):
+    r = create(model="any", max_tokens=60, temperature=0, messages=trip, tools=[weather, clock], tool_choice=choice)
+    if r.stop_reason == "tool_use":  # (auto: the model may call again; its call is then well formed)
+        check(choice["type"] == "auto" and all(input_ok(b, weather if b.name == "get_weather" else clock) for b in r.content),
+              f"round trip ({choice}): {r}")
+    else:
+        check(r.stop_reason in ("end_turn", "max_tokens") and text_of(r).strip(), f"round trip ({choice}): a text answer: {r}")
+    before = count(wq) if choice["type"] == "auto" else count(wq, ())  # (tool_choice none: no tools in the prompt)
+    check(r.usage.input_tokens > before + 20, f"round trip ({choice}): the tool turns are in the prompt: {r.usage} vs {before}")
+# the tool turns reach the prompt: a longer result, a longer prompt; an error result (is_error) is marked as one
+longer = json.loads(json.dumps(trip).replace("Sunny, 24 degrees Celsius.", "Sunny. " * 60))
+check(count(longer) >= count(trip) + 50, f"count_tokens: a tool_result's text is in the prompt ({count(longer)} vs {count(trip)})")
+as_str = trip[:2] + [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": tu.content[0].id,
+                                                    "content": "Sunny, 24 degrees Celsius."}]}]
+check(count(as_str) == count(trip), f"a tool_result's content as a string or text blocks: {count(as_str)} vs {count(trip)}")
+failed_trip = json.loads(json.dumps(as_str))
+failed_trip[2]["content"][0]["is_error"] = True
+check(count(failed_trip) > count(as_str), f"is_error marks the result: {count(failed_trip)} vs {count(as_str)}")
+check(count(wq) > count(wq, ()), f"the tools are in the prompt: {count(wq)} vs {count(wq, ())}")
+r = create(model="any", max_tokens=10, temperature=0, tools=[weather],
+           messages=failed_trip + [{"role": "assistant", "content": "Sorry."}, {"role": "user", "content": "Try again."}])
+check(r.usage.output_tokens >= 1, f"an is_error tool_result, and turns after it: {r}")
+# tools under tool_choice auto: a call or a text answer, each well formed
+r = create(model="any", max_tokens=100, temperature=0, messages=[{"role": "user", "content": "Hi! How are you?"}], tools=[weather])
+check((r.stop_reason == "tool_use" and input_ok(r.content[0], weather)) or (r.stop_reason == "end_turn" and text_of(r)),
+      f"tool_choice auto: {r}")
+
 # the events on the wire: Anthropic's sequence, each event's name its data's type
 st, body = request("POST", "/v1/messages", dict(model="any", max_tokens=6, temperature=0, messages=q, stream=True))
 events = [b for b in body.split("\n\n") if b.strip()]
@@ -155,9 +226,6 @@ raw_error(dict(good, messages=[{"role": "user"}]), 400, "content")
 raw_error(dict(good, messages=[{"role": "user", "content": 5}]), 400, "content")
 raw_error(dict(good, messages=[{"role": "user", "content": [{"type": "image", "source": {}}]}]), 400, "image")
 raw_error(dict(good, messages=[{"role": "user", "content": [{"type": "text", "text": 5}]}]), 400, "text")
-raw_error(dict(good, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}]), 400,
-          "not yet supported")
-raw_error(dict(good, tools=[{"name": "f", "input_schema": {"type": "object"}}]), 400, "not yet supported")
 raw_error(dict(good, max_tokens="ten"), 400, "max_tokens")
 raw_error(dict(good, max_tokens=0), 400, "max_tokens")
 raw_error(dict(good, model=5), 400, "model")

@@ -362,7 +362,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         free(text);
         s->pause = len && !st.done;
         if (st.done && s->phase == 1 && s->anth) { // (Anthropic's stream ends with its last event: no [DONE])
-            append_owned(s, serve_anth_end(s->anth, s->t, &st));
+            append_owned(s, serve_anth_end(s->anth, s->t, &st, s->all, s->n_all));
             s->phase = 4;
             continue;
         }

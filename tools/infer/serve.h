@@ -159,18 +159,21 @@ void serve_num_field(serve_check *k, const struct cJSON *o, const char *name, do
 // with serve_gen_free), and the answer written in Anthropic's shape.
 void serve_parse_messages(serve_check *k, infer_model *m, int n_ctx, const char *body, size_t len, int count, uint64_t seed,
                           serve_gen *g);
-// An answer's state: its id, the model's name, the prompt's length and the
-// stop strings (copied from g: the task takes g's). NULL: out of memory.
+// An answer's state: its id, the model's name, the prompt's length, the
+// stop strings (copied from g: the task takes g's) and g's tools (kept: they
+// must outlive it). NULL: out of memory.
 typedef struct serve_anth serve_anth;
 serve_anth *serve_anth_new(infer_model *m, const char *model, const serve_gen *g, uint64_t id);
 void serve_anth_free(serve_anth *a);
 // Its events, malloc'd text ("event: NAME\ndata: JSON\n\n" each): the start
 // (message_start, content_block_start, ping), a text delta, and the end once
 // the task is done (content_block_stop, message_delta, message_stop; an
-// error event when it failed).
+// error event when it failed). With tools (g->tools) no text deltas: the end
+// sends the answer text[0, n) as its blocks (a tool_use block a call: its
+// start, one input_json_delta, its stop) and stop_reason "tool_use".
 char *serve_anth_start(serve_anth *a);
 char *serve_anth_delta(serve_anth *a, const char *text, size_t n);
-char *serve_anth_end(serve_anth *a, serve_task *t, const serve_state *st);
+char *serve_anth_end(serve_anth *a, serve_task *t, const serve_state *st, const char *text, size_t n);
 // The waited-for answer once the task is done: the message (text[0, n)) or
 // the error, malloc'd; *status its HTTP status.
 char *serve_anth_message(serve_anth *a, serve_task *t, const serve_state *st, const char *text, size_t n, int *status);
