@@ -261,6 +261,18 @@ INFER_API infer_status infer_ctx_memory(const infer_model *model, const infer_ct
 // evaluated once, continued by several sequences. Same model; n <= src's.
 INFER_API infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n);
 
+// A context's first n positions saved to a file: ids[0, n) (the tokens they
+// hold; the context does not keep them) and their KV cache, with the model's
+// identity and the cache's types. The file appears whole or not at all
+// (written beside it as path.tmp, synced, renamed). *bytes (NULL: unused):
+// the file's size. Not for a context split over two devices or ranks.
+INFER_API infer_status infer_ctx_state_save(infer_ctx *ctx, const char *path, const int32_t *ids, int n, size_t *bytes);
+// Reads such a file into ctx from position 0 (what it held is forgotten):
+// the tokens into ids (room for cap), their count into *n, ctx's n_past
+// becomes *n. Another model's file, another cache type, a file cut short or
+// changed: an error naming why, and ctx holds no positions (*n 0).
+INFER_API infer_status infer_ctx_state_load(infer_ctx *ctx, const char *path, int32_t *ids, int cap, int *n, size_t *bytes);
+
 // Batched evaluation: many sequences -- contexts of one model, each with its
 // own KV cache and position -- advanced in shared passes that read every
 // weight once for all of them (decode steps and prompt chunks may be mixed).

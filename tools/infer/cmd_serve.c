@@ -7,7 +7,8 @@
 // POST /v1/chat/completions, POST /v1/completions (streamed as OpenAI
 // streams them, or not), POST /v1/embeddings (serve_embed.c), POST
 // /v1/messages and /v1/messages/count_tokens (Anthropic's, serve_anthropic.c),
-// POST /tokenize and /detokenize (llama-server's), GET / (the chat page).
+// POST /tokenize and /detokenize, GET /slots and POST /slots/ID (llama-server's,
+// serve_misc.c and serve_slots.c), GET / (the chat page).
 // Errors are {"error": {"message", "type", "param", "code"}} with their HTTP
 // status (Anthropic's shape under /v1/messages).
 #include "cli.h"
@@ -34,11 +35,12 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
-    "                   [-b N] [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME]\n"
+    "                   [-b N] [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME] [--slot-save-path DIR]\n"
     "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models, /health\n"
     "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
     "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
@@ -59,10 +61,11 @@ static const char g_usage[] =
     "      --conn-per-addr N  of them, from one address (default parallel + queue + 32)\n"
     "      --api-key KEY      requests must carry Authorization: Bearer KEY (or x-api-key: KEY)\n"
     "      --alias NAME       the model's id in responses (default: the file's name)\n"
+    "      --slot-save-path DIR  where POST /slots/ID?action=save|restore keeps slots' KV caches (default: not served)\n"
     CLI_USAGE_SPEC
     "                         (each slot's; not under a grammar or with log-probabilities; /metrics counts them)\n";
 
-enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR };
+enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR, OPT_SLOT_PATH };
 static const struct option g_opts[] = {
     CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
@@ -70,7 +73,8 @@ static const struct option g_opts[] = {
     {"batch-size", required_argument, NULL, OPT_BATCH},
     {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"api-key", required_argument, NULL, OPT_API_KEY},
     {"alias", required_argument, NULL, OPT_ALIAS}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONN}, {"conn-per-addr", required_argument, NULL, OPT_PER_ADDR}, {0},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONN}, {"conn-per-addr", required_argument, NULL, OPT_PER_ADDR},
+    {"slot-save-path", required_argument, NULL, OPT_SLOT_PATH}, {0},
 };
 
 // A connection, from MHD's notice of it to its close: the watchdog closes
@@ -89,6 +93,7 @@ typedef struct {
     infer_model *m;
     serve_engine *e;
     const char *alias, *api_key;
+    const char *slot_dir;            // --slot-save-path, or NULL
     size_t max_body;
     int n_ctx;
     pthread_mutex_t mu;              // guards the counts, the connections, active
@@ -720,6 +725,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return post_generate(c, sv, rq, chat);
     }
     if (anthropic_url(url)) return post_messages(c, sv, rq, url, post);
+    if (!strcmp(url, "/slots") || !strncmp(url, "/slots/", 7)) { // (serve_slots.c)
+        serve_check k = {0};
+        char *out;
+        if (serve_slots_answer(&k, sv->e, sv->slot_dir, url, method, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action"),
+                               rq->body, rq->len, &out))
+            return reply_error(c, k.status, k.param[0] ? k.param : NULL, NULL, "%s", k.msg);
+        enum MHD_Result ok = reply(c, 200, "application/json", out);
+        free(out);
+        return ok;
+    }
     return reply_error(c, 404, NULL, NULL, "no such endpoint: %s %s", method, url);
 }
 
@@ -793,7 +808,7 @@ static void *watchdog(void *arg) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL;
+    const char *host = "127.0.0.1", *device = NULL, *api_key = NULL, *alias = NULL, *slot_dir = NULL;
     int spec = 0;
     cli_draft dr;
     cli_draft_init(&dr);
@@ -810,6 +825,7 @@ int cmd_serve(int argc, char **argv) {
         case OPT_DEVICE: device = optarg; break;
         case OPT_API_KEY: api_key = optarg; break;
         case OPT_ALIAS: alias = optarg; break;
+        case OPT_SLOT_PATH: slot_dir = optarg; break;
         case OPT_PORT: if ((port = cli_parse_count("--port", optarg, 65535)) < 0) return 1; break;
         case OPT_PARALLEL: if ((parallel = cli_parse_count("--parallel", optarg, 256)) < 1) return parallel < 0 ? 1 : cli_error("serve: --parallel must be at least 1"); break;
         case 'b':
@@ -825,13 +841,15 @@ int cmd_serve(int argc, char **argv) {
     if (optind < argc) return cli_error("serve: unexpected argument \"%s\"", argv[optind]);
     if (spec && dr.model) return cli_error("serve: give --spec-ngram or --model-draft, not both");
     if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) return cli_error("serve: --device must be cpu or cuda (got \"%s\")", device);
+    struct stat sd;
+    if (slot_dir && (stat(slot_dir, &sd) || !S_ISDIR(sd.st_mode))) return cli_error("serve: --slot-save-path \"%s\" is not a directory", slot_dir);
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET, addr.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return cli_error("serve: --host \"%s\" is not an IPv4 address", host);
     if (!o.threads) cli_set_threads((int)sysconf(_SC_NPROCESSORS_ONLN));
     const char *model = o.model;
     if (!model && !(model = cli_chat_model())) return 1;
-    server sv = {0};
+    server sv = {.slot_dir = slot_dir};
     pthread_mutex_init(&sv.mu, NULL);
     g_sv = &sv;
     if (cli_model_load(model, &sv.m)) return cli_error("%s", infer_last_error());

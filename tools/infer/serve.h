@@ -75,6 +75,25 @@ size_t serve_engine_kv_per_pos(const serve_engine *e);
 const char *serve_engine_kv_types(const serve_engine *e);
 int serve_engine_split(const serve_engine *e);
 
+// The slots' caches (serve_slots.c's /slots), worked on by the engine thread
+// between steps: SLOT_SAVE / SLOT_RESTORE a slot's cached tokens and their KV
+// cache to / from path (infer_ctx_state_save / _load), SLOT_ERASE them,
+// SLOT_INFO its state. status 0, or the HTTP status and msg (409: a request
+// holds the slot; 503: the server is stopping).
+enum { SLOT_INFO, SLOT_SAVE, SLOT_RESTORE, SLOT_ERASE };
+typedef struct {
+    int op, slot;       // slot: 0 .. serve_engine_n_slots - 1
+    const char *path;
+    int n_tokens;       // positions saved, restored or erased; SLOT_INFO: cached
+    int busy;           // a request holds the slot
+    size_t bytes;       // the file's
+    double ms;
+    int status;
+    char msg[256];
+} serve_slot_op;
+// Does ops[0, n) on the engine thread, one after the other, and returns when they are done.
+void serve_engine_slot_ops(serve_engine *e, serve_slot_op *ops, int n);
+int serve_engine_n_slots(const serve_engine *e);
 // Queues a request (taking its arrays, freed also on failure): the task, or
 // NULL when the queue is full.
 serve_task *serve_submit(serve_engine *e, serve_request *r);
@@ -185,6 +204,12 @@ char *serve_anth_error(int status, const char *msg);
 // and 0, or -1 with k's status (400: the request's fault, naming the field),
 // param and message. alias: the response's "model".
 int serve_embeddings(serve_check *k, infer_model *m, const char *alias, int n_ctx, const char *body, size_t len, char **out);
+
+// GET /slots and POST /slots/ID?action=save|restore|erase (llama-server's):
+// the JSON in *out (malloc'd) and 0, or -1 with k set. dir: --slot-save-path
+// (NULL: save and restore answer 501); e NULL: no slots (an encoder's server).
+int serve_slots_answer(serve_check *k, serve_engine *e, const char *dir, const char *url, const char *method, const char *action,
+                       const char *body, size_t len, char **out);
 
 // Engine figures for /metrics.
 typedef struct {

@@ -83,6 +83,9 @@ struct serve_engine {
     int gstop, gth_ok;
     long mask_seq;
     double step_s;      // the last step's seconds (how long a step waits for a mask on its way)
+    serve_slot_op *ctl; // (the engine's lock) the slot operations waiting, or being done (serve_engine_slot_ops)
+    int n_ctl;
+    pthread_cond_t ctl_cv; // (with mu) ctl done, or free for the next
 };
 
 static void task_free(serve_task *t) {
@@ -604,14 +607,54 @@ static int runnable(const serve_engine *e) {
     return 0;
 }
 
+// A slot's cache saved, restored, erased or looked at, between steps (the
+// engine thread owns the contexts); not while a request holds the slot.
+static void slot_op(serve_engine *e, serve_slot_op *o) {
+    slot *s = &e->s[o->slot];
+    double t0 = cli_now();
+    o->busy = s->t != NULL, o->n_tokens = infer_ctx_n_past(s->ctx);
+    if (o->op == SLOT_INFO) return;
+    if (s->t) {
+        o->status = 409, o->n_tokens = 0;
+        snprintf(o->msg, sizeof o->msg, "slot %d is processing a request: try again when it is idle", o->slot);
+        return;
+    }
+    infer_status st = INFER_OK;
+    if (o->op == SLOT_ERASE) {
+        tp_send(e, MSG_TRUNCATE, o->slot, (int32_t[]){0}, 1);
+        infer_ctx_truncate(s->ctx, 0);
+    } else if (o->op == SLOT_SAVE) {
+        st = infer_ctx_state_save(s->ctx, o->path, s->cache, o->n_tokens, &o->bytes); // (cache: the n_past tokens its K/V hold)
+    } else {
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)(e->n_ctx + 1)); // (as a slot's history: it becomes one)
+        st = ids ? infer_ctx_state_load(s->ctx, o->path, ids, e->n_ctx, &o->n_tokens, &o->bytes) : INFER_ERR_NOMEM;
+        if (!st) free(s->cache), s->cache = ids, s->used = ++e->steps;
+        else free(ids);
+    }
+    if (st) {
+        o->status = st == INFER_ERR_UNSUPPORTED ? 501 : st == INFER_ERR_NOMEM || o->op == SLOT_SAVE ? 500 : 400, o->n_tokens = 0;
+        snprintf(o->msg, sizeof o->msg, "%s", st == INFER_ERR_NOMEM ? "out of memory" : infer_last_error());
+    }
+    o->ms = (cli_now() - t0) * 1e3;
+}
+
 static void *engine_main(void *arg) {
     serve_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->stop && !runnable(e)) pthread_cond_wait(&e->cv, &e->mu);
+        while (!e->stop && !runnable(e) && !e->ctl) pthread_cond_wait(&e->cv, &e->mu);
         if (e->stop) {
             pthread_mutex_unlock(&e->mu);
             break;
+        }
+        if (e->ctl) { // (before admitting: a request right after a restore finds the slot's cache)
+            serve_slot_op *o = e->ctl;
+            int n = e->n_ctl;
+            pthread_mutex_unlock(&e->mu);
+            for (int k = 0; k < n; k++) slot_op(e, &o[k]);
+            pthread_mutex_lock(&e->mu);
+            e->ctl = NULL;
+            pthread_cond_broadcast(&e->ctl_cv);
         }
         int i, shared;
         while (e->qhead && (i = pick_slot(e, e->qhead, &shared)) >= 0) { // admit the queue's first while a slot is free
@@ -623,8 +666,9 @@ static void *engine_main(void *arg) {
             slot_start(e, &e->s[i], t, shared);
             e->counts.prompt_cached += t->n_cached;
         }
+        int go = runnable(e);
         pthread_mutex_unlock(&e->mu);
-        step(e);
+        if (go) step(e);
     }
     pthread_mutex_lock(&e->mu); // the grammar thread ends (its mask's work is bounded)
     e->gstop = 1;
@@ -637,6 +681,9 @@ static void *engine_main(void *arg) {
     pthread_mutex_lock(&e->mu); // (submissions see stop and are refused from here on)
     serve_task *q = e->qhead;
     e->qhead = e->qtail = NULL, e->n_queued = 0;
+    for (int k = 0; e->ctl && k < e->n_ctl; k++) e->ctl[k].status = 503, snprintf(e->ctl[k].msg, sizeof e->ctl[k].msg, "%s", g_stopping);
+    e->ctl = NULL;
+    pthread_cond_broadcast(&e->ctl_cv);
     pthread_mutex_unlock(&e->mu);
     while (q) {
         serve_task *t = q;
@@ -673,6 +720,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
         pthread_mutex_init(&e->mu, NULL);
         pthread_cond_init(&e->cv, NULL);
         pthread_cond_init(&e->gcv, NULL);
+        pthread_cond_init(&e->ctl_cv, NULL);
         e->gth_ok = ok = !pthread_create(&e->gth, NULL, grammar_main, e);
         if (ok && !(ok = !pthread_create(&e->th, NULL, engine_main, e))) {
             pthread_mutex_lock(&e->mu);
@@ -681,7 +729,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
             pthread_mutex_unlock(&e->mu);
             pthread_join(e->gth, NULL);
         }
-        if (!ok) pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv), pthread_cond_destroy(&e->gcv);
+        if (!ok) pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv), pthread_cond_destroy(&e->gcv), pthread_cond_destroy(&e->ctl_cv);
     }
     if (!ok) {
         snprintf(err, errlen, "%s", *infer_last_error() ? infer_last_error() : "out of memory");
@@ -713,12 +761,27 @@ void serve_engine_free(serve_engine *e) {
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->gcv);
+    pthread_cond_destroy(&e->ctl_cv);
     free(e->masked);
     free(e->s);
     free(e);
 }
 
 int serve_engine_n_ctx(const serve_engine *e) { return e->n_ctx; }
+int serve_engine_n_slots(const serve_engine *e) { return e->n_slots; }
+
+void serve_engine_slot_ops(serve_engine *e, serve_slot_op *ops, int n) {
+    pthread_mutex_lock(&e->mu);
+    while (e->ctl && !e->stop) pthread_cond_wait(&e->ctl_cv, &e->mu); // (one caller's operations at a time)
+    if (e->stop) {
+        for (int k = 0; k < n; k++) ops[k].status = 503, snprintf(ops[k].msg, sizeof ops[k].msg, "%s", g_stopping);
+    } else {
+        e->ctl = ops, e->n_ctl = n;
+        pthread_cond_broadcast(&e->cv);
+        while (e->ctl == ops) pthread_cond_wait(&e->ctl_cv, &e->mu); // (the engine clears it, also when it stops)
+    }
+    pthread_mutex_unlock(&e->mu);
+}
 const char *serve_engine_backend(const serve_engine *e) { return infer_ctx_backend(e->s[0].ctx); }
 int serve_engine_split(const serve_engine *e) { return e->split; }
 size_t serve_engine_kv_per_pos(const serve_engine *e) { return infer_ctx_kv_bytes_per_pos(e->s[0].ctx); }
