@@ -72,43 +72,57 @@ static void store_put(wstore *w, cuda_dev *d) {
 
 enum { GEMM_MIN_ROWS = 32 }; // (a run of fewer rows: the per-row kernel)
 
+// The per-row kernel over rows a .. a + n, in groups of the rows the scores
+// hold (one after another on the stream: each group reuses them).
+static int attention_rows(cuda_state *s, int a, int n, int wtype, void *xq) {
+    const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
+    const void *const *tab = (const void *const *)s->at.tab;
+    for (int t = a; t < a + n; t += s->at.group) {
+        const int m = a + n - t < s->at.group ? a + n - t : s->at.group;
+        int rc = cuda_attention_kv(s->d, s->at.q + t * nq, s->at.out + t * nq, m, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                   s->at.pos + t, tab + t, tab + s->at.T + t, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml,
+                                   s->at.sc, s->at.stride, wtype, xq ? (uint8_t *)xq + xr * t : NULL, s->at.decode, s->at.kv16);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+// A whole prompt's pass whose runs go through cuBLAS or flash attention
+// (neither keeps every row's scores: any depth goes in one launch).
+static int attention_fast(const cuda_state *s, int hd, int ggml, int kv16) {
+    return (s->att_gemm && cuda_attention_gemm_ok(s->d, ggml, kv16)) || (s->flash_min > 0 && cuda_attention_flash_ok(hd, ggml, kv16));
+}
+
 static int attention_run(cuda_state *s, int wtype, void *xq) {
     s->at.on = 0;
     const int whole = !s->at.decode && s->at.T == s->pass_T;
     const int flash = whole && s->flash_min > 0 && cuda_attention_flash_ok(s->at.hd, s->at.ggml, s->at.kv16);
     const int gemm = whole && s->att_gemm && cuda_attention_gemm_ok(s->d, s->at.ggml, s->at.kv16);
-    if (flash || gemm) { // a run of one sequence's rows at a time
-        const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
-        const void *const *tab = (const void *const *)s->at.tab;
-        for (int i = 0; i < s->n_run; i++) {
-            const int a = s->run0[i], n = s->run0[i + 1] - a;
-            uint8_t *xb = xq ? (uint8_t *)xq + xr * a : NULL;
-            float *sc = s->at.sc + (size_t)a * s->at.H * s->at.stride;
-            int keys = 0; // (the most any row of the run sees)
-            for (int t = a; t < a + n; t++) {
-                const int p = s->pos_h[t], k = s->at.window && s->at.window < p + 1 ? s->at.window : p + 1;
-                keys = k > keys ? k : keys;
-            }
-            int rc;
-            if (n >= GEMM_MIN_ROWS && flash && keys >= s->flash_min)
-                rc = cuda_attention_flash(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                          s->at.pos + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml,
-                                          wtype, xb, s->at.kv16);
-            else if (n >= GEMM_MIN_ROWS && gemm)
-                rc = cuda_attention_gemm(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                         s->at.pos + a, s->pos_h + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks,
-                                         s->at.ggml, wtype, xb, s->at.kv16);
-            else
-                rc = cuda_attention_kv(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                       s->at.pos + a, tab + a, tab + s->at.T + a, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml, sc,
-                                       s->at.stride, wtype, xb, 0, s->at.kv16);
-            if (rc) return rc;
+    if (!flash && !gemm) return attention_rows(s, 0, s->at.T, wtype, xq);
+    // a run of one sequence's rows at a time
+    const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
+    for (int i = 0; i < s->n_run; i++) {
+        const int a = s->run0[i], n = s->run0[i + 1] - a;
+        uint8_t *xb = xq ? (uint8_t *)xq + xr * a : NULL;
+        int keys = 0; // (the most any row of the run sees)
+        for (int t = a; t < a + n; t++) {
+            const int p = s->pos_h[t], k = s->at.window && s->at.window < p + 1 ? s->at.window : p + 1;
+            keys = k > keys ? k : keys;
         }
-        return 0;
+        int rc;
+        if (n >= GEMM_MIN_ROWS && flash && keys >= s->flash_min)
+            rc = cuda_attention_flash(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                      s->at.pos + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml,
+                                      wtype, xb, s->at.kv16);
+        else if (n >= GEMM_MIN_ROWS && gemm)
+            rc = cuda_attention_gemm(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                     s->at.pos + a, s->pos_h + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks,
+                                     s->at.ggml, wtype, xb, s->at.kv16);
+        else
+            rc = attention_rows(s, a, n, wtype, xq);
+        if (rc) return rc;
     }
-    return cuda_attention_kv(s->d, s->at.q, s->at.out, s->at.T, s->at.H, s->at.KV, s->at.hd, s->at.window, s->at.pos,
-                             (const void *const *)s->at.tab, (const void *const *)s->at.tab + s->at.T, s->at.scale, s->at.softcap,
-                             s->at.sinks, s->at.ggml, s->at.sc, s->at.stride, wtype, xq, s->at.decode, s->at.kv16);
+    return 0;
 }
 
 // The waiting operations, launched (every operation but one that joins them
@@ -543,7 +557,7 @@ static void cu_rope(backend *b, float *x, int rows, int heads, int hd, const int
 }
 
 static void cu_attention(backend *b, const attn_desc *a) {
-    size_t per_row = (size_t)a->H * a->stride, nq = (size_t)a->H * a->hd;
+    size_t per_row = (size_t)a->H * a->stride;
     int group = SCORES_MAX / per_row > 0 ? (int)(SCORES_MAX / per_row) : 1; // rows a launch (the scores' memory)
     group = group < a->T ? group : a->T;
     cuda_state *s = cu_state_flushed(b);
@@ -556,24 +570,20 @@ static void cu_attention(backend *b, const attn_desc *a) {
     memcpy(kv + a->T, a->v, sizeof(void *) * (size_t)a->T);
     const float *const *tab = ptr_table(s, kv, 2 * a->T);
     if (!sc || !tab || (a->sinks && !sinks)) { fail_op(b); return; }
-    if (group == a->T) { // (one launch; att_q: it waits for the product of its output)
-        s->at.on = 1, s->at.T = a->T, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
-        s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
-        s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
-        s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
+    s->at.T = a->T, s->at.group = group, s->at.H = a->H, s->at.KV = a->KV, s->at.hd = a->hd, s->at.window = a->window;
+    s->at.ggml = a->ggml_numerics, s->at.stride = a->stride, s->at.q = a->q, s->at.sinks = sinks, s->at.tab = tab;
+    s->at.out = a->out, s->at.sc = sc, s->at.scale = a->scale, s->at.softcap = a->softcap, s->at.pos = s->pos;
+    s->at.decode = s->pass_decode, s->at.kv16 = a->kt == KV_F16;
+    // one launch (att_q: it waits for the product of its output) where the scores of every row fit, or where
+    // the runs need none of them (a deep prompt: cuBLAS or flash attention, the per-row kernel for short runs)
+    if (group == a->T || (!s->pass_decode && a->T == s->pass_T && attention_fast(s, a->hd, a->ggml_numerics, a->kt == KV_F16))) {
+        s->at.on = 1;
         for (int i = 0; i < s->n_run; i++) s->at.k0[i] = a->k[s->run0[i]], s->at.v0[i] = a->v[s->run0[i]];
         if (!s->att_q && attention_run(s, 0, NULL)) fail_op(b); // (unfused: now, the same kernels)
         return;
     }
-    for (int t = 0; t < a->T; t += group) {
-        int n = a->T - t < group ? a->T - t : group;
-        if (cuda_attention_kv(s->d, a->q + t * nq, a->out + t * nq, n, a->H, a->KV, a->hd, a->window, s->pos + t,
-                              (const void *const *)tab + t, (const void *const *)tab + a->T + t, a->scale, a->softcap, sinks,
-                              a->ggml_numerics, sc, a->stride, 0, NULL, 0, a->kt == KV_F16)) {
-            fail_op(b);
-            return;
-        }
-    }
+    s->at.on = 0, s->at.decode = 0; // (groups of rows now, each a launch of the per-row kernel)
+    if (attention_rows(s, 0, a->T, 0, NULL)) fail_op(b);
 }
 
 static void cu_glu(backend *b, float *g, const float *u, int rows, int n, int act, int ggml) {

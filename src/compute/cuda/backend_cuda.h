@@ -70,6 +70,7 @@ typedef struct {
     int pos_h[N_ROWS_MAX];       // the pass's positions on the host (begin_pass)
     struct {
         int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
+        int group;               // rows the scores (sc) hold: the per-row kernel goes through the rows in groups of it
         const float *q, *sinks, *const *tab;
         float *out, *sc, scale, softcap;
         const int *pos;
