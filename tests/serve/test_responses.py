@@ -4,7 +4,8 @@ adding up to the final text), usage against /v1/chat/completions' for the
 same conversation, max_output_tokens cutting the answer (status incomplete),
 function calls (tool_choice required and named; streamed), a
 function_call_output round trip, and hostile bodies (each a 400 naming the
-field). usage: test_responses.py BASE_URL"""
+field), then (given the server's pid) a SIGTERM mid-stream: response.failed.
+usage: test_responses.py BASE_URL [PID]"""
 import http.client
 import json
 import sys
@@ -81,7 +82,8 @@ check(got == text and fr.output_text == text and fr.status == "completed", f"res
 # max_output_tokens cuts: status incomplete, reason max_output_tokens, that many tokens
 long_q = "Count from one to fifty in words, separated by commas."
 ri = client.responses.create(model="any", input=long_q, temperature=0, max_output_tokens=5)
-check(ri.status == "incomplete" and ri.incomplete_details.reason == "max_output_tokens" and ri.usage.output_tokens == 5 and ri.output_text,
+check(ri.status == "incomplete" and ri.incomplete_details.reason == "max_output_tokens" and ri.usage.output_tokens == 5 and ri.output_text
+      and ri.output[0].status == "incomplete",
       f"max_output_tokens 5: {ri}")
 ev = list(client.responses.create(model="any", input=long_q, temperature=0, max_output_tokens=5, stream=True))
 check(ev[-1].type == "response.incomplete" and ev[-1].response.status == "incomplete" and ev[-1].response.output_text == ri.output_text,
@@ -188,5 +190,19 @@ except openai.BadRequestError as e:
 # still serving
 r2 = client.responses.create(model="any", input=q, instructions=terse, temperature=0, max_output_tokens=40)
 check(r2.output_text == text, "after the hostile bodies: the same answer")
+
+# SIGTERM mid-stream (the server's pid given): the stream ends with response.failed
+if len(sys.argv) > 2:
+    import os
+    import signal
+    ev = []
+    with client.responses.create(model="any", input=long_q, temperature=0, max_output_tokens=1500, stream=True) as st:
+        for e in st:
+            ev.append(e)
+            if len(ev) == 6:
+                os.kill(int(sys.argv[2]), signal.SIGTERM)
+    last = ev[-1] if ev else None
+    check(last and last.type == "response.failed" and last.response.status == "failed" and last.response.error.code == "server_error" and
+          last.response.error.message and len(ev) > 6, f"SIGTERM mid-stream: {[e.type for e in ev[-3:]]} {last}")
 
 report("test_responses")

@@ -277,12 +277,12 @@ void serve_resp_free(serve_resp *r) {
 // ---------------------------------------------------------------------------
 // the answer
 
-// a message item: its text (NULL: none yet, in progress)
-static cJSON *message_item(serve_resp *r, const char *text, size_t n) {
+// a message item: its text (NULL: none yet, in progress); cut: by max_output_tokens
+static cJSON *message_item(serve_resp *r, const char *text, size_t n, int cut) {
     cJSON *it = cJSON_CreateObject(), *c;
     cJSON_AddStringToObject(it, "type", "message");
     cJSON_AddStringToObject(it, "id", r->msg_id);
-    cJSON_AddStringToObject(it, "status", text ? "completed" : "in_progress");
+    cJSON_AddStringToObject(it, "status", !text ? "in_progress" : cut ? "incomplete" : "completed");
     cJSON_AddStringToObject(it, "role", "assistant");
     c = cJSON_AddArrayToObject(it, "content");
     if (text) {
@@ -295,9 +295,9 @@ static cJSON *message_item(serve_resp *r, const char *text, size_t n) {
     return it;
 }
 
-// The output items of a finished answer: its function calls (tools offered,
-// and the model called them), or its message.
-static cJSON *output_items(serve_resp *r, const char *text, size_t n) {
+// The output items of a finished answer (cut: by max_output_tokens): its
+// function calls (tools offered, and the model called them), or its message.
+static cJSON *output_items(serve_resp *r, const char *text, size_t n, int cut) {
     cJSON *out = cJSON_CreateArray(), *content = NULL, *calls = NULL;
     if (r->tools && serve_tools_answer(r->tools, text, n, &content, &calls)) {
         for (const cJSON *c = calls->child; c; c = c->next) {
@@ -314,9 +314,9 @@ static cJSON *output_items(serve_resp *r, const char *text, size_t n) {
             cJSON_AddItemToArray(out, it);
         }
     } else if (cJSON_IsString(content)) { // ({"response": ...}: its text)
-        cJSON_AddItemToArray(out, message_item(r, content->valuestring, strlen(content->valuestring)));
+        cJSON_AddItemToArray(out, message_item(r, content->valuestring, strlen(content->valuestring), cut));
     } else {
-        cJSON_AddItemToArray(out, message_item(r, text ? text : "", text ? n : 0));
+        cJSON_AddItemToArray(out, message_item(r, text ? text : "", text ? n : 0, cut));
     }
     cJSON_Delete(content), cJSON_Delete(calls);
     return out;
@@ -377,7 +377,7 @@ char *serve_resp_message(serve_resp *r, const serve_state *st, const char *text,
         return print(j);
     }
     *status = 200;
-    return print(response_json(r, st, output_items(r, text, n)));
+    return print(response_json(r, st, output_items(r, text, n, !strcmp(st->finish, "length"))));
 }
 
 // ---------------------------------------------------------------------------
@@ -421,7 +421,7 @@ static cJSON *part_event(const char *type, const char *item_id, int index, const
 
 // a message's item.added and content_part.added (its text to come)
 static void message_open(serve_resp *r, char **out, size_t *len, int index) {
-    event(r, out, len, item_event("response.output_item.added", index, message_item(r, NULL, 0)));
+    event(r, out, len, item_event("response.output_item.added", index, message_item(r, NULL, 0, 0)));
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "type", "output_text");
     cJSON_AddStringToObject(p, "text", "");
@@ -470,7 +470,7 @@ char *serve_resp_end(serve_resp *r, const serve_state *st) {
         event(r, &out, &len, j);
         return out;
     }
-    cJSON *items = output_items(r, r->text, r->n);
+    cJSON *items = output_items(r, r->text, r->n, !strcmp(st->finish, "length"));
     int i = 0;
     for (cJSON *it = items->child; it; it = it->next, i++) {
         const char *type = cJSON_GetObjectItemCaseSensitive(it, "type")->valuestring;
