@@ -7,7 +7,8 @@
 // POST /v1/chat/completions, POST /v1/completions (streamed as OpenAI
 // streams them, or not), POST /v1/embeddings (serve_embed.c), POST
 // /v1/messages and /v1/messages/count_tokens (Anthropic's, serve_anthropic.c),
-// POST /tokenize and /detokenize, GET /slots and POST /slots/ID (llama-server's,
+// POST /v1/responses (OpenAI's Responses API, serve_responses.c), POST
+// /tokenize and /detokenize, GET /slots and POST /slots/ID (llama-server's,
 // serve_misc.c and serve_slots.c), GET / (the chat page).
 // Errors are {"error": {"message", "type", "param", "code"}} with their HTTP
 // status (Anthropic's shape under /v1/messages).
@@ -41,7 +42,8 @@
 static const char g_usage[] =
     "usage: infer serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [-t N] [--device cpu|cuda] [-ngl N]\n"
     "                   [-b N] [--queue N] [--max-body BYTES] [--api-key KEY] [--alias NAME] [--slot-save-path DIR]\n"
-    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models, /health\n"
+    "  an OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions, /v1/responses,\n"
+    "  /v1/embeddings, /v1/messages (Anthropic's); GET /v1/models, /health, /slots\n"
     "  -m, --model MODEL      a Hugging Face directory or a .gguf file (default: SmolLM2-135M-Instruct)\n"
     "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
     "      --port N           the port (default 8080; 0: a free one, printed)\n"
@@ -205,6 +207,7 @@ typedef struct {
     size_t n_all;
     serve_tools *tools;             // tool calls asked for: the answer parsed once whole (serve_tools.c)
     serve_anth *anth;               // Anthropic's Messages API: its answer's shape and events (NULL: OpenAI's)
+    serve_resp *resp;               // OpenAI's Responses API: its answer's shape and events
 } stream;
 
 // The client is gone: an error on its socket (a reset: a write after it
@@ -334,6 +337,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (s->phase == 4) return MHD_CONTENT_READER_END_OF_STREAM;
         if (s->phase == 0) {
             if (s->anth) append_owned(s, serve_anth_start(s->anth));
+            else if (s->resp) append_owned(s, serve_resp_start(s->resp));
             else if (s->chat) emit(s, chunk_json(s, "assistant", "", NULL));
             s->phase = 1;
             continue;
@@ -363,11 +367,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             s->from += len, len = 0;
         }
         if (len && s->anth) append_owned(s, serve_anth_delta(s->anth, text, len)), s->from += len;
+        else if (len && s->resp) append_owned(s, serve_resp_delta(s->resp, text, len)), s->from += len;
         else if (len) emit(s, chunk_json(s, NULL, text, NULL)), s->from += len;
         free(text);
         s->pause = len && !st.done;
-        if (st.done && s->phase == 1 && s->anth) { // (Anthropic's stream ends with its last event: no [DONE])
-            append_owned(s, serve_anth_end(s->anth, s->t, &st, s->all, s->n_all));
+        if (st.done && s->phase == 1 && (s->anth || s->resp)) { // (their streams end with their last event: no [DONE])
+            append_owned(s, s->anth ? serve_anth_end(s->anth, s->t, &st, s->all, s->n_all) : serve_resp_end(s->resp, &st));
             s->phase = 4;
             continue;
         }
@@ -405,6 +410,7 @@ static void stream_free(void *cls) {
     free(s->pend), free(s->all);
     serve_tools_free(s->tools);
     serve_anth_free(s->anth);
+    serve_resp_free(s->resp);
     free(s);
 }
 
@@ -412,6 +418,7 @@ static void stream_free(void *cls) {
 // the error; *status its HTTP status. malloc'd.
 static char *answer_body(stream *s, const serve_state *st, int *status) {
     if (s->anth) return serve_anth_message(s->anth, s->t, st, s->all, s->n_all, status);
+    if (s->resp) return serve_resp_message(s->resp, st, s->all, s->n_all, status);
     server *sv = s->sv;
     serve_logprob *lpv = NULL;
     int lp_n = s->logprobs && st->finish ? serve_task_logprobs(s->t, 0, &lpv) : -1;
@@ -509,11 +516,11 @@ static ssize_t answer_read(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
-// (anth: an answer of Anthropic's Messages API, which the stream takes)
-static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen *g, int chat, serve_anth *anth) {
+// (anth, resp: an answer of Anthropic's Messages API or OpenAI's Responses API, which the stream takes)
+static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen *g, int chat, serve_anth *anth, serve_resp *resp) {
     stream *s = calloc(1, sizeof *s);
-    if (!s) return serve_gen_free(g), serve_anth_free(anth), reply_error(c, 500, NULL, NULL, "out of memory");
-    s->sv = sv, s->chat = chat, s->anth = anth, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
+    if (!s) return serve_gen_free(g), serve_anth_free(anth), serve_resp_free(resp), reply_error(c, 500, NULL, NULL, "out of memory");
+    s->sv = sv, s->chat = chat, s->anth = anth, s->resp = resp, s->include_usage = g->include_usage, s->created = (long)time(NULL), s->logprobs = g->r.top_logprobs >= 0;
     s->tools = g->tools, g->tools = NULL;
     snprintf(s->id, sizeof s->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)cli_seed());
     int stream_it = g->stream;
@@ -521,7 +528,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, server *sv, serve_gen 
     s->fd = ci ? ci->connect_fd : -1;
     s->t = serve_submit(sv->e, &g->r);
     if (!s->t) { // 503 with Retry-After
-        serve_tools_free(s->tools), serve_anth_free(anth);
+        serve_tools_free(s->tools), serve_anth_free(anth), serve_resp_free(resp);
         free(s);
         const char *body = anth ? "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"the server is busy (its queue "
                                   "is full) or stopping; try again shortly\"}}"
@@ -585,7 +592,20 @@ static enum MHD_Result post_generate(struct MHD_Connection *c, server *sv, reque
         const char *code = strstr(k.msg, "context holds") ? "context_length_exceeded" : NULL;
         return reply_error(c, k.status, k.param[0] ? k.param : NULL, code, "%s", k.msg);
     }
-    return generate(c, sv, &g, chat, NULL);
+    return generate(c, sv, &g, chat, NULL, NULL);
+}
+
+// OpenAI's POST /v1/responses (serve_responses.c)
+static enum MHD_Result post_responses(struct MHD_Connection *c, server *sv, request *rq) {
+    serve_check k = {0};
+    serve_gen g;
+    uint64_t id = cli_seed();
+    serve_resp *r = serve_resp_parse(&k, sv->m, sv->n_ctx, sv->alias, rq->body, rq->len, id, &g);
+    if (!r) {
+        serve_gen_free(&g);
+        return reply_error(c, k.status, k.param[0] ? k.param : NULL, strstr(k.msg, "context holds") ? "context_length_exceeded" : NULL, "%s", k.msg);
+    }
+    return generate(c, sv, &g, 1, NULL, r);
 }
 
 // Anthropic's POST /v1/messages and /v1/messages/count_tokens (serve_anthropic.c)
@@ -607,7 +627,7 @@ static enum MHD_Result post_messages(struct MHD_Connection *c, server *sv, reque
     }
     serve_anth *a = serve_anth_new(sv->m, sv->alias, &g, cli_seed());
     if (!a) return serve_gen_free(&g), reply_error_at(c, url, 500, NULL, "out of memory");
-    return generate(c, sv, &g, 1, a);
+    return generate(c, sv, &g, 1, a, NULL);
 }
 
 // ---------------------------------------------------------------------------
@@ -716,13 +736,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         free(out);
         return ok;
     }
-    int chat = !strcmp(url, "/v1/chat/completions");
-    if (chat || !strcmp(url, "/v1/completions")) {
+    int chat = !strcmp(url, "/v1/chat/completions"), responses = !strcmp(url, "/v1/responses");
+    if (chat || responses || !strcmp(url, "/v1/completions")) {
         if (!post) return reply_error(c, 405, NULL, NULL, "%s %s: use POST", method, url);
         if (infer_model_is_encoder(sv->m))
             return reply_error(c, 400, "model", "model_not_supported", "%s: the served model is an encoder (BERT): it makes embeddings "
                                "(POST /v1/embeddings), not text", url);
-        return post_generate(c, sv, rq, chat);
+        return responses ? post_responses(c, sv, rq) : post_generate(c, sv, rq, chat);
     }
     if (anthropic_url(url)) return post_messages(c, sv, rq, url, post);
     if (!strcmp(url, "/slots") || !strncmp(url, "/slots/", 7)) { // (serve_slots.c)

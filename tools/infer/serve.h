@@ -200,6 +200,29 @@ char *serve_anth_message(serve_anth *a, serve_task *t, const serve_state *st, co
 // HTTP status, malloc'd (NULL: out of memory).
 char *serve_anth_error(int status, const char *msg);
 
+// OpenAI's Responses API (serve_responses.c): a body of POST /v1/responses
+// turned into a chat completions body and parsed by serve_parse_generate into
+// *g (always initialized; free it with serve_gen_free; errors name the
+// Responses field), and the answer's state: its id, the model's name, the
+// request's fields a response repeats, the tools (taken from g). NULL with k
+// set.
+typedef struct serve_resp serve_resp;
+serve_resp *serve_resp_parse(serve_check *k, infer_model *m, int n_ctx, const char *model, const char *body, size_t len, uint64_t seed,
+                             serve_gen *g);
+void serve_resp_free(serve_resp *r);
+// Its events, malloc'd text ("event: TYPE\ndata: JSON\n\n" each): the start
+// (response.created, response.in_progress; without tools, the message's
+// output_item.added and content_part.added), a text delta (NULL with tools:
+// the answer is parsed once whole), and the end once the task is done (the
+// items' done events -- with tools, all of their events -- then
+// response.completed or response.incomplete; response.failed when it failed).
+char *serve_resp_start(serve_resp *r);
+char *serve_resp_delta(serve_resp *r, const char *text, size_t n);
+char *serve_resp_end(serve_resp *r, const serve_state *st);
+// The waited-for answer once the task is done: the response (text[0, n)) or
+// OpenAI's error, malloc'd; *status its HTTP status.
+char *serve_resp_message(serve_resp *r, const serve_state *st, const char *text, size_t n, int *status);
+
 // POST /v1/embeddings (serve_embed.c): the response JSON in *out (malloc'd)
 // and 0, or -1 with k's status (400: the request's fault, naming the field),
 // param and message. alias: the response's "model".
