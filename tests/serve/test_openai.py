@@ -135,6 +135,12 @@ tools = [{"type": "function", "function": {"name": "get_weather", "description":
          {"type": "function", "function": {"name": "get_time", "description": "The local time in a city",
                                            "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}},
                                                           "required": ["city"], "additionalProperties": False}}}]
+def tool_counts():  # /metrics' tool counters
+    import urllib.request
+    m = urllib.request.urlopen(base + "/metrics").read().decode()
+    v = {l.split()[0]: float(l.split()[1]) for l in m.splitlines() if l and not l.startswith("#")}
+    return [v.get(k, -1) for k in ("infer_tool_answers_total", "infer_tool_call_answers_total", "infer_tool_calls_total")]
+before = tool_counts()
 tm = [{"role": "user", "content": "What is the weather like in Paris today?"}]
 r = client.chat.completions.create(model="any", messages=tm, tools=tools, tool_choice="required", temperature=0, max_tokens=200)
 calls = r.choices[0].message.tool_calls or []
@@ -171,6 +177,12 @@ check(r.choices[0].message.content and not r.choices[0].message.tool_calls and r
 ra = client.chat.completions.create(model="any", messages=tm2, tools=tools, temperature=0, max_tokens=200)
 check(ra.choices[0].finish_reason in ("stop", "tool_calls") and (ra.choices[0].message.content or ra.choices[0].message.tool_calls),
       f"tool_choice auto after a result: {ra.choices[0]}")
+# /metrics: five answers offered tools, three at least called one (required, streamed, named), one call each;
+# the auto answer adds its calls
+after = tool_counts()
+auto = len(ra.choices[0].message.tool_calls or [])
+check(min(before) >= 0 and after[0] - before[0] >= 4 and after[1] - before[1] == 3 + (auto > 0) and after[2] - before[2] == 3 + auto,
+      f"/metrics tool counters: {before} -> {after} (auto's calls {auto})")
 for kw, param in ((dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools[0]"),
                   (dict(tools=tools, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),
                   (dict(tools=tools, tool_choice="sometimes"), "tool_choice"),

@@ -139,7 +139,10 @@ void serve_tools_free(serve_tools *t);
 // The answer text parsed: 1 with *calls OpenAI's tool_calls array (and
 // *content text beside them, or NULL); else 0 with *content the answer's text (NULL: the text is not in the answer's
 // form -- cut short -- and stands as it is). The caller frees both.
-int serve_tools_answer(const serve_tools *t, const char *text, size_t n, struct cJSON **content, struct cJSON **calls);
+int serve_tools_answer(serve_tools *t, const char *text, size_t n, struct cJSON **content, struct cJSON **calls);
+// /metrics' counts of answers to requests that offered tools, of those that
+// called tools, and of the calls (each counted as its request's tools are freed).
+void serve_tools_counts(long long *answers, long long *call_answers, long long *calls);
 // Tool calls in a model's own format (serve_tools_native.c), where its chat
 // template renders the tools: serve_tools_parse then returns {"messages",
 // "tools", "prefill"}, which serve_tools_tokenize renders and tokenizes into

@@ -340,7 +340,7 @@ struct serve_anth {
     int n_prompt;
     char **stop;         // copies of the request's stop strings
     int n_stop;
-    const serve_tools *tools; // tool calls asked for, or NULL (the stream's: it outlives the answer)
+    serve_tools *tools;   // tool calls asked for, or NULL (the stream's: it outlives the answer)
 };
 
 serve_anth *serve_anth_new(infer_model *m, const char *model, const serve_gen *g, uint64_t id) {

@@ -66,6 +66,8 @@ int serve_tokenize_answer(serve_check *k, infer_model *m, const char *body, size
 char *serve_metrics_text(const serve_counts *k, const long long by_status[6], long long disconnects) {
     char *b = malloc(8192);
     if (!b) return NULL;
+    long long ta, tca, tc;
+    serve_tools_counts(&ta, &tca, &tc);
     int n = snprintf(b, 8192,
                      "# HELP infer_prompt_tokens_total Prompt tokens evaluated.\n# TYPE infer_prompt_tokens_total counter\n"
                      "infer_prompt_tokens_total %lld\n"
@@ -90,9 +92,16 @@ char *serve_metrics_text(const serve_counts *k, const long long by_status[6], lo
                      "infer_spec_drafted_total %lld\n"
                      "# HELP infer_spec_accepted_total Draft tokens kept (--spec-ngram, --model-draft).\n# TYPE infer_spec_accepted_total counter\n"
                      "infer_spec_accepted_total %lld\n"
+                     "# HELP infer_tool_answers_total Answers to requests that offered tools.\n# TYPE infer_tool_answers_total counter\n"
+                     "infer_tool_answers_total %lld\n"
+                     "# HELP infer_tool_call_answers_total Of them, answers that called tools.\n# TYPE infer_tool_call_answers_total counter\n"
+                     "infer_tool_call_answers_total %lld\n"
+                     "# HELP infer_tool_calls_total Tool calls made.\n# TYPE infer_tool_calls_total counter\n"
+                     "infer_tool_calls_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
                      k->prompt_tokens, k->prompt_cached, k->generated_tokens, k->steps, k->busy_slot_steps, k->steps_retried,
-                     k->step_chunks_max, k->busy_slots, k->queued, k->slots, disconnects, k->spec_drafted, k->spec_accepted);
+                     k->step_chunks_max, k->busy_slots, k->queued, k->slots, disconnects, k->spec_drafted, k->spec_accepted,
+                     ta, tca, tc);
     for (int i = 2; i < 6 && n > 0 && n < 8192; i++) n += snprintf(b + n, 8192 - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, by_status[i]);
     return b;
 }

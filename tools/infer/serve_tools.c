@@ -25,7 +25,18 @@ struct serve_tools {
     int fmt;        // TOOLS_GENERIC, or the template's own format (serve.h)
     char *prefill;  // (own format) the call's markup the prompt ends in, which the answer continues
     cJSON *tools;   // (own format) the tools, whose names a call must have
+    int answered;   // the answer was parsed (serve_tools_answer; the last parse's calls: n_calls)
+    int n_calls;
 };
+
+// /metrics' counts, added as each request's tools are freed (serve_tools_counts)
+static long long g_answers, g_call_answers, g_calls;
+
+void serve_tools_counts(long long *answers, long long *call_answers, long long *calls) {
+    *answers = __atomic_load_n(&g_answers, __ATOMIC_RELAXED);
+    *call_answers = __atomic_load_n(&g_call_answers, __ATOMIC_RELAXED);
+    *calls = __atomic_load_n(&g_calls, __ATOMIC_RELAXED);
+}
 
 static int bad(serve_check *k, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(serve_check *k, const char *param, const char *fmt, ...) {
@@ -325,11 +336,24 @@ cJSON *serve_tools_parse(serve_check *k, infer_model *m, const cJSON *o, serve_g
 }
 
 void serve_tools_free(serve_tools *t) {
+    if (t && t->answered) {
+        __atomic_add_fetch(&g_answers, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g_call_answers, t->n_calls > 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g_calls, t->n_calls, __ATOMIC_RELAXED);
+    }
     if (t) free(t->prefill), cJSON_Delete(t->tools);
     free(t);
 }
 
-int serve_tools_answer(const serve_tools *t, const char *text, size_t n, cJSON **content, cJSON **calls) {
+static int answer(const serve_tools *t, const char *text, size_t n, cJSON **content, cJSON **calls);
+
+int serve_tools_answer(serve_tools *t, const char *text, size_t n, cJSON **content, cJSON **calls) {
+    int r = answer(t, text, n, content, calls);
+    t->answered = 1, t->n_calls = r ? cJSON_GetArraySize(*calls) : 0;
+    return r;
+}
+
+static int answer(const serve_tools *t, const char *text, size_t n, cJSON **content, cJSON **calls) {
     *content = NULL, *calls = NULL;
     if (t->fmt != TOOLS_GENERIC) { // (the prefill is the answer's beginning)
         size_t np = t->prefill ? strlen(t->prefill) : 0; // (none under "auto")
