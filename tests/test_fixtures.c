@@ -118,6 +118,21 @@ int main(int argc, char **argv) {
     printf("%-12s reference backend: %.2e of RMS from transformers; CPU backend %.2e from it\n", argv[1], e, ec);
     CHECK(infer_ctx_set_backend(c, "cpu") == INFER_OK, "%s", infer_last_error());
 
+    // 5b. a decoder's embedding (infer_embed, last-token pooling): transformers' final-norm row at the last
+    // position, and normalized, that row over its L2 norm
+    if (!infer_model_is_encoder(m)) {
+        float *emb = malloc(sizeof(float) * (size_t)E * 2);
+        CHECK(emb && infer_embed(c, ids, T, INFER_POOLING_LAST, 0, emb) == INFER_OK && infer_embed(c, ids, T, INFER_POOLING_LAST, 1, emb + E) == INFER_OK,
+              "infer_embed: %s", infer_last_error());
+        const float *want_e = ref_hidden + (size_t)L * E;
+        double ee = emb ? test_rel_err(emb, want_e, (size_t)E) : 1, nn = 0, cs = 0, en = 0;
+        for (int j = 0; emb && j < E; j++) nn += (double)want_e[j] * want_e[j], cs += (double)emb[E + j] * want_e[j], en += (double)emb[E + j] * emb[E + j];
+        cs /= sqrt(nn) * sqrt(en) + 1e-30;
+        CHECK(ee <= 1e-3 && fabs(en - 1) <= 1e-5 && cs >= 0.99999, "decoder embedding (last token): max error %.3g of the RMS, "
+              "normalized |e|^2 %.7f, cosine %.7f against transformers' final-norm row", ee, en, cs);
+        free(emb);
+    }
+
     // 6. the CUDA backend, where there is a GPU, against transformers and the
     // reference backend (a fresh context: its cache lives on the GPU), whole
     // and through the cache a token at a time
