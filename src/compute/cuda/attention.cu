@@ -188,118 +188,157 @@ static __device__ __forceinline__ int att_chunk_len(int n, int spl, int chunk) {
     return c > chunk ? c : chunk;
 }
 
-template <int NE, int KH>
+// GG heads a block: the query heads h0 .. h0 + GG - 1 of one KV head read
+// each K and V row of the chunk once for all of them (GQA: G = H / KV query
+// heads share a KV head; GG the largest of 8, 4, 2, 1 dividing G). Each
+// head's arithmetic is the one-head block's, in the same order: its results
+// do not depend on GG.
+template <int NE, int KH, int GG>
 static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q, int H, int KV, int hd, int window, const int *pos,
                                                                  const void *const *kc, float scale, float softcap, float *scores,
                                                                  int stride, att_split_args sa) {
     PDL_ENTRY();
     __shared__ float sh[32];
-    int t = blockIdx.x, h = blockIdx.y, c = blockIdx.z, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
+    int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * hd, nkv = KV * hd;
     int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
     int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
     if (c >= S) return;
     int a = c * C, b = a + C < n ? a + C : n;
     typedef typename kvel<KH>::T KT;
-    const float *qh = q + (size_t)t * nq + (size_t)h * hd;
+    const float *qh = q + (size_t)t * nq + (size_t)h0 * hd;
     const KT *k = (const KT *)kc[t] + (size_t)kh * hd + (size_t)lo * nkv;
-    float *s = scores + ((size_t)t * H + h) * stride;
+    float *s = scores + ((size_t)t * H + h0) * stride;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
-    float qv[NE];
+    float qv[GG][NE], m[GG];
 #pragma unroll
-    for (int e = 0; e < NE; e++) qv[e] = qh[lane + 32 * e];
-    float m = -INFINITY;
+    for (int g = 0; g < GG; g++) {
+        m[g] = -INFINITY;
+#pragma unroll
+        for (int e = 0; e < NE; e++) qv[g][e] = qh[(size_t)g * hd + lane + 32 * e];
+    }
     for (int j0 = a + wp; j0 < b; j0 += 4 * nw) {
-        float acc[4];
+        float acc[4][GG];
 #pragma unroll
-        for (int g = 0; g < 4; g++) {
-            const KT *kr = k + (size_t)min(j0 + g * nw, b - 1) * nkv;
-            acc[g] = 0.0f;
+        for (int r = 0; r < 4; r++) {
+            const KT *kr = k + (size_t)min(j0 + r * nw, b - 1) * nkv;
+            float kv[NE];
 #pragma unroll
-            for (int e = 0; e < NE; e++) acc[g] = fmaf(qv[e], kvf(kr[lane + 32 * e]), acc[g]);
-        }
+            for (int e = 0; e < NE; e++) kv[e] = kvf(kr[lane + 32 * e]);
 #pragma unroll
-        for (int g = 0; g < 4; g++) {
-            float v = warp_sum(acc[g]) * scale;
-            if (softcap) v = softcap * tanhf(v / softcap);
-            if (j0 + g * nw < b) {
-                m = fmaxf(m, v);
-                if (lane == 0) s[j0 + g * nw] = v;
+            for (int g = 0; g < GG; g++) {
+                acc[r][g] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < NE; e++) acc[r][g] = fmaf(qv[g][e], kv[e], acc[r][g]);
             }
         }
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+#pragma unroll
+            for (int g = 0; g < GG; g++) {
+                float v = warp_sum(acc[r][g]) * scale;
+                if (softcap) v = softcap * tanhf(v / softcap);
+                if (j0 + r * nw < b) {
+                    m[g] = fmaxf(m[g], v);
+                    if (lane == 0) s[(size_t)g * stride + j0 + r * nw] = v;
+                }
+            }
     }
-    m = block_max(m, sh); // (its barriers also make the scores written visible to the block)
-    float l = 0.0f;
-    for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[j] - m);
-    l = block_sum(l, sh);
-    if (threadIdx.x == 0) sa.stat[((size_t)t * H + h) * sa.spl + c] = make_float2(m, l);
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+        float mg = block_max(m[g], sh); // (its barriers also make the scores written visible to the block)
+        float l = 0.0f;
+        for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[(size_t)g * stride + j] - mg);
+        l = block_sum(l, sh);
+        if (threadIdx.x == 0) sa.stat[((size_t)t * H + h0 + g) * sa.spl + c] = make_float2(mg, l);
+    }
 }
 
-template <int NE, int KH>
+template <int NE, int KH, int GG>
 static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, int H, int KV, int hd, int window, const int *pos,
                                                                  const void *const *vc, const float *sinks, int ggml,
                                                                  const float *scores, int stride, att_split_args sa, uint8_t *xq,
                                                                  size_t xr, int xk) {
     PDL_ENTRY();
-    __shared__ float red[AS_THREADS / 32][NE * 32];
+    __shared__ float red[GG][AS_THREADS / 32][NE * 32];
     __shared__ int last;
-    int t = blockIdx.x, h = blockIdx.y, c = blockIdx.z, kh = h / (H / KV), nq = H * hd, nkv = KV * hd;
+    int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * hd, nkv = KV * hd;
     int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
     int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
     if (c >= S) return;
     int a = c * C, b = a + C < n ? a + C : n;
-    const size_t rh = (size_t)t * H + h;
-    // the row's max and sum from the chunks' pairs, in chunk order
-    const float2 *st = sa.stat + rh * sa.spl;
-    float M = sinks ? sinks[h] : -INFINITY, L = 0.0f;
-    for (int i = 0; i < S; i++) M = fmaxf(M, st[i].x);
-    for (int i = 0; i < S; i++) L += st[i].y * expf(st[i].x - M);
-    if (sinks) L += expf(sinks[h] - M);
-    const float *s = scores + rh * stride;
+    const size_t rh0 = (size_t)t * H + h0;
+    // each head's max and sum from the chunks' pairs, in chunk order
+    float M[GG], L[GG];
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+        const float2 *st = sa.stat + (rh0 + g) * sa.spl;
+        M[g] = sinks ? sinks[h0 + g] : -INFINITY, L[g] = 0.0f;
+        for (int i = 0; i < S; i++) M[g] = fmaxf(M[g], st[i].x);
+        for (int i = 0; i < S; i++) L[g] += st[i].y * expf(st[i].x - M[g]);
+        if (sinks) L[g] += expf(sinks[h0 + g] - M[g]);
+    }
+    const float *s = scores + rh0 * stride;
     const typename kvel<KH>::T *v = (const typename kvel<KH>::T *)vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
-    float acc[NE];
+    float acc[GG][NE];
 #pragma unroll
-    for (int e = 0; e < NE; e++) acc[e] = 0.0f;
+    for (int g = 0; g < GG; g++)
+#pragma unroll
+        for (int e = 0; e < NE; e++) acc[g][e] = 0.0f;
     for (int j0 = a + wp; j0 < b; j0 += 4 * nw) {
-        float vv[4][NE], p[4];
+        float vv[4][NE], p[4][GG];
 #pragma unroll
-        for (int g = 0; g < 4; g++) {
-            int j = min(j0 + g * nw, b - 1);
-            float pj = expf(s[j] - M) / L;
-            p[g] = j0 + g * nw < b ? (ggml ? f16_round(pj) : pj) : 0.0f;
+        for (int r = 0; r < 4; r++) {
+            int j = min(j0 + r * nw, b - 1);
 #pragma unroll
-            for (int e = 0; e < NE; e++) vv[g][e] = kvf(v[(size_t)j * nkv + lane + 32 * e]);
+            for (int g = 0; g < GG; g++) {
+                float pj = expf(s[(size_t)g * stride + j] - M[g]) / L[g];
+                p[r][g] = j0 + r * nw < b ? (ggml ? f16_round(pj) : pj) : 0.0f;
+            }
+#pragma unroll
+            for (int e = 0; e < NE; e++) vv[r][e] = kvf(v[(size_t)j * nkv + lane + 32 * e]);
         }
 #pragma unroll
-        for (int g = 0; g < 4; g++)
+        for (int r = 0; r < 4; r++)
 #pragma unroll
-            for (int e = 0; e < NE; e++) acc[e] = fmaf(p[g], vv[g][e], acc[e]);
+            for (int g = 0; g < GG; g++)
+#pragma unroll
+                for (int e = 0; e < NE; e++) acc[g][e] = fmaf(p[r][g], vv[r][e], acc[g][e]);
     }
 #pragma unroll
-    for (int e = 0; e < NE; e++) red[wp][lane + 32 * e] = acc[e];
+    for (int g = 0; g < GG; g++)
+#pragma unroll
+        for (int e = 0; e < NE; e++) red[g][wp][lane + 32 * e] = acc[g][e];
     __syncthreads();
-    float *o = out + (size_t)t * nq + (size_t)h * hd;
+    float *o = out + (size_t)t * nq + (size_t)h0 * hd; // (the GG heads' outputs, one after another)
     if (S == 1) {
-        for (int i = threadIdx.x; i < hd; i += AS_THREADS) o[i] = (red[0][i] + red[1][i]) + (red[2][i] + red[3][i]);
+        for (int i = threadIdx.x; i < GG * hd; i += AS_THREADS) {
+            const int g = i / hd, x = i % hd;
+            o[i] = (red[g][0][x] + red[g][1][x]) + (red[g][2][x] + red[g][3][x]);
+        }
     } else {
-        float *part = sa.part + rh * sa.spl * hd;
-        for (int i = threadIdx.x; i < hd; i += AS_THREADS) part[(size_t)c * hd + i] = (red[0][i] + red[1][i]) + (red[2][i] + red[3][i]);
+        for (int i = threadIdx.x; i < GG * hd; i += AS_THREADS) {
+            const int g = i / hd, x = i % hd;
+            sa.part[((rh0 + g) * sa.spl + c) * hd + x] = (red[g][0][x] + red[g][1][x]) + (red[g][2][x] + red[g][3][x]);
+        }
         __threadfence();
         __syncthreads();
-        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh, 1) == S - 1;
+        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh0, 1) == S - 1;
         __syncthreads();
         if (!last) return;
         __threadfence();
-        for (int i = threadIdx.x; i < hd; i += AS_THREADS) {
+        for (int i = threadIdx.x; i < GG * hd; i += AS_THREADS) {
+            const int g = i / hd, x = i % hd;
+            const float *part = sa.part + (rh0 + g) * sa.spl * hd;
             float r = 0.0f;
-            for (int k = 0; k < S; k++) r += __ldcg(part + (size_t)k * hd + i);
+            for (int k = 0; k < S; k++) r += __ldcg(part + (size_t)k * hd + x);
             o[i] = r;
         }
-        if (threadIdx.x == 0) sa.cnt[rh] = 0; // (for the next launch, and the graph's next replay)
+        if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
     }
     if (xq) {
         __syncthreads();
-        att_quant_head(o, xq, xr, xk, t, h, hd, nq);
+        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * hd, xq, xr, xk, t, h0 + g, hd, nq);
     }
 }
 
@@ -322,18 +361,27 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         d->ap_cap = need, d->acnt_cap = nc;
     }
     const size_t nq = (size_t)H * hd;
+    const int G = H / KV; // (query heads a KV head: the blocks take 8, 4, 2 or 1 of them)
     for (int t0 = 0; t0 < T; t0 += rows) {
         int r = T - t0 < rows ? T - t0 : rows;
         att_split_args sa = {spl, d->att_chunk, d->ap, (float2 *)(d->ap + (size_t)rows * H * spl * hd), d->acnt};
-        dim3 g(r, H, spl);
         const float *qt = q + t0 * nq;
         float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
         uint8_t *xt = xq ? xq + xr * t0 : NULL;
-#define AS2(ne, kh)                                                                                                            \
-    launch(k_att_scores<ne, kh>, g, AS_THREADS, 0, d->stream, qt, H, KV, hd, window, pos + t0, k + t0, scale, softcap, sc, stride, sa); \
-    launch(k_att_values<ne, kh>, g, AS_THREADS, 0, d->stream, ot, H, KV, hd, window, pos + t0, v + t0, sinks, ggml,             \
-           (const float *)sc, stride, sa, xt, xr, xk)
-#define AS(ne)                                                                                                                 \
+#define AS3(ne, kh, gg)                                                                                                              \
+    do {                                                                                                                             \
+        dim3 g(r, H / gg, spl);                                                                                                      \
+        launch(k_att_scores<ne, kh, gg>, g, AS_THREADS, 0, d->stream, qt, H, KV, hd, window, pos + t0, k + t0, scale, softcap, sc, stride, \
+               sa);                                                                                                                  \
+        launch(k_att_values<ne, kh, gg>, g, AS_THREADS, 0, d->stream, ot, H, KV, hd, window, pos + t0, v + t0, sinks, ggml,        \
+               (const float *)sc, stride, sa, xt, xr, xk);                                                                           \
+    } while (0)
+#define AS2(ne, kh)                                                                                                                  \
+    if (ne > 8 || G % 2) AS3(ne, kh, 1); /* (a head of 512: one a block) */                                                     \
+    else if (G % 4) AS3(ne, kh, (ne > 8 ? 1 : 2));                                                                                     \
+    else if (G % 8) AS3(ne, kh, (ne > 8 ? 1 : 4));                                                                                     \
+    else AS3(ne, kh, (ne > 8 ? 1 : 8))
+#define AS(ne)                                                                                                                       \
     if (kv16) { AS2(ne, 1); } else { AS2(ne, 0); }
         switch (hd) {
         case 32: AS(1); break;
@@ -345,6 +393,7 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         }
 #undef AS
 #undef AS2
+#undef AS3
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return set_status("attention", e);
     }
