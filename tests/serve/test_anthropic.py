@@ -181,6 +181,9 @@ failed_trip = json.loads(json.dumps(as_str))
 failed_trip[2]["content"][0]["is_error"] = True
 check(count(failed_trip) > count(as_str), f"is_error marks the result: {count(failed_trip)} vs {count(as_str)}")
 check(count(wq) > count(wq, ()), f"the tools are in the prompt: {count(wq)} vs {count(wq, ())}")
+silent = json.loads(json.dumps(trip))
+silent[1]["content"] = silent[1]["content"][1:]  # (the assistant's text beside its tool_use dropped)
+check(count(trip) > count(silent), f"an assistant's text beside tool_use is in the prompt: {count(trip)} vs {count(silent)}")
 r = create(model="any", max_tokens=10, temperature=0, tools=[weather],
            messages=failed_trip + [{"role": "assistant", "content": "Sorry."}, {"role": "user", "content": "Try again."}])
 check(r.usage.output_tokens >= 1, f"an is_error tool_result, and turns after it: {r}")

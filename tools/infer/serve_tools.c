@@ -130,9 +130,12 @@ static cJSON *answer_schema(const cJSON *tools, const char *only, int parallel, 
     return root;
 }
 
-// an assistant turn's tool_calls as the answer's JSON object (arguments parsed where they are JSON)
-static char *calls_text(serve_check *k, const cJSON *tc, const char *p) {
-    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "tool_calls");
+// an assistant turn's tool_calls as the answer's JSON object (arguments parsed where they are JSON), the
+// turn's text, where it has some, as its "response" before them (Anthropic's text beside tool_use blocks)
+static char *calls_text(serve_check *k, const cJSON *tc, const cJSON *content, const char *p) {
+    cJSON *o = cJSON_CreateObject();
+    if (cJSON_IsString(content) && content->valuestring[0]) cJSON_AddStringToObject(o, "response", content->valuestring);
+    cJSON *a = cJSON_AddArrayToObject(o, "tool_calls");
     for (const cJSON *c = tc->child; c && !k->status; c = c->next) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "function"), *nm = cJSON_GetObjectItemCaseSensitive(f, "name"),
                     *ar = cJSON_GetObjectItemCaseSensitive(f, "arguments");
@@ -315,7 +318,7 @@ cJSON *serve_tools_parse(serve_check *k, infer_model *m, const cJSON *o, serve_g
                 bad(k, p, "%s: only an assistant message carries 'tool_calls', an array", p);
                 break;
             }
-            char *t = calls_text(k, tc, p);
+            char *t = calls_text(k, tc, ct, p);
             if (t) cJSON_AddItemToArray(out, text_message("assistant", t));
             free(t);
         } else if (sys && i == 0 && sys_first && cJSON_IsString(ct)) {
