@@ -170,78 +170,107 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
     }
 }
 // ---------------------------------------------------------------------------
-// Decode attention with a row's positions split over blocks (flash-decoding):
-// few rows and heads would otherwise leave one SM to read a head's whole K
-// and V. A row's n positions go in S = ceil(n / C) chunks of C = max(chunk,
-// ceil(n / spl)) (from n alone: a row's values do not depend on the rows
-// beside it, so a batch's rows equal their single decodes), a block a (row,
-// head, chunk), in two kernels: k_att_scores writes the chunk's scores and
-// their (max, sum of exp); k_att_values takes the row's max and sum from the
-// S pairs, the chunk's probabilities (ggml: rounded to f16, as the CPU's) and
-// their values; the last of a (row, head)'s blocks adds the S parts in
-// chunk order, writes the head's output and its quantized blocks.
-enum { AS_THREADS = 128 };
-struct att_split_args { int spl, chunk; float *part; float2 *stat; int *cnt; };
+// Attention with a row's positions split over blocks (flash-decoding): the
+// rows that are each their sequence's only row of the pass (decode steps). A
+// row's n positions go in S = ceil(n / C) chunks of C = max(chunk,
+// ceil(n / spl)) -- from n alone, so a row's values do not depend on the
+// rows beside it (a batch's rows equal their single decodes) -- a block a
+// (row, GG query heads of one KV head, chunk), in two kernels: k_as_scores
+// writes the chunk's scores and their (max, sum of exp); k_as_values takes
+// the row's max and sum from the S pairs, the chunk's probabilities (ggml:
+// rounded to f16, as the CPU's) and their values; the last of a (row, head
+// group)'s blocks adds the S parts in chunk order, writes the heads' output
+// and its quantized blocks. Where every row's n is one chunk, k_as_one does
+// both in one block with the same arithmetic (its values are the two
+// kernels' for such a row).
+//
+// The loads: a lane reads 16 bytes of a K or V row (EL elements), LPR lanes a
+// row, RPW rows a warp at once, U such rounds in flight: the memory sees
+// whole lines and enough of them for its bandwidth.
+enum { AS_THREADS = 128, AS_NW = AS_THREADS / 32, AS_U = 4 };
+struct att_split_args { int spl, chunk, z; float *part; float2 *stat; int *cnt; };
+
+template <int HD, int KH> struct as_lay {
+    typedef typename kvel<KH>::T KT;
+    enum { EL = 16 / sizeof(KT), LPR0 = HD / EL, LPR = LPR0 < 32 ? LPR0 : 32, NL = LPR0 / LPR, RPW = 32 / LPR, NE = NL * EL,
+           STEP = AS_U * RPW * AS_NW };
+};
+
+static __device__ __forceinline__ void ld16(const float *p, float *f) {
+    float4 v = *(const float4 *)p;
+    f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+}
+static __device__ __forceinline__ void ld16(const __half *p, float *f) {
+    uint4 u = *(const uint4 *)p;
+    const __half2 *h = (const __half2 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 x = __half22float2(h[i]);
+        f[2 * i] = x.x, f[2 * i + 1] = x.y;
+    }
+}
 
 static __device__ __forceinline__ int att_chunk_len(int n, int spl, int chunk) {
     int c = (n + spl - 1) / spl;
     return c > chunk ? c : chunk;
 }
 
-// GG heads a block: the query heads h0 .. h0 + GG - 1 of one KV head read
-// each K and V row of the chunk once for all of them (GQA: G = H / KV query
-// heads share a KV head; GG the largest of 8, 4, 2, 1 dividing G). Each
-// head's arithmetic is the one-head block's, in the same order: its results
-// do not depend on GG.
-template <int NE, int KH, int GG>
-static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q, int H, int KV, int hd, int window, const int *pos,
-                                                                 const void *const *kc, float scale, float softcap, float *scores,
-                                                                 int stride, att_split_args sa) {
-    PDL_ENTRY();
-    __shared__ float sh[32];
-    int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * hd, nkv = KV * hd;
-    int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
-    int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
-    if (c >= S) return;
-    int a = c * C, b = a + C < n ? a + C : n;
-    typedef typename kvel<KH>::T KT;
-    const float *qh = q + (size_t)t * nq + (size_t)h0 * hd;
-    const KT *k = (const KT *)kc[t] + (size_t)kh * hd + (size_t)lo * nkv;
-    float *s = scores + ((size_t)t * H + h0) * stride;
-    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
-    float qv[GG][NE], m[GG];
+// the cache rows [a, b) of a KV head asked into L2 (rows before the row a pass writes: read before the wait)
+template <int HD, int KH>
+static __device__ void as_prefetch(const typename kvel<KH>::T *c, int nkv, int a, int b) {
+    enum { LINES = (HD * (int)sizeof(typename kvel<KH>::T) + 127) / 128, EPL = 128 / (int)sizeof(typename kvel<KH>::T) };
+    for (int i = threadIdx.x; i < (b - a) * LINES; i += AS_THREADS)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(c + (size_t)(a + i / LINES) * nkv + EPL * (i % LINES)));
+}
+
+// The scores of positions [a, b) for the GG heads at qh (one after another),
+// into s (a head's at s + g * stride), and each head's (max, sum of exp).
+template <int HD, int KH, int GG>
+static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k, int nkv, int a, int b, float scale, float softcap,
+                                 float *s, int stride, float2 *st, float *sh) {
+    typedef as_lay<HD, KH> L;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, sub = lane / L::LPR, li = lane % L::LPR;
+    float qv[GG][L::NE], m[GG];
 #pragma unroll
     for (int g = 0; g < GG; g++) {
         m[g] = -INFINITY;
 #pragma unroll
-        for (int e = 0; e < NE; e++) qv[g][e] = qh[(size_t)g * hd + lane + 32 * e];
+        for (int l = 0; l < L::NL; l++)
+#pragma unroll
+            for (int e = 0; e < L::EL; e++) qv[g][l * L::EL + e] = qh[(size_t)g * HD + (l * L::LPR + li) * L::EL + e];
     }
-    for (int j0 = a + wp; j0 < b; j0 += 4 * nw) {
-        float acc[4][GG];
+    for (int j0 = a + wp * L::RPW; j0 < b; j0 += L::STEP) {
+        float kv[AS_U][L::NE], acc[AS_U][GG];
 #pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const KT *kr = k + (size_t)min(j0 + r * nw, b - 1) * nkv;
-            float kv[NE];
+        for (int u = 0; u < AS_U; u++) {
+            const int j = min(j0 + u * L::RPW * AS_NW + sub, b - 1);
 #pragma unroll
-            for (int e = 0; e < NE; e++) kv[e] = kvf(kr[lane + 32 * e]);
-#pragma unroll
-            for (int g = 0; g < GG; g++) {
-                acc[r][g] = 0.0f;
-#pragma unroll
-                for (int e = 0; e < NE; e++) acc[r][g] = fmaf(qv[g][e], kv[e], acc[r][g]);
-            }
+            for (int l = 0; l < L::NL; l++) ld16(k + (size_t)j * nkv + (l * L::LPR + li) * L::EL, kv[u] + l * L::EL);
         }
 #pragma unroll
-        for (int r = 0; r < 4; r++)
+        for (int u = 0; u < AS_U; u++)
 #pragma unroll
             for (int g = 0; g < GG; g++) {
-                float v = warp_sum(acc[r][g]) * scale;
+                float x = 0.0f;
+#pragma unroll
+                for (int e = 0; e < L::NE; e++) x = fmaf(qv[g][e], kv[u][e], x);
+#pragma unroll
+                for (int o = L::LPR / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+                acc[u][g] = x;
+            }
+#pragma unroll
+        for (int u = 0; u < AS_U; u++) {
+            const int j = j0 + u * L::RPW * AS_NW + sub;
+#pragma unroll
+            for (int g = 0; g < GG; g++) {
+                float v = acc[u][g] * scale;
                 if (softcap) v = softcap * tanhf(v / softcap);
-                if (j0 + r * nw < b) {
+                if (j < b) {
                     m[g] = fmaxf(m[g], v);
-                    if (lane == 0) s[(size_t)g * stride + j0 + r * nw] = v;
+                    if (li == 0) s[(size_t)g * stride + j] = v;
                 }
             }
+        }
     }
 #pragma unroll
     for (int g = 0; g < GG; g++) {
@@ -249,147 +278,261 @@ static __global__ void __launch_bounds__(AS_THREADS) k_att_scores(const float *q
         float l = 0.0f;
         for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[(size_t)g * stride + j] - mg);
         l = block_sum(l, sh);
-        if (threadIdx.x == 0) sa.stat[((size_t)t * H + h0 + g) * sa.spl + c] = make_float2(mg, l);
+        st[g] = make_float2(mg, l);
     }
 }
 
-template <int NE, int KH, int GG>
-static __global__ void __launch_bounds__(AS_THREADS) k_att_values(float *out, int H, int KV, int hd, int window, const int *pos,
-                                                                 const void *const *vc, const float *sinks, int ggml,
-                                                                 const float *scores, int stride, att_split_args sa, uint8_t *xq,
-                                                                 size_t xr, int xk) {
-    PDL_ENTRY();
-    __shared__ float red[GG][AS_THREADS / 32][NE * 32];
-    __shared__ int last;
-    int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * hd, nkv = KV * hd;
-    int hi = pos[t], lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, n = hi - lo + 1;
-    int C = att_chunk_len(n, sa.spl, sa.chunk), S = (n + C - 1) / C;
-    if (c >= S) return;
-    int a = c * C, b = a + C < n ? a + C : n;
-    const size_t rh0 = (size_t)t * H + h0;
-    // each head's max and sum from the chunks' pairs, in chunk order
-    float M[GG], L[GG];
+// The GG heads' probabilities over [a, b) (each head's max M and sum L of the
+// whole row) times the values, the block's sums into red[g][x] (x < HD).
+template <int HD, int KH, int GG>
+static __device__ void as_values(const typename kvel<KH>::T *v, int nkv, int a, int b, const float *M, const float *L, int ggml, float *s,
+                                 int stride, float (*red)[AS_NW][HD]) {
+    typedef as_lay<HD, KH> Y;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, sub = lane / Y::LPR, li = lane % Y::LPR;
+    for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) // (the probabilities in place of the scores)
 #pragma unroll
-    for (int g = 0; g < GG; g++) {
-        const float2 *st = sa.stat + (rh0 + g) * sa.spl;
-        M[g] = sinks ? sinks[h0 + g] : -INFINITY, L[g] = 0.0f;
-        for (int i = 0; i < S; i++) M[g] = fmaxf(M[g], st[i].x);
-        for (int i = 0; i < S; i++) L[g] += st[i].y * expf(st[i].x - M[g]);
-        if (sinks) L[g] += expf(sinks[h0 + g] - M[g]);
-    }
-    const float *s = scores + rh0 * stride;
-    const typename kvel<KH>::T *v = (const typename kvel<KH>::T *)vc[t] + (size_t)kh * hd + (size_t)lo * nkv;
-    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, nw = AS_THREADS / 32;
-    float acc[GG][NE];
+        for (int g = 0; g < GG; g++) {
+            float p = expf(s[(size_t)g * stride + j] - M[g]) / L[g];
+            s[(size_t)g * stride + j] = ggml ? f16_round(p) : p;
+        }
+    __syncthreads();
+    float acc[GG][Y::NE];
 #pragma unroll
     for (int g = 0; g < GG; g++)
 #pragma unroll
-        for (int e = 0; e < NE; e++) acc[g][e] = 0.0f;
-    for (int j0 = a + wp; j0 < b; j0 += 4 * nw) {
-        float vv[4][NE], p[4][GG];
+        for (int e = 0; e < Y::NE; e++) acc[g][e] = 0.0f;
+    for (int j0 = a + wp * Y::RPW; j0 < b; j0 += Y::STEP) {
+        float vv[AS_U][Y::NE], p[AS_U][GG];
 #pragma unroll
-        for (int r = 0; r < 4; r++) {
-            int j = min(j0 + r * nw, b - 1);
+        for (int u = 0; u < AS_U; u++) {
+            const int j = j0 + u * Y::RPW * AS_NW + sub, jc = min(j, b - 1);
 #pragma unroll
-            for (int g = 0; g < GG; g++) {
-                float pj = expf(s[(size_t)g * stride + j] - M[g]) / L[g];
-                p[r][g] = j0 + r * nw < b ? (ggml ? f16_round(pj) : pj) : 0.0f;
-            }
+            for (int l = 0; l < Y::NL; l++) ld16(v + (size_t)jc * nkv + (l * Y::LPR + li) * Y::EL, vv[u] + l * Y::EL);
 #pragma unroll
-            for (int e = 0; e < NE; e++) vv[r][e] = kvf(v[(size_t)j * nkv + lane + 32 * e]);
+            for (int g = 0; g < GG; g++) p[u][g] = j < b ? s[(size_t)g * stride + jc] : 0.0f;
         }
 #pragma unroll
-        for (int r = 0; r < 4; r++)
+        for (int u = 0; u < AS_U; u++)
 #pragma unroll
             for (int g = 0; g < GG; g++)
 #pragma unroll
-                for (int e = 0; e < NE; e++) acc[g][e] = fmaf(p[r][g], vv[r][e], acc[g][e]);
+                for (int e = 0; e < Y::NE; e++) acc[g][e] = fmaf(p[u][g], vv[u][e], acc[g][e]);
     }
+    // the warp's row slots added (lanes LPR apart), then the warps' in order
 #pragma unroll
     for (int g = 0; g < GG; g++)
 #pragma unroll
-        for (int e = 0; e < NE; e++) red[g][wp][lane + 32 * e] = acc[g][e];
+        for (int e = 0; e < Y::NE; e++)
+#pragma unroll
+            for (int o = Y::LPR; o < 32; o <<= 1) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+    if (sub == 0)
+#pragma unroll
+        for (int g = 0; g < GG; g++)
+#pragma unroll
+            for (int l = 0; l < Y::NL; l++)
+#pragma unroll
+                for (int e = 0; e < Y::EL; e++) red[g][wp][(l * Y::LPR + li) * Y::EL + e] = acc[g][l * Y::EL + e];
     __syncthreads();
-    float *o = out + (size_t)t * nq + (size_t)h0 * hd; // (the GG heads' outputs, one after another)
-    if (S == 1) {
-        for (int i = threadIdx.x; i < GG * hd; i += AS_THREADS) {
-            const int g = i / hd, x = i % hd;
-            o[i] = (red[g][0][x] + red[g][1][x]) + (red[g][2][x] + red[g][3][x]);
+}
+
+static __device__ __forceinline__ float as_sum4(const float *r0, const float *r1, const float *r2, const float *r3, int x) {
+    return (r0[x] + r1[x]) + (r2[x] + r3[x]);
+}
+
+// a row's span: the window's first position lo and its n positions; this chunk's [a, b) of them and S
+struct as_span { int lo, n, S, a, b; };
+static __device__ __forceinline__ as_span as_span_of(const int *pos, int t, int window, int c, const att_split_args &sa) {
+    as_span r;
+    const int hi = pos[t];
+    r.lo = window && hi - window + 1 > 0 ? hi - window + 1 : 0, r.n = hi - r.lo + 1;
+    const int C = att_chunk_len(r.n, sa.spl, sa.chunk);
+    r.S = (r.n + C - 1) / C, r.a = c * C, r.b = r.a + C < r.n ? r.a + C : r.n;
+    return r;
+}
+
+// each head's max and sum of the row from the chunks' pairs, in chunk order
+template <int GG>
+static __device__ __forceinline__ void as_row_stat(const float2 *st, int S, int z, const float *sinks, int h0, float *M, float *L) {
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+        const float2 *sg = st + (size_t)g * z;
+        M[g] = sinks ? sinks[h0 + g] : -INFINITY, L[g] = 0.0f;
+        for (int i = 0; i < S; i++) M[g] = fmaxf(M[g], sg[i].x);
+        for (int i = 0; i < S; i++) L[g] += sg[i].y * expf(sg[i].x - M[g]);
+        if (sinks) L[g] += expf(sinks[h0 + g] - M[g]);
+    }
+}
+
+template <int HD, int KH, int GG>
+static __global__ void __launch_bounds__(AS_THREADS) k_as_scores(const float *q, int H, int KV, int window, const int *pos,
+                                                                const void *const *kc, float scale, float softcap, float *scores,
+                                                                int stride, att_split_args sa) {
+    typedef typename kvel<KH>::T KT;
+    __shared__ float sh[32];
+    const int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nkv = KV * HD;
+    const as_span r = as_span_of(pos, t, window, c, sa);
+    const KT *k = (const KT *)kc[t] + (size_t)kh * HD + (size_t)r.lo * nkv;
+    if (c < r.S) as_prefetch<HD, KH>(k, nkv, r.a, min(r.b, r.n - 1)); // (the row's own position: the kernel before writes it)
+    PDL_ENTRY();
+    if (c >= r.S) return;
+    float2 st[GG];
+    as_scores<HD, KH, GG>(q + (size_t)t * H * HD + (size_t)h0 * HD, k, nkv, r.a, r.b, scale, softcap,
+                          scores + ((size_t)t * H + h0) * stride, stride, st, sh);
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int g = 0; g < GG; g++) sa.stat[((size_t)t * H + h0 + g) * sa.z + c] = st[g];
+}
+
+template <int HD, int KH, int GG>
+static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int H, int KV, int window, const int *pos,
+                                                                const void *const *vc, const float *sinks, int ggml, float *scores,
+                                                                int stride, att_split_args sa, uint8_t *xq, size_t xr, int xk) {
+    typedef typename kvel<KH>::T KT;
+    __shared__ float red[GG][AS_NW][HD];
+    __shared__ int last;
+    const int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * HD, nkv = KV * HD;
+    const as_span r = as_span_of(pos, t, window, c, sa);
+    const KT *v = (const KT *)vc[t] + (size_t)kh * HD + (size_t)r.lo * nkv;
+    if (c < r.S) as_prefetch<HD, KH>(v, nkv, r.a, min(r.b, r.n - 1));
+    PDL_ENTRY();
+    if (c >= r.S) return;
+    const size_t rh0 = (size_t)t * H + h0;
+    float M[GG], L[GG];
+    as_row_stat<GG>(sa.stat + rh0 * sa.z, r.S, sa.z, sinks, h0, M, L);
+    as_values<HD, KH, GG>(v, nkv, r.a, r.b, M, L, ggml, scores + rh0 * stride, stride, red);
+    float *o = out + (size_t)t * nq + (size_t)h0 * HD; // (the GG heads' outputs, one after another)
+    if (r.S == 1) {
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            o[i] = as_sum4(red[g][0], red[g][1], red[g][2], red[g][3], x);
         }
     } else {
-        for (int i = threadIdx.x; i < GG * hd; i += AS_THREADS) {
-            const int g = i / hd, x = i % hd;
-            sa.part[((rh0 + g) * sa.spl + c) * hd + x] = (red[g][0][x] + red[g][1][x]) + (red[g][2][x] + red[g][3][x]);
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            sa.part[((rh0 + g) * sa.z + c) * HD + x] = as_sum4(red[g][0], red[g][1], red[g][2], red[g][3], x);
         }
         __threadfence();
         __syncthreads();
-        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh0, 1) == S - 1;
+        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh0, 1) == r.S - 1;
         __syncthreads();
         if (!last) return;
         __threadfence();
-        for (int i = threadIdx.x; i < GG * hd; i += AS_THREADS) {
-            const int g = i / hd, x = i % hd;
-            const float *part = sa.part + (rh0 + g) * sa.spl * hd;
-            float r = 0.0f;
-            for (int k = 0; k < S; k++) r += __ldcg(part + (size_t)k * hd + x);
-            o[i] = r;
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            const float *part = sa.part + (rh0 + g) * sa.z * HD;
+            float a = 0.0f;
+            for (int k = 0; k < r.S; k++) a += __ldcg(part + (size_t)k * HD + x);
+            o[i] = a;
         }
         if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
     }
     if (xq) {
         __syncthreads();
-        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * hd, xq, xr, xk, t, h0 + g, hd, nq);
+        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * HD, xq, xr, xk, t, h0 + g, HD, nq);
     }
+}
+
+// Both kernels' work for rows of one chunk each (S = 1), in one block.
+template <int HD, int KH, int GG>
+static __global__ void __launch_bounds__(AS_THREADS) k_as_one(const float *q, float *out, int H, int KV, int window, const int *pos,
+                                                             const void *const *kc, const void *const *vc, float scale, float softcap,
+                                                             const float *sinks, int ggml, float *scores, int stride, att_split_args sa,
+                                                             uint8_t *xq, size_t xr, int xk) {
+    typedef typename kvel<KH>::T KT;
+    __shared__ float sh[32];
+    __shared__ float red[GG][AS_NW][HD];
+    const int t = blockIdx.x, h0 = blockIdx.y * GG, kh = h0 / (H / KV), nq = H * HD, nkv = KV * HD;
+    const as_span r = as_span_of(pos, t, window, 0, sa);
+    const KT *k = (const KT *)kc[t] + (size_t)kh * HD + (size_t)r.lo * nkv, *v = (const KT *)vc[t] + (size_t)kh * HD + (size_t)r.lo * nkv;
+    as_prefetch<HD, KH>(k, nkv, 0, r.n - 1), as_prefetch<HD, KH>(v, nkv, 0, r.n - 1);
+    PDL_ENTRY();
+    const size_t rh0 = (size_t)t * H + h0;
+    float2 st[GG];
+    as_scores<HD, KH, GG>(q + (size_t)t * nq + (size_t)h0 * HD, k, nkv, 0, r.n, scale, softcap, scores + rh0 * stride, stride, st, sh);
+    float M[GG], L[GG];
+    as_row_stat<GG>(st, 1, 1, sinks, h0, M, L);
+    as_values<HD, KH, GG>(v, nkv, 0, r.n, M, L, ggml, scores + rh0 * stride, stride, red);
+    float *o = out + (size_t)t * nq + (size_t)h0 * HD;
+    for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+        const int g = i / HD, x = i % HD;
+        o[i] = as_sum4(red[g][0], red[g][1], red[g][2], red[g][3], x);
+    }
+    if (xq) {
+        __syncthreads();
+        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * HD, xq, xr, xk, t, h0 + g, HD, nq);
+    }
+}
+
+static int as_hd_ok(int hd) { return hd == 32 || hd == 64 || hd == 128 || hd == 256 || hd == 512; }
+
+// chunks a row of n positions takes
+static int as_chunks(const cuda_dev *d, int n) {
+    int c = (n + d->att_split - 1) / d->att_split;
+    c = c > d->att_chunk ? c : d->att_chunk;
+    return (n + c - 1) / c;
+}
+
+extern "C" HIDDEN int cuda_attention_split_z(cuda_dev *d, int n) {
+    if (d->att_split <= 0 || n <= 0) return 0;
+    int S = as_chunks(d, n), z = 1;
+    while (z < S) z *= 2;
+    return z < d->att_split ? z : d->att_split;
 }
 
 // the split kernels for rows [t0, t0 + T) -- the buffers for AS_ROWS rows at a time
 enum { AS_ROWS = 64 };
 static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                          const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
-                         float *scores, int stride, uint8_t *xq, size_t xr, int xk, int kv16) {
-    const int spl = d->att_split, rows = T < AS_ROWS ? T : AS_ROWS;
-    size_t need = sizeof(float) * (size_t)rows * H * spl * (hd + 2), nc = sizeof(int) * (size_t)rows * H;
-    if (need > d->ap_cap || nc > d->acnt_cap) {
-        cudaStreamCaptureStatus cs;
-        if (cudaStreamIsCapturing(d->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return -1;
-        cudaStreamSynchronize(d->stream);
-        cudaFree(d->ap), cudaFree(d->acnt);
-        d->ap = NULL, d->acnt = NULL, d->ap_cap = d->acnt_cap = 0;
-        if (cudaMalloc((void **)&d->ap, need) != cudaSuccess || cudaMalloc((void **)&d->acnt, nc) != cudaSuccess ||
-            cudaMemset(d->acnt, 0, nc) != cudaSuccess)
-            return set_status("attention partial sums", cudaGetLastError());
-        d->ap_cap = need, d->acnt_cap = nc;
+                         float *scores, int stride, uint8_t *xq, size_t xr, int xk, int kv16, int z) {
+    const int rows = T < AS_ROWS ? T : AS_ROWS;
+    if (z > 1) {
+        size_t need = sizeof(float) * (size_t)rows * H * z * (hd + 2), nc = sizeof(int) * (size_t)rows * H;
+        if (need > d->ap_cap || nc > d->acnt_cap) {
+            cudaStreamCaptureStatus cs;
+            if (cudaStreamIsCapturing(d->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return -1;
+            cudaStreamSynchronize(d->stream);
+            cudaFree(d->ap), cudaFree(d->acnt);
+            d->ap = NULL, d->acnt = NULL, d->ap_cap = d->acnt_cap = 0;
+            if (cudaMalloc((void **)&d->ap, need) != cudaSuccess || cudaMalloc((void **)&d->acnt, nc) != cudaSuccess ||
+                cudaMemset(d->acnt, 0, nc) != cudaSuccess)
+                return set_status("attention partial sums", cudaGetLastError());
+            d->ap_cap = need, d->acnt_cap = nc;
+        }
     }
     const size_t nq = (size_t)H * hd;
-    const int G = H / KV; // (query heads a KV head: the blocks take 8, 4, 2 or 1 of them)
+    const int G = H / KV; // (query heads a KV head: a block takes 8, 4, 2 or 1 of them, fewer for long heads)
+    const int gmax = hd >= 512 ? 2 : hd >= 256 ? 4 : 8;
+    int gg = 1;
+    while (gg * 2 <= gmax && G % (gg * 2) == 0) gg *= 2;
     for (int t0 = 0; t0 < T; t0 += rows) {
         int r = T - t0 < rows ? T - t0 : rows;
-        att_split_args sa = {spl, d->att_chunk, d->ap, (float2 *)(d->ap + (size_t)rows * H * spl * hd), d->acnt};
+        att_split_args sa = {d->att_split, d->att_chunk, z, d->ap, (float2 *)(d->ap + (size_t)rows * H * z * hd), d->acnt};
         const float *qt = q + t0 * nq;
         float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
         uint8_t *xt = xq ? xq + xr * t0 : NULL;
-#define AS3(ne, kh, gg)                                                                                                              \
-    do {                                                                                                                             \
-        dim3 g(r, H / gg, spl);                                                                                                      \
-        launch(k_att_scores<ne, kh, gg>, g, AS_THREADS, 0, d->stream, qt, H, KV, hd, window, pos + t0, k + t0, scale, softcap, sc, stride, \
-               sa);                                                                                                                  \
-        launch(k_att_values<ne, kh, gg>, g, AS_THREADS, 0, d->stream, ot, H, KV, hd, window, pos + t0, v + t0, sinks, ggml,        \
-               (const float *)sc, stride, sa, xt, xr, xk);                                                                           \
-    } while (0)
-#define AS2(ne, kh)                                                                                                                  \
-    if (ne > 8 || G % 2) AS3(ne, kh, 1); /* (a head of 512: one a block) */                                                     \
-    else if (G % 4) AS3(ne, kh, (ne > 8 ? 1 : 2));                                                                                     \
-    else if (G % 8) AS3(ne, kh, (ne > 8 ? 1 : 4));                                                                                     \
-    else AS3(ne, kh, (ne > 8 ? 1 : 8))
-#define AS(ne)                                                                                                                       \
-    if (kv16) { AS2(ne, 1); } else { AS2(ne, 0); }
+#define AS3(HD, KH, GG)                                                                                                              \
+    if (z <= 1)                                                                                                                      \
+        launch(k_as_one<HD, KH, GG>, dim3(r, H / GG), AS_THREADS, 0, d->stream, qt, ot, H, KV, window, pos + t0, k + t0, v + t0,    \
+               scale, softcap, sinks, ggml, sc, stride, sa, xt, xr, xk);                                                             \
+    else {                                                                                                                           \
+        launch(k_as_scores<HD, KH, GG>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, qt, H, KV, window, pos + t0, k + t0, scale,   \
+               softcap, sc, stride, sa);                                                                                             \
+        launch(k_as_values<HD, KH, GG>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, ot, H, KV, window, pos + t0, v + t0, sinks,   \
+               ggml, sc, stride, sa, xt, xr, xk);                                                                                    \
+    }
+#define AS2(HD, KH)                                                                                                                  \
+    if (gg == 8) { AS3(HD, KH, (HD >= 256 ? 1 : 8)) }                                                                              \
+    else if (gg == 4) { AS3(HD, KH, (HD >= 512 ? 1 : 4)) }                                                                         \
+    else if (gg == 2) { AS3(HD, KH, 2) }                                                                                           \
+    else { AS3(HD, KH, 1) }
+#define AS(HD)                                                                                                                       \
+    if (kv16) { AS2(HD, 1) } else { AS2(HD, 0) }
         switch (hd) {
-        case 32: AS(1); break;
-        case 64: AS(2); break;
-        case 96: AS(3); break;
-        case 128: AS(4); break;
-        case 256: AS(8); break;
-        default: AS(16); break;
+        case 32: AS(32); break;
+        case 64: AS(64); break;
+        case 128: AS(128); break;
+        case 256: AS(256); break;
+        default: AS(512); break;
         }
 #undef AS
 #undef AS2
@@ -400,11 +543,22 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
     return 0;
 }
 
+extern "C" HIDDEN int cuda_attention_split(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window,
+                                           const int *pos, const void *const *k, const void *const *v, float scale, float softcap,
+                                           const float *sinks, int ggml, float *scores, int stride, int wtype, void *xq, int kv16,
+                                           int z) {
+    if (T <= 0) return 0;
+    if (!cuda_attention_split_ok(d, H, KV, hd) || z < 1 || z > d->att_split || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
+    size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
+    return att_split_run(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr,
+                         xq && is_k(wtype), kv16, z);
+}
+
 extern "C" HIDDEN int cuda_attention_q_ok(int wtype, int H, int hd) {
     return !is_float(wtype) && cuda_act_row_size(wtype, H * hd) && hd % (is_k(wtype) ? QK_K : QK) == 0;
 }
 
-static int att_hd_ok(int hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256 || hd == 512; }
+extern "C" HIDDEN int cuda_attention_split_ok(cuda_dev *d, int H, int KV, int hd) { return d->att_split > 0 && KV > 0 && H % KV == 0 && as_hd_ok(hd); }
 
 extern "C" HIDDEN int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                                         const void *const *k, const void *const *v, float scale, float softcap, const float *sinks,
@@ -413,9 +567,9 @@ extern "C" HIDDEN int cuda_attention_kv(cuda_dev *d, const float *q, float *out,
     if (hd > 512 || (xq && !cuda_attention_q_ok(wtype, H, hd))) return -1;
     size_t xr = xq ? cuda_act_row_size(wtype, H * hd) : 0;
     int xk = xq && is_k(wtype);
-    if (d->att_split > 0 && att_hd_ok(hd))
+    if (d->att_split_all && cuda_attention_split_ok(d, H, KV, hd)) // (INFER_CUDA_ATT_SPLIT=N: every row's positions split)
         return att_split_run(d, q, out, T, H, KV, hd, window, pos, k, v, scale, softcap, sinks, ggml, scores, stride, (uint8_t *)xq, xr, xk,
-                             kv16);
+                             kv16, d->att_split);
     dim3 g(T, H);
     const int pre = decode && d->att_pf;
 #define ATT(ne)                                                                                                                       \

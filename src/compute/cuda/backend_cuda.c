@@ -70,20 +70,39 @@ static void store_put(wstore *w, cuda_dev *d) {
     free(w);
 }
 
-enum { GEMM_MIN_ROWS = 32 }; // (a run of fewer rows: the per-row kernel)
+enum {
+    GEMM_MIN_ROWS = 32, // (a run of fewer rows: the per-row kernel)
+    FLASH_MIN = 1024,   // (a run whose rows see this many keys: flash attention where it takes the cache, heads of up to 128)
+    SPLIT_MIN = 512,    // (a single row that sees more positions than this: split attention)
+};
 
-// The per-row kernel over rows a .. a + n, in groups of the rows the scores
-// hold (one after another on the stream: each group reuses them).
+// The rows a .. a + n in groups of the rows the scores hold (one after
+// another on the stream: each group reuses them): the rows that are each
+// their sequence's only one with their positions split over blocks, the
+// others through the per-row kernel.
 static int attention_rows(cuda_state *s, int a, int n, int wtype, void *xq) {
     const size_t nq = (size_t)s->at.H * s->at.hd, xr = xq ? cuda_act_row_size(wtype, (int)nq) : 0;
     const void *const *tab = (const void *const *)s->at.tab;
-    for (int t = a; t < a + n; t += s->at.group) {
-        const int m = a + n - t < s->at.group ? a + n - t : s->at.group;
-        int rc = cuda_attention_kv(s->d, s->at.q + t * nq, s->at.out + t * nq, m, s->at.H, s->at.KV, s->at.hd, s->at.window,
-                                   s->at.pos + t, tab + t, tab + s->at.T + t, s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml,
-                                   s->at.sc, s->at.stride, wtype, xq ? (uint8_t *)xq + xr * t : NULL, s->at.decode, s->at.kv16);
-        if (rc) return rc;
+    const int split = s->split_z > 0 && cuda_attention_split_ok(s->d, s->at.H, s->at.KV, s->at.hd), w = s->at.window;
+#define SPLIT_ROW(t) (split && s->single[t] && (!w || w > s->split_min)) // (a window's rows see at most it)
+    for (int g = a; g < a + n; g += s->at.group) {
+        const int ge = a + n - g < s->at.group ? a + n : g + s->at.group;
+        for (int t = g, e; t < ge; t = e) { // (a stretch of split rows, or of the others)
+            const int one = SPLIT_ROW(t);
+            for (e = t + 1; e < ge && SPLIT_ROW(e) == one;) e++;
+            const int m = e - t;
+            uint8_t *xt = xq ? (uint8_t *)xq + xr * t : NULL;
+            float *sc = s->at.sc + (size_t)(t - g) * s->at.H * s->at.stride;
+            int rc = one ? cuda_attention_split(s->d, s->at.q + t * nq, s->at.out + t * nq, m, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                                s->at.pos + t, tab + t, tab + s->at.T + t, s->at.scale, s->at.softcap, s->at.sinks,
+                                                s->at.ggml, sc, s->at.stride, wtype, xt, s->at.kv16, s->split_z)
+                         : cuda_attention_kv(s->d, s->at.q + t * nq, s->at.out + t * nq, m, s->at.H, s->at.KV, s->at.hd, s->at.window,
+                                             s->at.pos + t, tab + t, tab + s->at.T + t, s->at.scale, s->at.softcap, s->at.sinks,
+                                             s->at.ggml, sc, s->at.stride, wtype, xt, s->at.decode, s->at.kv16);
+            if (rc) return rc;
+        }
     }
+#undef SPLIT_ROW
     return 0;
 }
 
@@ -110,7 +129,7 @@ static int attention_run(cuda_state *s, int wtype, void *xq) {
             keys = k > keys ? k : keys;
         }
         int rc;
-        if (n >= GEMM_MIN_ROWS && flash && keys >= s->flash_min)
+        if (n >= GEMM_MIN_ROWS && flash && keys >= s->flash_min && (s->flash_set || s->at.hd <= 128))
             rc = cuda_attention_flash(s->d, s->at.q + a * nq, s->at.out + a * nq, n, s->at.H, s->at.KV, s->at.hd, s->at.window,
                                       s->at.pos + a, s->at.k0[i], s->at.v0[i], s->at.scale, s->at.softcap, s->at.sinks, s->at.ggml,
                                       wtype, xb, s->at.kv16);
@@ -176,7 +195,9 @@ cuda_state *cu_state(backend *b) {
     const char *cf = getenv("INFER_CUDA_CAPTURE_FAULT"); // (a test seam: every Nth capture taken as refused)
     s->capture_fault = cf && *cf ? atoi(cf) : 0;
     const char *fl = getenv("INFER_CUDA_FLASH");
-    s->flash_min = fl && *fl ? atoi(fl) : 0;
+    s->flash_min = fl && *fl ? atoi(fl) : FLASH_MIN, s->flash_set = fl && *fl; // (heads of 256: slower than cuBLAS where unasked)
+    const char *sm = getenv("INFER_CUDA_ATT_SPLIT_MIN");
+    s->split_min = sm && *sm ? atoi(sm) : SPLIT_MIN;
     b->dev = s;
     return s;
 }
@@ -442,6 +463,14 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
         if (run[t] || !t) s->run0[s->n_run++] = t;
     }
     s->run0[s->n_run] = T;
+    int deep = 0; // (the most positions a split row sees)
+    s->split_key = 0;
+    for (int t = 0; t < T; t++) {
+        s->single[t] = run[t] && (t + 1 == T || run[t + 1]) && pos[t] + 1 > s->split_min;
+        if (s->single[t] && pos[t] + 1 > deep) deep = pos[t] + 1;
+        s->split_key = (s->split_key ^ s->single[t]) * 0x100000001b3ull;
+    }
+    s->split_z = cuda_attention_split_z(s->d, deep);
     if (s->gemm && s->batch_gemm && T >= CUDA_GEMM_MIN_T) // (the whole pass one product on the tensor cores)
         s->seg0[s->n_seg] = 0, s->seg_gemm[s->n_seg++] = 1, T = 0;
     for (int t = 0; t < T;) {
@@ -508,6 +537,7 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
     cuda_state *s = cu_state_flushed(b);
     if (!s) return -1;
     if (phase == GRAPH_BEGIN) {
+        key ^= ((uint64_t)s->split_z << 40) ^ (s->split_key & ~1ull); // (the split attention's rows and grid follow their depth)
         if (s->no_graph || b->ex->oom) return -1; // (a pass failing already: no capture, whose END would take it for a refusal)
         if (s->exec && s->gkey == key) return 1;
         if (s->seen == key && !cuda_graph_begin(s->d)) { // the second pass of this shape: capture it

@@ -66,8 +66,17 @@ typedef struct {
     int att_q;
     int att_gemm;                // a prompt's runs of rows through cuBLAS (cuda_attention_gemm; INFER_CUDA_ATT_GEMM=0: not)
     int flash_min;               // a run whose rows see this many keys or more: flash attention (cuda_attention_flash;
-                                 // INFER_CUDA_FLASH=N: from N keys, 0: never; off by default until measured there)
+                                 // INFER_CUDA_FLASH=N: from N keys, 0: never; FLASH_MIN by default, heads of up to 128)
+    int flash_set;
     int pos_h[N_ROWS_MAX];       // the pass's positions on the host (begin_pass)
+    // a row that is its sequence's only one of the pass and sees more than
+    // split_min positions (INFER_CUDA_ATT_SPLIT_MIN; decided by the row's own
+    // depth, so a row's values do not depend on the rows beside it): its
+    // attention split over blocks, up to split_z chunks (cuda_attention_split_z;
+    // the graph's key has it and which rows these are)
+    unsigned char single[N_ROWS_MAX];
+    int split_min, split_z;
+    uint64_t split_key;
     struct {
         int on, T, H, KV, hd, window, ggml, stride, decode, kv16;
         int group;               // rows the scores (sc) hold: the per-row kernel goes through the rows in groups of it

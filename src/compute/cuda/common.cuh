@@ -52,7 +52,8 @@ struct cuda_dev {
     int prefetch;        // the products' weights asked into L2 before they wait (mv_prefetch; INFER_CUDA_PREFETCH=0: not)
     int mv_spec;         // one-token products in a kernel of their type (k_mv's TY; INFER_CUDA_MV_SPEC=0: the kernel of any type)
     int att_pf;          // decode rows' attention reads its cache before it waits (k_attention's PRE; INFER_CUDA_ATT_PF=0: not)
-    int att_split, att_chunk; // attention's positions split over up to att_split blocks of att_chunk+ (INFER_CUDA_ATT_SPLIT=0: one block)
+    int att_split, att_chunk; // single rows' positions split over up to att_split blocks of att_chunk+ (INFER_CUDA_ATT_SPLIT=0: one block)
+    int att_split_all;   // every row's (INFER_CUDA_ATT_SPLIT=N set: tests, comparisons)
     float *ap;           // their partial values and (max, sum) pairs, and each (row, head)'s count of blocks done
     int *acnt;
     size_t ap_cap, acnt_cap;

@@ -141,6 +141,18 @@ int cuda_attention_flash(cuda_dev *d, const float *q, float *out, int T, int H, 
 int cuda_attention_kv(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
                       const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
                       float *scores, int stride, int wtype, void *d_xq, int decode, int kv16);
+// The same for rows that are each their sequence's only row of the pass (decode
+// steps), their positions split over blocks (flash-decoding: up to z chunks a
+// row, z from cuda_attention_split_z of the most positions a row sees; a row's
+// chunks from its own positions alone, so its values do not depend on the
+// rows beside it). _ok: split attention is on (INFER_CUDA_ATT_SPLIT, not 0)
+// and takes these heads (32, 64, 128, 256 or 512; H a multiple of KV); _z: 0
+// where it is off.
+int cuda_attention_split_ok(cuda_dev *d, int H, int KV, int hd);
+int cuda_attention_split_z(cuda_dev *d, int n);
+int cuda_attention_split(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
+                         const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
+                         float *scores, int stride, int wtype, void *d_xq, int kv16, int z);
 int cuda_act(cuda_dev *d, float *g, const float *u, size_t n, int act, int ggml); // g = act(g) (* u)
 // idx[0..k) (device ints) = the k indices of largest |s[i]| among n, ascending,
 // ties to the lower index: walk.c's topk_abs, on the GPU (one block).
