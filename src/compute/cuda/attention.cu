@@ -350,16 +350,22 @@ static __device__ __forceinline__ as_span as_span_of(const int *pos, int t, int 
     return r;
 }
 
-// each head's max and sum of the row from the chunks' pairs, in chunk order
+// each head's max and sum of the row from the S chunks' pairs (z apart a
+// head): every warp reads them all, a lane every 32nd, and adds them in the
+// same tree (one chunk: its pair alone, the sink joined after)
 template <int GG>
 static __device__ __forceinline__ void as_row_stat(const float2 *st, int S, int z, const float *sinks, int h0, float *M, float *L) {
+    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int g = 0; g < GG; g++) {
         const float2 *sg = st + (size_t)g * z;
-        M[g] = sinks ? sinks[h0 + g] : -INFINITY, L[g] = 0.0f;
-        for (int i = 0; i < S; i++) M[g] = fmaxf(M[g], sg[i].x);
-        for (int i = 0; i < S; i++) L[g] += sg[i].y * expf(sg[i].x - M[g]);
-        if (sinks) L[g] += expf(sinks[h0 + g] - M[g]);
+        float m = sinks ? sinks[h0 + g] : -INFINITY, l = 0.0f;
+        for (int i = lane; i < S; i += 32) m = fmaxf(m, sg[i].x);
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        for (int i = lane; i < S; i += 32) l += sg[i].y * expf(sg[i].x - m);
+        for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+        if (sinks) l += expf(sinks[h0 + g] - m);
+        M[g] = m, L[g] = l;
     }
 }
 
@@ -421,6 +427,7 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int
             const int g = i / HD, x = i % HD;
             const float *part = sa.part + (rh0 + g) * sa.z * HD;
             float a = 0.0f;
+#pragma unroll 8
             for (int k = 0; k < r.S; k++) a += __ldcg(part + (size_t)k * HD + x);
             o[i] = a;
         }
@@ -448,9 +455,14 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_one(const float *q, fl
     PDL_ENTRY();
     const size_t rh0 = (size_t)t * H + h0;
     float2 st[GG];
+    __shared__ float2 sst[GG];
     as_scores<HD, KH, GG>(q + (size_t)t * nq + (size_t)h0 * HD, k, nkv, 0, r.n, scale, softcap, scores + rh0 * stride, stride, st, sh);
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int g = 0; g < GG; g++) sst[g] = st[g];
+    __syncthreads();
     float M[GG], L[GG];
-    as_row_stat<GG>(st, 1, 1, sinks, h0, M, L);
+    as_row_stat<GG>(sst, 1, 1, sinks, h0, M, L);
     as_values<HD, KH, GG>(v, nkv, 0, r.n, M, L, ggml, scores + rh0 * stride, stride, red);
     float *o = out + (size_t)t * nq + (size_t)h0 * HD;
     for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
