@@ -22,8 +22,10 @@ slot_dir = sys.argv[3] if len(sys.argv) > 3 else None
 url = urllib.parse.urlparse(base)
 state = os.path.join(slot_dir, "answers.json") if slot_dir else None
 
+LIGHT = os.environ.get("INFER_TEST_LIGHT") == "1"  # (a sanitizer build: a shorter system prompt and long request)
 SYSTEM = ("You are a librarian who answers questions about the history of printing. " +
-          " ".join(f"Fact {i}: the press in city number {i} printed {i * 7} books in its first year, on paper made from rags." for i in range(40)))
+          " ".join(f"Fact {i}: the press in city number {i} printed {i * 7} books in its first year, on paper made from rags."
+                   for i in range(12 if LIGHT else 40)))
 Q1 = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Which city printed the most books?"}]
 Q2 = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "What was the paper made from?"}]
 
@@ -120,7 +122,7 @@ if phase == "save":
     # a slot that a request holds: 409, and the request goes on
     out = {}
     t = threading.Thread(target=lambda: out.update(r=request("POST", "/v1/completions", {"model": "any", "prompt": "Once upon a time",
-                                                                                         "max_tokens": 400, "ignore_eos": True})))
+                                                                                         "max_tokens": 150 if LIGHT else 400, "ignore_eos": True})))
     t.start()
     busy = []
     for _ in range(200):

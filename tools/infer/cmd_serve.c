@@ -425,14 +425,7 @@ static char *answer_body(stream *s, const serve_state *st, int *status) {
     const char *finish = st->finish;
     cJSON *j = cJSON_CreateObject();
     if (!st->finish) {
-        *status = st->stopping ? 503 : 500;
-        cJSON *e = cJSON_AddObjectToObject(j, "error");
-        char msg[300];
-        snprintf(msg, sizeof msg, "generation failed: %s", st->error[0] ? st->error : "cancelled");
-        cJSON_AddStringToObject(e, "message", st->stopping ? "the server is stopping; try again shortly" : msg);
-        cJSON_AddStringToObject(e, "type", "server_error");
-        cJSON_AddNullToObject(e, "param");
-        cJSON_AddNullToObject(e, "code");
+        serve_failed_error(j, st, status);
     } else {
         *status = 200;
         cJSON *ch, *one = cJSON_CreateObject();

@@ -278,6 +278,9 @@ size_t serve_visible(const char *s, size_t n, char *const *stop, int n_stop);
 char *serve_utf8_clean(const char *s, size_t n);
 // a string field of o: s[0, n) made valid UTF-8
 void serve_add_text(struct cJSON *o, const char *name, const char *s, size_t n);
+// OpenAI's error object of a task that did not finish (st), as j's "error";
+// *status 503 where the server is stopping, else 500
+void serve_failed_error(struct cJSON *j, const serve_state *st, int *status);
 
 // Log-probabilities in OpenAI's JSON (serve_logprobs.c), of tokens v[0, n):
 // chat's {"content": [...]}, and completions' {"tokens", "token_logprobs",

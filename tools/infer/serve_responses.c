@@ -365,15 +365,9 @@ static char *print(cJSON *j) {
 }
 
 char *serve_resp_message(serve_resp *r, const serve_state *st, const char *text, size_t n, int *status) {
-    if (!st->finish) { // OpenAI's error object
-        cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
-        char msg[300];
-        snprintf(msg, sizeof msg, "generation failed: %s", st->error[0] ? st->error : "cancelled");
-        *status = st->stopping ? 503 : 500;
-        cJSON_AddStringToObject(e, "message", st->stopping ? "the server is stopping; try again shortly" : msg);
-        cJSON_AddStringToObject(e, "type", "server_error");
-        cJSON_AddNullToObject(e, "param");
-        cJSON_AddNullToObject(e, "code");
+    if (!st->finish) {
+        cJSON *j = cJSON_CreateObject();
+        serve_failed_error(j, st, status);
         return print(j);
     }
     *status = 200;

@@ -7,6 +7,7 @@
 #include "serve.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,4 +61,15 @@ void serve_add_text(cJSON *o, const char *name, const char *s, size_t n) {
     char *c = serve_utf8_clean(s, n);
     cJSON_AddStringToObject(o, name, c ? c : "");
     free(c);
+}
+
+void serve_failed_error(cJSON *j, const serve_state *st, int *status) {
+    cJSON *e = cJSON_AddObjectToObject(j, "error");
+    char msg[300];
+    snprintf(msg, sizeof msg, "generation failed: %s", st->error[0] ? st->error : "cancelled");
+    *status = st->stopping ? 503 : 500;
+    cJSON_AddStringToObject(e, "message", st->stopping ? "the server is stopping; try again shortly" : msg);
+    cJSON_AddStringToObject(e, "type", "server_error");
+    cJSON_AddNullToObject(e, "param");
+    cJSON_AddNullToObject(e, "code");
 }
