@@ -1,7 +1,7 @@
 // test_cuda's attention checks (linked into test_cuda where CUDA is built):
 // flash attention and the split decode kernels against the per-row kernel.
 #include "check.h"
-#include "compute/cuda/cuda.h"
+#include "cuda_test.h"
 #include "tensor/dtype.h"
 #include "base/half.h"
 
@@ -9,32 +9,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) {
-    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
-}
-
-static float *dev_copy(cuda_dev *d, const float *x, size_t n) {
-    float *p = cuda_alloc(d, sizeof(float) * n);
-    if (p && cuda_upload(d, p, x, sizeof(float) * n)) { cuda_free(d, p); p = NULL; }
-    return p;
-}
-
-// n floats at device p, downloaded into a fresh host array (NULL on failure)
-static float *host_of(cuda_dev *d, const float *p, size_t n) {
-    float *h = malloc(sizeof(float) * n);
-    if (h && cuda_download(d, h, p, sizeof(float) * n)) { free(h); h = NULL; }
-    return h;
-}
-
-static int same_floats(cuda_dev *d, const float *a, const float *b, size_t n) {
-    float *x = host_of(d, a, n), *y = host_of(d, b, n);
-    int same = x && y && !memcmp(x, y, sizeof(float) * n);
-    free(x), free(y);
-    return same;
-}
 
 void cuda_att_counts(int *checks, int *failed) { *checks = g_checks, *failed = g_failed; }
 
@@ -102,13 +76,7 @@ void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int
     CHECK(alone, "split attention (%d heads on %d of %d, %s cache): a row alone differs from it among the others (%s)", H, KV, HD,
           kv16 ? "f16" : "f32", cuda_status());
     ok = ok && !cuda_attention_split(d, dq, o1, T, H, KV, HD, window, dp, tk, tv, scale, cap, sinks, ggml, sc, P, DT_Q8_0, x1, kv16, z) &&
-         !cuda_quantize(d, DT_Q8_0, o2, T, NQ, x2) && same_floats(d, o1, o2, (size_t)T * NQ);
-    if (ok) {
-        unsigned char *h1 = malloc(T * xr), *h2 = malloc(T * xr);
-        ok = h1 && h2 && !cuda_download(d, h1, x1, T * xr) && !cuda_download(d, h2, x2, T * xr);
-        for (int t = 0; t < T && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
-        free(h1), free(h2);
-    }
+         !cuda_quantize(d, DT_Q8_0, o2, T, NQ, x2) && same_floats(d, o1, o2, (size_t)T * NQ) && same_rows(d, x1, x2, T, xr, used);
     CHECK(ok, "split attention (%d heads of %d): its quantized rows are not cuda_quantize's of its floats, or its floats differ", H, HD);
     free(a), free(b), free(q), free(kv), free(h16);
     cuda_free(d, dq), cuda_free(d, dsk), cuda_free(d, dc), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, o3), cuda_free(d, sc);
@@ -168,13 +136,7 @@ void check_att_flash(cuda_dev *d, int H, int KV, int HD, int P0, int T, int wind
     printf("flash attention (%d heads on %d of %d, %d rows at %d): normalized error %.3g, worst %.3g\n", H, KV, HD, T, P0,
            s2 > 0 ? e / s2 : -1.0, worst);
     ok = ok && !cuda_attention_flash(d, dq, o1, T, H, KV, HD, window, dp, kc, vc, scale, cap, sinks, 1, DT_Q8_0, x1, 1) &&
-         !cuda_quantize(d, DT_Q8_0, o2, T, NQ, x2) && same_floats(d, o1, o2, (size_t)T * NQ);
-    if (ok) {
-        unsigned char *h1 = malloc(T * xr), *h2 = malloc(T * xr);
-        ok = h1 && h2 && !cuda_download(d, h1, x1, T * xr) && !cuda_download(d, h2, x2, T * xr);
-        for (int t = 0; t < T && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
-        free(h1), free(h2);
-    }
+         !cuda_quantize(d, DT_Q8_0, o2, T, NQ, x2) && same_floats(d, o1, o2, (size_t)T * NQ) && same_rows(d, x1, x2, T, xr, used);
     CHECK(ok, "flash attention (%d heads of %d): its quantized rows are not cuda_quantize's of its floats, or its floats differ", H, HD);
     free(a), free(b), free(q), free(h16), free(pos), free(tab);
     cuda_free(d, dq), cuda_free(d, dsk), cuda_free(d, dh), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, sc), cuda_free(d, x1);

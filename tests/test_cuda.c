@@ -12,6 +12,7 @@ int main(void) {
 }
 #else
 #include "compute/cuda/cuda.h"
+#include "cuda_test.h"
 #include "tensor/dtype.h"
 #include "tensor/vecdot.h"
 #include "compute/cpu/ops.h"
@@ -23,11 +24,6 @@ int main(void) {
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
-static float frand(void) {
-    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
-}
 
 // CPU activation rows (q8_0 or q8_K blocks) in the GPU's layout: each
 // field in an array of its own, the row padded to xr bytes (cuda.h)
@@ -112,19 +108,12 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
 }
 
 // device buffer of n floats holding x
-static int same_floats(cuda_dev *d, const float *a, const float *b, size_t n);
 // tests/cuda_att.c: flash attention and the split decode kernels against the per-row kernel (its checks
 // counted into this program's)
 void check_att_flash(cuda_dev *d, int H, int KV, int HD, int P0, int T, int window, float cap, int sink);
 void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int window, float cap, int sink);
 void cuda_att_counts(int *checks, int *failed);
-static float *host_of(cuda_dev *d, const float *p, size_t n);
 
-static float *dev_copy(cuda_dev *d, const float *x, size_t n) {
-    float *p = cuda_alloc(d, sizeof(float) * n);
-    if (p && cuda_upload(d, p, x, sizeof(float) * n)) { cuda_free(d, p); p = NULL; }
-    return p;
-}
 
 static double max_rel(const float *a, const float *b, size_t n) { // max |a - b| over the RMS of b
     double e = 0, s = 0;
@@ -223,16 +212,14 @@ static void check_ops(cuda_dev *d) {
             size_t xr = cuda_act_row_size(DT_Q8_0, NQ), used = NQ / 32 * 34;
             void *q1 = cuda_alloc(d, 2 * xr), *q2 = cuda_alloc(d, 2 * xr);
             float *dout2 = cuda_alloc(d, sizeof out);
-            unsigned char *h1 = malloc(2 * xr), *h2 = malloc(2 * xr);
-            int qok = q1 && q2 && dout2 && h1 && h2 && cuda_attention_q_ok(DT_Q8_0, H, HD) && !cuda_attention_q_ok(DT_Q4_K, H, HD) &&
+            int qok = q1 && q2 && dout2 && cuda_attention_q_ok(DT_Q8_0, H, HD) && !cuda_attention_q_ok(DT_Q4_K, H, HD) &&
                       !cuda_attention_q(d, dq, dout2, 2, H, KV, HD, window, dpos, dkp, dkp + 2, scale, cap, sk ? dsk : NULL, 0, dsc, P + 1,
                                         DT_Q8_0, q2) &&
                       cuda_attention_q(d, dq, dout2, 2, H, KV, HD, window, dpos, dkp, dkp + 2, scale, cap, sk ? dsk : NULL, 0, dsc, P + 1,
                                        DT_Q4_K, q2) != 0 &&
-                      same_floats(d, dout, dout2, 2 * NQ) && !cuda_quantize(d, DT_Q8_0, dout, 2, NQ, q1) && !cuda_download(d, h1, q1, 2 * xr) &&
-                      !cuda_download(d, h2, q2, 2 * xr) && !memcmp(h1, h2, used) && !memcmp(h1 + xr, h2 + xr, used);
+                      same_floats(d, dout, dout2, 2 * NQ) && !cuda_quantize(d, DT_Q8_0, dout, 2, NQ, q1) && same_rows(d, q1, q2, 2, xr, used);
             CHECK(qok, "attention variant %d with its q8_0 rows: differs from cuda_attention and cuda_quantize (%s)", variant, cuda_status());
-            cuda_free(d, q1), cuda_free(d, q2), cuda_free(d, dout2), free(h1), free(h2);
+            cuda_free(d, q1), cuda_free(d, q2), cuda_free(d, dout2);
         }
         cuda_free(d, dk), cuda_free(d, dv), cuda_free(d, dq), cuda_free(d, dout), cuda_free(d, dsc), cuda_free(d, dsk);
         cuda_free(d, dpos), cuda_free(d, (void *)dkp);
@@ -251,16 +238,14 @@ static void check_ops(cuda_dev *d) {
         const float *kp[4] = {dk, dk, dv, dv};
         const float **dkp = cuda_alloc(d, sizeof kp);
         void *x1 = cuda_alloc(d, 2 * xr), *x2 = cuda_alloc(d, 2 * xr);
-        unsigned char *h1 = malloc(2 * xr), *h2 = malloc(2 * xr);
-        int ok = dk && dv && dq && o1 && o2 && dsc && dpos && dkp && x1 && x2 && h1 && h2 && cuda_attention_q_ok(DT_Q4_K, H2, HD2) &&
+        int ok = dk && dv && dq && o1 && o2 && dsc && dpos && dkp && x1 && x2 && cuda_attention_q_ok(DT_Q4_K, H2, HD2) &&
                  !cuda_upload(d, dpos, pos, sizeof pos) && !cuda_upload(d, (void *)dkp, kp, sizeof kp) &&
                  !cuda_attention(d, dq, o1, 2, H2, 1, HD2, 0, dpos, dkp, dkp + 2, 0.0625f, 0, NULL, 1, dsc, 8) &&
                  !cuda_attention_q(d, dq, o2, 2, H2, 1, HD2, 0, dpos, dkp, dkp + 2, 0.0625f, 0, NULL, 1, dsc, 8, DT_Q4_K, x2) &&
-                 same_floats(d, o1, o2, 2 * NQ2) && !cuda_quantize(d, DT_Q4_K, o1, 2, NQ2, x1) && !cuda_download(d, h1, x1, 2 * xr) &&
-                 !cuda_download(d, h2, x2, 2 * xr) && !memcmp(h1, h2, used) && !memcmp(h1 + xr, h2 + xr, used);
+                 same_floats(d, o1, o2, 2 * NQ2) && !cuda_quantize(d, DT_Q4_K, o1, 2, NQ2, x1) && same_rows(d, x1, x2, 2, xr, used);
         CHECK(ok, "attention of heads of 256 with its q8_K rows: differs from cuda_attention and cuda_quantize (%s)", cuda_status());
         cuda_free(d, dk), cuda_free(d, dv), cuda_free(d, dq), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, dsc), cuda_free(d, dpos);
-        cuda_free(d, (void *)dkp), cuda_free(d, x1), cuda_free(d, x2), free(h1), free(h2);
+        cuda_free(d, (void *)dkp), cuda_free(d, x1), cuda_free(d, x2);
     }
     cuda_free(d, dx), cuda_free(d, dw), cuda_free(d, db), cuda_free(d, dy);
 }
@@ -350,22 +335,18 @@ static void check_att_decode(cuda_dev *d, int H, int KV, int HD, int window, int
     float *o2 = cuda_alloc(d, sizeof(float) * R * NQ), *sc = cuda_alloc(d, sizeof(float) * R * H * P);
     size_t xr = cuda_act_row_size(DT_Q8_0, NQ), used = (size_t)NQ / 32 * 34;
     void *x1 = cuda_alloc(d, R * xr), *x2 = cuda_alloc(d, R * xr);
-    unsigned char *h1 = malloc(R * xr), *h2 = malloc(R * xr);
     int *dp = cuda_alloc(d, sizeof pos);
     const float *tab[2 * R];
     for (int i = 0; i < 2 * R; i++) tab[i] = dkv ? dkv + (size_t)i * P * NKV : NULL;
     const float **dt = cuda_alloc(d, sizeof tab);
     float scale = 1.0f / sqrtf((float)HD);
     int qz = cuda_attention_q_ok(DT_Q8_0, H, HD);
-    int ok = dq && dkv && o1 && o2 && sc && x1 && x2 && h1 && h2 && dp && dt && !cuda_upload(d, dp, pos, sizeof pos) &&
+    int ok = dq && dkv && o1 && o2 && sc && x1 && x2 && dp && dt && !cuda_upload(d, dp, pos, sizeof pos) &&
              !cuda_upload(d, (void *)dt, tab, sizeof tab) &&
              !cuda_attention_q(d, dq, o1, R, H, KV, HD, window, dp, dt, dt + R, scale, 0.0f, NULL, ggml, sc, P, DT_Q8_0, qz ? x1 : NULL) &&
              !cuda_attention_d(d, dq, o2, R, H, KV, HD, window, dp, dt, dt + R, scale, 0.0f, NULL, ggml, sc, P, DT_Q8_0, qz ? x2 : NULL, 1) &&
              same_floats(d, o1, o2, (size_t)R * NQ);
-    if (ok && qz) {
-        ok = !cuda_download(d, h1, x1, R * xr) && !cuda_download(d, h2, x2, R * xr);
-        for (int t = 0; t < R && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
-    }
+    if (ok && qz) ok = same_rows(d, x1, x2, R, xr, used);
     CHECK(ok, "decode rows' attention (%d heads on %d of %d, window %d, ggml %d): differs from cuda_attention_q (%s)", H, KV, HD, window,
           ggml, cuda_status());
     // the same values in f16 caches (cuda_attention_kv's kv16), decode rows and not: o1 bit for bit
@@ -383,7 +364,7 @@ static void check_att_decode(cuda_dev *d, int H, int KV, int HD, int window, int
     }
     free(kv16);
     cuda_free(d, dq), cuda_free(d, dkv), cuda_free(d, o1), cuda_free(d, o2), cuda_free(d, sc), cuda_free(d, x1), cuda_free(d, x2);
-    cuda_free(d, dp), cuda_free(d, (void *)dt), free(q), free(kv), free(h1), free(h2);
+    cuda_free(d, dp), cuda_free(d, (void *)dt), free(q), free(kv);
 }
 
 // A prompt's rows of one sequence through cuBLAS (cuda_attention_gemm) against the per-row kernel
@@ -446,10 +427,7 @@ static void check_att_gemm(cuda_dev *d0, int H, int KV, int HD, int window, int 
     ok = ok && same_floats(d, o2, o3, (size_t)T * NQ);
     CHECK(ok, "prompt attention through cuBLAS (%d heads of %d): its floats differ when it also quantizes them", H, HD);
     if (ok) {
-        unsigned char *h1 = malloc(T * xr), *h2 = malloc(T * xr);
-        ok = h1 && h2 && !cuda_download(d, h1, x1, T * xr) && !cuda_download(d, h2, x2, T * xr);
-        for (int t = 0; t < T && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
-        free(h1), free(h2);
+        ok = same_rows(d, x1, x2, T, xr, used);
         CHECK(ok, "prompt attention through cuBLAS (%d heads of %d): its quantized rows are not cuda_quantize's of its floats", H, HD);
     }
     free(a), free(b), free(q), free(kv), free(h16);
@@ -458,19 +436,7 @@ static void check_att_gemm(cuda_dev *d0, int H, int KV, int HD, int window, int 
     if (chunked) cuda_close(d);
 }
 
-// n floats at device p, downloaded into a fresh host array (NULL on failure)
-static float *host_of(cuda_dev *d, const float *p, size_t n) {
-    float *h = malloc(sizeof(float) * n);
-    if (h && cuda_download(d, h, p, sizeof(float) * n)) { free(h); h = NULL; }
-    return h;
-}
 
-static int same_floats(cuda_dev *d, const float *a, const float *b, size_t n) {
-    float *x = host_of(d, a, n), *y = host_of(d, b, n);
-    int same = x && y && !memcmp(x, y, sizeof(float) * n);
-    free(x), free(y);
-    return same;
-}
 
 // The fused kernels against the kernels they join, bit for bit: products
 // of one input in one launch, gate and up with their activation, the chain
@@ -525,22 +491,18 @@ static void check_fused(cuda_dev *d) {
         float *o1 = dev_copy(d, o, T * E), *x1 = dev_copy(d, x, T * E), *o2 = dev_copy(d, o, T * E), *x2 = dev_copy(d, x, T * E);
         float *n1 = cuda_alloc(d, sizeof(float) * T * E), *n2 = cuda_alloc(d, sizeof(float) * T * E), *dw = dev_copy(d, w, E), *dw2 = dev_copy(d, w2, E);
         void *q1 = cuda_alloc(d, xr * T), *q2 = cuda_alloc(d, xr * T);
-        unsigned char *h1 = malloc(xr * T), *h2 = malloc(xr * T);
-        int ok = o1 && x1 && o2 && x2 && n1 && n2 && dw && dw2 && q1 && q2 && h1 && h2 && !cuda_norm(d, o1, o1, dw, NULL, T, E, 1e-6f, kind) &&
+        int ok = o1 && x1 && o2 && x2 && n1 && n2 && dw && dw2 && q1 && q2 && !cuda_norm(d, o1, o1, dw, NULL, T, E, 1e-6f, kind) &&
                  !cuda_axpy(d, x1, o1, 0.75f, (size_t)T * E) &&
                  !cuda_norm(d, n1, x1, dw2, NULL, T, E, 1e-6f, kind) && !(quant && cuda_quantize(d, wtype, n1, T, E, q1));
         cuda_chain c = {.o = o2, .x = x2, .xn = n2, .wa = dw, .wb = dw2, .norm_a = 1, .residual = 1, .norm_b = 1, .kind_a = kind,
                         .kind_b = kind, .n = E, .eps_a = 1e-6f, .eps_b = 1e-6f, .s = 0.75f, .xq = quant ? q2 : NULL};
         ok = ok && !cuda_chain_run(d, &c, T, wtype) && same_floats(d, o1, o2, T * E) && same_floats(d, x1, x2, T * E) &&
              same_floats(d, n1, n2, T * E);
-        if (ok && quant) { // (the rows' padding not compared)
-            ok = !cuda_download(d, h1, q1, xr * T) && !cuda_download(d, h2, q2, xr * T);
-            size_t used = wtype == DT_Q8_0 ? (size_t)E / 32 * 34 : (size_t)E / 256 * 292;
-            for (int t = 0; t < T && ok; t++) ok = !memcmp(h1 + xr * t, h2 + xr * t, used);
-        }
+        if (ok && quant) // (the rows' padding not compared)
+            ok = same_rows(d, q1, q2, T, xr, wtype == DT_Q8_0 ? (size_t)E / 32 * 34 : (size_t)E / 256 * 292);
         CHECK(ok, "norm, residual, norm%s (kind %d, %d) in one kernel: differs from the kernels one by one", quant ? ", quantize" : "", kind, E);
         cuda_free(d, o1), cuda_free(d, x1), cuda_free(d, o2), cuda_free(d, x2), cuda_free(d, n1), cuda_free(d, n2);
-        cuda_free(d, dw), cuda_free(d, dw2), cuda_free(d, q1), cuda_free(d, q2), free(h1), free(h2);
+        cuda_free(d, dw), cuda_free(d, dw2), cuda_free(d, q1), cuda_free(d, q2);
     }
     // q, k, v: 2 rows, 4 query heads and 2 KV heads of 128, caches of 8 positions
     {
