@@ -50,6 +50,7 @@ typedef struct {
     infer_sampler *smp;
     float *logits;
     int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
+    int whole;          // its first positions made as whole prompt chunks from position 0 (what a GPU reuses)
     long used;          // the step it was last given a task (least recently used first)
     int mask_wait;      // its logits wait for the grammar's mask, made on the grammar thread (it sits out the steps meanwhile)
     int mask_job;       // (the engine's lock) 0 none, 1 queued, 2 being made, 3 made
@@ -64,6 +65,7 @@ struct serve_engine {
     size_t kv_per_pos;  // the slots' KV cache bytes a position
     int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
+    int chunked_reuse;  // a prompt reuses whole chunks of a slot's cache (a GPU: a run's products follow its length)
     int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
     int spec_k;         // --spec-ngram's K (0: off)
     float draft_p_min;  // --model-draft's --draft-p-min (the slots' drafters)
@@ -333,6 +335,7 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
     int n = t->req.n_prompt, keep = shared < n - 1 ? shared : n - 1;
     tp_send(e, MSG_TRUNCATE, (int)(s - e->s), (int32_t[]){keep}, 1);
     infer_ctx_truncate(s->ctx, keep);
+    s->whole = s->whole < keep ? s->whole : keep;
     s->t = t, s->generating = 0, s->n_fed = keep, s->n_gen = 0, s->used = ++e->steps;
     atomic_store(&s->busy, 1);
     pthread_mutex_lock(&t->mu);
@@ -350,6 +353,9 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
 
 // The free slot for a prompt: the one whose cache shares the longest prefix
 // with it (*shared: its length), else the least recently used; -1 when none is free.
+// On a GPU only whole chunks of a prompt made from position 0 are shared: a run's
+// products there follow its length (the tensor cores from CUDA_GEMM_MIN_T rows), so
+// the rest, run as the same chunks it would be alone, equals the prompt alone.
 static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
     int best = -1, best_len = 0;
     for (int i = 0; i < e->n_slots; i++) {
@@ -357,6 +363,11 @@ static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
         if (s->t) continue;
         int len = 0, past = infer_ctx_n_past(s->ctx);
         while (s->cache && len < past && len < t->req.n_prompt && s->cache[len] == t->req.prompt[len]) len++;
+        if (e->chunked_reuse) {
+            len = len < s->whole ? len : s->whole;
+            if (len >= t->req.n_prompt) len = t->req.n_prompt - 1; // (its last chunk runs again, for the logits)
+            len -= len % PROMPT_CHUNK;
+        }
         if (best < 0 || len > best_len || (len == best_len && s->used < e->s[best].used)) best = i, best_len = len;
     }
     *shared = best_len;
@@ -574,6 +585,7 @@ static int step(serve_engine *e) {
     for (int i = 0; i < n; i++) {
         slot *s = sl[i];
         if (!s->generating) {
+            if (s->whole == s->n_fed && nids[i] == PROMPT_CHUNK) s->whole += PROMPT_CHUNK;
             s->n_fed += nids[i];
             if (s->n_fed < s->t->req.n_prompt) continue;
             s->generating = 1;
@@ -627,12 +639,13 @@ static void slot_op(serve_engine *e, serve_slot_op *o) {
     if (o->op == SLOT_ERASE) {
         tp_send(e, MSG_TRUNCATE, o->slot, (int32_t[]){0}, 1);
         infer_ctx_truncate(s->ctx, 0);
+        s->whole = 0;
     } else if (o->op == SLOT_SAVE) {
         st = infer_ctx_state_save(s->ctx, o->path, s->cache, o->n_tokens, &o->bytes); // (cache: the n_past tokens its K/V hold)
     } else {
         int32_t *ids = malloc(sizeof(int32_t) * (size_t)(e->n_ctx + 1)); // (as a slot's history: it becomes one)
         st = ids ? infer_ctx_state_load(s->ctx, o->path, ids, e->n_ctx, &o->n_tokens, &o->bytes) : INFER_ERR_NOMEM;
-        if (!st) free(s->cache), s->cache = ids, s->used = ++e->steps;
+        if (!st) free(s->cache), s->cache = ids, s->used = ++e->steps, s->whole = o->n_tokens; // (a restored state: reused as it is)
         else free(ids);
     }
     if (st) {
@@ -717,6 +730,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     if (ok && e->step_tokens <= 0) // (the default: two chunks a step on a GPU, whose passes want rows; one on a CPU,
         // whose steps then stay as short as before, so the decoding slots beside them wait no longer)
         e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
+    if (ok) e->chunked_reuse = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") != 0;
     e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
     if (ok) ok = !cli_batch_new(m, &e->batch);

@@ -499,16 +499,10 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
     const int rows = T < AS_ROWS ? T : AS_ROWS;
     if (z > 1) {
         size_t need = sizeof(float) * (size_t)rows * H * z * (hd + 2), nc = sizeof(int) * (size_t)rows * H;
-        if (need > d->ap_cap || nc > d->acnt_cap) {
-            cudaStreamCaptureStatus cs;
-            if (cudaStreamIsCapturing(d->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return -1;
-            cudaStreamSynchronize(d->stream);
-            cudaFree(d->ap), cudaFree(d->acnt);
-            d->ap = NULL, d->acnt = NULL, d->ap_cap = d->acnt_cap = 0;
-            if (cudaMalloc((void **)&d->ap, need) != cudaSuccess || cudaMalloc((void **)&d->acnt, nc) != cudaSuccess ||
-                cudaMemset(d->acnt, 0, nc) != cudaSuccess)
-                return set_status("attention partial sums", cudaGetLastError());
-            d->ap_cap = need, d->acnt_cap = nc;
+        if (grow(d, (void **)&d->ap, &d->ap_cap, need)) return -1;
+        if (nc > d->acnt_cap) { // (the counts start at 0: each kernel leaves them so)
+            if (grow(d, (void **)&d->acnt, &d->acnt_cap, nc)) return -1;
+            if (cudaMemset(d->acnt, 0, nc) != cudaSuccess) return d->acnt_cap = 0, set_status("attention partial sums", cudaGetLastError());
         }
     }
     const size_t nq = (size_t)H * hd;

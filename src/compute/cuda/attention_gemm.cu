@@ -79,9 +79,9 @@ extern "C" HIDDEN int cuda_attention_gemm(cuda_dev *d, const float *q, float *ou
     const size_t per_row = (size_t)H * (hi_all - lo_all + 1) * (4 + es); // (an upper bound of a row's share)
     int R = (int)(d->ag_bytes / per_row);
     R = R < 1 ? 1 : R > T ? T : R;
-    if (grow(&d->ag_s, &d->ag_s_cap, 4 * (size_t)R * H * (hi_all - lo_all + 1)) ||
-        grow(&d->ag_p, &d->ag_p_cap, es * (size_t)R * H * (hi_all - lo_all + 1)) || (kv16 && grow(&d->ag_q, &d->ag_q_cap, 2 * (size_t)R * nq)))
-        return set_status("attention scratch", cudaErrorMemoryAllocation);
+    if (grow(d, &d->ag_s, &d->ag_s_cap, 4 * (size_t)R * H * (hi_all - lo_all + 1)) ||
+        grow(d, &d->ag_p, &d->ag_p_cap, es * (size_t)R * H * (hi_all - lo_all + 1)) || (kv16 && grow(d, &d->ag_q, &d->ag_q_cap, 2 * (size_t)R * nq)))
+        return -1;
     for (int t0 = 0; t0 < T; t0 += R) {
         const int r = T - t0 < R ? T - t0 : R;
         int klo = 0x7fffffff, khi = -1;

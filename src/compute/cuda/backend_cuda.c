@@ -534,11 +534,13 @@ static void cu_qkv_prep(backend *b, const qkv_desc *q) {
 
 
 static int cu_graph(backend *b, int phase, uint64_t key) {
-    cuda_state *s = cu_state_flushed(b);
+    cuda_state *s = cu_state(b);
     if (!s) return -1;
+    if (cu_flush(s)) fail_op(b); // (at the END of a capture: a refusal, the capture still ended below)
     if (phase == GRAPH_BEGIN) {
         key ^= ((uint64_t)s->split_z << 40) ^ (s->split_key & ~1ull); // (the split attention's rows and grid follow their depth)
         if (s->no_graph || b->ex->oom) return -1; // (a pass failing already: no capture, whose END would take it for a refusal)
+        if (s->exec && s->moved != cuda_moved(s->d)) graph_drop(s); // (a scratch it writes was reallocated since)
         if (s->exec && s->gkey == key) return 1;
         if (s->seen == key && !cuda_graph_begin(s->d)) { // the second pass of this shape: capture it
             if (s->exec) cuda_graph_free(s->exec), s->exec = NULL;
@@ -572,7 +574,7 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
             fail_op(b);
             return -1;
         }
-        s->exec = x, s->gkey = s->pending;
+        s->exec = x, s->gkey = s->pending, s->moved = cuda_moved(s->d);
         return 0;
     }
     if (cuda_graph_launch(s->d, s->exec)) fail_op(b);

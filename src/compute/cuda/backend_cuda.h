@@ -47,6 +47,7 @@ typedef struct {
     // the decode graph: its key, the key seen last (captured when seen twice)
     void *exec;
     uint64_t gkey, seen, pending;
+    unsigned moved; // the device's scratch reallocations when it was captured (cuda_moved: another since, it is stale)
     int capturing, no_graph, capture_failed; // (captures failed so far: CAPTURE_TRIES of them, and graphs are off)
     int capture_fault, captures; // INFER_CUDA_CAPTURE_FAULT=N (a test seam): every Nth capture is taken as refused
     // fusion (INFER_CUDA_FUSE=0 turns it off): row operations wait and chain

@@ -59,6 +59,7 @@ struct cuda_dev {
     size_t ap_cap, acnt_cap;
     float *part;         // its partial sums
     size_t part_cap;
+    unsigned moved;      // scratch reallocations so far (grow): a captured graph made before one points at freed memory
     cudaStream_t stream;
     char name[256];
     unsigned char *ring; // pinned staging for cuda_upload_async
@@ -97,7 +98,7 @@ extern HIDDEN blas_api g_blas; // (device.cu)
 // 1 when cuBLAS is loaded and this device's handle made (on first use)
 HIDDEN int blas_ready(cuda_dev *d);
 // *p holds at least `bytes` of device memory (grown, its contents dropped); -1 when it cannot
-HIDDEN int grow(void **p, size_t *cap, size_t bytes);
+HIDDEN int grow(cuda_dev *d, void **p, size_t *cap, size_t bytes);
 
 // Programmatic dependent launch (Hopper): each kernel of a captured graph
 // (decode steps: hundreds of small kernels a token) is launched as allowed to

@@ -224,6 +224,7 @@ int cuda_kv_store(cuda_dev *d, void *const *cache, const int *pos, const float *
 // CUDA graphs of the stream's work: capture, instantiate, launch, free
 int cuda_graph_begin(cuda_dev *d);
 int cuda_graph_end(cuda_dev *d, void **exec);
+unsigned cuda_moved(cuda_dev *d); // scratch reallocations so far: a graph captured before one is stale
 // a failed capture's error dropped (the runtime's last error, which the next launch's check would report)
 void cuda_error_clear(void);
 int cuda_graph_launch(cuda_dev *d, void *exec);

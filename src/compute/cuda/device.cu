@@ -35,14 +35,24 @@ HIDDEN int blas_ready(cuda_dev *d) {
     return d->blas_state > 0;
 }
 
-HIDDEN int grow(void **p, size_t *cap, size_t bytes) {
+// A scratch buffer of bytes+: never inside a capture (an allocation there breaks it: the caller fails the
+// operation, so the pass runs again plainly, outside it); a graph captured before it moved is dropped
+// (cu_graph: d->moved).
+HIDDEN int grow(cuda_dev *d, void **p, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return 0;
+    cudaStreamCaptureStatus cs;
+    if (cudaStreamIsCapturing(d->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return set_status("scratch", cudaErrorStreamCaptureUnsupported);
+    cudaStreamSynchronize(d->stream); // (its last users may still run)
+    d->moved++;
     cudaFree(*p);
     *p = NULL, *cap = 0;
-    if (cudaMalloc(p, bytes) != cudaSuccess) return (void)cudaGetLastError(), -1;
+    if (cudaMalloc(p, bytes) != cudaSuccess) return set_status("scratch", cudaGetLastError());
     *cap = bytes;
     return 0;
 }
+
+extern "C" HIDDEN unsigned cuda_moved(cuda_dev *d) { return d->moved; }
 
 // INFER_CUDA_PDL (common.cuh's launch), read once
 static int g_pdl = -1;

@@ -325,7 +325,7 @@ static int blas_wants(cuda_dev *d, int wtype, int rows, int cols, int T) {
 static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y, int lowp) {
     const int fl = is_float(wtype), ns = fl && !lowp ? 2 : 1;
     const size_t n = (size_t)T * cols;
-    if (grow(&d->gx, &d->gx_cap, 2 * ns * n)) return -1;
+    if (grow(d, &d->gx, &d->gx_cap, 2 * ns * n)) return -1;
     const void *wm = w;
     cudaDataType et = wtype == DT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     if (wtype == DT_BF16 && ns == 1) launch(k_xparts<DT_BF16, 1>, grid_for(n, 256), 256, 0, d->stream, x, n, (__nv_bfloat16 *)d->gx);
@@ -333,7 +333,7 @@ static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int col
     else if (fl && ns == 2) launch(k_xparts<DT_F16, 2>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
     else launch(k_xparts<DT_F16, 1>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
     if (!fl) {
-        if (grow(&d->gw, &d->gw_cap, 2 * (size_t)rows * cols)) return -1;
+        if (grow(d, &d->gw, &d->gw_cap, 2 * (size_t)rows * cols)) return -1;
         size_t units = (size_t)rows * (cols / 16);
         switch (wtype) {
 #define D(t) case t: launch(k_deq_f16<t>, grid_for(units, 256), 256, 0, d->stream, w, rows, cols, nb, (__half *)d->gw); break;
@@ -380,12 +380,7 @@ extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int 
         float *out = y;
         if (ks > 1) {
             size_t need = sizeof(float) * (size_t)ks * T * rows;
-            if (need > d->part_cap) {
-                cudaFree(d->part);
-                d->part = NULL, d->part_cap = 0;
-                if (cudaMalloc((void **)&d->part, need) != cudaSuccess) return set_status("gemm partial sums", cudaGetLastError());
-                d->part_cap = need;
-            }
+            if (grow(d, (void **)&d->part, &d->part_cap, need)) return -1;
             out = d->part;
         }
         dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles, ks);
