@@ -464,6 +464,7 @@ static void check_att_gemm(cuda_dev *d0, int H, int KV, int HD, int window, int 
 // for bit -- a row of one chunk alone goes through the one-block kernel (z =
 // 1), among deeper ones through the two -- and the quantized rows
 // cuda_quantize's of its floats.
+static double split_ggml_tol = 3e-4; // (the one-pass kernel rounds the unnormalized probabilities: flash attention's 4e-3)
 static void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int window, float cap, int sink) {
     enum { T = 4, P = 5001 };
     const int pos[T] = {P - 1, 37, 1300, 127}, NQ = H * HD, NKV = KV * HD;
@@ -506,7 +507,7 @@ static void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int gg
             worst = df > worst ? df : worst;
         }
     }
-    CHECK(ok && a && b && finite && worst <= (ggml ? 3e-4 : 1e-5),
+    CHECK(ok && a && b && finite && worst <= (ggml ? split_ggml_tol : 1e-5),
           "split attention (%d heads on %d of %d, %s cache, ggml %d, window %d, softcap %g, sinks %d): worst %.3g of a row's scale from "
           "the per-row kernel (%s)", H, KV, HD, kv16 ? "f16" : "f32", ggml, window, cap, sink, worst, cuda_status());
     printf("split attention (%d heads on %d of %d, %s cache, ggml %d, window %d): worst %.3g of a row's scale from the per-row kernel\n",
@@ -1004,6 +1005,20 @@ int main(void) {
     check_mv_spec(d);
     cuda_close(d);
     check_deep_prompt();
+    // the one-pass split kernel (INFER_CUDA_ATT_DEC=1)
+    setenv("INFER_CUDA_ATT_DEC", "1", 1);
+    cuda_dev *d1 = cuda_open(0);
+    unsetenv("INFER_CUDA_ATT_DEC");
+    CHECK(d1 != NULL, "cuda_open (INFER_CUDA_ATT_DEC=1): %s", cuda_status());
+    if (d1) {
+        split_ggml_tol = 4e-3;
+        printf("(INFER_CUDA_ATT_DEC=1)\n");
+        check_att_split(d1, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d1, 32, 8, 128, 0, 0, 0, 0.0f, 0);
+        check_att_split(d1, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d1, 4, 4, 256, 0, 0, 0, 0.0f, 1);
+        check_att_split(d1, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d1, 8, 2, 512, 1, 1, 0, 0.0f, 0);
+        split_ggml_tol = 3e-4;
+        cuda_close(d1);
+    }
     // every row's positions split over blocks (INFER_CUDA_ATT_SPLIT=N; by default only single rows')
     setenv("INFER_CUDA_ATT_SPLIT", "16", 1);
     cuda_dev *ds = cuda_open(0);
