@@ -191,6 +191,10 @@ def metric(name):
 
 
 check(metric("infer_tokens_generated_total") > 0 and metric("infer_slots") == 4, "/metrics: tokens generated, 4 slots")
+kv, cap, ratio, kvb = (metric(k) for k in ("infer_kv_cache_tokens", "infer_kv_cache_capacity_tokens", "infer_kv_cache_usage_ratio",
+                                            "infer_kv_cache_bytes"))
+check(cap == 4 * 1024 and kv is not None and 0 < kv <= cap and abs(ratio - kv / cap) < 1e-5 and kvb and kvb > 0 and kvb % cap == 0,
+      f"/metrics KV cache: {kv} of {cap} positions, ratio {ratio}, {kvb} bytes")
 
 # a step takes the chunks of several waiting prompts (-b: 256 tokens a step on the CPU by default), each
 # computed as alone: four prompts of about 80 tokens at once

@@ -244,6 +244,9 @@ typedef struct {
     int step_chunks_max;     // the most prompt chunks one step held
     long long spec_drafted, spec_accepted; // speculative decoding (--spec-ngram): draft tokens checked, and kept
     int busy_slots, queued, slots;
+    long long kv_tokens;     // positions the slots' caches hold (after the last step)
+    long long kv_capacity;   // positions they can hold (slots x context)
+    long long kv_bytes;      // the caches' memory (kv_capacity x bytes a position)
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);
 // --spec-ngram K: a generating slot feeds its token and K tokens drafted from

@@ -61,6 +61,7 @@ typedef struct {
 struct serve_engine {
     infer_model *m;
     int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
+    size_t kv_per_pos;  // the slots' KV cache bytes a position
     int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
     int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
@@ -559,7 +560,10 @@ static int step(serve_engine *e) {
         return n;
     }
     e->step_s = cli_now() - t0;
+    long long held = 0; // (the slots' contexts are this thread's: read here, shown under the lock)
+    for (int i = 0; i < e->n_slots; i++) held += infer_ctx_n_past(e->s[i].ctx);
     pthread_mutex_lock(&e->mu);
+    e->counts.kv_tokens = held;
     e->counts.steps++;
     int chunks = 0;
     for (int i = 0; i < n; i++)
@@ -709,7 +713,7 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
         ok = !cli_ctx_new(m, n_ctx, &e->s[i].ctx) && !cli_place(e->s[i].ctx, device, ngl) &&
              (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
-    if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx);
+    if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx), e->kv_per_pos = infer_ctx_kv_bytes_per_pos(e->s[0].ctx);
     if (ok && e->step_tokens <= 0) // (the default: two chunks a step on a GPU, whose passes want rows; one on a CPU,
         // whose steps then stay as short as before, so the decoding slots beside them wait no longer)
         e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
@@ -784,7 +788,7 @@ void serve_engine_slot_ops(serve_engine *e, serve_slot_op *ops, int n) {
 }
 const char *serve_engine_backend(const serve_engine *e) { return infer_ctx_backend(e->s[0].ctx); }
 int serve_engine_split(const serve_engine *e) { return e->split; }
-size_t serve_engine_kv_per_pos(const serve_engine *e) { return infer_ctx_kv_bytes_per_pos(e->s[0].ctx); }
+size_t serve_engine_kv_per_pos(const serve_engine *e) { return e->kv_per_pos; }
 const char *serve_engine_kv_types(const serve_engine *e) {
     static char s[32];
     snprintf(s, sizeof s, "%s / %s", infer_ctx_kv_type(e->s[0].ctx, 0), infer_ctx_kv_type(e->s[0].ctx, 1));
@@ -795,6 +799,7 @@ void serve_engine_counts(serve_engine *e, serve_counts *c) {
     pthread_mutex_lock(&e->mu);
     *c = e->counts;
     c->busy_slots = 0, c->queued = e->n_queued, c->slots = e->n_slots;
+    c->kv_capacity = (long long)e->n_slots * e->n_ctx, c->kv_bytes = c->kv_capacity * (long long)e->kv_per_pos;
     for (int i = 0; i < e->n_slots; i++) c->busy_slots += atomic_load(&e->s[i].busy);
     pthread_mutex_unlock(&e->mu);
 }
