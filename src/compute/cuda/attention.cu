@@ -272,14 +272,35 @@ static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k,
             }
         }
     }
+    // the GG heads' maxima and sums together: two barriers in all (the first also makes the scores
+    // written visible to the block)
+    __shared__ float shm[AS_NW][GG], shl[AS_NW][GG];
+    float l[GG];
 #pragma unroll
     for (int g = 0; g < GG; g++) {
-        float mg = block_max(m[g], sh); // (its barriers also make the scores written visible to the block)
-        float l = 0.0f;
-        for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[(size_t)g * stride + j] - mg);
-        l = block_sum(l, sh);
-        st[g] = make_float2(mg, l);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m[g] = fmaxf(m[g], __shfl_xor_sync(0xffffffffu, m[g], o));
+        if (lane == 0) shm[wp][g] = m[g];
     }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+        m[g] = fmaxf(fmaxf(shm[0][g], shm[1][g]), fmaxf(shm[2][g], shm[3][g]));
+        l[g] = 0.0f;
+    }
+    for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS)
+#pragma unroll
+        for (int g = 0; g < GG; g++) l[g] += expf(s[(size_t)g * stride + j] - m[g]);
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+        if (lane == 0) shl[wp][g] = l[g];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GG; g++) st[g] = make_float2(m[g], (shl[0][g] + shl[1][g]) + (shl[2][g] + shl[3][g]));
+    (void)sh;
 }
 
 // The GG heads' probabilities over [a, b) (each head's max M and sum L of the
@@ -423,14 +444,21 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int
         __syncthreads();
         if (!last) return;
         __threadfence();
-        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
-            const int g = i / HD, x = i % HD;
-            const float *part = sa.part + (rh0 + g) * sa.z * HD;
-            float a = 0.0f;
-#pragma unroll 8
-            for (int k = 0; k < r.S; k++) a += __ldcg(part + (size_t)k * HD + x);
-            o[i] = a;
-        }
+        // a thread's EPT elements a chunk at a time (their loads in flight together), each summed in chunk order
+        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
+        float a[EPT];
+#pragma unroll
+        for (int k = 0; k < EPT; k++) a[k] = 0.0f;
+#pragma unroll 4
+        for (int c2 = 0; c2 < r.S; c2++)
+#pragma unroll
+            for (int k = 0; k < EPT; k++) {
+                const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
+                if (i < GG * HD) a[k] += __ldcg(sa.part + ((rh0 + g) * sa.z + c2) * HD + x);
+            }
+#pragma unroll
+        for (int k = 0; k < EPT; k++)
+            if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];
         if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
     }
     if (xq) {
@@ -628,14 +656,20 @@ static __global__ void __launch_bounds__(AS_THREADS) k_dec1(const float *q, floa
             for (int i = lane; i < r.S; i += 32) fac[g * sa.z + i] = expf(__ldcg(&st[i].x) - M) / Lr;
         }
         __syncthreads();
-        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
-            const int g = i / HD, x = i % HD;
-            const float *part = sa.part + (rh0 + g) * sa.z * HD;
-            float a = 0.0f;
-#pragma unroll 8
-            for (int s2 = 0; s2 < r.S; s2++) a += __ldcg(part + (size_t)s2 * HD + x) * fac[g * sa.z + s2];
-            o[i] = a;
-        }
+        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
+        float a[EPT];
+#pragma unroll
+        for (int k = 0; k < EPT; k++) a[k] = 0.0f;
+#pragma unroll 4
+        for (int s2 = 0; s2 < r.S; s2++)
+#pragma unroll
+            for (int k = 0; k < EPT; k++) {
+                const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
+                if (i < GG * HD) a[k] += __ldcg(sa.part + ((rh0 + g) * sa.z + s2) * HD + x) * fac[g * sa.z + s2];
+            }
+#pragma unroll
+        for (int k = 0; k < EPT; k++)
+            if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];
         if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
     }
     if (xq) {
