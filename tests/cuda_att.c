@@ -21,6 +21,7 @@ void cuda_att_counts(int *checks, int *failed) { *checks = g_checks, *failed = g
 // for bit -- a row of one chunk alone goes through the one-block kernel (z =
 // 1), among deeper ones through the two -- and the quantized rows
 // cuda_quantize's of its floats.
+double split_ggml_tol = 3e-4; // (the one-pass kernel rounds the unnormalized probabilities: flash attention's 4e-3)
 void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int window, float cap, int sink) {
     enum { T = 4, P = 5001 };
     const int pos[T] = {P - 1, 37, 1300, 127}, NQ = H * HD, NKV = KV * HD;
@@ -63,7 +64,7 @@ void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int
             worst = df > worst ? df : worst;
         }
     }
-    CHECK(ok && a && b && finite && worst <= (ggml ? 3e-4 : 1e-5),
+    CHECK(ok && a && b && finite && worst <= (ggml ? split_ggml_tol : 1e-5),
           "split attention (%d heads on %d of %d, %s cache, ggml %d, window %d, softcap %g, sinks %d): worst %.3g of a row's scale from "
           "the per-row kernel (%s)", H, KV, HD, kv16 ? "f16" : "f32", ggml, window, cap, sink, worst, cuda_status());
     printf("split attention (%d heads on %d of %d, %s cache, ggml %d, window %d): worst %.3g of a row's scale from the per-row kernel\n",

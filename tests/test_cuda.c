@@ -113,6 +113,7 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
 void check_att_flash(cuda_dev *d, int H, int KV, int HD, int P0, int T, int window, float cap, int sink);
 void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int window, float cap, int sink);
 void cuda_att_counts(int *checks, int *failed);
+extern double split_ggml_tol; // (check_att_split's bound under ggml's numerics)
 
 
 static double max_rel(const float *a, const float *b, size_t n) { // max |a - b| over the RMS of b
@@ -826,6 +827,20 @@ int main(void) {
     check_mv_spec(d);
     cuda_close(d);
     check_deep_prompt();
+    // the one-pass split kernel (INFER_CUDA_ATT_DEC=1)
+    setenv("INFER_CUDA_ATT_DEC", "1", 1);
+    cuda_dev *d1 = cuda_open(0);
+    unsetenv("INFER_CUDA_ATT_DEC");
+    CHECK(d1 != NULL, "cuda_open (INFER_CUDA_ATT_DEC=1): %s", cuda_status());
+    if (d1) {
+        split_ggml_tol = 4e-3;
+        printf("(INFER_CUDA_ATT_DEC=1)\n");
+        check_att_split(d1, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d1, 32, 8, 128, 0, 0, 0, 0.0f, 0);
+        check_att_split(d1, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d1, 4, 4, 256, 0, 0, 0, 0.0f, 1);
+        check_att_split(d1, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d1, 8, 2, 512, 1, 1, 0, 0.0f, 0);
+        split_ggml_tol = 3e-4;
+        cuda_close(d1);
+    }
     // every row's positions split over blocks (INFER_CUDA_ATT_SPLIT=N; by default only single rows')
     setenv("INFER_CUDA_ATT_SPLIT", "16", 1);
     cuda_dev *ds = cuda_open(0);

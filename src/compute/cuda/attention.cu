@@ -272,14 +272,35 @@ static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k,
             }
         }
     }
+    // the GG heads' maxima and sums together: two barriers in all (the first also makes the scores
+    // written visible to the block)
+    __shared__ float shm[AS_NW][GG], shl[AS_NW][GG];
+    float l[GG];
 #pragma unroll
     for (int g = 0; g < GG; g++) {
-        float mg = block_max(m[g], sh); // (its barriers also make the scores written visible to the block)
-        float l = 0.0f;
-        for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) l += expf(s[(size_t)g * stride + j] - mg);
-        l = block_sum(l, sh);
-        st[g] = make_float2(mg, l);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m[g] = fmaxf(m[g], __shfl_xor_sync(0xffffffffu, m[g], o));
+        if (lane == 0) shm[wp][g] = m[g];
     }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+        m[g] = fmaxf(fmaxf(shm[0][g], shm[1][g]), fmaxf(shm[2][g], shm[3][g]));
+        l[g] = 0.0f;
+    }
+    for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS)
+#pragma unroll
+        for (int g = 0; g < GG; g++) l[g] += expf(s[(size_t)g * stride + j] - m[g]);
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+        if (lane == 0) shl[wp][g] = l[g];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GG; g++) st[g] = make_float2(m[g], (shl[0][g] + shl[1][g]) + (shl[2][g] + shl[3][g]));
+    (void)sh;
 }
 
 // The GG heads' probabilities over [a, b) (each head's max M and sum L of the
@@ -423,14 +444,21 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int
         __syncthreads();
         if (!last) return;
         __threadfence();
-        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
-            const int g = i / HD, x = i % HD;
-            const float *part = sa.part + (rh0 + g) * sa.z * HD;
-            float a = 0.0f;
-#pragma unroll 8
-            for (int k = 0; k < r.S; k++) a += __ldcg(part + (size_t)k * HD + x);
-            o[i] = a;
-        }
+        // a thread's EPT elements a chunk at a time (their loads in flight together), each summed in chunk order
+        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
+        float a[EPT];
+#pragma unroll
+        for (int k = 0; k < EPT; k++) a[k] = 0.0f;
+#pragma unroll 4
+        for (int c2 = 0; c2 < r.S; c2++)
+#pragma unroll
+            for (int k = 0; k < EPT; k++) {
+                const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
+                if (i < GG * HD) a[k] += __ldcg(sa.part + ((rh0 + g) * sa.z + c2) * HD + x);
+            }
+#pragma unroll
+        for (int k = 0; k < EPT; k++)
+            if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];
         if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
     }
     if (xq) {
@@ -468,6 +496,181 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_one(const float *q, fl
     for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
         const int g = i / HD, x = i % HD;
         o[i] = as_sum4(red[g][0], red[g][1], red[g][2], red[g][3], x);
+    }
+    if (xq) {
+        __syncthreads();
+        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * HD, xq, xr, xk, t, h0 + g, HD, nq);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One-pass flash-decoding (INFER_CUDA_ATT_DEC=1; the chunks as above): a
+// block reads its chunk's K and V rows together, U rounds of both in flight a
+// lane, each warp keeping its own running max, sum and values (online softmax:
+// no scores in memory, no barrier in the loop); the warps' parts then meet in
+// shared memory and the chunks' in the last block of the row. Under ggml's
+// numerics the unnormalized probabilities are rounded to f16 (as flash
+// attention's), not the normalized ones: within the tolerance of the CPU's.
+template <int HD, int KH, int GG, int U>
+static __global__ void __launch_bounds__(AS_THREADS) k_dec1(const float *q, float *out, int H, int KV, int window, const int *pos,
+                                                           const void *const *kc, const void *const *vc, float scale, float softcap,
+                                                           const float *sinks, int ggml, att_split_args sa, uint8_t *xq, size_t xr,
+                                                           int xk) {
+    typedef typename kvel<KH>::T KT;
+    typedef as_lay<HD, KH> Y;
+    __shared__ float red[GG][AS_NW][HD];
+    __shared__ float wm[AS_NW][GG], wl[AS_NW][GG], sf[GG][AS_NW];
+    __shared__ int last;
+    const int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * HD, nkv = KV * HD;
+    const as_span r = as_span_of(pos, t, window, c, sa);
+    const KT *k = (const KT *)kc[t] + (size_t)kh * HD + (size_t)r.lo * nkv, *v = (const KT *)vc[t] + (size_t)kh * HD + (size_t)r.lo * nkv;
+    if (c < r.S) as_prefetch<HD, KH>(k, nkv, r.a, min(r.b, r.n - 1)), as_prefetch<HD, KH>(v, nkv, r.a, min(r.b, r.n - 1));
+    PDL_ENTRY();
+    if (c >= r.S) return;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, sub = lane / Y::LPR, li = lane % Y::LPR;
+    const float *qh = q + (size_t)t * nq + (size_t)h0 * HD;
+    float qv[GG][Y::NE], m[GG], l[GG], acc[GG][Y::NE];
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+        m[g] = -INFINITY, l[g] = 0.0f;
+#pragma unroll
+        for (int x = 0; x < Y::NL; x++)
+#pragma unroll
+            for (int e = 0; e < Y::EL; e++) qv[g][x * Y::EL + e] = qh[(size_t)g * HD + (x * Y::LPR + li) * Y::EL + e], acc[g][x * Y::EL + e] = 0.0f;
+    }
+    enum { STEP = U * Y::RPW * AS_NW };
+    for (int j0 = r.a + wp * Y::RPW; j0 < r.b; j0 += STEP) {
+        float kv[U][Y::NE], vv[U][Y::NE], sc[U][GG];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int j = min(j0 + u * Y::RPW * AS_NW + sub, r.b - 1);
+#pragma unroll
+            for (int x = 0; x < Y::NL; x++) {
+                ld16(k + (size_t)j * nkv + (x * Y::LPR + li) * Y::EL, kv[u] + x * Y::EL);
+                ld16(v + (size_t)j * nkv + (x * Y::LPR + li) * Y::EL, vv[u] + x * Y::EL);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int g = 0; g < GG; g++) {
+                float a = 0.0f;
+#pragma unroll
+                for (int e = 0; e < Y::NE; e++) a = fmaf(qv[g][e], kv[u][e], a);
+#pragma unroll
+                for (int o = Y::LPR / 2; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+                a *= scale;
+                if (softcap) a = softcap * tanhf(a / softcap);
+                sc[u][g] = j0 + u * Y::RPW * AS_NW + sub < r.b ? a : -INFINITY;
+            }
+#pragma unroll
+        for (int g = 0; g < GG; g++) {
+            float mx = sc[0][g];
+#pragma unroll
+            for (int u = 1; u < U; u++) mx = fmaxf(mx, sc[u][g]);
+#pragma unroll
+            for (int o = Y::LPR; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float mn = fmaxf(m[g], mx), f = m[g] == -INFINITY ? 0.0f : expf(m[g] - mn); // (mx: the warp's first row is in the chunk)
+            m[g] = mn, l[g] *= f;
+#pragma unroll
+            for (int e = 0; e < Y::NE; e++) acc[g][e] *= f;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                float p = expf(sc[u][g] - mn);
+                if (ggml) p = f16_round(p);
+                l[g] += p;
+#pragma unroll
+                for (int e = 0; e < Y::NE; e++) acc[g][e] = fmaf(p, vv[u][e], acc[g][e]);
+            }
+        }
+    }
+    // the warp's row slots added, then the warps' parts met
+#pragma unroll
+    for (int g = 0; g < GG; g++) {
+#pragma unroll
+        for (int o = Y::LPR; o < 32; o <<= 1) {
+            l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+            for (int e = 0; e < Y::NE; e++) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+        }
+        if (lane == 0) wm[wp][g] = m[g], wl[wp][g] = l[g];
+        if (sub == 0)
+#pragma unroll
+            for (int x = 0; x < Y::NL; x++)
+#pragma unroll
+                for (int e = 0; e < Y::EL; e++) red[g][wp][(x * Y::LPR + li) * Y::EL + e] = acc[g][x * Y::EL + e];
+    }
+    __syncthreads();
+    if (threadIdx.x < GG) { // each head's chunk max and sum, and each warp's factor (a warp without rows: 0)
+        const int g = threadIdx.x;
+        float M = wm[0][g], Lc = 0.0f;
+        for (int w = 1; w < AS_NW; w++) M = fmaxf(M, wm[w][g]);
+        for (int w = 0; w < AS_NW; w++) {
+            sf[g][w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
+            Lc += wl[w][g] * sf[g][w];
+        }
+        wm[0][g] = M, wl[0][g] = Lc;
+        if (r.S > 1) sa.stat[((size_t)t * H + h0 + g) * sa.z + c] = make_float2(M, Lc);
+    }
+    __syncthreads();
+    const size_t rh0 = (size_t)t * H + h0;
+    float *o = out + (size_t)t * nq + (size_t)h0 * HD; // (the GG heads' outputs, one after another)
+    if (r.S == 1) {
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            float a = red[g][0][x] * sf[g][0];
+#pragma unroll
+            for (int w = 1; w < AS_NW; w++) a += red[g][w][x] * sf[g][w];
+            float M = wm[0][g], Lc = wl[0][g], f = 1.0f;
+            if (sinks) {
+                const float mn = fmaxf(M, sinks[h0 + g]);
+                f = expf(M - mn), Lc = Lc * f + expf(sinks[h0 + g] - mn);
+            }
+            o[i] = a * f / Lc;
+        }
+    } else {
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            float a = red[g][0][x] * sf[g][0];
+#pragma unroll
+            for (int w = 1; w < AS_NW; w++) a += red[g][w][x] * sf[g][w];
+            sa.part[((rh0 + g) * sa.z + c) * HD + x] = a;
+        }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh0, 1) == r.S - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        // the row's max and sum from the chunks' pairs (a warp a head), each chunk's factor into red's room
+        __shared__ float fac_s[GG * 256]; // (z <= 256: device.cu)
+        float *fac = fac_s;
+        for (int g = wp; g < GG; g += AS_NW) {
+            const float2 *st = sa.stat + (rh0 + g) * sa.z;
+            float M = sinks ? sinks[h0 + g] : -INFINITY, Lr = 0.0f;
+            for (int i = lane; i < r.S; i += 32) M = fmaxf(M, __ldcg(&st[i].x));
+            for (int s2 = 16; s2 > 0; s2 >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, s2));
+            for (int i = lane; i < r.S; i += 32) Lr += __ldcg(&st[i].y) * expf(__ldcg(&st[i].x) - M);
+            for (int s2 = 16; s2 > 0; s2 >>= 1) Lr += __shfl_xor_sync(0xffffffffu, Lr, s2);
+            if (sinks) Lr += expf(sinks[h0 + g] - M);
+            for (int i = lane; i < r.S; i += 32) fac[g * sa.z + i] = expf(__ldcg(&st[i].x) - M) / Lr;
+        }
+        __syncthreads();
+        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
+        float a[EPT];
+#pragma unroll
+        for (int k = 0; k < EPT; k++) a[k] = 0.0f;
+#pragma unroll 4
+        for (int s2 = 0; s2 < r.S; s2++)
+#pragma unroll
+            for (int k = 0; k < EPT; k++) {
+                const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
+                if (i < GG * HD) a[k] += __ldcg(sa.part + ((rh0 + g) * sa.z + s2) * HD + x) * fac[g * sa.z + s2];
+            }
+#pragma unroll
+        for (int k = 0; k < EPT; k++)
+            if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];
+        if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
     }
     if (xq) {
         __syncthreads();
@@ -517,7 +720,10 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
         uint8_t *xt = xq ? xq + xr * t0 : NULL;
 #define AS3(HD, KH, GG)                                                                                                              \
-    if (z <= 1)                                                                                                                      \
+    if (d->att_dec == 1)                                                                                                             \
+        launch(k_dec1<HD, KH, GG, (GG >= 8 ? 2 : 4)>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, qt, ot, H, KV, window, pos + t0,  \
+               k + t0, v + t0, scale, softcap, sinks, ggml, sa, xt, xr, xk);                                                         \
+    else if (z <= 1)                                                                                                                 \
         launch(k_as_one<HD, KH, GG>, dim3(r, H / GG), AS_THREADS, 0, d->stream, qt, ot, H, KV, window, pos + t0, k + t0, v + t0,    \
                scale, softcap, sinks, ggml, sc, stride, sa, xt, xr, xk);                                                             \
     else {                                                                                                                           \

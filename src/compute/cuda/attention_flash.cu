@@ -35,19 +35,48 @@ static __device__ __forceinline__ uint32_t h2_bits(float lo, float hi) {
     return *(uint32_t *)&h;
 }
 
-static __host__ __device__ constexpr size_t fa_smem(int hd) { return sizeof(__half) * (size_t)(FA_BR + 2 * FA_BC) * (hd + FA_PAD); }
+// Q's fragments stay in registers for heads of up to 128 (in shared memory
+// for 256); K and V tiles in two stages: the next tile's cp.async copies fly
+// while the current one's products run.
+template <int HD, int QR> struct fa_cfg {
+    enum { S = HD + FA_PAD, QREG = QR, TILE = FA_BC * S };
+};
+static __host__ __device__ constexpr size_t fa_smem(int hd, int qr) {
+    return sizeof(__half) * ((size_t)4 * FA_BC * (hd + FA_PAD) + (qr ? 0 : (size_t)FA_BR * (hd + FA_PAD)));
+}
 
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src), "r"(bytes));
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+
+// the K and V rows k0 .. k0 + FA_BC - 1 (zeros past khi) into a stage
 template <int HD>
+static __device__ __forceinline__ void fa_load(__half *sk, __half *sv, const __half *kc, const __half *vc, int k0, int khi, int nkv, int kh) {
+    enum { S = HD + FA_PAD };
+    for (int i = threadIdx.x; i < FA_BC * HD / 8; i += FA_WARPS * 32) {
+        const int j = i / (HD / 8), c = i % (HD / 8) * 8, in = k0 + j <= khi;
+        const size_t off = in ? (size_t)(k0 + j) * nkv + (size_t)kh * HD + c : 0;
+        cp_async16(sk + j * S + c, kc + off, in ? 16 : 0), cp_async16(sv + j * S + c, vc + off, in ? 16 : 0);
+    }
+}
+
+template <int HD, int QR>
 static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, float *out, int T, int H, int KV, int window, const int *pos,
                                                                 const __half *kc, const __half *vc, float scale, float softcap,
                                                                 const float *sinks) {
     PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char fa_mem[];
-    enum { S = HD + FA_PAD, NT = HD / 8 }; // (halves a shared row: the padding spreads a column's rows over the banks)
-    __half *sq = (__half *)fa_mem, *sk = sq + FA_BR * S, *sv = sk + FA_BC * S;
+    typedef fa_cfg<HD, QR> C;
+    enum { S = C::S, NT = HD / 8, NK = HD / 16 };
+    __half *sk = (__half *)fa_mem, *sv = sk + 2 * C::TILE, *sq = C::QREG ? sk + C::TILE : sv + 2 * C::TILE; // (QREG: Q staged in K's stage 1)
     __shared__ int s_lo, s_hi;
-    const int r0 = blockIdx.x * FA_BR, h = blockIdx.y, kh = h / (H / KV), nq = H * HD, nkv = KV * HD;
+    // the deepest rows first: their blocks have the most keys to walk
+    const int r0 = (gridDim.x - 1 - blockIdx.x) * FA_BR, h = blockIdx.y, kh = h / (H / KV), nq = H * HD, nkv = KV * HD;
     const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, g = lane >> 2, tq = lane & 3;
+    const float L2E = 1.4426950408889634f;
     if (tid == 0) s_lo = INT_MAX, s_hi = -1;
     __syncthreads();
     if (tid < FA_BR && r0 + tid < T) { // the keys the block's rows see: [s_lo, s_hi]
@@ -55,6 +84,10 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         atomicMin(&s_lo, window && p - window + 1 > 0 ? p - window + 1 : 0);
         atomicMax(&s_hi, p);
     }
+    __syncthreads();
+    const int klo = s_lo, khi = s_hi, nt = khi >= klo ? (khi - klo) / FA_BC + 1 : 0;
+    if (nt) fa_load<HD>(sk, sv, kc, vc, klo, khi, nkv, kh); // (tile 0 in flight while q is read)
+    cp_async_commit();
     for (int i = tid; i < FA_BR * HD / 4; i += blockDim.x) { // the rows' q, in f16
         const int r = i / (HD / 4), c = i % (HD / 4) * 4;
         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -63,7 +96,16 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         d[0] = __floats2half2_rn(v.x, v.y), d[1] = __floats2half2_rn(v.z, v.w);
     }
     __syncthreads();
-    const int klo = s_lo, khi = s_hi;
+    uint32_t qa[C::QREG ? NK : 1][4];
+    if (C::QREG) {
+#pragma unroll
+        for (int kk = 0; kk < (C::QREG ? NK : 1); kk++) {
+            const __half *p = sq + (w * 16 + g) * S + kk * 16 + 2 * tq;
+            qa[kk][0] = *(const uint32_t *)p, qa[kk][1] = *(const uint32_t *)(p + 8 * S);
+            qa[kk][2] = *(const uint32_t *)(p + 8), qa[kk][3] = *(const uint32_t *)(p + 8 * S + 8);
+        }
+        __syncthreads(); // (stage 1 is K's again)
+    }
     // this thread's two rows (the warp's g and g + 8), their last key and first
     int hi[2], lo[2], whi = -1, wlo = INT_MAX;
     for (int i = 0; i < 2; i++) {
@@ -77,76 +119,78 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
     float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    for (int k0 = klo; k0 <= khi; k0 += FA_BC) {
-        __syncthreads(); // (the last tile read)
-        for (int i = tid; i < FA_BC * HD / 8; i += blockDim.x) { // the K and V tiles: 16 bytes a thread, zeros past the keys
-            const int j = i / (HD / 8), c = i % (HD / 8) * 8;
-            int4 a = make_int4(0, 0, 0, 0), b = a;
-            if (k0 + j <= khi) {
-                const size_t off = (size_t)(k0 + j) * nkv + (size_t)kh * HD + c;
-                a = *(const int4 *)(kc + off), b = *(const int4 *)(vc + off);
-            }
-            *(int4 *)(sk + j * S + c) = a, *(int4 *)(sv + j * S + c) = b;
-        }
+    for (int it = 0; it < nt; it++) {
+        const int k0 = klo + it * FA_BC, st = it & 1;
+        if (it + 1 < nt) fa_load<HD>(sk + (st ^ 1) * C::TILE, sv + (st ^ 1) * C::TILE, kc, vc, k0 + FA_BC, khi, nkv, kh);
+        cp_async_commit();
+        cp_async_wait1(); // (this tile's copies are done; the next one's may fly)
         __syncthreads();
-        if (k0 > whi || k0 + FA_BC <= wlo) continue; // (none of the warp's rows sees these keys)
-        float s[FA_BC / 8][4];
+        const __half *tk = sk + st * C::TILE, *tv = sv + st * C::TILE;
+        if (k0 <= whi && k0 + FA_BC > wlo) { // (else none of the warp's rows sees these keys)
+            float s[FA_BC / 8][4];
 #pragma unroll
-        for (int n = 0; n < FA_BC / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+            for (int n = 0; n < FA_BC / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; kk++) { // S = Q K^T
-            const __half *qa = sq + (w * 16 + g) * S + kk * 16 + 2 * tq;
-            const uint32_t a[4] = {*(const uint32_t *)qa, *(const uint32_t *)(qa + 8 * S), *(const uint32_t *)(qa + 8),
-                                   *(const uint32_t *)(qa + 8 * S + 8)};
+            for (int kk = 0; kk < NK; kk++) { // S = Q K^T
+                uint32_t a[4];
+                if (C::QREG) {
+                    a[0] = qa[C::QREG ? kk : 0][0], a[1] = qa[C::QREG ? kk : 0][1], a[2] = qa[C::QREG ? kk : 0][2], a[3] = qa[C::QREG ? kk : 0][3];
+                } else {
+                    const __half *qp = sq + (w * 16 + g) * S + kk * 16 + 2 * tq;
+                    a[0] = *(const uint32_t *)qp, a[1] = *(const uint32_t *)(qp + 8 * S), a[2] = *(const uint32_t *)(qp + 8);
+                    a[3] = *(const uint32_t *)(qp + 8 * S + 8);
+                }
 #pragma unroll
-            for (int n = 0; n < FA_BC / 8; n++) {
-                const __half *kb = sk + (n * 8 + g) * S + kk * 16 + 2 * tq;
-                mma_16816(s[n], a, *(const uint32_t *)kb, *(const uint32_t *)(kb + 8));
+                for (int n = 0; n < FA_BC / 8; n++) {
+                    const __half *kb = tk + (n * 8 + g) * S + kk * 16 + 2 * tq;
+                    mma_16816(s[n], a, *(const uint32_t *)kb, *(const uint32_t *)(kb + 8));
+                }
+            }
+            float mx[2] = {-INFINITY, -INFINITY}; // (the scores in log2 units from here)
+#pragma unroll
+            for (int n = 0; n < FA_BC / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = e >> 1, j = k0 + n * 8 + 2 * tq + (e & 1);
+                    float v = s[n][e] * scale;
+                    if (softcap) v = softcap * tanhf(v / softcap);
+                    v = j > hi[i] || j < lo[i] ? -INFINITY : v * L2E;
+                    s[n][e] = v, mx[i] = fmaxf(mx[i], v);
+                }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                const float mn = fmaxf(m[i], mx[i]), f = mn == -INFINITY ? 1.0f : exp2f(m[i] - mn);
+                m[i] = mn, l[i] *= f;
+#pragma unroll
+                for (int n = 0; n < NT; n++) o[n][2 * i] *= f, o[n][2 * i + 1] *= f;
+            }
+#pragma unroll
+            for (int n = 0; n < FA_BC / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = e >> 1;
+                    const float p = m[i] == -INFINITY ? 0.0f : exp2f(s[n][e] - m[i]);
+                    s[n][e] = p, l[i] += p;
+                }
+#pragma unroll
+            for (int kk = 0; kk < FA_BC / 16; kk++) { // O += P V
+                const uint32_t a[4] = {h2_bits(s[2 * kk][0], s[2 * kk][1]), h2_bits(s[2 * kk][2], s[2 * kk][3]),
+                                       h2_bits(s[2 * kk + 1][0], s[2 * kk + 1][1]), h2_bits(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                const int mat = lane >> 3, row = kk * 16 + (mat & 1) * 8 + (lane & 7);
+#pragma unroll
+                for (int n = 0; n < NT; n += 2) {
+                    uint32_t b[4];
+                    ldmatrix_x4_t(b, tv + row * S + (n + (mat >> 1)) * 8);
+                    mma_16816(o[n], a, b[0], b[1]);
+                    mma_16816(o[n + 1], a, b[2], b[3]);
+                }
             }
         }
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int n = 0; n < FA_BC / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = e >> 1, j = k0 + n * 8 + 2 * tq + (e & 1);
-                float v = s[n][e] * scale;
-                if (softcap) v = softcap * tanhf(v / softcap);
-                if (j > hi[i] || j < lo[i]) v = -INFINITY;
-                s[n][e] = v, mx[i] = fmaxf(mx[i], v);
-            }
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-            const float mn = fmaxf(m[i], mx[i]), f = mn == -INFINITY ? 1.0f : expf(m[i] - mn);
-            m[i] = mn, l[i] *= f;
-#pragma unroll
-            for (int n = 0; n < NT; n++) o[n][2 * i] *= f, o[n][2 * i + 1] *= f;
-        }
-#pragma unroll
-        for (int n = 0; n < FA_BC / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = e >> 1;
-                const float p = m[i] == -INFINITY ? 0.0f : expf(s[n][e] - m[i]);
-                s[n][e] = p, l[i] += p;
-            }
-#pragma unroll
-        for (int kk = 0; kk < FA_BC / 16; kk++) { // O += P V
-            const uint32_t a[4] = {h2_bits(s[2 * kk][0], s[2 * kk][1]), h2_bits(s[2 * kk][2], s[2 * kk][3]),
-                                   h2_bits(s[2 * kk + 1][0], s[2 * kk + 1][1]), h2_bits(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-            const int mat = lane >> 3, row = kk * 16 + (mat & 1) * 8 + (lane & 7);
-#pragma unroll
-            for (int n = 0; n < NT; n += 2) {
-                uint32_t b[4];
-                ldmatrix_x4_t(b, sv + row * S + (n + (mat >> 1)) * 8);
-                mma_16816(o[n], a, b[0], b[1]);
-                mma_16816(o[n + 1], a, b[2], b[3]);
-            }
-        }
+        __syncthreads(); // (every warp done with this stage before the next iteration refills it)
     }
-    const float sink = sinks ? sinks[h] : -INFINITY;
+    const float sink = sinks ? sinks[h] * L2E : -INFINITY;
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -154,8 +198,8 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         float f = 1.0f;
         if (sinks) {
             const float mn = fmaxf(m[i], sink);
-            f = m[i] == -INFINITY ? 0.0f : expf(m[i] - mn);
-            l[i] = l[i] * f + expf(sink - mn);
+            f = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mn);
+            l[i] = l[i] * f + exp2f(sink - mn);
         }
         const float inv = l[i] > 0.0f ? f / l[i] : 0.0f;
         const int r = r0 + w * 16 + g + 8 * i;
@@ -168,18 +212,32 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
 
 extern "C" HIDDEN int cuda_attention_flash_ok(int hd, int ggml, int kv16) { return kv16 && ggml && (hd == 64 || hd == 128 || hd == 256); }
 
-template <int HD>
+// QR: q's fragments in registers (INFER_CUDA_FLASH_QREG=0: in shared memory; 1: for every head size;
+// by default for heads of up to 128)
+template <int HD, int QR>
 static int flash_run(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
                      float scale, float softcap, const float *sinks) {
-    const size_t smem = fa_smem(HD);
+    const size_t smem = fa_smem(HD, QR);
     if (smem > 48 * 1024) { // (asked for on each launch: the setting is the current device's)
-        cudaError_t e = cudaFuncSetAttribute(k_flash<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaError_t e = cudaFuncSetAttribute(k_flash<HD, QR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return set_status("flash attention's shared memory", e);
     }
     dim3 g((T + FA_BR - 1) / FA_BR, H);
-    launch(k_flash<HD>, g, FA_WARPS * 32, smem, d->stream, q, out, T, H, KV, window, pos, (const __half *)k, (const __half *)v, scale,
+    launch(k_flash<HD, QR>, g, FA_WARPS * 32, smem, d->stream, q, out, T, H, KV, window, pos, (const __half *)k, (const __half *)v, scale,
            softcap, sinks);
     return launched("flash attention");
+}
+
+template <int HD>
+static int flash_pick(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
+                      float scale, float softcap, const float *sinks) {
+    static int qreg = -2;
+    if (qreg == -2) {
+        const char *e = getenv("INFER_CUDA_FLASH_QREG");
+        qreg = e && *e ? atoi(e) != 0 : -1;
+    }
+    return (qreg < 0 ? HD <= 128 : qreg) ? flash_run<HD, 1>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
+                                         : flash_run<HD, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks);
 }
 
 extern "C" HIDDEN int cuda_attention_flash(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
@@ -187,9 +245,9 @@ extern "C" HIDDEN int cuda_attention_flash(cuda_dev *d, const float *q, float *o
                                            void *xq, int kv16) {
     if (T <= 0) return 0;
     if (H % KV || !cuda_attention_flash_ok(hd, ggml, kv16) || (xq && !cuda_act_row_size(wtype, H * hd))) return -1;
-    int rc = hd == 64    ? flash_run<64>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
-             : hd == 128 ? flash_run<128>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
-                         : flash_run<256>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks);
+    int rc = hd == 64    ? flash_pick<64>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
+             : hd == 128 ? flash_pick<128>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
+                         : flash_pick<256>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks);
     if (rc) return rc;
     return xq ? cuda_quantize(d, wtype, out, T, H * hd, (uint8_t *)xq) : 0;
 }

@@ -54,6 +54,7 @@ struct cuda_dev {
     int att_pf;          // decode rows' attention reads its cache before it waits (k_attention's PRE; INFER_CUDA_ATT_PF=0: not)
     int att_split, att_chunk; // single rows' positions split over up to att_split blocks of att_chunk+ (INFER_CUDA_ATT_SPLIT=0: one block)
     int att_split_all;   // every row's (INFER_CUDA_ATT_SPLIT=N set: tests, comparisons)
+    int att_dec;         // INFER_CUDA_ATT_DEC=1: the one-pass kernel (k_dec1) for them
     float *ap;           // their partial values and (max, sum) pairs, and each (row, head)'s count of blocks done
     int *acnt;
     size_t ap_cap, acnt_cap;

@@ -116,6 +116,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->att_split = as && *as ? atoi(as) : 64, d->att_chunk = ac && atoi(ac) > 0 ? atoi(ac) : 128;
     d->att_split = d->att_split < 0 ? 0 : d->att_split > 256 ? 256 : d->att_split;
     d->att_split_all = as && *as && d->att_split > 0;
+    const char *adc = getenv("INFER_CUDA_ATT_DEC");
+    d->att_dec = adc && *adc ? atoi(adc) : 0;
     const char *ab = getenv("INFER_CUDA_ATT_GEMM_BYTES");
     d->ag_bytes = ab && atol(ab) > 0 ? (size_t)atol(ab) : (size_t)AG_BYTES;
     if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, ordinal) != cudaSuccess || d->sms < 1) d->sms = 1;
