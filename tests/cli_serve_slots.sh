@@ -2,7 +2,8 @@
 # infer serve's slots on disk (tests/serve/test_slots.py): a long system
 # prompt's slot saved under --slot-save-path, the server restarted, the slot
 # restored: the same system prompt reuses it and answers as before; hostile
-# names, ids and files refused; without the flag, save and restore are 501.
+# names, ids and files refused; without the flag, save and restore are 501;
+# under INFER_SERVE_REUSE=chunks (a GPU's way) only whole chunks are reused.
 # usage: cli_serve_slots.sh INFER_BIN FIXTURES_DIR
 infer=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +24,11 @@ sanitizer_clean "$tmp/err"
 
 start_server --parallel 1 -c 512 -t 2
 python3 "$root/tests/serve/test_slots.py" "$base" noflag || rc=1
+stop_server 10
+sanitizer_clean "$tmp/err"
+
+INFER_SERVE_REUSE=chunks start_server --parallel 1 -c 2048 -t 2
+python3 "$root/tests/serve/test_slots.py" "$base" chunks || rc=1
 stop_server 10
 sanitizer_clean "$tmp/err"
 

@@ -7,6 +7,9 @@ server (tests/cli_serve_slots.sh starts each):
                   prompt with another question reuses its cache (cached_tokens)
                   and answers as the first server did; erase, restore again
   noflag       -- a server without --slot-save-path refuses save and restore
+  chunks       -- a server under INFER_SERVE_REUSE=chunks (a GPU's way): a prompt
+                  reuses only whole 256-token chunks made from position 0, and
+                  answers as without
 usage: test_slots.py BASE_URL PHASE [DIR]"""
 import http.client
 import json
@@ -170,5 +173,14 @@ elif phase == "noflag":
     check(len(slots()) == 1, "GET /slots without the flag")
     st, r = action(0, "erase")
     check(st == 200 and r.get("n_erased") == 0, f"erase without the flag: {st} {r}")
+
+elif phase == "chunks":
+    a, n1, c1 = chat(Q1)
+    check(c1 == 0 and n1 > 256, f"a fresh slot: {c1} of {n1} tokens cached (want 0 of over 256)")
+    a2, n2, c2 = chat(Q1)
+    check(c2 == (n1 - 1) // 256 * 256, f"the prompt again: {c2} of {n2} tokens cached (want its whole chunks before the last token)")
+    check(a2 == a, f"the prompt again answers as before: {a2!r} vs {a!r}")
+    b, n3, c3 = chat(Q2)
+    check(c3 % 256 == 0 and 0 < c3 < n3, f"another question: {c3} of {n3} tokens cached (want whole chunks of the system prompt)")
 
 report(f"test_slots {phase}")
