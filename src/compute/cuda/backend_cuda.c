@@ -315,25 +315,32 @@ static int rows_gemm(const cuda_state *s, int wtype, int n_in, int T) {
     return s->n_seg == 1 ? s->seg_gemm[0] : -1;
 }
 
-// The products of a pass's segments, each as its rows would run alone.
-static int matmul_segments(cuda_state *s, int wtype, const void *dw, float *y, const float *x, int n_in, int n_out, int lowp) {
+// The products of a pass's segments, each as its rows would run alone: n
+// matrices of one input (their activations of one format) in one launch a
+// q8 segment, as the pass of those rows alone would group them (the threads a
+// row follow the launch's rows: k_mv's order); sep: each its own launch (a
+// gate and up pair, whose glu launch counts the gate's rows).
+static int matmul_segments(cuda_state *s, int n, const cuda_mat *m, const int *lowp, const float *x, int n_in, int sep) {
     if (cu_flush(s)) return -1;
-    size_t xr = cuda_act_row_size(wtype, n_in);
+    size_t xr = cuda_act_row_size(m[0].type, n_in);
     for (int i = 0; i < s->n_seg; i++) {
-        int a = s->seg0[i], n = s->seg0[i + 1] - a;
+        int a = s->seg0[i], r = s->seg0[i + 1] - a;
         const float *xa = x + (size_t)a * n_in;
-        float *ya = y + (size_t)a * n_out;
+        cuda_mat ma[4];
+        for (int j = 0; j < n; j++) ma[j] = m[j], ma[j].y = m[j].y + (size_t)a * m[j].rows;
         if (s->seg_gemm[i]) {
-            if (cuda_gemm_lowp(s->d, wtype, dw, n_out, n_in, xa, n, ya, lowp)) return -1;
+            for (int j = 0; j < n; j++)
+                if (cuda_gemm_lowp(s->d, ma[j].type, ma[j].w, ma[j].rows, n_in, xa, r, ma[j].y, lowp[j])) return -1;
             continue;
         }
         const void *xq = xa;
-        if (!is_float_type(wtype)) {
-            void *q = cu_scratch(s, &s->xq, &s->xq_cap, xr * (size_t)n);
-            if (!q || cuda_quantize(s->d, wtype, xa, n, n_in, q)) return -1;
+        if (!is_float_type(m[0].type)) {
+            void *q = cu_scratch(s, &s->xq, &s->xq_cap, xr * (size_t)r);
+            if (!q || cuda_quantize(s->d, m[0].type, xa, r, n_in, q)) return -1;
             xq = q;
         }
-        if (cuda_matmul(s->d, wtype, dw, n_out, n_in, xq, n, ya)) return -1;
+        for (int j = 0; j < (sep ? n : 1); j++)
+            if (cuda_matmul_multi(s->d, sep ? 1 : n, ma + j, n_in, xq, r, -1, 0)) return -1;
     }
     return 0;
 }
@@ -351,8 +358,8 @@ static void cu_matmul(backend *b, float *y, const float *x, const weight *w, con
         const void *dw = cu_dev_weight(b, W, n_in, n_out);
         if (!dw || cu_flush(s) || cuda_gemm_lowp(s->d, W->type, dw, n_out, n_in, x, T, y, w->ggml)) { fail_op(b); return; }
     } else if (rows_gemm(s, W->type, n_in, T) < 0) {
-        const void *dw = cu_dev_weight(b, W, n_in, n_out);
-        if (!dw || matmul_segments(s, W->type, dw, y, x, n_in, n_out, w->ggml)) { fail_op(b); return; }
+        cuda_mat m = {W->type, cu_dev_weight(b, W, n_in, n_out), n_out, y};
+        if (!m.w || matmul_segments(s, 1, &m, &w->ggml, x, n_in, 0)) { fail_op(b); return; }
     } else {
         const void *dw = cu_dev_weight(b, W, n_in, n_out);
         const void *xq = dw ? cu_act_in(s, W->type, x, T, n_in) : NULL;
@@ -374,24 +381,31 @@ static void cu_matmul_multi(backend *b, int n, float *const *y, const float *x, 
     int same = s && xr && !w[0]->trans, biased = 0;
     for (int i = 1; i < n && same; i++) same = !w[i]->trans && cuda_act_row_size(w[i]->w->type, n_in) == xr;
     for (int i = 0; i < n; i++) biased |= bias[i] != NULL;
-    for (int i = 0; i < n && same; i++) same = !rows_gemm(s, w[i]->w->type, n_in, T); // (prompts: one by one, on the tensor cores)
-    if (!same) {
+    int rg = same ? rows_gemm(s, w[0]->w->type, n_in, T) : 1;
+    for (int i = 1; i < n && same; i++) same = rows_gemm(s, w[i]->w->type, n_in, T) == rg;
+    if (!same || rg > 0) { // (prompts: one by one, on the tensor cores)
         for (int i = 0; i < n; i++) cu_matmul(b, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;
     }
     cuda_mat m[4];
+    int lowp[4] = {0};
     for (int i = 0; i < n; i++) {
         const tensor *W = w[i]->w;
-        m[i] = (cuda_mat){W->type, cu_dev_weight(b, W, n_in, n_out[i]), n_out[i], y[i]};
+        m[i] = (cuda_mat){W->type, cu_dev_weight(b, W, n_in, n_out[i]), n_out[i], y[i]}, lowp[i] = w[i]->ggml;
         if (!m[i].w) { fail_op(b); return; }
     }
-    const void *xq = cu_act_in(s, w[0]->w->type, x, T, n_in);
-    if (!xq) { fail_op(b); return; }
-    if (s->fuse && n == 2 && !biased && n_out[0] == n_out[1]) { // (waits for a glu)
-        s->mm.on = 1, s->mm.T = T, s->mm.n_in = n_in, s->mm.m[0] = m[0], s->mm.m[1] = m[1], s->mm.xq = xq;
-        return;
+    const int glu = s->fuse && n == 2 && !biased && n_out[0] == n_out[1];
+    if (rg < 0) { // (a pass of prompt runs and decode rows: segment by segment, each grouped as alone)
+        if (matmul_segments(s, n, m, lowp, x, n_in, glu)) { fail_op(b); return; }
+    } else {
+        const void *xq = cu_act_in(s, w[0]->w->type, x, T, n_in);
+        if (!xq) { fail_op(b); return; }
+        if (glu) { // (waits for a glu)
+            s->mm.on = 1, s->mm.T = T, s->mm.n_in = n_in, s->mm.m[0] = m[0], s->mm.m[1] = m[1], s->mm.xq = xq;
+            return;
+        }
+        if (cuda_matmul_multi(s->d, n, m, n_in, xq, T, -1, 0)) { fail_op(b); return; }
     }
-    if (cuda_matmul_multi(s->d, n, m, n_in, xq, T, -1, 0)) { fail_op(b); return; }
     for (int i = 0; i < n; i++)
         if (bias[i]) {
             const float *db = cu_dev_of(b, bias[i], sizeof(float) * (size_t)n_out[i]);
