@@ -226,7 +226,7 @@ static void check_model(const char *name, const char *dir, int threads) {
     infer_ctx_free(a), infer_ctx_free(b), free(la), free(lb);
 
     int32_t g0[GEN + K + 1], g1[GEN + K + 1];
-    int p0, p1;
+    int p0 = 0, p1 = 0;
     infer_sampling sp = infer_sampling_default();
     sp.temp = 0;
     CHECK(!generate(m, ids, 20, &sp, 0, threads, g0, &p0) && !generate(m, ids, 20, &sp, 1, threads, g1, &p1), "%s: %s", name,
