@@ -264,9 +264,9 @@ check(t <= bound, f"after all this the neighbour takes {t:.3f} s ({alone:.3f} s 
 full = []
 
 
-def one(streamed):
+def one(streamed, tokens=60):
     story = [{"role": "user", "content": "Write a very long story about a dragon and a knight."}]
-    body = json.dumps(dict(msg, messages=story, max_tokens=60, temperature=0.8, stream=streamed)).encode()
+    body = json.dumps(dict(msg, messages=story, max_tokens=tokens, temperature=0.8, stream=streamed)).encode()
     c = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
     try:
         c.request("POST", "/v1/messages", body=body, headers=KEY)
@@ -276,9 +276,26 @@ def one(streamed):
         full.append((streamed, 0, None, str(e)))
 
 
-ths = [threading.Thread(target=one, args=(i % 2 == 0,)) for i in range(8)]
+def gauge(name):
+    st, data = request("GET", "/metrics")
+    for line in data.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return -1
+
+
+# four long requests fill the 2 slots and the 2 places in the queue (which of 8 started at once
+# come first is the threads' race), then four more, streamed and not, find it full
+ths = [threading.Thread(target=one, args=(i % 2 == 0, 200)) for i in range(4)]
 for th in ths:
     th.start()
+t0 = time.time()
+while (gauge("infer_requests_running") < 2 or gauge("infer_requests_queued") < 2) and time.time() - t0 < 30:
+    time.sleep(0.02)
+more = [threading.Thread(target=one, args=(i % 2 == 0,)) for i in range(4)]
+for th in more:
+    th.start()
+ths += more
 for th in ths:
     th.join(120)
 busy = [(streamed, text) for streamed, st, ra, text in full if st == 503 and ra == "1" and '"type":"overloaded_error"' in text]

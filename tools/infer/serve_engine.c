@@ -839,7 +839,9 @@ serve_task *serve_submit(serve_engine *e, serve_request *r) {
     memset(r, 0, sizeof *r);
     if (!t) return NULL;
     pthread_mutex_lock(&e->mu);
-    if (e->stop || e->n_queued >= e->queue_max) {
+    int idle = 0; // (queued requests the engine thread has not yet given to a free slot wait for nothing)
+    for (int i = 0; i < e->n_slots; i++) idle += !atomic_load(&e->s[i].busy);
+    if (e->stop || e->n_queued >= e->queue_max + idle) {
         pthread_mutex_unlock(&e->mu);
         task_free(t);
         return NULL;
