@@ -92,6 +92,9 @@ extern const pack_kernel pack_amx_q8_0;
 extern const pack_kernel pack_amx_q4_K;
 // and of packed q6_K weights (16-column sub-blocks: A tiles of 16 values, B of 4 granules)
 extern const pack_kernel pack_amx_q6_K;
+// loads the tile configuration of panel_amx.c (panel.h) on this thread,
+// unless loaded already (the kernels above share the thread's record of it)
+void amx_configure_panel(void);
 // the scalar quantizer of the k-quant kernels' activations (the oracle of theirs)
 void pack_quant_k_ref(const float *x, void *y, int n);
 

@@ -50,6 +50,17 @@ static void configure_w(int kind, int m, int wide) {
 }
 static void configure(int kind, int m) { configure_w(kind, m, 0); }
 
+// panel_amx.c's configuration: all eight tiles 16 rows of 64 bytes
+void amx_configure_panel(void) {
+    if (g_cfg == 63) return; // (no kind's key: those are 64 and up)
+    tilecfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t++) c.rows[t] = 16, c.colsb[t] = 64;
+    __asm__ volatile("ldtilecfg %0" ::"m"(c));
+    g_cfg = 63;
+}
+
 // The tokens against one group (two = 0) or two (at g and g + gb, each with
 // its own pair of C tiles, 0 and 1; 6 and 7), fed the same tiles in the same
 // order, so each row comes out the same either way; two groups' records are
@@ -437,6 +448,7 @@ AMX_KERNEL(q6_K, q6k_pass, pack_vnni_q6_K)
 #undef AMX_KERNEL
 
 #else
+void amx_configure_panel(void) {}
 const pack_kernel pack_amx_bf16 = {0};
 const pack_kernel pack_amx_q8_0 = {0};
 const pack_kernel pack_amx_q4_K = {0};

@@ -1,0 +1,52 @@
+// Prompt products on AMX-INT8 in panels (issue 41): the weights of 32 rows
+// decoded once into int8 tiles and used by every token of a pass.
+//
+// A row's values are requantized per 256 columns: int8 q = rint(v / s) with
+// s = max|v| / 127 over those columns (one float a (row, 256)), decoded from
+// the stored type (q4_K, q6_K and q8_0 straight from their blocks, the other
+// types through their to_float). The tokens are quantized the same way (a
+// float a (token, 256)). TDPBSSD sums a (row, token, 256 columns) exactly in
+// int32; each sum then adds s_row * s_token * sum to the (row, token)'s float
+// in the order of the columns. A token's outputs therefore depend on its own
+// activations alone: the same bits whatever tokens run beside it, but not
+// the VNNI kernels' bits (the weights lose about 8 bits' precision in their
+// requantization; the reference backend stays the oracle, test_kernels).
+//
+// Layouts: a panel is, for rows 0-15 then 16-31, n/64 A tiles (16 rows x 64
+// int8, row-major, 1 KB each), then its scales ps[half][n/256][16]. The
+// tokens are blocks of 16, each n/64 B tiles (16 granules of 4 columns x 16
+// tokens: byte 64 k + 4 t + e = token t's column 4 k + e), then their scales
+// xd[block][n/256][16]. Tokens past the last are zeros.
+#ifndef INFER_TENSOR_PANEL_H
+#define INFER_TENSOR_PANEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { PANEL_ROWS = 32, PANEL_TOK = 16 };
+
+// 1 where panels are in use: an AMX-INT8 CPU (cpu_has_amx_int8) and
+// INFER_AMX_PANEL=1 in the environment (off by default)
+int panel_enabled(void);
+// 1 where rows of this dtype with n columns decode into panels (n % 256 == 0)
+int panel_type_ok(int dtype, int64_t n);
+// bytes of one panel (tiles and scales) of n columns, of the tokens' blocks
+size_t panel_bytes(int64_t n);
+size_t panel_act_bytes(int T, int64_t n);
+// Rows [0, rows) (rows <= 32; row r at w + r * row_bytes, of the dtype) into
+// the panel p; rows past `rows` are zeros. Returns 0, or -1 for a dtype
+// panel_type_ok refuses.
+int panel_decode(int dtype, const void *w, size_t row_bytes, int rows, int64_t n, void *p);
+// The blocks [b0, b1) of T tokens (token i at x + tok[i] * xstride floats,
+// tok NULL: i) into the tokens' area xb (panel_act_bytes(T, n)).
+void panel_act(const float *x, size_t xstride, const int *tok, int T, int64_t n, void *xb, int b0, int b1);
+// y[tok[t] * ldy + r] = row r of panel p . token t (+ bias[r]) for the tokens
+// of block blk (those below T) and rows r < rows.
+void panel_run(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
+               const float *bias);
+// The same sums in plain C (test_kernels' oracle): each (row, token)'s int32
+// sums per 256 columns from the tiles, then the floats in panel_run's order.
+void panel_run_ref(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
+                   const float *bias);
+
+#endif

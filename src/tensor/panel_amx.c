@@ -1,0 +1,299 @@
+// Prompt products on AMX-INT8 in panels (layouts and numerics: panel.h).
+//
+// panel_run walks the columns a super-block (256) at a time: four K=64
+// steps, each two A tiles (the panel's rows 0-15 and 16-31, tiles 4 and 5)
+// against one B tile (16 tokens, tile 6) into two C tiles; the C tiles of
+// alternate super-blocks are 0-1 and 2-3, so the sums of one are turned into
+// floats (stored, converted, scaled, added) while the products of the next
+// run. The instructions are inline assembly (AT&T order: sources first).
+#include "tensor/panel.h"
+#include "tensor/pack.h"
+#include "tensor/dtype.h"
+#include "tensor/quant.h"
+#include "base/cpu.h"
+#include "base/half.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t tiles_of(int64_t n) { return (size_t)n * PANEL_ROWS; } // (int8: 32 rows x n)
+
+size_t panel_bytes(int64_t n) { return tiles_of(n) + sizeof(float) * 2 * 16 * (size_t)(n / 256); }
+
+size_t panel_act_bytes(int T, int64_t n) {
+    size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
+    return blocks * ((size_t)n * PANEL_TOK + sizeof(float) * 16 * (size_t)(n / 256));
+}
+
+int panel_enabled(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("INFER_AMX_PANEL");
+        on = e && *e && strcmp(e, "0") && cpu_has_amx_int8();
+    }
+    return on;
+}
+
+int panel_type_ok(int dtype, int64_t n) {
+    if (n <= 0 || n % 256) return 0;
+    const dtype_traits *t = dtype >= 0 ? dtype_get(dtype) : NULL;
+    return t && t->to_float && (dtype == DT_Q4_K || dtype == DT_Q6_K || dtype == DT_Q8_0 || dtype == DT_Q4_0 || dtype == DT_Q5_0 ||
+                                dtype == DT_Q5_K || dtype == DT_BF16 || dtype == DT_F16);
+}
+
+// 256 floats to int8 (q = rint(v / s), s = max|v| / 127) at q; returns s.
+// (The scalar oracle in test_kernels computes the same: v * (1 / s), rounded to even.)
+static float quant256_ref(const float *v, int8_t *q) {
+    float m = 0;
+    for (int k = 0; k < 256; k++) m = fmaxf(m, fabsf(v[k]));
+    const float s = m / 127.0f, inv = s > 0 ? 1.0f / s : 0.0f;
+    for (int k = 0; k < 256; k++) q[k] = (int8_t)lrintf(v[k] * inv);
+    return s;
+}
+
+// the rows' 256-column block k (k < n / 256) as floats
+static void block_ref(int dtype, const void *row, int64_t k, float *v) {
+    const dtype_traits *t = dtype_get(dtype);
+    t->to_float((const char *)row + dtype_row_size(dtype, 256 * k), v, 256);
+}
+
+// The scalar path: panel tiles of rows [0, rows) through to_float.
+static void decode_ref(int dtype, const void *w, size_t rb, int rows, int64_t n, int8_t *tiles, float *ps) {
+    const int64_t nb = n / 256;
+    float v[256];
+    int8_t q[256];
+    for (int r = 0; r < PANEL_ROWS; r++)
+        for (int64_t k = 0; k < nb; k++) {
+            float s = 0;
+            if (r < rows) block_ref(dtype, (const char *)w + rb * (size_t)r, k, v), s = quant256_ref(v, q);
+            else memset(q, 0, sizeof q);
+            ps[((size_t)(r / 16) * nb + k) * 16 + r % 16] = s;
+            for (int st = 0; st < 4; st++) // A tile (half, 4 k + st): row r % 16, 64 bytes
+                memcpy(tiles + (((size_t)(r / 16) * (n / 64) + 4 * k + st) * 16 + r % 16) * 64, q + 64 * st, 64);
+        }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define PN_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq")))
+
+// 256 floats to int8 into four 64-byte rows of A tiles (row stride 1024: the
+// next K=64 step's tile); returns the scale. The same numbers as quant256_ref.
+PN_TARGET static float quant256(const float *v, int8_t *q) {
+    __m512 m = _mm512_setzero_ps();
+    for (int k = 0; k < 256; k += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(v + k)));
+    const float s = _mm512_reduce_max_ps(m) / 127.0f, inv = s > 0 ? 1.0f / s : 0.0f;
+    const __m512 vi = _mm512_set1_ps(inv);
+    for (int k = 0; k < 256; k += 16) {
+        __m512i i = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + k), vi)); // (round to even, as lrintf)
+        _mm_storeu_si128((__m128i *)(q + (size_t)(k / 64) * 1024 + k % 64), _mm512_cvtsepi32_epi8(i));
+    }
+    return s;
+}
+
+// q4_K's block as floats, as q4_K_to_float computes them (d1 * q - m1)
+PN_TARGET static void floats_q4_K(const block_q4_K *b, float *v) {
+    const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)), dmin = f16_to_f32((uint16_t)(b->dmin[0] | b->dmin[1] << 8));
+    for (int s = 0; s < 4; s++) {
+        int sc, m;
+        scale_min_k4(2 * s, b->scales, &sc, &m);
+        const __m512 d1 = _mm512_set1_ps(d * sc), m1 = _mm512_set1_ps(dmin * m);
+        scale_min_k4(2 * s + 1, b->scales, &sc, &m);
+        const __m512 d2 = _mm512_set1_ps(d * sc), m2 = _mm512_set1_ps(dmin * m);
+        for (int h = 0; h < 2; h++) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(b->qs + 32 * s + 16 * h));
+            const __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15)));
+            const __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
+            _mm512_storeu_ps(v + 64 * s + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), m1));
+            _mm512_storeu_ps(v + 64 * s + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), m2));
+        }
+    }
+}
+
+// q6_K's block as floats, as q6_K_to_float computes them (d * sc * q)
+PN_TARGET static void floats_q6_K(const block_q6_K *b, float *v) {
+    const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8));
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+        const int8_t *sc = b->scales + 8 * h;
+        for (int g = 0; g < 2; g++) { // l in [16 g, 16 g + 16)
+            const __m512i l0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + 16 * g)));
+            const __m512i l1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + 32 + 16 * g)));
+            const __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * g)));
+            const __m512i f = _mm512_set1_epi32(15), t = _mm512_set1_epi32(3), o = _mm512_set1_epi32(32);
+            __m512i q[4];
+            q[0] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l0, f), _mm512_slli_epi32(_mm512_and_si512(hb, t), 4)), o);
+            q[1] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l1, f), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, 2), t), 4)), o);
+            q[2] = _mm512_sub_epi32(_mm512_or_si512(_mm512_srli_epi32(l0, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, 4), t), 4)), o);
+            q[3] = _mm512_sub_epi32(_mm512_or_si512(_mm512_srli_epi32(l1, 4), _mm512_slli_epi32(_mm512_srli_epi32(hb, 6), 4)), o);
+            for (int j = 0; j < 4; j++)
+                _mm512_storeu_ps(v + 128 * h + 32 * j + 16 * g, _mm512_mul_ps(_mm512_set1_ps(d * sc[g + 2 * j]), _mm512_cvtepi32_ps(q[j])));
+        }
+    }
+}
+
+// q8_0's 8 blocks as floats (q * d)
+PN_TARGET static void floats_q8_0(const block_q8_0 *b, float *v) {
+    for (int j = 0; j < 8; j++, b++) {
+        const __m512 d = _mm512_set1_ps(f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)));
+        for (int h = 0; h < 2; h++)
+            _mm512_storeu_ps(v + 32 * j + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * h)))), d));
+    }
+}
+
+PN_TARGET static void decode_avx(int dtype, const void *w, size_t rb, int rows, int64_t n, int8_t *tiles, float *ps) {
+    const int64_t nb = n / 256, ns = n / 64;
+    float v[256] __attribute__((aligned(64)));
+    const size_t bs = dtype_row_size(dtype, 256);
+    for (int r = 0; r < PANEL_ROWS; r++) {
+        const char *row = (const char *)w + rb * (size_t)r;
+        int8_t *t = tiles + ((size_t)(r / 16) * ns * 16 + r % 16) * 64;
+        float *s = ps + (size_t)(r / 16) * nb * 16 + r % 16;
+        for (int64_t k = 0; k < nb; k++, t += 4 * 1024, s += 16) {
+            if (r >= rows) {
+                for (int st = 0; st < 4; st++) memset(t + 1024 * st, 0, 64);
+                *s = 0;
+                continue;
+            }
+            const void *blk = row + bs * (size_t)k;
+            if (dtype == DT_Q4_K) floats_q4_K(blk, v);
+            else if (dtype == DT_Q6_K) floats_q6_K(blk, v);
+            else if (dtype == DT_Q8_0) floats_q8_0(blk, v);
+            else dtype_get(dtype)->to_float(blk, v, 256);
+            *s = quant256(v, t);
+        }
+    }
+}
+
+int panel_decode(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p) {
+    if (!panel_type_ok(dtype, n)) return -1;
+    int8_t *tiles = p;
+    float *ps = (float *)(tiles + tiles_of(n));
+    if (cpu_has_amx_int8()) decode_avx(dtype, w, rb, rows, n, tiles, ps);
+    else decode_ref(dtype, w, rb, rows, n, tiles, ps);
+    return 0;
+}
+
+// token i of the blocks [b0, b1): its 256-column blocks to int8, each 64
+// columns' 16 granules to the rows of that step's B tile (byte 64 k + 4 t + e)
+PN_TARGET static void act_avx(const float *x, size_t xs, const int *tok, int T, int64_t n, int8_t *xb, float *xd, int b0, int b1) {
+    const int64_t nb = n / 256, ns = n / 64;
+    int8_t q[256] __attribute__((aligned(64)));
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(64));
+    for (int b = b0; b < b1; b++)
+        for (int t = 0; t < PANEL_TOK; t++) {
+            const int i = PANEL_TOK * b + t;
+            int8_t *base = xb + (size_t)b * ns * 1024 + 4 * t;
+            float *d = xd + (size_t)b * nb * 16 + t;
+            for (int64_t k = 0; k < nb; k++, d += 16) {
+                float s = 0;
+                if (i < T) { // (quant256 lays its 64-column steps 1024 bytes apart: here 64 apart, in q)
+                    const float *v = x + (size_t)(tok ? tok[i] : i) * xs + 256 * k;
+                    __m512 m = _mm512_setzero_ps();
+                    for (int c = 0; c < 256; c += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(v + c)));
+                    s = _mm512_reduce_max_ps(m) / 127.0f;
+                    const __m512 vi = _mm512_set1_ps(s > 0 ? 1.0f / s : 0.0f);
+                    for (int c = 0; c < 256; c += 16)
+                        _mm_store_si128((__m128i *)(q + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + c), vi))));
+                } else
+                    memset(q, 0, sizeof q);
+                *d = s;
+                for (int st = 0; st < 4; st++)
+                    _mm512_i32scatter_epi32(base + (size_t)(4 * k + st) * 1024, idx, _mm512_load_si512(q + 64 * st), 1);
+            }
+        }
+}
+
+void panel_act(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
+    const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
+    act_avx(x, xs, tok, T, n, xb, (float *)((int8_t *)xb + blocks * (size_t)n * PANEL_TOK), b0, b1);
+}
+
+PN_TARGET void panel_run(const void *p, int64_t n, const void *xbv, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
+                         const float *bias) {
+    const int64_t nb = n / 256, ns = n / 64;
+    const int8_t *a0 = p, *a1 = a0 + (size_t)ns * 1024;
+    const float *s0 = (const float *)(a0 + tiles_of(n)), *s1 = s0 + (size_t)nb * 16;
+    const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
+    const int8_t *b = (const int8_t *)xbv + (size_t)blk * ns * 1024;
+    const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)n * PANEL_TOK) + (size_t)blk * nb * 16;
+    float acc[PANEL_ROWS][16] __attribute__((aligned(64)));
+    int32_t cb[2][256] __attribute__((aligned(64)));
+    const long st64 = 64;
+    amx_configure_panel();
+    memset(acc, 0, sizeof acc);
+    for (int64_t k = 0; k <= nb; k++) {
+        if (k < nb) {
+            if (k & 1) __asm__ volatile("tilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+            else __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1" ::: "memory");
+            for (int st = 0; st < 4; st++) {
+                const size_t o = (size_t)(4 * k + st) * 1024;
+                __asm__ volatile("tileloadd (%0,%3,1), %%tmm6\n\t"
+                                 "tileloadd (%1,%3,1), %%tmm4\n\t"
+                                 "tileloadd (%2,%3,1), %%tmm5" ::"r"(b + o), "r"(a0 + o), "r"(a1 + o), "r"(st64)
+                                 : "memory");
+                if (k & 1) __asm__ volatile("tdpbssd %%tmm6, %%tmm4, %%tmm2\n\ttdpbssd %%tmm6, %%tmm5, %%tmm3" ::: "memory");
+                else __asm__ volatile("tdpbssd %%tmm6, %%tmm4, %%tmm0\n\ttdpbssd %%tmm6, %%tmm5, %%tmm1" ::: "memory");
+            }
+        }
+        if (k >= 1) { // super-block k - 1 (its products had this one's issue to finish): C[row][token] to floats
+            const int64_t j = k - 1;
+            if (j & 1) __asm__ volatile("tilestored %%tmm2, (%0,%2,1)\n\ttilestored %%tmm3, (%1,%2,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(st64) : "memory");
+            else __asm__ volatile("tilestored %%tmm0, (%0,%2,1)\n\ttilestored %%tmm1, (%1,%2,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(st64) : "memory");
+            const __m512 d = _mm512_loadu_ps(xd + 16 * j);
+            for (int r = 0; r < 16; r++) {
+                __m512 y0 = _mm512_load_ps(acc[r]), y1 = _mm512_load_ps(acc[16 + r]);
+                y0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb[0] + 16 * r)), _mm512_mul_ps(_mm512_set1_ps(s0[16 * j + r]), d), y0);
+                y1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb[1] + 16 * r)), _mm512_mul_ps(_mm512_set1_ps(s1[16 * j + r]), d), y1);
+                _mm512_store_ps(acc[r], y0), _mm512_store_ps(acc[16 + r], y1);
+            }
+        }
+    }
+    for (int t = 0; t < PANEL_TOK && PANEL_TOK * blk + t < T; t++) {
+        const int i = PANEL_TOK * blk + t;
+        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
+        for (int r = 0; r < rows; r++) yt[r] = acc[r][t] + (bias ? bias[r] : 0.0f);
+    }
+}
+
+#else
+int panel_decode(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p) {
+    if (!panel_type_ok(dtype, n)) return -1;
+    decode_ref(dtype, w, rb, rows, n, p, (float *)((int8_t *)p + tiles_of(n)));
+    return 0;
+}
+void panel_act(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
+    (void)x, (void)xs, (void)tok, (void)T, (void)n, (void)xb, (void)b0, (void)b1; // (no AMX: panel_enabled is 0)
+}
+void panel_run(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows, const float *bias) {
+    panel_run_ref(p, n, xb, T, blk, tok, y, ldy, rows, bias);
+}
+#endif
+
+void panel_run_ref(const void *p, int64_t n, const void *xbv, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
+                   const float *bias) {
+    const int64_t nb = n / 256, ns = n / 64;
+    const int8_t *tiles = p;
+    const float *ps = (const float *)(tiles + tiles_of(n));
+    const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
+    const int8_t *b = (const int8_t *)xbv + (size_t)blk * ns * 1024;
+    const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)n * PANEL_TOK) + (size_t)blk * nb * 16;
+    for (int t = 0; t < PANEL_TOK && PANEL_TOK * blk + t < T; t++) {
+        const int i = PANEL_TOK * blk + t;
+        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
+        for (int r = 0; r < rows; r++) {
+            float acc = 0;
+            for (int64_t k = 0; k < nb; k++) {
+                int32_t sum = 0;
+                for (int st = 0; st < 4; st++) {
+                    const int8_t *a = tiles + (((size_t)(r / 16) * ns + 4 * k + st) * 16 + r % 16) * 64, *x = b + (size_t)(4 * k + st) * 1024;
+                    for (int c = 0; c < 64; c++) sum += a[c] * x[64 * (c / 4) + 4 * t + c % 4];
+                }
+                acc = fmaf((float)sum, ps[((size_t)(r / 16) * nb + k) * 16 + r % 16] * xd[16 * k + t], acc);
+            }
+            yt[r] = acc + (bias ? bias[r] : 0.0f);
+        }
+    }
+}
