@@ -149,6 +149,41 @@ static void panel22(const int8_t *b, const float *ws, int n, const int8_t *xq, c
     for (int t = 0; t < 32; t++) memcpy(y + (size_t)(32 * q + t) * ldy + 32 * p, acc[t], sizeof acc[t]);
 }
 
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+// bf16 instead (BF16=1): weights as A tiles (16 rows x 32 columns, row-major), tokens as B tiles (16 column
+// pairs x 16 tokens), the fp32 C tiles summing the whole row: no per-block conversion. 32 rows x 32 tokens.
+static void panel_bf16(const uint16_t *wb, int n, const uint16_t *xb, int p, int q, float *y, int ldy) {
+    const int ns = n / 32;
+    float cb[4][256] __attribute__((aligned(64)));
+    const uint16_t *a0 = wb + (size_t)(2 * p) * ns * 512, *a1 = a0 + (size_t)ns * 512;
+    const uint16_t *b0 = xb + (size_t)(2 * q) * ns * 512, *b1 = b0 + (size_t)ns * 512;
+    const long cs = 64;
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+    for (int st = 0; st < ns; st++) {
+        const uint16_t *pa0 = a0 + 512 * st, *pa1 = a1 + 512 * st, *pb0 = b0 + 512 * st, *pb1 = b1 + 512 * st;
+        __asm__ volatile("tileloadd (%0,%4,1), %%tmm4\n\t"
+                         "tileloadd (%2,%4,1), %%tmm6\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                         "tileloadd (%1,%4,1), %%tmm5\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm5, %%tmm1\n\t"
+                         "tileloadd (%3,%4,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm2\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::"r"(pa0), "r"(pa1), "r"(pb0), "r"(pb1), "r"(cs)
+                         : "memory");
+    }
+    __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
+                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(cb[2]), "r"(cb[3]), "r"(cs)
+                     : "memory");
+    for (int c = 0; c < 4; c++) // C tile c: rows 16 (c & 1) of the panel, tokens 16 (c >> 1): C[row][token]
+        for (int r = 0; r < 16; r++)
+            for (int t = 0; t < 16; t++) y[(size_t)(32 * q + 16 * (c >> 1) + t) * ldy + 32 * p + 16 * (c & 1) + r] = cb[c][16 * r + t];
+}
+
 int main(int argc, char **argv) {
     const int rows = argc > 1 ? atoi(argv[1]) : 4096, n = argc > 2 ? atoi(argv[2]) : 4096, T = argc > 3 ? atoi(argv[3]) : 512;
     const double ghz = argc > 4 ? atof(argv[4]) : 2.0;
@@ -171,12 +206,35 @@ int main(int argc, char **argv) {
             xd[(size_t)t * nb + sb] = d;
             for (int k = 0; k < 256; k++) xq[(size_t)t * n + 256 * sb + k] = (int8_t)(d ? lrintf(x[(size_t)t * n + 256 * sb + k] / d) : 0);
         }
-    config();
+    int bf = getenv("BF16") != NULL;
+    uint16_t *wb = NULL, *xb = NULL;
+    if (bf) {
+        const int ns = n / 32;
+        wb = aligned_alloc(64, (size_t)rows * n * 2), xb = aligned_alloc(64, (size_t)T * n * 2);
+        for (int g = 0; g < rows / 16; g++)
+            for (int st = 0; st < ns; st++)
+                for (int r = 0; r < 16; r++)
+                    for (int k = 0; k < 32; k++) wb[(((size_t)g * ns + st) * 16 + r) * 32 + k] = to_bf16(w[(size_t)(16 * g + r) * n + 32 * st + k]);
+        for (int g = 0; g < T / 16; g++)
+            for (int st = 0; st < ns; st++)
+                for (int k2 = 0; k2 < 16; k2++)
+                    for (int t = 0; t < 16; t++)
+                        for (int e = 0; e < 2; e++)
+                            xb[(((size_t)g * ns + st) * 16 + k2) * 32 + 2 * t + e] = to_bf16(x[(size_t)(16 * g + t) * n + 32 * st + 2 * k2 + e]);
+        tilecfg c;
+        memset(&c, 0, sizeof c);
+        c.palette = 1;
+        for (int t = 0; t < 8; t++) c.rows[t] = 16, c.colsb[t] = 64;
+        __asm__ volatile("ldtilecfg %0" ::"m"(c));
+    } else
+        config();
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = now();
         for (int p = 0; p < rows / 32; p++) // (a panel of weights against every token: its B tiles stay in L2)
-            if (getenv("PANEL22"))
+            if (bf)
+                for (int q = 0; q < T / 32; q++) panel_bf16(wb, n, xb, p, q, y, rows);
+            else if (getenv("PANEL22"))
                 for (int q = 0; q < T / 32; q++) panel22(b, ws, n, xq, xd, p, q, y, rows);
             else
                 for (int q = 0; q < T / 16; q++) panel(b, ws, n, xq, xd, p, q, y, rows);

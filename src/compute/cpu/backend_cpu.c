@@ -38,6 +38,11 @@ static void cpu_matmul_multi(backend *b, int n, float *const *y, const float *x,
     PROFILED(PROF_MULTI, matmul_multi(b->ex, n, y, x, w, bias, T, n_in, n_out));
 }
 
+static void cpu_begin_pass(backend *b, const int *pos, const int *run, int T) {
+    (void)pos;
+    cpu_exec_pass(b->ex, run, T);
+}
+
 typedef struct { float *out; const float *x, *w, *b; int n, kind; float eps; } norm_job;
 static void norm_range(void *a, int i0, int i1) {
     norm_job *j = a;
@@ -432,7 +437,7 @@ const backend_ops backend_cpu_ops = {
     .release = backend_host_release,
     .qkv_prep = cpu_qkv_prep, .embed = cpu_embed, .copy = cpu_copy, .scale = cpu_scale, .mul = cpu_mul,
     .softcap = cpu_softcap, .kv_store = cpu_kv_store, .download = host_download, .upload = host_upload,
-    .glu_oss = host_glu_oss, .argmax = host_argmax,
+    .glu_oss = host_glu_oss, .argmax = host_argmax, .begin_pass = cpu_begin_pass,
     .host = 1,
 };
 

@@ -5,6 +5,7 @@
 #include "tensor/vecdot.h"
 #include "tensor/dtype.h"
 #include "tensor/pack.h"
+#include "tensor/panel.h"
 #include "base/pool.h"
 
 #include <stdatomic.h>
@@ -251,6 +252,7 @@ void cpu_exec_release(cpu_exec *ex) {
     free(ex->xq);
     for (int i = 0; i < CPU_MULTI_MAX; i++) free(ex->mq[i]);
     free(ex->att);
+    free(ex->run0), free(ex->pn), free(ex->pxb), free(ex->ptok);
     pool *p = ex->pool;
     *ex = (cpu_exec){0};
     ex->pool = p;
@@ -363,7 +365,7 @@ static void note_unpacked(const weight *w, int n_in) {
 
 unsigned long matmul_unpacked_count(void) { return atomic_load_explicit(&g_unpacked, memory_order_relaxed); }
 
-void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
+static void matmul_plain(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
     mm_job a = {.y = y, .x = x, .W = w->w, .bias = bias, .T = T, .n_in = n_in, .n_out = n_out, .trans = w->trans};
     if (!packed(w)) note_unpacked(w, n_in);
     if ((a.pk = packed(w))) {
@@ -416,12 +418,12 @@ static void mq_range(void *arg, int t0, int t1) {
     for (int t = t0; t < t1; t++) j->q(j->a->x + (size_t)t * j->a->n_in, j->a->xq + j->a->xq_row * t, j->a->n_in);
 }
 
-void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
-                  int T, int n_in, const int *n_out) {
+static void multi_plain(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
+                        int T, int n_in, const int *n_out) {
     int plain = n <= MULTI_MAX && pool_size(ex->pool) > 1;
     for (int i = 0; i < n && plain; i++) plain = !w[i]->trans && kernel_of(w[i]);
     if (!plain) { // one by one
-        for (int i = 0; i < n; i++) matmul(ex, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
+        for (int i = 0; i < n; i++) matmul_plain(ex, y[i], x, w[i], bias[i], T, n_in, n_out[i]);
         return;
     }
     multi_job m = {.n = n};
@@ -453,4 +455,163 @@ void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const we
     }
     if (T > 1) plan_items(&m, T, pool_size(ex->pool));
     pool_run(ex->pool, multi_task, &m);
+}
+
+// ---------------------------------------------------------------------------
+// Prompts on the AMX panels (panel.h). A pass's runs of PANEL_MIN rows and
+// more (prompts) take the panels, the other rows (decode, draft tokens) the
+// kernels above, so that every row is computed as its sequence alone would
+// compute it: a run's rows take one way or the other by its length alone,
+// and a panel's outputs for a token depend on that token alone. Each thread
+// takes sets of up to 4 panels (within PANEL_SET_BYTES, in L2), decodes them
+// and runs them against every block of 16 tokens in turn.
+
+enum { PANEL_MIN = 16 };
+#ifndef PANEL_SET_BYTES
+#define PANEL_SET_BYTES 786432
+#endif
+
+void cpu_exec_pass(cpu_exec *ex, const int *run, int T) {
+    ex->pass_T = 0, ex->n_run = 0;
+    if (T + 1 > ex->run_cap) {
+        int *r = realloc(ex->run0, sizeof(int) * (size_t)(T + 1));
+        if (!r) return; // (no runs known: no product of the pass takes the panels)
+        ex->run0 = r, ex->run_cap = T + 1;
+    }
+    for (int t = 0; t < T; t++)
+        if (!t || run[t]) ex->run0[ex->n_run++] = t;
+    ex->run0[ex->n_run] = T;
+    ex->pass_T = T;
+}
+
+// the weight's rows decode into panels, and the CPU has them on
+static int panel_weight(const weight *w, int n_in) {
+    if (!panel_enabled() || !w->w || w->trans || w->w->nd != 2 || vecdot_scalar_forced()) return 0;
+    int t = w->w->type; // (the quantized types; float weights keep their exact kernels)
+    return (t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q8_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K) && panel_type_ok(t, n_in);
+}
+
+// The rows of a T-row product that take the panels, into ex->ptok (in order);
+// their count, or -1 where scratch could not grow.
+static int panel_rows(cpu_exec *ex, int T) {
+    if (T < PANEL_MIN || (ex->pass_T && ex->pass_T != T)) return 0; // (a product over part of a pass's rows: the kernels)
+    if (T > ex->ptok_cap) {
+        int *p = realloc(ex->ptok, sizeof(int) * (size_t)T);
+        if (!p) return ex->oom = 1, -1;
+        ex->ptok = p, ex->ptok_cap = T;
+    }
+    int n = 0;
+    if (!ex->pass_T) {
+        for (int t = 0; t < T; t++) ex->ptok[n++] = t;
+        return n;
+    }
+    for (int i = 0; i < ex->n_run; i++)
+        if (ex->run0[i + 1] - ex->run0[i] >= PANEL_MIN)
+            for (int t = ex->run0[i]; t < ex->run0[i + 1]; t++) ex->ptok[n++] = t;
+    return n;
+}
+
+typedef struct {
+    const float *x;
+    const int *tok;       // the rows taken (NULL: all T)
+    int T, n_in, n;
+    unsigned char *xb;    // the tokens' tiles
+    struct { float *y; const weight *w; const float *bias; int n_out, set, sets; } j[CPU_MULTI_MAX];
+    int items;            // sets over all products
+    unsigned char *scratch;
+    size_t per_thread, pb;
+    atomic_int next;
+} pn_job;
+
+static void pn_act(void *arg, int b0, int b1) {
+    pn_job *a = arg;
+    panel_act(a->x, (size_t)a->n_in, a->tok, a->T, a->n_in, a->xb, b0, b1);
+}
+
+static void pn_task(void *arg, int ith, int nth) {
+    pn_job *a = arg;
+    (void)nth;
+    unsigned char *mine = a->scratch + a->per_thread * (size_t)ith;
+    const int blocks = (a->T + PANEL_TOK - 1) / PANEL_TOK;
+    for (int it; (it = atomic_fetch_add_explicit(&a->next, 1, memory_order_relaxed)) < a->items;) {
+        int i = 0;
+        while (it >= a->j[i].sets) it -= a->j[i++].sets;
+        const weight *w = a->j[i].w;
+        const int n_out = a->j[i].n_out, r0 = it * a->j[i].set * PANEL_ROWS;
+        const size_t rs = dtype_row_size(w->w->type, a->n_in);
+        int np = 0, rows[4];
+        for (int r = r0; r < n_out && np < a->j[i].set; r += PANEL_ROWS, np++) {
+            rows[np] = n_out - r < PANEL_ROWS ? n_out - r : PANEL_ROWS;
+            panel_decode(w->w->type, (const char *)w->w->data + rs * (size_t)r, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
+        }
+        for (int b = 0; b < blocks; b++)
+            for (int p = 0; p < np; p++) {
+                const int r = r0 + p * PANEL_ROWS;
+                panel_run(mine + a->pb * (size_t)p, a->n_in, a->xb, a->T, b, a->tok, a->j[i].y + r, (size_t)n_out, rows[p],
+                          a->j[i].bias ? a->j[i].bias + r : NULL);
+            }
+    }
+}
+
+// the n products of the panel rows (ex->ptok[0..m), all T rows where m == T); 0, or -1 (scratch)
+static int panel_products(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
+                          int m, int T, int n_in, const int *n_out) {
+    pn_job a = {.x = x, .tok = m == T ? NULL : ex->ptok, .T = m, .n_in = n_in, .n = n, .pb = (panel_bytes(n_in) + 63) & ~(size_t)63};
+    const int nth = pool_size(ex->pool);
+    int set = (int)(PANEL_SET_BYTES / a.pb);
+    set = set < 1 ? 1 : set > 4 ? 4 : set;
+    for (;; set--) { // (sets small enough that each thread gets about 4)
+        a.items = 0;
+        for (int i = 0; i < n; i++) a.items += (n_out[i] + set * PANEL_ROWS - 1) / (set * PANEL_ROWS);
+        if (set == 1 || a.items >= 4 * nth) break;
+    }
+    for (int i = 0; i < n; i++)
+        a.j[i].y = y[i], a.j[i].w = w[i], a.j[i].bias = bias[i], a.j[i].n_out = n_out[i], a.j[i].set = set,
+        a.j[i].sets = (n_out[i] + set * PANEL_ROWS - 1) / (set * PANEL_ROWS);
+    a.per_thread = a.pb * (size_t)set;
+    if (!(a.scratch = grow(ex, &ex->pn, &ex->pn_cap, a.per_thread * (size_t)nth + 64))) return -1;
+    if (!(a.xb = grow(ex, &ex->pxb, &ex->pxb_cap, panel_act_bytes(m, n_in) + 64))) return -1;
+    a.scratch += (64 - (uintptr_t)a.scratch % 64) % 64, a.xb += (64 - (uintptr_t)a.xb % 64) % 64; // (tiles: 64-byte rows)
+    double t0 = ex->prof ? prof_now() : 0;
+    pool_for(ex->pool, (m + PANEL_TOK - 1) / PANEL_TOK, 1, pn_act, &a);
+    if (ex->prof) ex->prof[PROF_QUANT] += prof_now() - t0, ex->prof[PROF_N + PROF_QUANT]++;
+    atomic_init(&a.next, 0);
+    pool_run(ex->pool, pn_task, &a);
+    return 0;
+}
+
+// The rows that do not take the panels, by the kernels: each stretch of them
+// (rows [a, b) outside ex->ptok's m rows) as a product of its own.
+static void rest_products(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
+                          int m, int T, int n_in, const int *n_out) {
+    float *ys[CPU_MULTI_MAX];
+    for (int k = 0, t = 0; t < T;) {
+        while (k < m && ex->ptok[k] == t) k++, t++;
+        int b = k < m ? ex->ptok[k] : T;
+        if (b > t) {
+            for (int i = 0; i < n; i++) ys[i] = y[i] + (size_t)t * n_out[i];
+            if (n == 1) matmul_plain(ex, ys[0], x + (size_t)t * n_in, w[0], bias[0], b - t, n_in, n_out[0]);
+            else multi_plain(ex, n, ys, x + (size_t)t * n_in, w, bias, b - t, n_in, n_out);
+        }
+        t = b;
+    }
+}
+
+static int panel_try(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
+                     int n_in, const int *n_out) {
+    for (int i = 0; i < n; i++)
+        if (!panel_weight(w[i], n_in)) return 0;
+    int m = panel_rows(ex, T);
+    if (m <= 0) return m < 0;
+    if (panel_products(ex, n, y, x, w, bias, m, T, n_in, n_out) == 0 && m < T) rest_products(ex, n, y, x, w, bias, m, T, n_in, n_out);
+    return 1;
+}
+
+void matmul(cpu_exec *ex, float *y, const float *x, const weight *w, const float *bias, int T, int n_in, int n_out) {
+    if (!panel_try(ex, 1, &y, x, &w, &bias, T, n_in, &n_out)) matmul_plain(ex, y, x, w, bias, T, n_in, n_out);
+}
+
+void matmul_multi(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
+                  int T, int n_in, const int *n_out) {
+    if (n > CPU_MULTI_MAX || !panel_try(ex, n, y, x, w, bias, T, n_in, n_out)) multi_plain(ex, n, y, x, w, bias, T, n_in, n_out);
 }

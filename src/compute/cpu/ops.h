@@ -17,6 +17,11 @@ typedef struct {
     size_t mq_cap[CPU_MULTI_MAX];
     float *att;                // attention's partial outputs where a block's keys are split among threads
     size_t att_cap;            // (floats)
+    int *run0, run_cap;        // the pass's runs (begin_pass): run i is rows [run0[i], run0[i + 1])
+    int pass_T, n_run;         // (pass_T 0: no pass begun; a product of another T is not the pass's rows)
+    unsigned char *pn, *pxb;   // AMX panels (panel.h): the threads' decoded panels, the tokens' tiles
+    size_t pn_cap, pxb_cap;
+    int *ptok, ptok_cap;       // the rows a product runs on panels
     int oom;                   // sticky: scratch could not grow, results since are not to be used
     double *prof;              // INFER_PROFILE: per op (enum prof_op) seconds, then calls; NULL: off
     int prof_depth;            // (ops called from ops are counted in the outer one)
@@ -31,6 +36,10 @@ enum prof_op { PROF_MATMUL, PROF_MULTI, PROF_QUANT, PROF_NORM, PROF_ROPE, PROF_Q
 void cpu_exec_profile(cpu_exec *ex);
 double prof_now(void);
 void cpu_exec_release(cpu_exec *ex); // frees the scratch (not the pool)
+// A pass over T rows begins (backend.h's begin_pass): run[t] 1 where a
+// sequence's rows begin. A prompt's rows (runs of 16 and more) take the AMX
+// panels where they are on (panel.h), the rest the kernels they take alone.
+void cpu_exec_pass(cpu_exec *ex, const int *run, int T);
 
 // y (T, n_out) = x (T, n_in) @ W^T, W in its stored type ([n_out, n_in], or
 // [n_in, n_out] when w->trans). bias (n_out) may be NULL.
