@@ -12,7 +12,6 @@
 #include "base/cpu.h"
 #include "tensor/pack.h"
 #include "tensor/quant.h"
-#include "tensor/panel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -577,91 +576,6 @@ static void check_packed_threads(int wt, int n) {
     free(f), free(x);
 }
 
-// The AMX panels (panel.h) against their oracles: the decode equals to_float's
-// values requantized (a unit of the last place aside, where the compiler
-// fused the scalar decode's multiply-add), the tokens' bytes a scalar
-// quantization's, panel_run panel_run_ref's floats bit for bit, each token's
-// outputs the same alone as among 37 (a gathered order too), and all within
-// 4e-2 of the float sums' RMS (the requantized weights and the q8 tokens).
-static void check_panel(int dt, int n, int rows) {
-    const char *name = dtype_get(dt)->name;
-    enum { T = 37 };
-    size_t rs = dtype_row_size(dt, n);
-    unsigned char *w = malloc(rs * rows), *p = aligned_alloc(64, (panel_bytes(n) + 63) & ~(size_t)63);
-    unsigned char *xb = aligned_alloc(64, (panel_act_bytes(T, n) + 63) & ~(size_t)63), *x1 = aligned_alloc(64, (panel_act_bytes(1, n) + 63) & ~(size_t)63);
-    float *x = malloc(sizeof(float) * n * T), *wf = malloc(sizeof(float) * n * rows), *y = malloc(sizeof(float) * 40 * T);
-    float *yr = malloc(sizeof(float) * 40 * T), *y1 = malloc(sizeof(float) * 40), *yg = malloc(sizeof(float) * 40 * T);
-    for (int r = 0; r < rows; r++) {
-        for (int i = 0; i < n; i++) wf[(size_t)r * n + i] = frand() * (r % 5 == 0 && i % 17 == 0 ? 9.0f : 1.0f);
-        dtype_get(dt)->from_float(wf + (size_t)r * n, w + rs * r, n);
-        dtype_get(dt)->to_float(w + rs * r, wf + (size_t)r * n, n);
-    }
-    for (int i = 0; i < n * T; i++) x[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
-    CHECK(panel_type_ok(dt, n) && panel_decode(dt, w, rs, rows, n, p) == 0, "%s n=%d: panel_decode refused", name, n);
-    const int8_t *tiles = (const int8_t *)p;
-    const float *ps = (const float *)(p + (size_t)32 * n);
-    int off = 0, bad = 0;
-    for (int r = 0; r < 32; r++)
-        for (int k = 0; k < n / 256; k++) {
-            const float *v = wf + (size_t)r * n + 256 * k;
-            float m = 0;
-            for (int c = 0; c < 256 && r < rows; c++) m = fmaxf(m, fabsf(v[c]));
-            const float sc = m / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f, got = ps[((size_t)(r / 16) * (n / 256) + k) * 16 + r % 16];
-            bad += got != sc;
-            for (int c = 0; c < 256; c++) {
-                int want = r < rows ? (int)lrintf(v[c] * inv) : 0;
-                int have = tiles[(((size_t)(r / 16) * (n / 64) + 4 * k + c / 64) * 16 + r % 16) * 64 + c % 64];
-                off += have != want, bad += abs(have - want) > 1;
-            }
-        }
-    CHECK(!bad && off <= 32 * n / 1000, "%s n=%d: the panel's decode differs from to_float's values requantized (%d off by one, %d more)",
-          name, n, off, bad);
-    panel_act(x, n, NULL, T, n, xb, 0, (T + 15) / 16);
-    const int8_t *xq = (const int8_t *)xb;
-    const float *xd = (const float *)(xb + (size_t)((T + 15) / 16) * n * 16);
-    bad = 0;
-    for (int t = 0; t < 48; t++)
-        for (int k = 0; k < n / 256; k++) {
-            const float *v = x + (size_t)t * n + 256 * k;
-            float m = 0;
-            for (int c = 0; c < 256 && t < T; c++) m = fmaxf(m, fabsf(v[c]));
-            const float sc = m / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f;
-            bad += xd[((size_t)(t / 16) * (n / 256) + k) * 16 + t % 16] != sc;
-            for (int c = 0; c < 256; c++)
-                bad += xq[(((size_t)(t / 16) * (n / 64) + 4 * k + c / 64) * 16 + (c % 64) / 4) * 64 + 4 * (t % 16) + c % 4] !=
-                       (t < T ? (int)lrintf(v[c] * inv) : 0);
-        }
-    CHECK(!bad, "%s n=%d: the panel's tokens differ from a scalar quantization (%d values)", name, n, bad);
-    for (int b = 0; b < (T + 15) / 16; b++) {
-        panel_run(p, n, xb, T, b, NULL, y, 40, rows, NULL);
-        panel_run_ref(p, n, xb, T, b, NULL, yr, 40, rows, NULL);
-    }
-    int same = 1;
-    for (int t = 0; t < T; t++) same &= !memcmp(y + 40 * t, yr + 40 * t, sizeof(float) * rows);
-    CHECK(same, "%s n=%d: panel_run differs from panel_run_ref", name, n);
-    int tok[T];
-    for (int t = 0; t < T; t++) tok[t] = (7 * t + 3) % T; // (a gathered order: token tok[i] of x to row tok[i] of y)
-    panel_act(x, n, tok, T, n, xb, 0, (T + 15) / 16);
-    for (int b = 0; b < (T + 15) / 16; b++) panel_run(p, n, xb, T, b, tok, yg, 40, rows, NULL);
-    same = 1;
-    for (int t = 0; t < T; t++) {
-        panel_act(x + (size_t)t * n, n, NULL, 1, n, x1, 0, 1);
-        panel_run(p, n, x1, 1, 0, NULL, y1, 40, rows, NULL);
-        same &= !memcmp(y1, y + 40 * t, sizeof(float) * rows) && !memcmp(yg + 40 * t, y + 40 * t, sizeof(float) * rows);
-    }
-    CHECK(same, "%s n=%d: a token's panel outputs differ alone, among %d, or gathered", name, n, T);
-    double e = 0, s2 = 0;
-    for (int t = 0; t < T; t++)
-        for (int r = 0; r < rows; r++) {
-            double d = 0;
-            for (int i = 0; i < n; i++) d += (double)wf[(size_t)r * n + i] * x[(size_t)t * n + i];
-            e += (y[40 * t + r] - d) * (y[40 * t + r] - d), s2 += d * d;
-        }
-    CHECK(sqrt(e / s2) <= 4e-2, "%s n=%d: panel outputs vs float sums: relative RMS error %.3g", name, n, sqrt(e / s2));
-    printf("kernels: AMX panel %s n=%d, %d rows: decode %d values off by one; error %.3g of the float sums' RMS\n", name, n, rows, off, sqrt(e / s2));
-    free(w), free(p), free(xb), free(x1), free(x), free(wf), free(y), free(yr), free(y1), free(yg);
-}
-
 int main(void) {
     printf("kernels: SIMD ISA %s\n", vecdot_isa());
     check_long_attention();
@@ -867,8 +781,6 @@ int main(void) {
         check_amx_int8(DT_Q8_0, 32, 16), check_amx_int8(DT_Q8_0, 96, 13), check_amx_int8(DT_Q8_0, 2048, 21);
         check_amx_int8(DT_Q4_K, 256, 16), check_amx_int8(DT_Q4_K, 768, 13), check_amx_int8(DT_Q4_K, 2560, 21);
         check_amx_int8(DT_Q6_K, 256, 16), check_amx_int8(DT_Q6_K, 768, 13), check_amx_int8(DT_Q6_K, 2560, 21);
-        for (int dt = 0; dt < DT_COUNT; dt++)
-            if (panel_type_ok(dt, 512) && dtype_get(dt)->from_float) check_panel(dt, 512, 32), check_panel(dt, 1280, 19);
     } else printf("kernels: this CPU has no AMX-INT8 (or the OS did not grant it): the AMX int8 kernels are not run\n");
     return check_summary("kernels");
 }

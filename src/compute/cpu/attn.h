@@ -10,6 +10,7 @@
 #include "base/half.h"
 #include "compute/backend.h"
 #include "tensor/quant.h"
+#include "compute/cpu/ops.h"
 
 // Value i of a cache row of type ty, as a float (exact for every type).
 static inline float kv_at(const void *row, int ty, int i) {
@@ -35,5 +36,14 @@ void attn_mix(const float *s, size_t sstride, int group, int n, const void *v, i
 void attn_scores_ref(const float *q, int group, int hd, const void *k, int kt, size_t kstride, int n, float scale, float *s,
                      size_t sstride);
 void attn_mix_ref(const float *s, size_t sstride, int group, int n, const void *v, int vt, size_t vstride, int hd, float *o);
+
+// Long prompts on AMX-BF16 (attn_amx.c): 1 where d's rows may take it (an
+// AMX-BF16 CPU, INFER_AMX_ATTN=1, hd a multiple of 32 up to 256, no softcap
+// or sinks); attn_flash computes the nb blocks listed (all their rows, every
+// KV head) on ex's threads, their bf16 tiles in ex's scratch: 0, or -1 where
+// it could not (scratch; nothing written). Not the f32 kernels' floats: bf16
+// queries, keys, values and probabilities, within ~1e-2 of the reference.
+int attn_flash_ok(const attn_desc *d);
+int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb);
 
 #endif

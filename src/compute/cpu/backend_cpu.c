@@ -330,9 +330,35 @@ static void split_sum(void *arg, int r0, int r1) {
     }
 }
 
-static void cpu_attention_(backend *b, const attn_desc *d);
-static void cpu_attention(backend *b, const attn_desc *d) { PROFILED(PROF_ATTN, cpu_attention_(b, d)); }
+static void attn_blocks(backend *b, const attn_desc *d);
+
+// A pass's prompt blocks (of runs of 16 rows and more, as the AMX panels
+// take them: ops.h) on the AMX flash kernel where it is on (attn_amx.c), the
+// other blocks as before; a block's rows the same floats whatever runs beside.
 static void cpu_attention_(backend *b, const attn_desc *d) {
+    cpu_exec *ex = b->ex;
+    if (ex->pass_T == d->T && d->n_blk <= BLK_MAX && attn_flash_ok(d)) {
+        int fl[BLK_MAX], r0[BLK_MAX], rn[BLK_MAX], nf = 0, nr = 0;
+        for (int blk = 0, i = 0; blk < d->n_blk; blk++) {
+            const int t0 = d->blk0[blk];
+            while (i > 0 && ex->run0[i] > t0) i--;
+            while (i + 1 < ex->n_run && ex->run0[i + 1] <= t0) i++;
+            if (ex->run0[i + 1] - ex->run0[i] >= 16) fl[nf++] = blk;
+            else r0[nr] = t0, rn[nr++] = d->blk_n[blk];
+        }
+        if (nf && attn_flash(ex, d, fl, nf) == 0) {
+            if (!nr) return;
+            attn_desc rest = *d;
+            rest.blk0 = r0, rest.blk_n = rn, rest.n_blk = nr;
+            attn_blocks(b, &rest);
+            return;
+        }
+    }
+    attn_blocks(b, d);
+}
+
+static void cpu_attention(backend *b, const attn_desc *d) { PROFILED(PROF_ATTN, cpu_attention_(b, d)); }
+static void attn_blocks(backend *b, const attn_desc *d) {
     cpu_exec *ex = b->ex;
     int split = 0, nth = pool_size(ex->pool);
     split_job *j = NULL;

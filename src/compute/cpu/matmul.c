@@ -252,7 +252,7 @@ void cpu_exec_release(cpu_exec *ex) {
     free(ex->xq);
     for (int i = 0; i < CPU_MULTI_MAX; i++) free(ex->mq[i]);
     free(ex->att);
-    free(ex->run0), free(ex->pn), free(ex->pxb), free(ex->ptok);
+    free(ex->run0), free(ex->pn), free(ex->pxb), free(ex->ptok), free(ex->kvt);
     pool *p = ex->pool;
     *ex = (cpu_exec){0};
     ex->pool = p;

@@ -22,6 +22,8 @@ typedef struct {
     unsigned char *pn, *pxb;   // AMX panels (panel.h): the threads' decoded panels, the tokens' tiles
     size_t pn_cap, pxb_cap;
     int *ptok, ptok_cap;       // the rows a product runs on panels
+    unsigned char *kvt;        // the caches' keys and values as bf16 tiles (attn_amx.c)
+    size_t kvt_cap;
     int oom;                   // sticky: scratch could not grow, results since are not to be used
     double *prof;              // INFER_PROFILE: per op (enum prof_op) seconds, then calls; NULL: off
     int prof_depth;            // (ops called from ops are counted in the outer one)

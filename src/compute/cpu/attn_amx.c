@@ -1,0 +1,259 @@
+// Long prompts' attention on AMX-BF16 (issue 41), flash-attention style:
+// no row of scores in memory, the keys and values read once a 16-row chunk
+// of queries rather than once a query row.
+//
+// Once a pass, each cache a flash block reads is converted, per KV head, to
+// bf16 tiles: its keys as TDPBF16PS B tiles of 16 keys x 32 dimensions (row
+// j, key c: dimensions 2j and 2j + 1), its values as B tiles of 32 keys x
+// 16 dimensions (row j: keys 2j and 2j + 1 of each dimension), zeros past
+// the last position. A block's query rows (token b, head g of the KV head's
+// group: row b * group + g), scaled by scale * log2(e) and rounded to bf16,
+// go 16 at a time as A tiles: scores of 64 keys a step into four C tiles, an
+// online softmax in AVX-512 (exp2; positions a row does not see give exactly
+// 0), the probabilities rounded to bf16 as two A tiles, and the output's 16
+// x hd floats in memory, each 16-dimension tile loaded into C, two products
+// added, stored. A row's floats depend on its own query, position and cache
+// alone (the 64-key steps start at position 0), so a row comes out the same
+// whatever rows share its chunk.
+#include "compute/cpu/attn.h"
+#include "compute/cpu/ops.h"
+#include "base/cpu.h"
+#include "base/half.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int attn_flash_ok(const attn_desc *d) {
+    const char *e = getenv("INFER_AMX_ATTN"); // (read each time: cheap beside a layer's attention, and the tests set it)
+    return e && *e && strcmp(e, "0") && cpu_has_amx_bf16() && d->hd % 32 == 0 && d->hd <= 256 && !d->softcap && !d->sinks &&
+           d->KV > 0 && d->H % d->KV == 0;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define FL_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
+enum { KB = 64 };
+
+#include "tensor/pack.h" // (amx_configure_panel)
+
+typedef struct {
+    const void *k, *v;  // the cache (its rows: all KV heads)
+    int n;              // positions converted (a multiple of 64)
+    size_t off;         // its tiles in the scratch (bytes): per KV head, keys then values
+} fl_cache;
+
+typedef struct {
+    const attn_desc *d;
+    const int *blks;
+    int nb, nc;
+    fl_cache *c;
+    int *blk_cache;     // per listed block: its cache
+    unsigned char *tiles;
+    atomic_int next;
+} fl_job;
+
+static size_t head_bytes(int n, int hd) { return (size_t)n * hd * 2 * 2; } // (keys and values, bf16)
+
+// the hd values of head kh at position p of a cache row, as floats
+FL_TARGET static void row_floats(const void *cache, int ty, size_t rb, int kh, int hd, int p, float *out) {
+    const char *row = (const char *)cache + rb * (size_t)p;
+    if (ty == KV_F16)
+        for (int i = 0; i < hd; i += 16) _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + (size_t)kh * hd + i))));
+    else if (ty == KV_F32)
+        memcpy(out, (const float *)row + (size_t)kh * hd, sizeof(float) * (size_t)hd);
+    else
+        for (int i = 0; i < hd; i++) out[i] = kv_at(row, ty, kh * hd + i);
+}
+
+// cache c's KV head kh to tiles (positions [0, n_real) of the cache, zeros to c->n)
+FL_TARGET static void convert(const attn_desc *d, const fl_cache *c, int n_real, int kh, unsigned char *tiles) {
+    const int hd = d->hd, nkv = d->KV * hd;
+    const size_t ks = kv_bytes(d->kt, (size_t)nkv), vs = kv_bytes(d->vt, (size_t)nkv);
+    uint16_t *kt = (uint16_t *)(tiles + c->off + head_bytes(c->n, hd) * (size_t)kh), *vt = kt + (size_t)c->n * hd;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(64));
+    float a[256] __attribute__((aligned(64))), b[256] __attribute__((aligned(64)));
+    for (int p = 0; p < c->n; p++) { // keys: tile (p / 16, ds), column p % 16
+        if (p < n_real) row_floats(c->k, d->kt, ks, kh, hd, p, a);
+        else memset(a, 0, sizeof(float) * (size_t)hd);
+        for (int ds = 0; ds < hd / 32; ds++) {
+            __m512i g = (__m512i)_mm512_cvtne2ps_pbh(_mm512_load_ps(a + 32 * ds + 16), _mm512_load_ps(a + 32 * ds));
+            _mm512_i32scatter_epi32(kt + ((size_t)(p / 16) * (hd / 32) + ds) * 512 + 2 * (p % 16), idx, g, 1);
+        }
+    }
+    for (int p = 0; p < c->n; p += 2) { // values: tile (p / 32, dt), row (p % 32) / 2
+        if (p < n_real) row_floats(c->v, d->vt, vs, kh, hd, p, a);
+        else memset(a, 0, sizeof(float) * (size_t)hd);
+        if (p + 1 < n_real) row_floats(c->v, d->vt, vs, kh, hd, p + 1, b);
+        else memset(b, 0, sizeof(float) * (size_t)hd);
+        for (int dt = 0; dt < hd / 16; dt++) {
+            __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(a + 16 * dt)));
+            __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(b + 16 * dt)));
+            _mm512_storeu_si512(vt + (((size_t)(p / 32) * (hd / 16) + dt) * 16 + (p % 32) / 2) * 32, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+    }
+}
+
+// 2^x (x <= 0, clamped at -126), ~1e-7 relative
+FL_TARGET static inline __m512 exp2_512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-126.0f));
+    __m512 fl = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), f = _mm512_sub_ps(x, fl);
+    __m512 p = _mm512_set1_ps(1.8775767e-3f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.9893397e-3f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5826318e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4015361e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9315308e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.9999994e-1f));
+    return _mm512_scalef_ps(p, fl);
+}
+
+// rows [r0, r0 + 16) of block blk (row r: token r / group, head r % group; rows past the block's repeat its
+// last and are dropped) of KV head kh, against the cache's tiles
+FL_TARGET static void chunk16(const attn_desc *d, int blk, int kh, int r0, const unsigned char *tiles, const fl_cache *c) {
+    const int hd = d->hd, group = d->H / d->KV, nq = d->H * hd, t0 = d->blk0[blk], rows = d->blk_n[blk] * group;
+    const uint16_t *kt = (const uint16_t *)(tiles + c->off + head_bytes(c->n, hd) * (size_t)kh), *vt = kt + (size_t)c->n * hd;
+    uint16_t qa[16 * 256] __attribute__((aligned(64))), pa[16 * KB] __attribute__((aligned(64)));
+    float s[4][256] __attribute__((aligned(64))), O[16 * 256] __attribute__((aligned(64))), m[16], l[16], al[16];
+    int hi[16], lo[16], k0 = INT32_MAX, k1 = 0;
+    const float sc = d->scale * 1.4426950408889634f;
+    for (int i = 0; i < 16; i++) {
+        const int r = r0 + i < rows ? r0 + i : rows - 1, t = t0 + r / group;
+        const float *q = d->q + (size_t)t * nq + (size_t)(kh * group + r % group) * hd;
+        for (int x = 0; x < hd; x += 16)
+            _mm256_store_si256((__m256i *)(qa + i * hd + x), (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(q + x), _mm512_set1_ps(sc))));
+        hi[i] = d->pos[t], lo[i] = d->window && hi[i] - d->window + 1 > 0 ? hi[i] - d->window + 1 : 0;
+        m[i] = -INFINITY, l[i] = 0;
+        k0 = lo[i] / KB * KB < k0 ? lo[i] / KB * KB : k0, k1 = hi[i] + 1 > k1 ? hi[i] + 1 : k1;
+    }
+    memset(O, 0, sizeof(float) * 16 * (size_t)hd);
+    const long s64 = 64, sq = 2 * hd, so = 4 * hd, sp = 2 * KB;
+    amx_configure_panel();
+    for (int kb = k0; kb < k1; kb += KB) {
+        __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+        for (int ds = 0; ds < hd / 32; ds++) {
+            const uint16_t *kp = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *kq = kp + (size_t)(hd / 32) * 512;
+            __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(qa + 32 * ds), "r"(sq) : "memory");
+            __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
+                             "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                             "tileloadd (%1,%2,1), %%tmm7\n\t"
+                             "tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::"r"(kp), "r"(kq), "r"(s64)
+                             : "memory");
+            __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
+                             "tdpbf16ps %%tmm6, %%tmm4, %%tmm2\n\t"
+                             "tileloadd (%1,%2,1), %%tmm7\n\t"
+                             "tdpbf16ps %%tmm7, %%tmm4, %%tmm3" ::"r"(kq + (size_t)(hd / 32) * 512), "r"(kq + (size_t)(hd / 16) * 512), "r"(s64)
+                             : "memory");
+        }
+        __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
+                         "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(s[0]), "r"(s[1]), "r"(s[2]), "r"(s[3]), "r"(s64)
+                         : "memory");
+        int rescale = 0;
+        for (int i = 0; i < 16; i++) { // row i's 64 scores: s[j][16 i + c] is position kb + 16 j + c
+            __m512 x[4];
+            __mmask16 see[4];
+            for (int j = 0; j < 4; j++) {
+                const __m512i p = _mm512_add_epi32(_mm512_set1_epi32(kb + 16 * j), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+                see[j] = _mm512_cmple_epi32_mask(p, _mm512_set1_epi32(hi[i])) & _mm512_cmpge_epi32_mask(p, _mm512_set1_epi32(lo[i]));
+                x[j] = _mm512_mask_blend_ps(see[j], _mm512_set1_ps(-INFINITY), _mm512_load_ps(s[j] + 16 * i));
+            }
+            const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]), _mm512_max_ps(x[2], x[3])));
+            const float mn = mx > m[i] ? mx : m[i];
+            al[i] = mn == m[i] ? 1.0f : exp2f(m[i] - mn); // (m[i] = -inf at first: 0, and O and l are 0)
+            rescale |= al[i] != 1.0f;
+            m[i] = mn;
+            __m512 sum = _mm512_setzero_ps();
+            for (int j = 0; j < 4; j++) {
+                const __m512 p = _mm512_maskz_mov_ps(see[j], exp2_512(_mm512_sub_ps(x[j], _mm512_set1_ps(mn))));
+                sum = _mm512_add_ps(sum, p);
+                _mm256_store_si256((__m256i *)(pa + i * KB + 16 * j), (__m256i)_mm512_cvtneps_pbh(p));
+            }
+            l[i] = l[i] * al[i] + _mm512_reduce_add_ps(sum);
+        }
+        if (rescale)
+            for (int i = 0; i < 16; i++)
+                if (al[i] != 1.0f)
+                    for (int x = 0; x < hd; x += 16) _mm512_store_ps(O + i * hd + x, _mm512_mul_ps(_mm512_load_ps(O + i * hd + x), _mm512_set1_ps(al[i])));
+        __asm__ volatile("tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%1,%2,1), %%tmm5" ::"r"(pa), "r"(pa + 32), "r"(sp) : "memory");
+        for (int dt = 0; dt < hd / 16; dt++) {
+            const uint16_t *v0 = vt + ((size_t)(kb / 32) * (hd / 16) + dt) * 512, *v1 = v0 + (size_t)(hd / 16) * 512;
+            __asm__ volatile("tileloadd (%0,%3,1), %%tmm0\n\t"
+                             "tileloadd (%1,%4,1), %%tmm6\n\t"
+                             "tileloadd (%2,%4,1), %%tmm7\n\t"
+                             "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                             "tdpbf16ps %%tmm7, %%tmm5, %%tmm0\n\t"
+                             "tilestored %%tmm0, (%0,%3,1)" ::"r"(O + 16 * dt), "r"(v0), "r"(v1), "r"(so), "r"(s64)
+                             : "memory");
+        }
+    }
+    for (int i = 0; i < 16 && r0 + i < rows; i++) {
+        const int r = r0 + i, t = t0 + r / group;
+        float *o = d->out + (size_t)t * nq + (size_t)(kh * group + r % group) * hd;
+        const __m512 inv = _mm512_set1_ps(1.0f / l[i]);
+        for (int x = 0; x < hd; x += 16) _mm512_storeu_ps(o + x, _mm512_mul_ps(_mm512_load_ps(O + i * hd + x), inv));
+    }
+}
+
+static void fl_convert(void *arg, int ith, int nth) {
+    fl_job *j = arg;
+    const int KV = j->d->KV;
+    for (int i = ith; i < j->nc * KV; i += nth) {
+        const fl_cache *c = &j->c[i / KV];
+        int n_real = 0; // (positions up to the last any of its blocks sees)
+        for (int b = 0; b < j->nb; b++)
+            if (j->blk_cache[b] == i / KV)
+                for (int r = 0; r < j->d->blk_n[j->blks[b]]; r++) {
+                    const int p = j->d->pos[j->d->blk0[j->blks[b]] + r] + 1;
+                    n_real = p > n_real ? p : n_real;
+                }
+        convert(j->d, c, n_real, i % KV, j->tiles);
+    }
+}
+
+static void fl_task(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    fl_job *j = arg;
+    const attn_desc *d = j->d;
+    const int group = d->H / d->KV;
+    for (int it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->nb * d->KV;) {
+        const int b = j->nb - 1 - it / d->KV, kh = it % d->KV, blk = j->blks[b]; // (the last blocks, the longest, first)
+        for (int r0 = 0; r0 < d->blk_n[blk] * group; r0 += 16) chunk16(d, blk, kh, r0, j->tiles, &j->c[j->blk_cache[b]]);
+    }
+}
+
+int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb) {
+    fl_cache c[64];
+    int bc[512], nc = 0;
+    if (nb > 512) return -1;
+    size_t off = 0;
+    for (int b = 0; b < nb; b++) {
+        const int t0 = d->blk0[blks[b]];
+        int i = 0, n = 0;
+        for (int r = 0; r < d->blk_n[blks[b]]; r++) n = d->pos[t0 + r] + 1 > n ? d->pos[t0 + r] + 1 : n;
+        while (i < nc && (c[i].k != d->k[t0] || c[i].v != d->v[t0])) i++;
+        if (i == nc) {
+            if (nc == 64) return -1;
+            c[nc++] = (fl_cache){d->k[t0], d->v[t0], 0, 0};
+        }
+        n = (n + KB - 1) / KB * KB;
+        c[i].n = n > c[i].n ? n : c[i].n;
+        bc[b] = i;
+    }
+    for (int i = 0; i < nc; i++) c[i].off = off, off += head_bytes(c[i].n, d->hd) * (size_t)d->KV;
+    if (off + 64 > ex->kvt_cap) {
+        unsigned char *p = realloc(ex->kvt, off + 64);
+        if (!p) return -1;
+        ex->kvt = p, ex->kvt_cap = off + 64;
+    }
+    fl_job j = {.d = d, .blks = blks, .nb = nb, .nc = nc, .c = c, .blk_cache = bc};
+    j.tiles = ex->kvt + (64 - (uintptr_t)ex->kvt % 64) % 64;
+    pool_run(ex->pool, fl_convert, &j);
+    atomic_init(&j.next, 0);
+    pool_run(ex->pool, fl_task, &j);
+    return 0;
+}
+#else
+int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb) { return (void)ex, (void)d, (void)blks, (void)nb, -1; }
+#endif
