@@ -52,6 +52,7 @@ typedef struct {
     int nb, nc;
     fl_cache *c;
     int *blk_cache;     // per listed block: its cache
+    int ng, *task0;     // groups of listed blocks (fl_task)
     unsigned char *tiles;
     atomic_int next;
 } fl_job;
@@ -110,90 +111,125 @@ FL_TARGET static inline __m512 exp2_512(__m512 x) {
     return _mm512_scalef_ps(p, fl);
 }
 
-// rows [r0, r0 + 16) of block blk (row r: token r / group, head r % group; rows past the block's repeat its
-// last and are dropped) of KV head kh, against the cache's tiles
-FL_TARGET static void chunk16(const attn_desc *d, int blk, int kh, int r0, const unsigned char *tiles, const fl_cache *c) {
+// One 16-row chunk of queries: rows [r0, r0 + 16) of block blk (row r: token r / group, head r % group; rows
+// past the block's repeat its last and are dropped) of KV head kh, its output so far and softmax state.
+typedef struct {
+    int blk, r0, k0, k1; // (keys [k0, k1): the 64-key steps any of its rows sees)
+    uint16_t qa[16 * 256] __attribute__((aligned(64)));
+    float O[16 * 256] __attribute__((aligned(64)));
+    float m[16], l[16];
+    int hi[16], lo[16];
+} fl_chunk;
+
+FL_TARGET static void chunk_init(const attn_desc *d, int blk, int kh, int r0, fl_chunk *ch) {
     const int hd = d->hd, group = d->H / d->KV, nq = d->H * hd, t0 = d->blk0[blk], rows = d->blk_n[blk] * group;
-    const uint16_t *kt = (const uint16_t *)(tiles + c->off + head_bytes(c->n, hd) * (size_t)kh), *vt = kt + (size_t)c->n * hd;
-    uint16_t qa[16 * 256] __attribute__((aligned(64))), pa[16 * KB] __attribute__((aligned(64)));
-    float s[4][256] __attribute__((aligned(64))), O[16 * 256] __attribute__((aligned(64))), m[16], l[16], al[16];
-    int hi[16], lo[16], k0 = INT32_MAX, k1 = 0;
     const float sc = d->scale * 1.4426950408889634f;
+    ch->blk = blk, ch->r0 = r0, ch->k0 = INT32_MAX, ch->k1 = 0;
     for (int i = 0; i < 16; i++) {
         const int r = r0 + i < rows ? r0 + i : rows - 1, t = t0 + r / group;
         const float *q = d->q + (size_t)t * nq + (size_t)(kh * group + r % group) * hd;
         for (int x = 0; x < hd; x += 16)
-            _mm256_store_si256((__m256i *)(qa + i * hd + x), (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(q + x), _mm512_set1_ps(sc))));
-        hi[i] = d->pos[t], lo[i] = d->window && hi[i] - d->window + 1 > 0 ? hi[i] - d->window + 1 : 0;
-        m[i] = -INFINITY, l[i] = 0;
-        k0 = lo[i] / KB * KB < k0 ? lo[i] / KB * KB : k0, k1 = hi[i] + 1 > k1 ? hi[i] + 1 : k1;
+            _mm256_store_si256((__m256i *)(ch->qa + i * hd + x), (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(q + x), _mm512_set1_ps(sc))));
+        ch->hi[i] = d->pos[t], ch->lo[i] = d->window && ch->hi[i] - d->window + 1 > 0 ? ch->hi[i] - d->window + 1 : 0;
+        ch->m[i] = -INFINITY, ch->l[i] = 0;
+        ch->k0 = ch->lo[i] / KB * KB < ch->k0 ? ch->lo[i] / KB * KB : ch->k0, ch->k1 = ch->hi[i] + 1 > ch->k1 ? ch->hi[i] + 1 : ch->k1;
     }
-    memset(O, 0, sizeof(float) * 16 * (size_t)hd);
+    memset(ch->O, 0, sizeof(float) * 16 * (size_t)hd);
+}
+
+// the chunk's 64 keys from kb: scores, softmax, values
+FL_TARGET static void chunk_step(const attn_desc *d, fl_chunk *ch, int kb, const uint16_t *kt, const uint16_t *vt) {
+    const int hd = d->hd;
+    uint16_t pa[16 * KB] __attribute__((aligned(64)));
+    float s[4][256] __attribute__((aligned(64))), al[16];
     const long s64 = 64, sq = 2 * hd, so = 4 * hd, sp = 2 * KB;
-    amx_configure_panel();
-    for (int kb = k0; kb < k1; kb += KB) {
-        __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
-        for (int ds = 0; ds < hd / 32; ds++) {
-            const uint16_t *kp = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *kq = kp + (size_t)(hd / 32) * 512;
-            __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(qa + 32 * ds), "r"(sq) : "memory");
-            __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
-                             "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
-                             "tileloadd (%1,%2,1), %%tmm7\n\t"
-                             "tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::"r"(kp), "r"(kq), "r"(s64)
-                             : "memory");
-            __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
-                             "tdpbf16ps %%tmm6, %%tmm4, %%tmm2\n\t"
-                             "tileloadd (%1,%2,1), %%tmm7\n\t"
-                             "tdpbf16ps %%tmm7, %%tmm4, %%tmm3" ::"r"(kq + (size_t)(hd / 32) * 512), "r"(kq + (size_t)(hd / 16) * 512), "r"(s64)
-                             : "memory");
-        }
-        __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
-                         "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(s[0]), "r"(s[1]), "r"(s[2]), "r"(s[3]), "r"(s64)
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+    for (int ds = 0; ds < hd / 32; ds++) {
+        const uint16_t *kp = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *kq = kp + (size_t)(hd / 32) * 512;
+        __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(ch->qa + 32 * ds), "r"(sq) : "memory");
+        __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                         "tileloadd (%1,%2,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::"r"(kp), "r"(kq), "r"(s64)
                          : "memory");
-        int rescale = 0;
-        for (int i = 0; i < 16; i++) { // row i's 64 scores: s[j][16 i + c] is position kb + 16 j + c
-            __m512 x[4];
-            __mmask16 see[4];
-            for (int j = 0; j < 4; j++) {
-                const __m512i p = _mm512_add_epi32(_mm512_set1_epi32(kb + 16 * j), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-                see[j] = _mm512_cmple_epi32_mask(p, _mm512_set1_epi32(hi[i])) & _mm512_cmpge_epi32_mask(p, _mm512_set1_epi32(lo[i]));
-                x[j] = _mm512_mask_blend_ps(see[j], _mm512_set1_ps(-INFINITY), _mm512_load_ps(s[j] + 16 * i));
-            }
-            const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]), _mm512_max_ps(x[2], x[3])));
-            const float mn = mx > m[i] ? mx : m[i];
-            al[i] = mn == m[i] ? 1.0f : exp2f(m[i] - mn); // (m[i] = -inf at first: 0, and O and l are 0)
-            rescale |= al[i] != 1.0f;
-            m[i] = mn;
-            __m512 sum = _mm512_setzero_ps();
-            for (int j = 0; j < 4; j++) {
-                const __m512 p = _mm512_maskz_mov_ps(see[j], exp2_512(_mm512_sub_ps(x[j], _mm512_set1_ps(mn))));
-                sum = _mm512_add_ps(sum, p);
-                _mm256_store_si256((__m256i *)(pa + i * KB + 16 * j), (__m256i)_mm512_cvtneps_pbh(p));
-            }
-            l[i] = l[i] * al[i] + _mm512_reduce_add_ps(sum);
-        }
-        if (rescale)
-            for (int i = 0; i < 16; i++)
-                if (al[i] != 1.0f)
-                    for (int x = 0; x < hd; x += 16) _mm512_store_ps(O + i * hd + x, _mm512_mul_ps(_mm512_load_ps(O + i * hd + x), _mm512_set1_ps(al[i])));
-        __asm__ volatile("tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%1,%2,1), %%tmm5" ::"r"(pa), "r"(pa + 32), "r"(sp) : "memory");
-        for (int dt = 0; dt < hd / 16; dt++) {
-            const uint16_t *v0 = vt + ((size_t)(kb / 32) * (hd / 16) + dt) * 512, *v1 = v0 + (size_t)(hd / 16) * 512;
-            __asm__ volatile("tileloadd (%0,%3,1), %%tmm0\n\t"
-                             "tileloadd (%1,%4,1), %%tmm6\n\t"
-                             "tileloadd (%2,%4,1), %%tmm7\n\t"
-                             "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
-                             "tdpbf16ps %%tmm7, %%tmm5, %%tmm0\n\t"
-                             "tilestored %%tmm0, (%0,%3,1)" ::"r"(O + 16 * dt), "r"(v0), "r"(v1), "r"(so), "r"(s64)
-                             : "memory");
-        }
+        __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm2\n\t"
+                         "tileloadd (%1,%2,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm3" ::"r"(kq + (size_t)(hd / 32) * 512), "r"(kq + (size_t)(hd / 16) * 512), "r"(s64)
+                         : "memory");
     }
-    for (int i = 0; i < 16 && r0 + i < rows; i++) {
-        const int r = r0 + i, t = t0 + r / group;
+    __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
+                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(s[0]), "r"(s[1]), "r"(s[2]), "r"(s[3]), "r"(s64)
+                     : "memory");
+    int rescale = 0;
+    for (int i = 0; i < 16; i++) { // row i's 64 scores: s[j][16 i + c] is position kb + 16 j + c
+        __m512 x[4];
+        __mmask16 see[4];
+        for (int j = 0; j < 4; j++) {
+            const __m512i p = _mm512_add_epi32(_mm512_set1_epi32(kb + 16 * j), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+            see[j] = _mm512_cmple_epi32_mask(p, _mm512_set1_epi32(ch->hi[i])) & _mm512_cmpge_epi32_mask(p, _mm512_set1_epi32(ch->lo[i]));
+            x[j] = _mm512_mask_blend_ps(see[j], _mm512_set1_ps(-INFINITY), _mm512_load_ps(s[j] + 16 * i));
+        }
+        const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x[0], x[1]), _mm512_max_ps(x[2], x[3])));
+        const float mn = mx > ch->m[i] ? mx : ch->m[i];
+        al[i] = mn == ch->m[i] ? 1.0f : exp2f(ch->m[i] - mn); // (m = -inf at first: 0, and O and l are 0)
+        rescale |= al[i] != 1.0f;
+        ch->m[i] = mn;
+        __m512 sum = _mm512_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            const __m512 p = _mm512_maskz_mov_ps(see[j], exp2_512(_mm512_sub_ps(x[j], _mm512_set1_ps(mn))));
+            sum = _mm512_add_ps(sum, p);
+            _mm256_store_si256((__m256i *)(pa + i * KB + 16 * j), (__m256i)_mm512_cvtneps_pbh(p));
+        }
+        ch->l[i] = ch->l[i] * al[i] + _mm512_reduce_add_ps(sum);
+    }
+    if (rescale)
+        for (int i = 0; i < 16; i++)
+            if (al[i] != 1.0f)
+                for (int x = 0; x < hd; x += 16)
+                    _mm512_store_ps(ch->O + i * hd + x, _mm512_mul_ps(_mm512_load_ps(ch->O + i * hd + x), _mm512_set1_ps(al[i])));
+    __asm__ volatile("tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%1,%2,1), %%tmm5" ::"r"(pa), "r"(pa + 32), "r"(sp) : "memory");
+    for (int dt = 0; dt < hd / 16; dt++) {
+        const uint16_t *v0 = vt + ((size_t)(kb / 32) * (hd / 16) + dt) * 512, *v1 = v0 + (size_t)(hd / 16) * 512;
+        __asm__ volatile("tileloadd (%0,%3,1), %%tmm0\n\t"
+                         "tileloadd (%1,%4,1), %%tmm6\n\t"
+                         "tileloadd (%2,%4,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm5, %%tmm0\n\t"
+                         "tilestored %%tmm0, (%0,%3,1)" ::"r"(ch->O + 16 * dt), "r"(v0), "r"(v1), "r"(so), "r"(s64)
+                         : "memory");
+    }
+}
+
+FL_TARGET static void chunk_out(const attn_desc *d, int kh, const fl_chunk *ch) {
+    const int hd = d->hd, group = d->H / d->KV, nq = d->H * hd, t0 = d->blk0[ch->blk], rows = d->blk_n[ch->blk] * group;
+    for (int i = 0; i < 16 && ch->r0 + i < rows; i++) {
+        const int r = ch->r0 + i, t = t0 + r / group;
         float *o = d->out + (size_t)t * nq + (size_t)(kh * group + r % group) * hd;
-        const __m512 inv = _mm512_set1_ps(1.0f / l[i]);
-        for (int x = 0; x < hd; x += 16) _mm512_storeu_ps(o + x, _mm512_mul_ps(_mm512_load_ps(O + i * hd + x), inv));
+        const __m512 inv = _mm512_set1_ps(1.0f / ch->l[i]);
+        for (int x = 0; x < hd; x += 16) _mm512_storeu_ps(o + x, _mm512_mul_ps(_mm512_load_ps(ch->O + i * hd + x), inv));
     }
+}
+
+// The chunks of n listed blocks (of one cache) for KV head kh, the keys walked once for all of them: each
+// 64-key step's tiles, read from memory by the first chunk, stay in L2 for the others.
+enum { FL_CHUNKS = 8 };
+FL_TARGET static void chunks_run(const attn_desc *d, const int *blk, int n, int kh, const unsigned char *tiles, const fl_cache *c) {
+    fl_chunk ch[FL_CHUNKS];
+    const int group = d->H / d->KV;
+    const uint16_t *kt = (const uint16_t *)(tiles + c->off + head_bytes(c->n, d->hd) * (size_t)kh), *vt = kt + (size_t)c->n * d->hd;
+    int nc = 0, k0 = INT32_MAX, k1 = 0;
+    for (int b = 0; b < n; b++)
+        for (int r0 = 0; r0 < d->blk_n[blk[b]] * group; r0 += 16) {
+            chunk_init(d, blk[b], kh, r0, &ch[nc]);
+            k0 = ch[nc].k0 < k0 ? ch[nc].k0 : k0, k1 = ch[nc].k1 > k1 ? ch[nc].k1 : k1;
+            nc++;
+        }
+    amx_configure_panel();
+    for (int kb = k0; kb < k1; kb += KB)
+        for (int i = 0; i < nc; i++)
+            if (kb >= ch[i].k0 && kb < ch[i].k1) chunk_step(d, &ch[i], kb, kt, vt);
+    for (int i = 0; i < nc; i++) chunk_out(d, kh, &ch[i]);
 }
 
 static void fl_convert(void *arg, int ith, int nth) {
@@ -212,14 +248,17 @@ static void fl_convert(void *arg, int ith, int nth) {
     }
 }
 
+// Tasks: (a group of blocks, a KV head), the last groups (the longest rows) first; a group is up to
+// FL_CHUNKS chunks of consecutive listed blocks of one cache (task0[g]: its first listed block).
 static void fl_task(void *arg, int ith, int nth) {
     (void)ith, (void)nth;
     fl_job *j = arg;
     const attn_desc *d = j->d;
-    const int group = d->H / d->KV;
-    for (int it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->nb * d->KV;) {
-        const int b = j->nb - 1 - it / d->KV, kh = it % d->KV, blk = j->blks[b]; // (the last blocks, the longest, first)
-        for (int r0 = 0; r0 < d->blk_n[blk] * group; r0 += 16) chunk16(d, blk, kh, r0, j->tiles, &j->c[j->blk_cache[b]]);
+    for (int it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->ng * d->KV;) {
+        const int g = j->ng - 1 - it / d->KV, kh = it % d->KV, b0 = j->task0[g], b1 = j->task0[g + 1];
+        int blk[FL_CHUNKS];
+        for (int b = b0; b < b1; b++) blk[b - b0] = j->blks[b];
+        chunks_run(d, blk, b1 - b0, kh, j->tiles, &j->c[j->blk_cache[b0]]);
     }
 }
 
@@ -247,7 +286,16 @@ int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb) {
         if (!p) return -1;
         ex->kvt = p, ex->kvt_cap = off + 64;
     }
-    fl_job j = {.d = d, .blks = blks, .nb = nb, .nc = nc, .c = c, .blk_cache = bc};
+    int task0[513], ng = 0, chunks = 0; // (groups: consecutive blocks of one cache, up to FL_CHUNKS chunks)
+    const int group = d->H / d->KV;
+    for (int b = 0; b < nb; b++) {
+        const int k = (d->blk_n[blks[b]] * group + 15) / 16;
+        if (k > FL_CHUNKS) return -1; // (a block of more query rows than a task holds: the f32 kernels)
+        if (!b || bc[b] != bc[b - 1] || chunks + k > FL_CHUNKS) task0[ng++] = b, chunks = 0;
+        chunks += k;
+    }
+    task0[ng] = nb;
+    fl_job j = {.d = d, .blks = blks, .nb = nb, .nc = nc, .c = c, .blk_cache = bc, .ng = ng, .task0 = task0};
     j.tiles = ex->kvt + (64 - (uintptr_t)ex->kvt % 64) % 64;
     pool_run(ex->pool, fl_convert, &j);
     atomic_init(&j.next, 0);
