@@ -7,6 +7,7 @@
 #include "compute/cpu/ops.h"
 #include "base/cpu.h"
 #include "base/pool.h"
+#include "base/half.h"
 #include "tensor/dtype.h"
 #include "tensor/panel.h"
 
@@ -106,6 +107,54 @@ static void check_panel(int dt, int n, int rows) {
     free(w), free(p), free(xb), free(x1), free(x), free(wf), free(y), free(yr), free(y1), free(yg);
 }
 
+// bf16 weights read in place (panel_run_bf16): against its scalar oracle (f32 sums in column order; the
+// tiles sum pairs, so within 1e-5 of the row's scale, not bit for bit), each token the same alone, among 37
+// and gathered, and the tokens' bf16 bytes f32_to_bf16's.
+static void check_panel_bf16(int n, int rows) {
+    enum { T = 37 };
+    uint16_t *wr = calloc((size_t)32 * n, 2), *w = aligned_alloc(64, panel_bf16_bytes(n));
+    for (int i = 0; i < rows * n; i++) wr[i] = f32_to_bf16(frand());
+    panel_pack_bf16(wr, 2 * (size_t)n, rows, n, w);
+    int moved = 0; // (the pack: row r's column c at tile (r / 16, c / 32), row r % 16)
+    for (int r = 0; r < 32; r++)
+        for (int c = 0; c < n; c++)
+            moved += w[(((size_t)(r / 16) * (n / 32) + c / 32) * 16 + r % 16) * 32 + c % 32] != (r < rows ? wr[(size_t)r * n + c] : 0);
+    CHECK(!moved, "bf16 panel n=%d: the pack misplaces %d values", n, moved);
+    size_t xbb = panel_act_bf16_bytes(T, n);
+    unsigned char *xb = aligned_alloc(64, (xbb + 63) & ~(size_t)63), *x1 = aligned_alloc(64, (panel_act_bf16_bytes(1, n) + 63) & ~(size_t)63);
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * 40 * T), *yr = malloc(sizeof(float) * 40 * T);
+    float *yg = malloc(sizeof(float) * 40 * T), *y1 = malloc(sizeof(float) * 40);
+    for (int i = 0; i < n * T; i++) x[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+    panel_act_bf16(x, n, NULL, T, n, xb, 0, 2 * ((T + 31) / 32));
+    int bad = 0;
+    const uint16_t *xq = (const uint16_t *)xb;
+    for (int t = 0; t < 64; t++)
+        for (int c = 0; c < n; c++)
+            bad += xq[((size_t)(t / 16) * (n / 32) + c / 32) * 512 + 32 * ((c % 32) / 2) + 2 * (t % 16) + c % 2] != (t < T ? f32_to_bf16(x[(size_t)t * n + c]) : 0);
+    CHECK(!bad, "bf16 panel n=%d: the tokens' tiles differ from f32_to_bf16 (%d values)", n, bad);
+    double e = 0, s2 = 0;
+    for (int pr = 0; pr < (T + 31) / 32; pr++) {
+        panel_run_bf16(w, rows, n, xb, T, pr, NULL, y, 40, NULL);
+        panel_run_bf16_ref(w, rows, n, xb, T, pr, NULL, yr, 40, NULL);
+    }
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < rows; r++) e = fmax(e, fabs(y[40 * t + r] - yr[40 * t + r])), s2 = fmax(s2, fabs(yr[40 * t + r]));
+    CHECK(e <= 1e-5 * s2, "bf16 panel n=%d: the tiles' sums differ from the oracle's by %.3g of the largest", n, e / s2);
+    int tok[T];
+    for (int t = 0; t < T; t++) tok[t] = (11 * t + 5) % T;
+    panel_act_bf16(x, n, tok, T, n, xb, 0, 2 * ((T + 31) / 32));
+    for (int pr = 0; pr < (T + 31) / 32; pr++) panel_run_bf16(w, rows, n, xb, T, pr, tok, yg, 40, NULL);
+    int same = 1;
+    for (int t = 0; t < T; t++) {
+        panel_act_bf16(x + (size_t)t * n, n, NULL, 1, n, x1, 0, 2);
+        panel_run_bf16(w, rows, n, x1, 1, 0, NULL, y1, 40, NULL);
+        same &= !memcmp(y1, y + 40 * t, sizeof(float) * rows) && !memcmp(yg + 40 * t, y + 40 * t, sizeof(float) * rows);
+    }
+    CHECK(same, "bf16 panel n=%d: a token's outputs differ alone, among %d, or gathered", n, T);
+    printf("amx: bf16 panel n=%d, %d rows: %.2g of the largest output from the oracle\n", n, rows, e / s2);
+    free(w), free(wr), free(xb), free(x1), free(x), free(y), free(yr), free(yg), free(y1);
+}
+
 // The flash attention of a pass's prompt runs (INFER_AMX_ATTN=1): within 2e-2
 // of the reference backend (bf16 queries, keys, values and probabilities),
 // over f32, f16 and q8_0 caches, with and without a window; every row the
@@ -193,7 +242,7 @@ int main(void) {
         for (int dt = 0; dt < DT_COUNT; dt++)
             if (panel_type_ok(dt, 512) && dtype_get(dt)->from_float) check_panel(dt, 512, 32), check_panel(dt, 1280, 19);
     } else printf("amx: this CPU has no AMX-INT8 (or the OS did not grant it): the panels are not run\n");
-    if (cpu_has_amx_bf16()) check_flash();
+    if (cpu_has_amx_bf16()) check_flash(), check_panel_bf16(512, 32), check_panel_bf16(1280, 19);
     else printf("amx: this CPU has no AMX-BF16 (or the OS did not grant it): the flash attention is not run\n");
     return check_summary("amx");
 }

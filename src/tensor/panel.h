@@ -49,4 +49,21 @@ void panel_run(const void *p, int64_t n, const void *xb, int T, int blk, const i
 void panel_run_ref(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
                    const float *bias);
 
+// bf16 weights (a GGUF file's: ggml's numerics, bf16 activations) are not
+// requantized: panel_pack_bf16 lays 32 rows out as A tiles (16 rows x 32
+// columns, 1 KB a K step; rows past `rows` zeros), the tokens are bf16 B
+// tiles (16 column pairs x 16 tokens: element 32 k + 2 t + e = token t's
+// column 2 k + e), blocks of 16 tokens, an even number of them (the last pair
+// padded with zeros). TDPBF16PS sums a (row, token) over all the columns in
+// f32; a token's outputs again depend on its own activations alone.
+size_t panel_bf16_bytes(int64_t n);
+void panel_pack_bf16(const void *w, size_t rb, int rows, int64_t n, void *p);
+size_t panel_act_bf16_bytes(int T, int64_t n);
+void panel_act_bf16(const float *x, size_t xstride, const int *tok, int T, int64_t n, void *xb, int b0, int b1);
+// y[tok[t] * ldy + r] (+ bias[r]) for the tokens of blocks 2 pair and 2 pair + 1 below T, rows r < rows
+void panel_run_bf16(const void *p, int rows, int64_t n, const void *xb, int T, int pair, const int *tok, float *y, size_t ldy,
+                    const float *bias);
+void panel_run_bf16_ref(const void *p, int rows, int64_t n, const void *xb, int T, int pair, const int *tok, float *y, size_t ldy,
+                        const float *bias);
+
 #endif

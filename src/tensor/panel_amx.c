@@ -26,6 +26,23 @@ size_t panel_act_bytes(int T, int64_t n) {
     return blocks * ((size_t)n * PANEL_TOK + sizeof(float) * 16 * (size_t)(n / 256));
 }
 
+size_t panel_bf16_bytes(int64_t n) { return (size_t)PANEL_ROWS * (size_t)n * 2; }
+
+void panel_pack_bf16(const void *w, size_t rb, int rows, int64_t n, void *p) {
+    const int64_t ns = n / 32;
+    for (int r = 0; r < PANEL_ROWS; r++)
+        for (int64_t st = 0; st < ns; st++) {
+            uint8_t *d = (uint8_t *)p + (((size_t)(r / 16) * ns + st) * 16 + r % 16) * 64;
+            if (r < rows) memcpy(d, (const uint8_t *)w + rb * (size_t)r + 64 * st, 64);
+            else memset(d, 0, 64);
+        }
+}
+
+size_t panel_act_bf16_bytes(int T, int64_t n) {
+    size_t pairs = (size_t)(T + 2 * PANEL_TOK - 1) / (2 * PANEL_TOK);
+    return pairs * 2 * (size_t)(n / 32) * 1024;
+}
+
 int panel_enabled(void) {
     static int on = -1;
     if (on < 0) {
@@ -258,7 +275,66 @@ PN_TARGET void panel_run(const void *p, int64_t n, const void *xbv, int T, int b
     }
 }
 
+// tokens of 16-token blocks [b0, b1) to bf16 B tiles (rounded to nearest even, as f32_to_bf16)
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16"))) static void act_bf16_avx(const float *x, size_t xs, const int *tok, int T, int64_t n, uint16_t *xb, int b0, int b1) {
+    const int64_t ns = n / 32;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(64));
+    for (int b = b0; b < b1; b++)
+        for (int t = 0; t < PANEL_TOK; t++) {
+            const int i = PANEL_TOK * b + t;
+            uint16_t *base = xb + (size_t)b * ns * 512 + 2 * t;
+            const float *v = i < T ? x + (size_t)(tok ? tok[i] : i) * xs : NULL;
+            for (int64_t st = 0; st < ns; st++) {
+                __m512i g = _mm512_setzero_si512();
+                if (v) g = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(v + 32 * st + 16), _mm512_loadu_ps(v + 32 * st));
+                _mm512_i32scatter_epi32(base + (size_t)st * 512, idx, g, 1);
+            }
+        }
+}
+
+void panel_act_bf16(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
+    act_bf16_avx(x, xs, tok, T, n, xb, b0, b1);
+}
+
+PN_TARGET void panel_run_bf16(const void *p, int rows, int64_t n, const void *xbv, int T, int pair, const int *tok, float *y, size_t ldy,
+                              const float *bias) {
+    const int64_t ns = n / 32;
+    const uint8_t *a0 = p, *a1 = a0 + (size_t)ns * 1024;
+    const uint8_t *x0 = (const uint8_t *)xbv + (size_t)(2 * pair) * ns * 1024, *x1 = x0 + (size_t)ns * 1024;
+    float cb[4][256] __attribute__((aligned(64)));
+    const long s64 = 64;
+    amx_configure_panel();
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+    for (int64_t st = 0; st < ns; st++) {
+        __asm__ volatile("tileloadd (%0,%4,1), %%tmm4\n\t"
+                         "tileloadd (%2,%4,1), %%tmm6\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                         "tileloadd (%1,%4,1), %%tmm5\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm5, %%tmm1\n\t"
+                         "tileloadd (%3,%4,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm2\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::"r"(a0 + 1024 * st), "r"(a1 + 1024 * st), "r"(x0 + 1024 * st), "r"(x1 + 1024 * st),
+                         "r"(s64)
+                         : "memory");
+    }
+    __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
+                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(cb[2]), "r"(cb[3]), "r"(s64)
+                     : "memory");
+    for (int t = 0; t < 2 * PANEL_TOK && 2 * PANEL_TOK * pair + t < T; t++) { // C tile 2 (t / 16) + (r / 16): C[r % 16][t % 16]
+        const int i = 2 * PANEL_TOK * pair + t;
+        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
+        for (int r = 0; r < rows; r++) yt[r] = cb[2 * (t / 16) + r / 16][16 * (r % 16) + t % 16] + (bias ? bias[r] : 0.0f);
+    }
+}
+
 #else
+void panel_act_bf16(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
+    (void)x, (void)xs, (void)tok, (void)T, (void)n, (void)xb, (void)b0, (void)b1;
+}
+void panel_run_bf16(const void *p, int rows, int64_t n, const void *xb, int T, int pair, const int *tok, float *y, size_t ldy,
+                    const float *bias) {
+    panel_run_bf16_ref(p, rows, n, xb, T, pair, tok, y, ldy, bias);
+}
 int panel_decode(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p) {
     if (!panel_type_ok(dtype, n)) return -1;
     decode_ref(dtype, w, rb, rows, n, p, (float *)((int8_t *)p + tiles_of(n)));
@@ -293,6 +369,22 @@ void panel_run_ref(const void *p, int64_t n, const void *xbv, int T, int blk, co
                 }
                 acc = fmaf((float)sum, ps[((size_t)(r / 16) * nb + k) * 16 + r % 16] * xd[16 * k + t], acc);
             }
+            yt[r] = acc + (bias ? bias[r] : 0.0f);
+        }
+    }
+}
+
+void panel_run_bf16_ref(const void *p, int rows, int64_t n, const void *xbv, int T, int pair, const int *tok, float *y, size_t ldy,
+                        const float *bias) {
+    const int64_t ns = n / 32;
+    for (int t = 0; t < 2 * PANEL_TOK && 2 * PANEL_TOK * pair + t < T; t++) {
+        const int i = 2 * PANEL_TOK * pair + t;
+        const uint16_t *xb = (const uint16_t *)xbv + (size_t)(2 * pair + t / 16) * ns * 512;
+        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
+        for (int r = 0; r < rows; r++) {
+            const uint16_t *wr = (const uint16_t *)p + ((size_t)(r / 16) * ns * 16 + r % 16) * 32; // (A tile rows, 512 apart a K step)
+            float acc = 0;
+            for (int64_t c = 0; c < n; c++) acc = fmaf(bf16_to_f32(wr[(size_t)(c / 32) * 512 + c % 32]), bf16_to_f32(xb[(size_t)(c / 32) * 512 + 32 * ((c % 32) / 2) + 2 * (t % 16) + c % 2]), acc);
             yt[r] = acc + (bias ? bias[r] : 0.0f);
         }
     }

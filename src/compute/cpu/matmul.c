@@ -6,6 +6,7 @@
 #include "tensor/dtype.h"
 #include "tensor/pack.h"
 #include "tensor/panel.h"
+#include "base/cpu.h"
 #include "base/pool.h"
 
 #include <stdatomic.h>
@@ -487,8 +488,9 @@ void cpu_exec_pass(cpu_exec *ex, const int *run, int T) {
 // the weight's rows decode into panels, and the CPU has them on
 static int panel_weight(const weight *w, int n_in) {
     if (!panel_enabled() || !w->w || w->trans || w->w->nd != 2 || vecdot_scalar_forced()) return 0;
-    int t = w->w->type; // (the quantized types; float weights keep their exact kernels)
-    return (t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q8_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K) && panel_type_ok(t, n_in);
+    int t = w->w->type; // (the quantized types, and a GGUF file's bf16 weights; other float weights keep their exact kernels)
+    return (t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q8_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || (t == DT_BF16 && w->ggml)) &&
+           panel_type_ok(t, n_in) && (t != DT_BF16 || cpu_has_amx_bf16());
 }
 
 // The rows of a T-row product that take the panels, into ex->ptok (in order);
@@ -514,7 +516,7 @@ static int panel_rows(cpu_exec *ex, int T) {
 typedef struct {
     const float *x;
     const int *tok;       // the rows taken (NULL: all T)
-    int T, n_in, n;
+    int T, n_in, n, bf;   // (bf: bf16 weights, read in place: panel.h)
     unsigned char *xb;    // the tokens' tiles
     struct { float *y; const weight *w; const float *bias; int n_out, set, sets; } j[CPU_MULTI_MAX];
     int items;            // sets over all products
@@ -525,7 +527,8 @@ typedef struct {
 
 static void pn_act(void *arg, int b0, int b1) {
     pn_job *a = arg;
-    panel_act(a->x, (size_t)a->n_in, a->tok, a->T, a->n_in, a->xb, b0, b1);
+    if (a->bf) panel_act_bf16(a->x, (size_t)a->n_in, a->tok, a->T, a->n_in, a->xb, b0, b1);
+    else panel_act(a->x, (size_t)a->n_in, a->tok, a->T, a->n_in, a->xb, b0, b1);
 }
 
 static void pn_task(void *arg, int ith, int nth) {
@@ -540,15 +543,21 @@ static void pn_task(void *arg, int ith, int nth) {
         const int n_out = a->j[i].n_out, r0 = it * a->j[i].set * PANEL_ROWS;
         const size_t rs = dtype_row_size(w->w->type, a->n_in);
         int np = 0, rows[4];
+        const unsigned char *src[4];
         for (int r = r0; r < n_out && np < a->j[i].set; r += PANEL_ROWS, np++) {
+            const char *wr = (const char *)w->w->data + rs * (size_t)r;
             rows[np] = n_out - r < PANEL_ROWS ? n_out - r : PANEL_ROWS;
-            panel_decode(w->w->type, (const char *)w->w->data + rs * (size_t)r, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
+            if (a->bf) panel_pack_bf16(wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
+            else panel_decode(w->w->type, wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
+            src[np] = mine + a->pb * (size_t)np;
         }
-        for (int b = 0; b < blocks; b++)
+        for (int b = 0; b < (a->bf ? (blocks + 1) / 2 : blocks); b++)
             for (int p = 0; p < np; p++) {
                 const int r = r0 + p * PANEL_ROWS;
-                panel_run(mine + a->pb * (size_t)p, a->n_in, a->xb, a->T, b, a->tok, a->j[i].y + r, (size_t)n_out, rows[p],
-                          a->j[i].bias ? a->j[i].bias + r : NULL);
+                float *y = a->j[i].y + r;
+                const float *bias = a->j[i].bias ? a->j[i].bias + r : NULL;
+                if (a->bf) panel_run_bf16(src[p], rows[p], a->n_in, a->xb, a->T, b, a->tok, y, (size_t)n_out, bias);
+                else panel_run(src[p], a->n_in, a->xb, a->T, b, a->tok, y, (size_t)n_out, rows[p], bias);
             }
     }
 }
@@ -556,7 +565,9 @@ static void pn_task(void *arg, int ith, int nth) {
 // the n products of the panel rows (ex->ptok[0..m), all T rows where m == T); 0, or -1 (scratch)
 static int panel_products(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
                           int m, int T, int n_in, const int *n_out) {
-    pn_job a = {.x = x, .tok = m == T ? NULL : ex->ptok, .T = m, .n_in = n_in, .n = n, .pb = (panel_bytes(n_in) + 63) & ~(size_t)63};
+    const int bf = w[0]->w->type == DT_BF16;
+    pn_job a = {.x = x, .tok = m == T ? NULL : ex->ptok, .T = m, .n_in = n_in, .n = n, .bf = bf,
+                .pb = ((bf ? panel_bf16_bytes(n_in) : panel_bytes(n_in)) + 63) & ~(size_t)63};
     const int nth = pool_size(ex->pool);
     int set = (int)(PANEL_SET_BYTES / a.pb);
     set = set < 1 ? 1 : set > 4 ? 4 : set;
@@ -570,10 +581,10 @@ static int panel_products(cpu_exec *ex, int n, float *const *y, const float *x, 
         a.j[i].sets = (n_out[i] + set * PANEL_ROWS - 1) / (set * PANEL_ROWS);
     a.per_thread = a.pb * (size_t)set;
     if (!(a.scratch = grow(ex, &ex->pn, &ex->pn_cap, a.per_thread * (size_t)nth + 64))) return -1;
-    if (!(a.xb = grow(ex, &ex->pxb, &ex->pxb_cap, panel_act_bytes(m, n_in) + 64))) return -1;
+    if (!(a.xb = grow(ex, &ex->pxb, &ex->pxb_cap, (bf ? panel_act_bf16_bytes(m, n_in) : panel_act_bytes(m, n_in)) + 64))) return -1;
     a.scratch += (64 - (uintptr_t)a.scratch % 64) % 64, a.xb += (64 - (uintptr_t)a.xb % 64) % 64; // (tiles: 64-byte rows)
     double t0 = ex->prof ? prof_now() : 0;
-    pool_for(ex->pool, (m + PANEL_TOK - 1) / PANEL_TOK, 1, pn_act, &a);
+    pool_for(ex->pool, bf ? (m + 2 * PANEL_TOK - 1) / (2 * PANEL_TOK) * 2 : (m + PANEL_TOK - 1) / PANEL_TOK, 1, pn_act, &a);
     if (ex->prof) ex->prof[PROF_QUANT] += prof_now() - t0, ex->prof[PROF_N + PROF_QUANT]++;
     atomic_init(&a.next, 0);
     pool_run(ex->pool, pn_task, &a);
@@ -599,8 +610,8 @@ static void rest_products(cpu_exec *ex, int n, float *const *y, const float *x, 
 
 static int panel_try(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
                      int n_in, const int *n_out) {
-    for (int i = 0; i < n; i++)
-        if (!panel_weight(w[i], n_in)) return 0;
+    for (int i = 0; i < n; i++) // (bf16 beside other types: the kernels)
+        if (!panel_weight(w[i], n_in) || (w[i]->w->type == DT_BF16) != (w[0]->w->type == DT_BF16)) return 0;
     int m = panel_rows(ex, T);
     if (m <= 0) return m < 0;
     if (panel_products(ex, n, y, x, w, bias, m, T, n_in, n_out) == 0 && m < T) rest_products(ex, n, y, x, w, bias, m, T, n_in, n_out);
