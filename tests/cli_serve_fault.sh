@@ -34,9 +34,18 @@ good = ["The capital of France is", "Once upon a time there", "The best way to l
 got = {}
 def run(p, n):
     got[p] = post(p, n)
-ts = [threading.Thread(target=run, args=(p, 48)) for p in good]
+def running():
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    c.request("GET", "/metrics")
+    m = c.getresponse().read().decode()
+    return float(next(l.split()[1] for l in m.splitlines() if l.startswith("infer_requests_running ")))
+N = 160  # (long enough that the three still decode when the poisoned prompt comes, on a fast machine too)
+ts = [threading.Thread(target=run, args=(p, N)) for p in good]
 for t in ts: t.start()
-time.sleep(0.5)  # (the three decoding: the poisoned prompt joins their steps)
+t0 = time.time()
+while running() < 3 and time.time() - t0 < 30:
+    time.sleep(0.02)
+time.sleep(0.1)  # (the three decoding: the poisoned prompt joins their steps)
 poison = "A zebra has stripes because"
 st, body = post(poison, 8)
 for t in ts: t.join()
@@ -47,7 +56,7 @@ for p in good:
     if s != 200:
         print(f"FAILED: {p!r} failed beside the poisoned one: {s} {b[:300]}"); bad = 1
         continue
-    s2, b2 = post(p, 48)  # alone, afterwards: the server goes on, and the same text
+    s2, b2 = post(p, N)  # alone, afterwards: the server goes on, and the same text
     if s2 != 200 or text(b2) != text(b):
         print(f"FAILED: {p!r} alone differs from beside the failure: {text(b)!r} / {s2} {b2[:300]}"); bad = 1
 c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
