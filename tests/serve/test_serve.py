@@ -223,10 +223,11 @@ for streamed in (False, True):
     s_.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode())
     time.sleep(0.5)
     s_.close()
-    t0 = time.time()
-    while time.time() - t0 < 5 and metric("infer_requests_running") != 0:
+    t0, drop_bound = time.time(), 30 if light else 5  # (a sanitizer build beside other tests: steps of seconds)
+    while time.time() - t0 < drop_bound and metric("infer_requests_running") != 0:
         time.sleep(0.05)
-    check(metric("infer_requests_running") == 0, f"a dropped {'stream' if streamed else 'request'}: its slot is free within 5 s")
+    check(metric("infer_requests_running") == 0,
+          f"a dropped {'stream' if streamed else 'request'}: its slot is free within {drop_bound} s ({time.time() - t0:.1f} s)")
 check(metric("infer_client_disconnects_total") >= 2, "/metrics counts the clients that left")
 
 # log-probabilities: chat's (top_logprobs) and completions' (logprobs n), greedy: the chosen token is the top one
