@@ -71,7 +71,7 @@ typedef struct {
     uint64_t *tr_key; int32_t *tr_val; size_t n_tr, n_tr_ix; // transitions of states without a table
     int n_tables;
     u32buf build;                               // the set being made ([words][n] then stacks)
-    u32buf bh;                                  // per stack of build: its offset and hash
+    struct { uint32_t gen, off; } *bix;         // (BIX) open addressing over build's stacks (gen: this build's, else empty)
     u32buf tmp;                                 // stacks being expanded
     u32buf wl;                                  // expand's work list: records [positions][len], last on top
     u32buf cur;                                 // the stack expand is replacing
@@ -133,17 +133,19 @@ static int spend(gcache *c, long words) {
     return c->over;
 }
 
+enum { BIX = 2 * GRAMMAR_MAX_STACKS }; // (a power of two: build's index at most half full)
+
 // stack v[0, len) into build, unless already there
 static void build_add(gcache *c, const uint32_t *v, uint32_t len) {
-    uint32_t h = hash_words(v, len) ^ len;
-    uint32_t n = c->build.v[1];
-    if (spend(c, (long)len + n / 8 + 1)) return;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t o = c->bh.v[2 * i];
-        if (c->bh.v[2 * i + 1] == h && c->build.v[o] == len && !memcmp(c->build.v + o + 1, v, sizeof(uint32_t) * len)) return;
+    if (spend(c, 2 * (long)len + 1)) return;
+    if (!c->bix && !(c->bix = calloc(BIX, sizeof *c->bix))) { c->overflow = 1; return; }
+    size_t k = (hash_words(v, len) ^ len) & (BIX - 1);
+    for (; c->bix[k].gen == c->gen; k = (k + 1) & (BIX - 1)) {
+        uint32_t o = c->bix[k].off;
+        if (c->build.v[o] == len && !memcmp(c->build.v + o + 1, v, sizeof(uint32_t) * len)) return;
     }
-    if (n >= GRAMMAR_MAX_STACKS || u32_reserve(&c->build, len + 1) || u32_reserve(&c->bh, 2)) { c->overflow = 1; return; }
-    c->bh.v[c->bh.n++] = (uint32_t)c->build.n, c->bh.v[c->bh.n++] = h;
+    if (c->build.v[1] >= GRAMMAR_MAX_STACKS || u32_reserve(&c->build, len + 1)) { c->overflow = 1; return; }
+    c->bix[k].gen = c->gen, c->bix[k].off = (uint32_t)c->build.n;
     c->build.v[c->build.n++] = len;
     memcpy(c->build.v + c->build.n, v, sizeof(uint32_t) * len);
     c->build.n += len;
@@ -233,10 +235,11 @@ static void expand(gcache *c, size_t off, uint32_t len) {
 }
 
 static void build_reset(gcache *c) {
-    c->build.n = 0, c->bh.n = 0;
+    c->build.n = 0;
     c->seen.n = 0, c->n_seen = 0;
-    if (!++c->gen) { // (the stamps wrapped: the index is cleared)
+    if (!++c->gen) { // (the stamps wrapped: the indexes are cleared)
         if (c->seen_ix) memset(c->seen_ix, 0, sizeof *c->seen_ix * c->n_seen_ix);
+        if (c->bix) memset(c->bix, 0, sizeof *c->bix * BIX);
         c->gen = 1;
     }
     if (u32_reserve(&c->build, 2)) { c->overflow = 1; return; }
@@ -425,7 +428,7 @@ static int32_t step(gcache *c, int32_t s, unsigned b) {
 static void cache_clear(gcache *c) {
     for (int s = 0; s < c->n_st; s++) free(c->st[s].next);
     free(c->sets.v), free(c->set_ix), free(c->st), free(c->st_ix), free(c->tr_key), free(c->tr_val);
-    free(c->build.v), free(c->bh.v), free(c->tmp.v);
+    free(c->build.v), free(c->bix), free(c->tmp.v);
     free(c->wl.v), free(c->cur.v), free(c->alts.v), free(c->seen.v), free(c->seen_ix);
     const grules *g = c->g;
     long work = c->work, budget = c->budget;
@@ -494,15 +497,17 @@ static int only_end(const gcache *c, int32_t s) {
     return !x->remain && c->sets.v[x->set + 1] == 1 && c->sets.v[x->set + 2] == 0;
 }
 
-// A budget of work for what follows (grammar.h: GRAMMAR_MAX_WORK).
+long grammar_max_work = GRAMMAR_MAX_WORK;
+
+// A budget of work for what follows (grammar.h: grammar_max_work).
 static void budget(gcache *c, long words) { c->work = 0, c->budget = words, c->over = 0; }
 
 int grammar_match_text(const grules *g, const char *s, size_t n, int *complete) {
     gcache c = {.g = g};
-    budget(&c, GRAMMAR_MAX_WORK);
+    budget(&c, grammar_max_work);
     int32_t st = initial_state(&c);
     for (size_t i = 0; i < n && st >= 0; i++) {
-        budget(&c, GRAMMAR_MAX_WORK);
+        budget(&c, grammar_max_work);
         st = step(&c, st, (unsigned char)s[i]);
     }
     int over = c.over;
@@ -650,8 +655,8 @@ struct infer_grammar {
 };
 
 static infer_status over_budget(void) {
-    return fail(INFER_ERR_ARG, "grammar: too costly to match: one token needs more than %d units of work (the limit; "
-                "repetitions of optional items nested in one another are the usual cause)", GRAMMAR_MAX_WORK);
+    return fail(INFER_ERR_ARG, "grammar: too costly to match: one token needs more than %ld units of work (the limit; "
+                "repetitions of optional items nested in one another are the usual cause)", grammar_max_work);
 }
 
 static infer_status prepare(infer_grammar *g);
@@ -667,7 +672,7 @@ static infer_status grammar_new(infer_model *m, grules *r, infer_grammar **out) 
     g->n_eog = infer_model_eog(m, g->eog, 16);
     g->walk = malloc(sizeof *g->walk * ((size_t)voc->max_depth + 1));
     g->allowed = malloc((size_t)voc->n_vocab);
-    budget(&g->c, GRAMMAR_MAX_WORK);
+    budget(&g->c, grammar_max_work);
     g->cur = initial_state(&g->c);
     if (g->c.over) st = over_budget();
     else if (!g->walk || !g->allowed || g->cur < 0) st = fail(INFER_ERR_NOMEM, "grammar: out of memory");
@@ -729,7 +734,7 @@ static infer_status prepare(infer_grammar *g) {
     if (g->prepared >= 0 && g->prepared == g->cur && g->prepared_ended == g->ended) return INFER_OK;
     const gvocab *v = g->voc;
     maybe_restart(g);
-    budget(&g->c, GRAMMAR_MAX_WORK);
+    budget(&g->c, grammar_max_work);
     g->prepared = -1;
     memset(g->allowed, 0, (size_t)v->n_vocab);
     if (!g->ended && g->cur >= 0) {
@@ -778,7 +783,7 @@ int infer_grammar_allows(infer_grammar *g, int32_t tok) {
     if (g->prepared >= 0 && g->prepared == g->cur && g->prepared_ended == g->ended) return g->allowed[tok];
     if (is_eog(g, tok)) return !g->ended && g->cur >= 0 && can_end(&g->c, g->cur);
     // (a small budget: this is the cheap test; past it the token is refused, and a mask decides)
-    budget(&g->c, GRAMMAR_MAX_WORK / 16);
+    budget(&g->c, grammar_max_work / 16);
     return after_token(g, tok) >= 0;
 }
 
@@ -790,7 +795,7 @@ infer_status infer_grammar_accept(infer_grammar *g, int32_t tok) {
         return INFER_OK;
     }
     maybe_restart(g);
-    budget(&g->c, GRAMMAR_MAX_WORK);
+    budget(&g->c, grammar_max_work);
     int32_t s = after_token(g, tok);
     if (s < 0) {
         if (g->c.over) return over_budget();

@@ -33,6 +33,11 @@ enum {
     GRAMMAR_MAX_WORK = 1 << 25,    // work for one token (its mask, or accepting it), in words of stacks handled
 };
 
+// The budget of work in force: GRAMMAR_MAX_WORK, unless a fuzzing harness
+// lowers it (its sanitized build runs ~60x slower: a step within the budget
+// must still be quick there, and work the budget does not count still shows).
+extern long grammar_max_work;
+
 // Parsed rules: rule r's alternatives are el[start[r] ..], separated by
 // GE_ALT, ended by GE_END.
 typedef struct {
