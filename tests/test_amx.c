@@ -42,20 +42,25 @@ static void check_panel(int dt, int n, int rows) {
         dtype_get(dt)->to_float(w + rs * r, wf + (size_t)r * n, n);
     }
     for (int i = 0; i < n * T; i++) x[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+    // (the layouts' width np: whole super-blocks, the last one zero-padded past n)
+    const int np = (n + 255) / 256 * 256;
+    float *wp = calloc((size_t)np * rows, sizeof(float)), *xp = calloc((size_t)np * 48, sizeof(float));
+    for (int r = 0; r < rows; r++) memcpy(wp + (size_t)r * np, wf + (size_t)r * n, sizeof(float) * n);
+    for (int t = 0; t < T; t++) memcpy(xp + (size_t)t * np, x + (size_t)t * n, sizeof(float) * n);
     CHECK(panel_type_ok(dt, n) && panel_decode(dt, w, rs, rows, n, p) == 0, "%s n=%d: panel_decode refused", name, n);
     const int8_t *tiles = (const int8_t *)p;
-    const float *ps = (const float *)(p + (size_t)32 * n);
+    const float *ps = (const float *)(p + (size_t)32 * np);
     int off = 0, bad = 0;
     for (int r = 0; r < 32; r++)
-        for (int k = 0; k < n / 256; k++) {
-            const float *v = wf + (size_t)r * n + 256 * k;
+        for (int k = 0; k < np / 256; k++) {
+            const float *v = wp + (size_t)r * np + 256 * k;
             float m = 0;
             for (int c = 0; c < 256 && r < rows; c++) m = fmaxf(m, fabsf(v[c]));
-            const float sc = m / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f, got = ps[((size_t)(r / 16) * (n / 256) + k) * 16 + r % 16];
+            const float sc = m / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f, got = ps[((size_t)(r / 16) * (np / 256) + k) * 16 + r % 16];
             bad += got != sc;
             for (int c = 0; c < 256; c++) {
                 int want = r < rows ? (int)lrintf(v[c] * inv) : 0;
-                int have = tiles[(((size_t)(r / 16) * (n / 64) + 4 * k + c / 64) * 16 + r % 16) * 64 + c % 64];
+                int have = tiles[(((size_t)(r / 16) * (np / 64) + 4 * k + c / 64) * 16 + r % 16) * 64 + c % 64];
                 off += have != want, bad += abs(have - want) > 1;
             }
         }
@@ -63,17 +68,17 @@ static void check_panel(int dt, int n, int rows) {
           name, n, off, bad);
     panel_act(x, n, NULL, T, n, xb, 0, (T + 15) / 16);
     const int8_t *xq = (const int8_t *)xb;
-    const float *xd = (const float *)(xb + (size_t)((T + 15) / 16) * n * 16);
+    const float *xd = (const float *)(xb + (size_t)((T + 15) / 16) * np * 16);
     bad = 0;
     for (int t = 0; t < 48; t++)
-        for (int k = 0; k < n / 256; k++) {
-            const float *v = x + (size_t)t * n + 256 * k;
+        for (int k = 0; k < np / 256; k++) {
+            const float *v = xp + (size_t)t * np + 256 * k;
             float m = 0;
             for (int c = 0; c < 256 && t < T; c++) m = fmaxf(m, fabsf(v[c]));
             const float sc = m / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f;
-            bad += xd[((size_t)(t / 16) * (n / 256) + k) * 16 + t % 16] != sc;
+            bad += xd[((size_t)(t / 16) * (np / 256) + k) * 16 + t % 16] != sc;
             for (int c = 0; c < 256; c++)
-                bad += xq[(((size_t)(t / 16) * (n / 64) + 4 * k + c / 64) * 16 + (c % 64) / 4) * 64 + 4 * (t % 16) + c % 4] !=
+                bad += xq[(((size_t)(t / 16) * (np / 64) + 4 * k + c / 64) * 16 + (c % 64) / 4) * 64 + 4 * (t % 16) + c % 4] !=
                        (t < T ? (int)lrintf(v[c] * inv) : 0);
         }
     CHECK(!bad, "%s n=%d: the panel's tokens differ from a scalar quantization (%d values)", name, n, bad);
@@ -104,7 +109,7 @@ static void check_panel(int dt, int n, int rows) {
         }
     CHECK(sqrt(e / s2) <= 4e-2, "%s n=%d: panel outputs vs float sums: relative RMS error %.3g", name, n, sqrt(e / s2));
     printf("amx: panel %s n=%d, %d rows: decode %d values off by one; error %.3g of the float sums' RMS\n", name, n, rows, off, sqrt(e / s2));
-    free(w), free(p), free(xb), free(x1), free(x), free(wf), free(y), free(yr), free(y1), free(yg);
+    free(w), free(p), free(xb), free(x1), free(x), free(wf), free(y), free(yr), free(y1), free(yg), free(wp), free(xp);
 }
 
 // bf16 weights read in place (panel_run_bf16): against its scalar oracle (f32 sums in column order; the
@@ -237,12 +242,45 @@ static void check_flash(void) {
     free(q), free(src), free(scores), free(o_ref), free(o1), free(o2), free(o0);
 }
 
+// The 32-column block types' bf16 panels (panel_decode_bf16): to_float's values rounded by f32_to_bf16, in
+// panel_pack_bf16's layout, rows past `rows` zeros.
+static void check_decode_bf16(int dt, int n, int rows) {
+    size_t rs = dtype_row_size(dt, n), pb = panel_bf16_bytes(n);
+    unsigned char *w = malloc(rs * rows), *p = aligned_alloc(64, pb), *q = aligned_alloc(64, pb);
+    float *wf = malloc(sizeof(float) * n);
+    uint16_t *wb = calloc((size_t)rows * n, 2);
+    for (int r = 0; r < rows; r++) {
+        for (int i = 0; i < n; i++) wf[i] = frand() * (r % 5 == 0 && i % 17 == 0 ? 9.0f : 1.0f);
+        dtype_get(dt)->from_float(wf, w + rs * r, n);
+        dtype_get(dt)->to_float(w + rs * r, wf, n);
+        for (int i = 0; i < n; i++) wb[(size_t)r * n + i] = f32_to_bf16(wf[i]);
+    }
+    memset(p, 0xAB, pb);
+    panel_decode_bf16(dt, w, rs, rows, n, p);
+    panel_pack_bf16(wb, 2 * (size_t)n, rows, n, q);
+    CHECK(!memcmp(p, q, pb), "%s n=%d: panel_decode_bf16 differs from to_float's values packed as bf16", dtype_get(dt)->name, n);
+    free(w), free(p), free(q), free(wf), free(wb);
+}
+
 int main(void) {
     if (cpu_has_amx_int8()) {
         for (int dt = 0; dt < DT_COUNT; dt++)
-            if (panel_type_ok(dt, 512) && dtype_get(dt)->from_float) check_panel(dt, 512, 32), check_panel(dt, 1280, 19);
+            if (panel_type_ok(dt, 512) && dtype_get(dt)->from_float) {
+                check_panel(dt, 512, 32), check_panel(dt, 1280, 19);
+                // widths past whole super-blocks (Gemma 3 270M's 640): the types of 32-column blocks only
+                CHECK(panel_type_ok(dt, 640) == (dtype_get(dt)->blck <= 32), "%s: panel_type_ok(640) %d", dtype_get(dt)->name,
+                      panel_type_ok(dt, 640));
+                if (panel_type_ok(dt, 640)) check_panel(dt, 640, 25), check_panel(dt, 288, 32);
+            }
     } else printf("amx: this CPU has no AMX-INT8 (or the OS did not grant it): the panels are not run\n");
-    if (cpu_has_amx_bf16()) check_flash(), check_panel_bf16(512, 32), check_panel_bf16(1280, 19);
+    if (cpu_has_amx_bf16()) {
+        check_flash(), check_panel_bf16(512, 32), check_panel_bf16(1280, 19), check_panel_bf16(640, 25);
+        for (int dt = 0; dt < DT_COUNT; dt++)
+            if (panel_bf16_type(dt) && dt != DT_BF16 && dtype_get(dt)->from_float) check_decode_bf16(dt, 640, 25), check_decode_bf16(dt, 256, 32);
+        check_decode_bf16(DT_Q4_K, 512, 19);
+        CHECK(panel_bf16_type(DT_Q4_0) && panel_bf16_type(DT_Q5_0) && panel_bf16_type(DT_Q8_0) && !panel_bf16_type(DT_Q4_K) && !panel_bf16_type(DT_Q6_K),
+              "panel_bf16_type: the 32-column block types take bf16 panels, the k-quants int8");
+    }
     else printf("amx: this CPU has no AMX-BF16 (or the OS did not grant it): the flash attention is not run\n");
     return check_summary("amx");
 }

@@ -28,7 +28,9 @@ enum { PANEL_ROWS = 32, PANEL_TOK = 16 };
 // 1 where panels are in use: an AMX-INT8 CPU (cpu_has_amx_int8) and
 // INFER_AMX_PANEL=1 in the environment (off by default)
 int panel_enabled(void);
-// 1 where rows of this dtype with n columns decode into panels (n % 256 == 0)
+// 1 where rows of this dtype with n columns decode into panels (n a multiple
+// of 32 and of the type's block; past a multiple of 256 the last super-block
+// is zero-padded, in the weights and the tokens)
 int panel_type_ok(int dtype, int64_t n);
 // bytes of one panel (tiles and scales) of n columns, of the tokens' blocks
 size_t panel_bytes(int64_t n);
@@ -58,6 +60,14 @@ void panel_run_ref(const void *p, int64_t n, const void *xb, int T, int blk, con
 // f32; a token's outputs again depend on its own activations alone.
 size_t panel_bf16_bytes(int64_t n);
 void panel_pack_bf16(const void *w, size_t rb, int rows, int64_t n, void *p);
+// The types of 32-column blocks (one scale a block: q4_0, q5_0, q8_0, and
+// f16) take these bf16 panels too, decoded (panel_decode_bf16: to_float's
+// values rounded to bf16): requantized to int8 per 256 columns, with the
+// tokens likewise, their products lost ~3x the precision of the kernels'
+// (q8_0 tokens per 32 columns) on Gemma 3 270M; as bf16 about none.
+// panel_bf16_type: 1 for such a type (and bf16 itself).
+int panel_bf16_type(int dtype);
+void panel_decode_bf16(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p);
 size_t panel_act_bf16_bytes(int T, int64_t n);
 void panel_act_bf16(const float *x, size_t xstride, const int *tok, int T, int64_t n, void *xb, int b0, int b1);
 // y[tok[t] * ldy + r] (+ bias[r]) for the tokens of blocks 2 pair and 2 pair + 1 below T, rows r < rows

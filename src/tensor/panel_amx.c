@@ -17,13 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t tiles_of(int64_t n) { return (size_t)n * PANEL_ROWS; } // (int8: 32 rows x n)
+// The int8 layouts' width: n rounded up to whole super-blocks (the last one's
+// columns past n are zeros, in the weights and the tokens alike).
+static int64_t padded(int64_t n) { return (n + 255) & ~(int64_t)255; }
 
-size_t panel_bytes(int64_t n) { return tiles_of(n) + sizeof(float) * 2 * 16 * (size_t)(n / 256); }
+static size_t tiles_of(int64_t n) { return (size_t)padded(n) * PANEL_ROWS; } // (int8: 32 rows x n)
+
+size_t panel_bytes(int64_t n) { return tiles_of(n) + sizeof(float) * 2 * 16 * (size_t)(padded(n) / 256); }
 
 size_t panel_act_bytes(int T, int64_t n) {
     size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
-    return blocks * ((size_t)n * PANEL_TOK + sizeof(float) * 16 * (size_t)(n / 256));
+    return blocks * ((size_t)padded(n) * PANEL_TOK + sizeof(float) * 16 * (size_t)(padded(n) / 256));
 }
 
 size_t panel_bf16_bytes(int64_t n) { return (size_t)PANEL_ROWS * (size_t)n * 2; }
@@ -35,6 +39,23 @@ void panel_pack_bf16(const void *w, size_t rb, int rows, int64_t n, void *p) {
             uint8_t *d = (uint8_t *)p + (((size_t)(r / 16) * ns + st) * 16 + r % 16) * 64;
             if (r < rows) memcpy(d, (const uint8_t *)w + rb * (size_t)r + 64 * st, 64);
             else memset(d, 0, 64);
+        }
+}
+
+// Rows of 32-column blocks (q4_0, q5_0, q8_0, f16) decoded to bf16 in
+// panel_pack_bf16's layout: to_float's values, rounded to nearest even.
+void panel_decode_bf16(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p) {
+    const dtype_traits *t = dtype_get(dtype);
+    const int64_t ns = n / 32;
+    const int cw = t->blck > 32 ? t->blck : 32; // (columns decoded at a time)
+    const size_t bs = dtype_row_size(dtype, cw);
+    float v[256];
+    for (int r = 0; r < PANEL_ROWS; r++)
+        for (int64_t st = 0; st < ns; st++) {
+            uint16_t *d = (uint16_t *)((uint8_t *)p + (((size_t)(r / 16) * ns + st) * 16 + r % 16) * 64);
+            if (r >= rows) { memset(d, 0, 64); continue; }
+            if ((32 * st) % cw == 0) t->to_float((const char *)w + rb * (size_t)r + bs * (size_t)(32 * st / cw), v, cw);
+            for (int i = 0; i < 32; i++) d[i] = f32_to_bf16(v[(32 * st) % cw + i]);
         }
 }
 
@@ -53,11 +74,13 @@ int panel_enabled(void) {
 }
 
 int panel_type_ok(int dtype, int64_t n) {
-    if (n <= 0 || n % 256) return 0;
     const dtype_traits *t = dtype >= 0 ? dtype_get(dtype) : NULL;
-    return t && t->to_float && (dtype == DT_Q4_K || dtype == DT_Q6_K || dtype == DT_Q8_0 || dtype == DT_Q4_0 || dtype == DT_Q5_0 ||
+    if (n <= 0 || n % 32 || !t || n % t->blck) return 0;
+    return t->to_float && (dtype == DT_Q4_K || dtype == DT_Q6_K || dtype == DT_Q8_0 || dtype == DT_Q4_0 || dtype == DT_Q5_0 ||
                                 dtype == DT_Q5_K || dtype == DT_BF16 || dtype == DT_F16);
 }
+
+int panel_bf16_type(int dtype) { return dtype == DT_BF16 || dtype == DT_Q4_0 || dtype == DT_Q5_0 || dtype == DT_Q8_0 || dtype == DT_F16; }
 
 // 256 floats to int8 (q = rint(v / s), s = max|v| / 127) at q; returns s.
 // (The scalar oracle in test_kernels computes the same: v * (1 / s), rounded to even.)
@@ -69,25 +92,27 @@ static float quant256_ref(const float *v, int8_t *q) {
     return s;
 }
 
-// the rows' 256-column block k (k < n / 256) as floats
-static void block_ref(int dtype, const void *row, int64_t k, float *v) {
+// the row's 256-column block k (k < padded(n) / 256) as floats, zeros past column n
+static void block_ref(int dtype, const void *row, int64_t n, int64_t k, float *v) {
     const dtype_traits *t = dtype_get(dtype);
-    t->to_float((const char *)row + dtype_row_size(dtype, 256 * k), v, 256);
+    const int64_t c = n - 256 * k < 256 ? n - 256 * k : 256; // (a multiple of the type's block: panel_type_ok)
+    t->to_float((const char *)row + dtype_row_size(dtype, 256 * k), v, c);
+    for (int64_t i = c; i < 256; i++) v[i] = 0;
 }
 
 // The scalar path: panel tiles of rows [0, rows) through to_float.
 static void decode_ref(int dtype, const void *w, size_t rb, int rows, int64_t n, int8_t *tiles, float *ps) {
-    const int64_t nb = n / 256;
+    const int64_t nb = padded(n) / 256;
     float v[256];
     int8_t q[256];
     for (int r = 0; r < PANEL_ROWS; r++)
         for (int64_t k = 0; k < nb; k++) {
             float s = 0;
-            if (r < rows) block_ref(dtype, (const char *)w + rb * (size_t)r, k, v), s = quant256_ref(v, q);
+            if (r < rows) block_ref(dtype, (const char *)w + rb * (size_t)r, n, k, v), s = quant256_ref(v, q);
             else memset(q, 0, sizeof q);
             ps[((size_t)(r / 16) * nb + k) * 16 + r % 16] = s;
             for (int st = 0; st < 4; st++) // A tile (half, 4 k + st): row r % 16, 64 bytes
-                memcpy(tiles + (((size_t)(r / 16) * (n / 64) + 4 * k + st) * 16 + r % 16) * 64, q + 64 * st, 64);
+                memcpy(tiles + (((size_t)(r / 16) * (padded(n) / 64) + 4 * k + st) * 16 + r % 16) * 64, q + 64 * st, 64);
         }
 }
 
@@ -161,7 +186,7 @@ PN_TARGET static void floats_q8_0(const block_q8_0 *b, float *v) {
 }
 
 PN_TARGET static void decode_avx(int dtype, const void *w, size_t rb, int rows, int64_t n, int8_t *tiles, float *ps) {
-    const int64_t nb = n / 256, ns = n / 64;
+    const int64_t nb = padded(n) / 256, ns = padded(n) / 64;
     float v[256] __attribute__((aligned(64)));
     const size_t bs = dtype_row_size(dtype, 256);
     for (int r = 0; r < PANEL_ROWS; r++) {
@@ -175,7 +200,8 @@ PN_TARGET static void decode_avx(int dtype, const void *w, size_t rb, int rows, 
                 continue;
             }
             const void *blk = row + bs * (size_t)k;
-            if (dtype == DT_Q4_K) floats_q4_K(blk, v);
+            if (256 * k + 256 > n) block_ref(dtype, row, n, k, v); // (the last, partial super-block)
+            else if (dtype == DT_Q4_K) floats_q4_K(blk, v);
             else if (dtype == DT_Q6_K) floats_q6_K(blk, v);
             else if (dtype == DT_Q8_0) floats_q8_0(blk, v);
             else dtype_get(dtype)->to_float(blk, v, 256);
@@ -196,8 +222,9 @@ int panel_decode(int dtype, const void *w, size_t rb, int rows, int64_t n, void 
 // token i of the blocks [b0, b1): its 256-column blocks to int8, each 64
 // columns' 16 granules to the rows of that step's B tile (byte 64 k + 4 t + e)
 PN_TARGET static void act_avx(const float *x, size_t xs, const int *tok, int T, int64_t n, int8_t *xb, float *xd, int b0, int b1) {
-    const int64_t nb = n / 256, ns = n / 64;
+    const int64_t nb = padded(n) / 256, ns = padded(n) / 64;
     int8_t q[256] __attribute__((aligned(64)));
+    float part[256] __attribute__((aligned(64)));
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(64));
     for (int b = b0; b < b1; b++)
         for (int t = 0; t < PANEL_TOK; t++) {
@@ -208,6 +235,11 @@ PN_TARGET static void act_avx(const float *x, size_t xs, const int *tok, int T, 
                 float s = 0;
                 if (i < T) { // (quant256 lays its 64-column steps 1024 bytes apart: here 64 apart, in q)
                     const float *v = x + (size_t)(tok ? tok[i] : i) * xs + 256 * k;
+                    if (256 * k + 256 > n) { // (the last, partial super-block: zeros past n)
+                        memcpy(part, v, sizeof(float) * (size_t)(n - 256 * k));
+                        memset(part + (n - 256 * k), 0, sizeof(float) * (size_t)(256 * k + 256 - n));
+                        v = part;
+                    }
                     __m512 m = _mm512_setzero_ps();
                     for (int c = 0; c < 256; c += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(v + c)));
                     s = _mm512_reduce_max_ps(m) / 127.0f;
@@ -225,17 +257,17 @@ PN_TARGET static void act_avx(const float *x, size_t xs, const int *tok, int T, 
 
 void panel_act(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
     const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
-    act_avx(x, xs, tok, T, n, xb, (float *)((int8_t *)xb + blocks * (size_t)n * PANEL_TOK), b0, b1);
+    act_avx(x, xs, tok, T, n, xb, (float *)((int8_t *)xb + blocks * (size_t)padded(n) * PANEL_TOK), b0, b1);
 }
 
 PN_TARGET void panel_run(const void *p, int64_t n, const void *xbv, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
                          const float *bias) {
-    const int64_t nb = n / 256, ns = n / 64;
+    const int64_t nb = padded(n) / 256, ns = padded(n) / 64;
     const int8_t *a0 = p, *a1 = a0 + (size_t)ns * 1024;
     const float *s0 = (const float *)(a0 + tiles_of(n)), *s1 = s0 + (size_t)nb * 16;
     const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
     const int8_t *b = (const int8_t *)xbv + (size_t)blk * ns * 1024;
-    const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)n * PANEL_TOK) + (size_t)blk * nb * 16;
+    const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)padded(n) * PANEL_TOK) + (size_t)blk * nb * 16;
     float acc[PANEL_ROWS][16] __attribute__((aligned(64)));
     int32_t cb[2][256] __attribute__((aligned(64)));
     const long st64 = 64;
@@ -350,12 +382,12 @@ void panel_run(const void *p, int64_t n, const void *xb, int T, int blk, const i
 
 void panel_run_ref(const void *p, int64_t n, const void *xbv, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
                    const float *bias) {
-    const int64_t nb = n / 256, ns = n / 64;
+    const int64_t nb = padded(n) / 256, ns = padded(n) / 64;
     const int8_t *tiles = p;
     const float *ps = (const float *)(tiles + tiles_of(n));
     const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
     const int8_t *b = (const int8_t *)xbv + (size_t)blk * ns * 1024;
-    const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)n * PANEL_TOK) + (size_t)blk * nb * 16;
+    const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)padded(n) * PANEL_TOK) + (size_t)blk * nb * 16;
     for (int t = 0; t < PANEL_TOK && PANEL_TOK * blk + t < T; t++) {
         const int i = PANEL_TOK * blk + t;
         float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;

@@ -490,7 +490,7 @@ static int panel_weight(const weight *w, int n_in) {
     if (!panel_enabled() || !w->w || w->trans || w->w->nd != 2 || vecdot_scalar_forced()) return 0;
     int t = w->w->type; // (the quantized types, and a GGUF file's bf16 weights; other float weights keep their exact kernels)
     return (t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q8_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || (t == DT_BF16 && w->ggml)) &&
-           panel_type_ok(t, n_in) && (t != DT_BF16 || cpu_has_amx_bf16());
+           panel_type_ok(t, n_in) && (!panel_bf16_type(t) || cpu_has_amx_bf16());
 }
 
 // The rows of a T-row product that take the panels, into ex->ptok (in order);
@@ -516,7 +516,7 @@ static int panel_rows(cpu_exec *ex, int T) {
 typedef struct {
     const float *x;
     const int *tok;       // the rows taken (NULL: all T)
-    int T, n_in, n, bf;   // (bf: bf16 weights, read in place: panel.h)
+    int T, n_in, n, bf;   // (bf: bf16 panels: bf16 weights read in place, 32-column block types decoded; panel.h)
     unsigned char *xb;    // the tokens' tiles
     struct { float *y; const weight *w; const float *bias; int n_out, set, sets; } j[CPU_MULTI_MAX];
     int items;            // sets over all products
@@ -547,7 +547,8 @@ static void pn_task(void *arg, int ith, int nth) {
         for (int r = r0; r < n_out && np < a->j[i].set; r += PANEL_ROWS, np++) {
             const char *wr = (const char *)w->w->data + rs * (size_t)r;
             rows[np] = n_out - r < PANEL_ROWS ? n_out - r : PANEL_ROWS;
-            if (a->bf) panel_pack_bf16(wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
+            if (w->w->type == DT_BF16) panel_pack_bf16(wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
+            else if (a->bf) panel_decode_bf16(w->w->type, wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
             else panel_decode(w->w->type, wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
             src[np] = mine + a->pb * (size_t)np;
         }
@@ -565,7 +566,7 @@ static void pn_task(void *arg, int ith, int nth) {
 // the n products of the panel rows (ex->ptok[0..m), all T rows where m == T); 0, or -1 (scratch)
 static int panel_products(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias,
                           int m, int T, int n_in, const int *n_out) {
-    const int bf = w[0]->w->type == DT_BF16;
+    const int bf = panel_bf16_type(w[0]->w->type);
     pn_job a = {.x = x, .tok = m == T ? NULL : ex->ptok, .T = m, .n_in = n_in, .n = n, .bf = bf,
                 .pb = ((bf ? panel_bf16_bytes(n_in) : panel_bytes(n_in)) + 63) & ~(size_t)63};
     const int nth = pool_size(ex->pool);
@@ -610,11 +611,17 @@ static void rest_products(cpu_exec *ex, int n, float *const *y, const float *x, 
 
 static int panel_try(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
                      int n_in, const int *n_out) {
-    for (int i = 0; i < n; i++) // (bf16 beside other types: the kernels)
-        if (!panel_weight(w[i], n_in) || (w[i]->w->type == DT_BF16) != (w[0]->w->type == DT_BF16)) return 0;
+    for (int i = 0; i < n; i++)
+        if (!panel_weight(w[i], n_in)) return 0;
     int m = panel_rows(ex, T);
     if (m <= 0) return m < 0;
-    if (panel_products(ex, n, y, x, w, bias, m, T, n_in, n_out) == 0 && m < T) rest_products(ex, n, y, x, w, bias, m, T, n_in, n_out);
+    int mixed = 0; // (int8 and bf16 panels in one multi-product: each product alone)
+    for (int i = 1; i < n; i++) mixed |= panel_bf16_type(w[i]->w->type) != panel_bf16_type(w[0]->w->type);
+    for (int j = 0; j < (mixed ? n : 1); j++) {
+        const int k = mixed ? 1 : n;
+        if (panel_products(ex, k, y + j, x, w + j, bias + j, m, T, n_in, n_out + j) == 0 && m < T)
+            rest_products(ex, k, y + j, x, w + j, bias + j, m, T, n_in, n_out + j);
+    }
     return 1;
 }
 
