@@ -46,6 +46,15 @@ void panel_act(const float *x, size_t xstride, const int *tok, int T, int64_t n,
 // of block blk (those below T) and rows r < rows.
 void panel_run(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
                const float *bias);
+// panel_run in parts: the super-blocks [k0, k1) of block blk's sums added
+// to acc[row * 16 + token] (32 x 16 floats, 64-byte aligned; zeros at first),
+// then panel_store writes them as panel_run does. Super-blocks taken in order
+// over any parts give panel_run's bits.
+void panel_run_k(const void *p, int64_t n, const void *xb, int T, int blk, int64_t k0, int64_t k1, float *acc);
+void panel_store(const float *acc, int T, int blk, const int *tok, float *y, size_t ldy, int rows, const float *bias);
+// panel_store streams whole aligned lines past the caches: a thread calls
+// panel_fence before other threads may read what it stored.
+void panel_fence(void);
 // The same sums in plain C (test_kernels' oracle): each (row, token)'s int32
 // sums per 256 columns from the tiles, then the floats in panel_run's order.
 void panel_run_ref(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows,

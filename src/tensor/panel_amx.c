@@ -123,20 +123,22 @@ static void decode_ref(int dtype, const void *w, size_t rb, int rows, int64_t n,
 
 // 256 floats to int8 into four 64-byte rows of A tiles (row stride 1024: the
 // next K=64 step's tile); returns the scale. The same numbers as quant256_ref.
-PN_TARGET static float quant256(const float *v, int8_t *q) {
+// (The decoders below leave a super-block's 256 floats in 16 registers, f[i] = columns 16 i .. 16 i + 15.)
+#define PN_INLINE PN_TARGET static inline __attribute__((always_inline))
+PN_INLINE float quant256(const __m512 *f, int8_t *q) {
     __m512 m = _mm512_setzero_ps();
-    for (int k = 0; k < 256; k += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(v + k)));
+    for (int i = 0; i < 16; i++) m = _mm512_max_ps(m, _mm512_abs_ps(f[i]));
     const float s = _mm512_reduce_max_ps(m) / 127.0f, inv = s > 0 ? 1.0f / s : 0.0f;
     const __m512 vi = _mm512_set1_ps(inv);
-    for (int k = 0; k < 256; k += 16) {
-        __m512i i = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + k), vi)); // (round to even, as lrintf)
-        _mm_storeu_si128((__m128i *)(q + (size_t)(k / 64) * 1024 + k % 64), _mm512_cvtsepi32_epi8(i));
+    for (int i = 0; i < 16; i++) {
+        __m512i x = _mm512_cvtps_epi32(_mm512_mul_ps(f[i], vi)); // (round to even, as lrintf)
+        _mm_storeu_si128((__m128i *)(q + (size_t)(i / 4) * 1024 + 16 * (i % 4)), _mm512_cvtsepi32_epi8(x));
     }
     return s;
 }
 
 // q4_K's block as floats, as q4_K_to_float computes them (d1 * q - m1)
-PN_TARGET static void floats_q4_K(const block_q4_K *b, float *v) {
+PN_INLINE void floats_q4_K(const block_q4_K *b, __m512 *f) {
     const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)), dmin = f16_to_f32((uint16_t)(b->dmin[0] | b->dmin[1] << 8));
     for (int s = 0; s < 4; s++) {
         int sc, m;
@@ -148,14 +150,14 @@ PN_TARGET static void floats_q4_K(const block_q4_K *b, float *v) {
             const __m128i q = _mm_loadu_si128((const __m128i *)(b->qs + 32 * s + 16 * h));
             const __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15)));
             const __m512i hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
-            _mm512_storeu_ps(v + 64 * s + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), m1));
-            _mm512_storeu_ps(v + 64 * s + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), m2));
+            f[4 * s + h] = _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), m1);
+            f[4 * s + 2 + h] = _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), m2);
         }
     }
 }
 
 // q6_K's block as floats, as q6_K_to_float computes them (d * sc * q)
-PN_TARGET static void floats_q6_K(const block_q6_K *b, float *v) {
+PN_INLINE void floats_q6_K(const block_q6_K *b, __m512 *f) {
     const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8));
     for (int h = 0; h < 2; h++) {
         const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
@@ -164,24 +166,24 @@ PN_TARGET static void floats_q6_K(const block_q6_K *b, float *v) {
             const __m512i l0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + 16 * g)));
             const __m512i l1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + 32 + 16 * g)));
             const __m512i hb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 16 * g)));
-            const __m512i f = _mm512_set1_epi32(15), t = _mm512_set1_epi32(3), o = _mm512_set1_epi32(32);
+            const __m512i f15 = _mm512_set1_epi32(15), t = _mm512_set1_epi32(3), o = _mm512_set1_epi32(32);
             __m512i q[4];
-            q[0] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l0, f), _mm512_slli_epi32(_mm512_and_si512(hb, t), 4)), o);
-            q[1] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l1, f), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, 2), t), 4)), o);
+            q[0] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l0, f15), _mm512_slli_epi32(_mm512_and_si512(hb, t), 4)), o);
+            q[1] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l1, f15), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, 2), t), 4)), o);
             q[2] = _mm512_sub_epi32(_mm512_or_si512(_mm512_srli_epi32(l0, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, 4), t), 4)), o);
             q[3] = _mm512_sub_epi32(_mm512_or_si512(_mm512_srli_epi32(l1, 4), _mm512_slli_epi32(_mm512_srli_epi32(hb, 6), 4)), o);
             for (int j = 0; j < 4; j++)
-                _mm512_storeu_ps(v + 128 * h + 32 * j + 16 * g, _mm512_mul_ps(_mm512_set1_ps(d * sc[g + 2 * j]), _mm512_cvtepi32_ps(q[j])));
+                f[8 * h + 2 * j + g] = _mm512_mul_ps(_mm512_set1_ps(d * sc[g + 2 * j]), _mm512_cvtepi32_ps(q[j]));
         }
     }
 }
 
 // q8_0's 8 blocks as floats (q * d)
-PN_TARGET static void floats_q8_0(const block_q8_0 *b, float *v) {
+PN_INLINE void floats_q8_0(const block_q8_0 *b, __m512 *f) {
     for (int j = 0; j < 8; j++, b++) {
         const __m512 d = _mm512_set1_ps(f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)));
         for (int h = 0; h < 2; h++)
-            _mm512_storeu_ps(v + 32 * j + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * h)))), d));
+            f[2 * j + h] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * h)))), d);
     }
 }
 
@@ -200,12 +202,16 @@ PN_TARGET static void decode_avx(int dtype, const void *w, size_t rb, int rows, 
                 continue;
             }
             const void *blk = row + bs * (size_t)k;
-            if (256 * k + 256 > n) block_ref(dtype, row, n, k, v); // (the last, partial super-block)
-            else if (dtype == DT_Q4_K) floats_q4_K(blk, v);
-            else if (dtype == DT_Q6_K) floats_q6_K(blk, v);
-            else if (dtype == DT_Q8_0) floats_q8_0(blk, v);
-            else dtype_get(dtype)->to_float(blk, v, 256);
-            *s = quant256(v, t);
+            __m512 f[16];
+            if (dtype == DT_Q4_K) floats_q4_K(blk, f);
+            else if (dtype == DT_Q6_K) floats_q6_K(blk, f);
+            else if (dtype == DT_Q8_0 && 256 * k + 256 <= n) floats_q8_0(blk, f);
+            else {
+                if (256 * k + 256 > n) block_ref(dtype, row, n, k, v); // (the last, partial super-block)
+                else dtype_get(dtype)->to_float(blk, v, 256);
+                for (int i = 0; i < 16; i++) f[i] = _mm512_load_ps(v + 16 * i);
+            }
+            *s = quant256(f, t);
         }
     }
 }
@@ -260,21 +266,19 @@ void panel_act(const float *x, size_t xs, const int *tok, int T, int64_t n, void
     act_avx(x, xs, tok, T, n, xb, (float *)((int8_t *)xb + blocks * (size_t)padded(n) * PANEL_TOK), b0, b1);
 }
 
-PN_TARGET void panel_run(const void *p, int64_t n, const void *xbv, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
-                         const float *bias) {
+PN_TARGET void panel_run_k(const void *p, int64_t n, const void *xbv, int T, int blk, int64_t k0, int64_t k1, float *accv) {
     const int64_t nb = padded(n) / 256, ns = padded(n) / 64;
     const int8_t *a0 = p, *a1 = a0 + (size_t)ns * 1024;
     const float *s0 = (const float *)(a0 + tiles_of(n)), *s1 = s0 + (size_t)nb * 16;
     const size_t blocks = (size_t)(T + PANEL_TOK - 1) / PANEL_TOK;
     const int8_t *b = (const int8_t *)xbv + (size_t)blk * ns * 1024;
     const float *xd = (const float *)((const int8_t *)xbv + blocks * (size_t)padded(n) * PANEL_TOK) + (size_t)blk * nb * 16;
-    float acc[PANEL_ROWS][16] __attribute__((aligned(64)));
+    float (*acc)[16] = (float (*)[16])accv;
     int32_t cb[2][256] __attribute__((aligned(64)));
     const long st64 = 64;
     amx_configure_panel();
-    memset(acc, 0, sizeof acc);
-    for (int64_t k = 0; k <= nb; k++) {
-        if (k < nb) {
+    for (int64_t k = k0; k <= k1; k++) {
+        if (k < k1) {
             if (k & 1) __asm__ volatile("tilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
             else __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1" ::: "memory");
             for (int st = 0; st < 4; st++) {
@@ -287,7 +291,7 @@ PN_TARGET void panel_run(const void *p, int64_t n, const void *xbv, int T, int b
                 else __asm__ volatile("tdpbssd %%tmm6, %%tmm4, %%tmm0\n\ttdpbssd %%tmm6, %%tmm5, %%tmm1" ::: "memory");
             }
         }
-        if (k >= 1) { // super-block k - 1 (its products had this one's issue to finish): C[row][token] to floats
+        if (k > k0) { // super-block k - 1 (its products had this one's issue to finish): C[row][token] to floats
             const int64_t j = k - 1;
             if (j & 1) __asm__ volatile("tilestored %%tmm2, (%0,%2,1)\n\ttilestored %%tmm3, (%1,%2,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(st64) : "memory");
             else __asm__ volatile("tilestored %%tmm0, (%0,%2,1)\n\ttilestored %%tmm1, (%1,%2,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(st64) : "memory");
@@ -300,10 +304,55 @@ PN_TARGET void panel_run(const void *p, int64_t n, const void *xbv, int T, int b
             }
         }
     }
-    for (int t = 0; t < PANEL_TOK && PANEL_TOK * blk + t < T; t++) {
-        const int i = PANEL_TOK * blk + t;
-        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
-        for (int r = 0; r < rows; r++) yt[r] = acc[r][t] + (bias ? bias[r] : 0.0f);
+}
+
+void panel_run(const void *p, int64_t n, const void *xbv, int T, int blk, const int *tok, float *y, size_t ldy, int rows,
+               const float *bias) {
+    float acc[PANEL_ROWS * 16] __attribute__((aligned(64)));
+    memset(acc, 0, sizeof acc);
+    panel_run_k(p, n, xbv, T, blk, 0, padded(n) / 256, acc);
+    panel_store(acc, T, blk, tok, y, ldy, rows, bias);
+}
+
+void panel_fence(void) { _mm_sfence(); }
+
+// 16 x 16 floats transposed in registers: r[i][j] -> r[j][i]
+PN_TARGET static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int j = 0; j < 8; j++) t[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]), t[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+    for (int i = 0; i < 4; i++) { // (u[4 i + c], lane L: rows 4 i .. 4 i + 3 of column 4 L + c)
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[4 * i]), _mm512_castps_pd(t[4 * i + 2])));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[4 * i]), _mm512_castps_pd(t[4 * i + 2])));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[4 * i + 1]), _mm512_castps_pd(t[4 * i + 3])));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[4 * i + 1]), _mm512_castps_pd(t[4 * i + 3])));
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+        const __m512 w0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44), w1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_shuffle_f32x4(v0, w0, 0x88), t[4 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+        t[8 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88), t[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+// acc[row * 16 + token] -> y[token][row] (+ bias): each half's 16 x 16 transposed, a token's rows stored at once
+PN_TARGET void panel_store(const float *acc, int T, int blk, const int *tok, float *y, size_t ldy, int rows, const float *bias) {
+    const int nt = T - PANEL_TOK * blk < PANEL_TOK ? T - PANEL_TOK * blk : PANEL_TOK;
+    for (int h = 0; h < 2 && 16 * h < rows; h++) {
+        const int nr = rows - 16 * h < 16 ? rows - 16 * h : 16;
+        const __mmask16 m = (__mmask16)((1u << nr) - 1);
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * h) : _mm512_setzero_ps();
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) r[i] = _mm512_load_ps(acc + 16 * (16 * h + i));
+        transpose16(r);
+        for (int t = 0; t < nt; t++) {
+            const int i = PANEL_TOK * blk + t;
+            float *d = y + (size_t)(tok ? tok[i] : i) * ldy + 16 * h;
+            const __m512 v = bias ? _mm512_add_ps(r[t], b) : r[t];
+            // (a whole aligned line: streamed past the caches, no read for ownership; panel_fence before others read it)
+            if (nr == 16 && !((uintptr_t)d % 64)) _mm512_stream_ps(d, v);
+            else _mm512_mask_storeu_ps(d, m, v);
+        }
     }
 }
 
@@ -377,6 +426,17 @@ void panel_act(const float *x, size_t xs, const int *tok, int T, int64_t n, void
 }
 void panel_run(const void *p, int64_t n, const void *xb, int T, int blk, const int *tok, float *y, size_t ldy, int rows, const float *bias) {
     panel_run_ref(p, n, xb, T, blk, tok, y, ldy, rows, bias);
+}
+void panel_run_k(const void *p, int64_t n, const void *xb, int T, int blk, int64_t k0, int64_t k1, float *acc) {
+    (void)p, (void)n, (void)xb, (void)T, (void)blk, (void)k0, (void)k1, (void)acc; // (no AMX: panel_enabled is 0)
+}
+void panel_fence(void) {}
+void panel_store(const float *acc, int T, int blk, const int *tok, float *y, size_t ldy, int rows, const float *bias) {
+    for (int t = 0; t < PANEL_TOK && PANEL_TOK * blk + t < T; t++) {
+        const int i = PANEL_TOK * blk + t;
+        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
+        for (int r = 0; r < rows; r++) yt[r] = acc[16 * r + t] + (bias ? bias[r] : 0.0f);
+    }
 }
 #endif
 

@@ -54,6 +54,7 @@ typedef struct {
     int *blk_cache;     // per listed block: its cache
     int ng, *task0;     // groups of listed blocks (fl_task)
     unsigned char *tiles;
+    unsigned char *state; // per thread: its chunks' state (FL_CHUNKS fl_chunk, ~580 KB: not on a thread's stack)
     atomic_int next;
 } fl_job;
 
@@ -214,8 +215,8 @@ FL_TARGET static void chunk_out(const attn_desc *d, int kh, const fl_chunk *ch) 
 // The chunks of n listed blocks (of one cache) for KV head kh, the keys walked once for all of them: each
 // 64-key step's tiles, read from memory by the first chunk, stay in L2 for the others.
 enum { FL_CHUNKS = 8 };
-FL_TARGET static void chunks_run(const attn_desc *d, const int *blk, int n, int kh, const unsigned char *tiles, const fl_cache *c) {
-    fl_chunk ch[FL_CHUNKS];
+FL_TARGET static void chunks_run(const attn_desc *d, const int *blk, int n, int kh, const unsigned char *tiles, const fl_cache *c,
+                                 fl_chunk *ch) {
     const int group = d->H / d->KV;
     const uint16_t *kt = (const uint16_t *)(tiles + c->off + head_bytes(c->n, d->hd) * (size_t)kh), *vt = kt + (size_t)c->n * d->hd;
     int nc = 0, k0 = INT32_MAX, k1 = 0;
@@ -251,14 +252,15 @@ static void fl_convert(void *arg, int ith, int nth) {
 // Tasks: (a group of blocks, a KV head), the last groups (the longest rows) first; a group is up to
 // FL_CHUNKS chunks of consecutive listed blocks of one cache (task0[g]: its first listed block).
 static void fl_task(void *arg, int ith, int nth) {
-    (void)ith, (void)nth;
+    (void)nth;
     fl_job *j = arg;
+    fl_chunk *ch = (fl_chunk *)(j->state + sizeof(fl_chunk) * FL_CHUNKS * (size_t)ith);
     const attn_desc *d = j->d;
     for (int it; (it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->ng * d->KV;) {
         const int g = j->ng - 1 - it / d->KV, kh = it % d->KV, b0 = j->task0[g], b1 = j->task0[g + 1];
         int blk[FL_CHUNKS];
         for (int b = b0; b < b1; b++) blk[b - b0] = j->blks[b];
-        chunks_run(d, blk, b1 - b0, kh, j->tiles, &j->c[j->blk_cache[b0]]);
+        chunks_run(d, blk, b1 - b0, kh, j->tiles, &j->c[j->blk_cache[b0]], ch);
     }
 }
 
@@ -281,6 +283,8 @@ int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb) {
         bc[b] = i;
     }
     for (int i = 0; i < nc; i++) c[i].off = off, off += head_bytes(c[i].n, d->hd) * (size_t)d->KV;
+    const size_t state = off; // (then each thread's chunks)
+    off += sizeof(fl_chunk) * FL_CHUNKS * (size_t)pool_size(ex->pool);
     if (off + 64 > ex->kvt_cap) {
         unsigned char *p = realloc(ex->kvt, off + 64);
         if (!p) return -1;
@@ -297,6 +301,7 @@ int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb) {
     task0[ng] = nb;
     fl_job j = {.d = d, .blks = blks, .nb = nb, .nc = nc, .c = c, .blk_cache = bc, .ng = ng, .task0 = task0};
     j.tiles = ex->kvt + (64 - (uintptr_t)ex->kvt % 64) % 64;
+    j.state = j.tiles + state;
     pool_run(ex->pool, fl_convert, &j);
     atomic_init(&j.next, 0);
     pool_run(ex->pool, fl_task, &j);

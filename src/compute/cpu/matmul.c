@@ -468,6 +468,9 @@ static void multi_plain(cpu_exec *ex, int n, float *const *y, const float *x, co
 // and runs them against every block of 16 tokens in turn.
 
 enum { PANEL_MIN = 16 };
+#ifndef PANEL_KCHUNK
+#define PANEL_KCHUNK 2
+#endif
 #ifndef PANEL_SET_BYTES
 #define PANEL_SET_BYTES 786432
 #endif
@@ -552,15 +555,33 @@ static void pn_task(void *arg, int ith, int nth) {
             else panel_decode(w->w->type, wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
             src[np] = mine + a->pb * (size_t)np;
         }
-        for (int b = 0; b < (a->bf ? (blocks + 1) / 2 : blocks); b++)
-            for (int p = 0; p < np; p++) {
-                const int r = r0 + p * PANEL_ROWS;
-                float *y = a->j[i].y + r;
-                const float *bias = a->j[i].bias ? a->j[i].bias + r : NULL;
-                if (a->bf) panel_run_bf16(src[p], rows[p], a->n_in, a->xb, a->T, b, a->tok, y, (size_t)n_out, bias);
-                else panel_run(src[p], a->n_in, a->xb, a->T, b, a->tok, y, (size_t)n_out, rows[p], bias);
-            }
+        if (a->bf) {
+            for (int b = 0; b < (blocks + 1) / 2; b++)
+                for (int p = 0; p < np; p++) {
+                    const int r = r0 + p * PANEL_ROWS;
+                    panel_run_bf16(src[p], rows[p], a->n_in, a->xb, a->T, b, a->tok, a->j[i].y + r, (size_t)n_out,
+                                   a->j[i].bias ? a->j[i].bias + r : NULL);
+                }
+            continue;
+        }
+        // int8: the columns PANEL_KCHUNK super-blocks at a time (a panel's part, 16 KB, stays in L1 while every
+        // token block runs against it), each (panel, block)'s sums in acc between the parts
+        float *acc = (float *)(mine + a->pb * (size_t)a->j[i].set);
+        memset(acc, 0, sizeof(float) * PANEL_ROWS * PANEL_TOK * (size_t)np * (size_t)blocks);
+        const int64_t nk = (a->n_in + 255) / 256;
+        for (int64_t k0 = 0; k0 < nk; k0 += PANEL_KCHUNK)
+            for (int p = 0; p < np; p++)
+                for (int b = 0; b < blocks; b++)
+                    panel_run_k(src[p], a->n_in, a->xb, a->T, b, k0, k0 + PANEL_KCHUNK < nk ? k0 + PANEL_KCHUNK : nk,
+                                acc + (size_t)PANEL_ROWS * PANEL_TOK * ((size_t)p * blocks + b));
+        for (int p = 0; p < np; p++) {
+            const int r = r0 + p * PANEL_ROWS;
+            for (int b = 0; b < blocks; b++)
+                panel_store(acc + (size_t)PANEL_ROWS * PANEL_TOK * ((size_t)p * blocks + b), a->T, b, a->tok, a->j[i].y + r,
+                            (size_t)n_out, rows[p], a->j[i].bias ? a->j[i].bias + r : NULL);
+        }
     }
+    panel_fence();
 }
 
 // the n products of the panel rows (ex->ptok[0..m), all T rows where m == T); 0, or -1 (scratch)
@@ -580,7 +601,8 @@ static int panel_products(cpu_exec *ex, int n, float *const *y, const float *x, 
     for (int i = 0; i < n; i++)
         a.j[i].y = y[i], a.j[i].w = w[i], a.j[i].bias = bias[i], a.j[i].n_out = n_out[i], a.j[i].set = set,
         a.j[i].sets = (n_out[i] + set * PANEL_ROWS - 1) / (set * PANEL_ROWS);
-    a.per_thread = a.pb * (size_t)set;
+    a.per_thread = a.pb * (size_t)set; // (int8: then the sums of each (panel, token block))
+    if (!bf) a.per_thread += sizeof(float) * PANEL_ROWS * PANEL_TOK * (size_t)set * (size_t)((m + PANEL_TOK - 1) / PANEL_TOK);
     if (!(a.scratch = grow(ex, &ex->pn, &ex->pn_cap, a.per_thread * (size_t)nth + 64))) return -1;
     if (!(a.xb = grow(ex, &ex->pxb, &ex->pxb_cap, (bf ? panel_act_bf16_bytes(m, n_in) : panel_act_bytes(m, n_in)) + 64))) return -1;
     a.scratch += (64 - (uintptr_t)a.scratch % 64) % 64, a.xb += (64 - (uintptr_t)a.xb % 64) % 64; // (tiles: 64-byte rows)
