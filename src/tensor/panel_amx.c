@@ -126,10 +126,12 @@ static void decode_ref(int dtype, const void *w, size_t rb, int rows, int64_t n,
 // (The decoders below leave a super-block's 256 floats in 16 registers, f[i] = columns 16 i .. 16 i + 15.)
 #define PN_INLINE PN_TARGET static inline __attribute__((always_inline))
 PN_INLINE float quant256(const __m512 *f, int8_t *q) {
-    __m512 m = _mm512_setzero_ps();
-    for (int i = 0; i < 16; i++) m = _mm512_max_ps(m, _mm512_abs_ps(f[i]));
-    const float s = _mm512_reduce_max_ps(m) / 127.0f, inv = s > 0 ? 1.0f / s : 0.0f;
+    __m512 m[4]; // (a tree: the 16 maxima are not one chain)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) m[i] = _mm512_max_ps(_mm512_max_ps(_mm512_abs_ps(f[i]), _mm512_abs_ps(f[4 + i])), _mm512_max_ps(_mm512_abs_ps(f[8 + i]), _mm512_abs_ps(f[12 + i])));
+    const float s = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3]))) / 127.0f, inv = s > 0 ? 1.0f / s : 0.0f;
     const __m512 vi = _mm512_set1_ps(inv);
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i++) {
         __m512i x = _mm512_cvtps_epi32(_mm512_mul_ps(f[i], vi)); // (round to even, as lrintf)
         _mm_storeu_si128((__m128i *)(q + (size_t)(i / 4) * 1024 + 16 * (i % 4)), _mm512_cvtsepi32_epi8(x));
@@ -140,6 +142,7 @@ PN_INLINE float quant256(const __m512 *f, int8_t *q) {
 // q4_K's block as floats, as q4_K_to_float computes them (d1 * q - m1)
 PN_INLINE void floats_q4_K(const block_q4_K *b, __m512 *f) {
     const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)), dmin = f16_to_f32((uint16_t)(b->dmin[0] | b->dmin[1] << 8));
+#pragma GCC unroll 4
     for (int s = 0; s < 4; s++) {
         int sc, m;
         scale_min_k4(2 * s, b->scales, &sc, &m);
@@ -159,6 +162,7 @@ PN_INLINE void floats_q4_K(const block_q4_K *b, __m512 *f) {
 // q6_K's block as floats, as q6_K_to_float computes them (d * sc * q)
 PN_INLINE void floats_q6_K(const block_q6_K *b, __m512 *f) {
     const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8));
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
         const int8_t *sc = b->scales + 8 * h;
