@@ -82,6 +82,10 @@ void panel_act_bf16(const float *x, size_t xstride, const int *tok, int T, int64
 // y[tok[t] * ldy + r] (+ bias[r]) for the tokens of blocks 2 pair and 2 pair + 1 below T, rows r < rows
 void panel_run_bf16(const void *p, int rows, int64_t n, const void *xb, int T, int pair, const int *tok, float *y, size_t ldy,
                     const float *bias);
+// panel_run_bf16 in parts: the K steps (32 columns) [st0, st1) of token blocks 2 pair, 2 pair + 1 added to
+// acc (4 C tiles, 1024 floats, 64-byte aligned; zeros at first), then panel_store_bf16 writes them.
+void panel_run_bf16_k(const void *p, int64_t n, const void *xb, int pair, int64_t st0, int64_t st1, float *acc);
+void panel_store_bf16(const float *acc, int rows, int T, int pair, const int *tok, float *y, size_t ldy, const float *bias);
 void panel_run_bf16_ref(const void *p, int rows, int64_t n, const void *xb, int T, int pair, const int *tok, float *y, size_t ldy,
                         const float *bias);
 

@@ -42,18 +42,61 @@ void panel_pack_bf16(const void *w, size_t rb, int rows, int64_t n, void *p) {
         }
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define BF_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
+// a q4_0 / q5_0 / q8_0 block's 32 values (to_float's: the integer times d, one rounding) to bf16 at o
+BF_TARGET static void block_bf16(int dtype, const void *blk, uint16_t *o) {
+    __m512 lo, hi;
+    if (dtype == DT_Q8_0) {
+        const block_q8_0 *b = blk;
+        const __m512 d = _mm512_set1_ps(f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)));
+        lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)b->qs))), d);
+        hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16)))), d);
+    } else {
+        const uint8_t *qs = dtype == DT_Q4_0 ? ((const block_q4_0 *)blk)->qs : ((const block_q5_0 *)blk)->qs;
+        const uint8_t *dd = dtype == DT_Q4_0 ? ((const block_q4_0 *)blk)->d : ((const block_q5_0 *)blk)->d;
+        const __m512 d = _mm512_set1_ps(f16_to_f32((uint16_t)(dd[0] | dd[1] << 8)));
+        const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+        __m512i l = _mm512_cvtepu8_epi32(_mm_and_si128(q, _mm_set1_epi8(15)));
+        __m512i h = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(15)));
+        __m512i off = _mm512_set1_epi32(8);
+        if (dtype == DT_Q5_0) {
+            const uint8_t *qh = ((const block_q5_0 *)blk)->qh;
+            const uint32_t bits = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+            const __m512i sixteen = _mm512_set1_epi32(16);
+            l = _mm512_mask_or_epi32(l, (__mmask16)(bits & 0xFFFF), l, sixteen);
+            h = _mm512_mask_or_epi32(h, (__mmask16)(bits >> 16), h, sixteen);
+            off = sixteen;
+        }
+        lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(l, off)), d);
+        hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(h, off)), d);
+    }
+    _mm512_storeu_si512(o, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+#endif
+
 // Rows of 32-column blocks (q4_0, q5_0, q8_0, f16) decoded to bf16 in
 // panel_pack_bf16's layout: to_float's values, rounded to nearest even.
 void panel_decode_bf16(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p) {
     const dtype_traits *t = dtype_get(dtype);
     const int64_t ns = n / 32;
     const int cw = t->blck > 32 ? t->blck : 32; // (columns decoded at a time)
+#if defined(__x86_64__)
+    const int fast = (dtype == DT_Q4_0 || dtype == DT_Q5_0 || dtype == DT_Q8_0) && cpu_has_avx512bf16();
+#endif
     const size_t bs = dtype_row_size(dtype, cw);
     float v[256];
     for (int r = 0; r < PANEL_ROWS; r++)
         for (int64_t st = 0; st < ns; st++) {
             uint16_t *d = (uint16_t *)((uint8_t *)p + (((size_t)(r / 16) * ns + st) * 16 + r % 16) * 64);
             if (r >= rows) { memset(d, 0, 64); continue; }
+#if defined(__x86_64__)
+            if (fast) {
+                block_bf16(dtype, (const char *)w + rb * (size_t)r + bs * (size_t)st, d);
+                continue;
+            }
+#endif
             if ((32 * st) % cw == 0) t->to_float((const char *)w + rb * (size_t)r + bs * (size_t)(32 * st / cw), v, cw);
             for (int i = 0; i < 32; i++) d[i] = f32_to_bf16(v[(32 * st) % cw + i]);
         }
@@ -381,16 +424,18 @@ void panel_act_bf16(const float *x, size_t xs, const int *tok, int T, int64_t n,
     act_bf16_avx(x, xs, tok, T, n, xb, b0, b1);
 }
 
-PN_TARGET void panel_run_bf16(const void *p, int rows, int64_t n, const void *xbv, int T, int pair, const int *tok, float *y, size_t ldy,
-                              const float *bias) {
+// 32 rows x 32 tokens (C tiles 2 tb + h: token block tb, rows 16 h ..): the K steps [st0, st1) added to acc,
+// loaded into the C tiles and stored back (f32 both ways: any split gives the same bits)
+PN_TARGET void panel_run_bf16_k(const void *p, int64_t n, const void *xbv, int pair, int64_t st0, int64_t st1, float *acc) {
     const int64_t ns = n / 32;
     const uint8_t *a0 = p, *a1 = a0 + (size_t)ns * 1024;
     const uint8_t *x0 = (const uint8_t *)xbv + (size_t)(2 * pair) * ns * 1024, *x1 = x0 + (size_t)ns * 1024;
-    float cb[4][256] __attribute__((aligned(64)));
     const long s64 = 64;
     amx_configure_panel();
-    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
-    for (int64_t st = 0; st < ns; st++) {
+    __asm__ volatile("tileloadd (%0,%4,1), %%tmm0\n\ttileloadd (%1,%4,1), %%tmm1\n\t"
+                     "tileloadd (%2,%4,1), %%tmm2\n\ttileloadd (%3,%4,1), %%tmm3" ::"r"(acc), "r"(acc + 256), "r"(acc + 512), "r"(acc + 768), "r"(s64)
+                     : "memory");
+    for (int64_t st = st0; st < st1; st++) {
         __asm__ volatile("tileloadd (%0,%4,1), %%tmm4\n\t"
                          "tileloadd (%2,%4,1), %%tmm6\n\t"
                          "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
@@ -403,13 +448,21 @@ PN_TARGET void panel_run_bf16(const void *p, int rows, int64_t n, const void *xb
                          : "memory");
     }
     __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
-                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(cb[0]), "r"(cb[1]), "r"(cb[2]), "r"(cb[3]), "r"(s64)
+                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(acc), "r"(acc + 256), "r"(acc + 512), "r"(acc + 768), "r"(s64)
                      : "memory");
-    for (int t = 0; t < 2 * PANEL_TOK && 2 * PANEL_TOK * pair + t < T; t++) { // C tile 2 (t / 16) + (r / 16): C[r % 16][t % 16]
-        const int i = 2 * PANEL_TOK * pair + t;
-        float *yt = y + (size_t)(tok ? tok[i] : i) * ldy;
-        for (int r = 0; r < rows; r++) yt[r] = cb[2 * (t / 16) + r / 16][16 * (r % 16) + t % 16] + (bias ? bias[r] : 0.0f);
-    }
+}
+
+void panel_store_bf16(const float *acc, int rows, int T, int pair, const int *tok, float *y, size_t ldy, const float *bias) {
+    for (int tb = 0; tb < 2 && PANEL_TOK * (2 * pair + tb) < T; tb++) // (token block tb's C tiles: panel_store's layout)
+        panel_store(acc + 512 * tb, T, 2 * pair + tb, tok, y, ldy, rows, bias);
+}
+
+void panel_run_bf16(const void *p, int rows, int64_t n, const void *xbv, int T, int pair, const int *tok, float *y, size_t ldy,
+                    const float *bias) {
+    float acc[1024] __attribute__((aligned(64)));
+    memset(acc, 0, sizeof acc);
+    panel_run_bf16_k(p, n, xbv, pair, 0, n / 32, acc);
+    panel_store_bf16(acc, rows, T, pair, tok, y, ldy, bias);
 }
 
 #else
@@ -419,6 +472,12 @@ void panel_act_bf16(const float *x, size_t xs, const int *tok, int T, int64_t n,
 void panel_run_bf16(const void *p, int rows, int64_t n, const void *xb, int T, int pair, const int *tok, float *y, size_t ldy,
                     const float *bias) {
     panel_run_bf16_ref(p, rows, n, xb, T, pair, tok, y, ldy, bias);
+}
+void panel_run_bf16_k(const void *p, int64_t n, const void *xb, int pair, int64_t st0, int64_t st1, float *acc) {
+    (void)p, (void)n, (void)xb, (void)pair, (void)st0, (void)st1, (void)acc; // (no AMX: panel_enabled is 0)
+}
+void panel_store_bf16(const float *acc, int rows, int T, int pair, const int *tok, float *y, size_t ldy, const float *bias) {
+    (void)acc, (void)rows, (void)T, (void)pair, (void)tok, (void)y, (void)ldy, (void)bias;
 }
 int panel_decode(int dtype, const void *w, size_t rb, int rows, int64_t n, void *p) {
     if (!panel_type_ok(dtype, n)) return -1;

@@ -471,6 +471,9 @@ enum { PANEL_MIN = 16 };
 #ifndef PANEL_KCHUNK
 #define PANEL_KCHUNK 2
 #endif
+#ifndef PANEL_KCHUNK_BF16
+#define PANEL_KCHUNK_BF16 8
+#endif
 #ifndef PANEL_SET_BYTES
 #define PANEL_SET_BYTES 786432
 #endif
@@ -555,18 +558,25 @@ static void pn_task(void *arg, int ith, int nth) {
             else panel_decode(w->w->type, wr, rs, rows[np], a->n_in, mine + a->pb * (size_t)np);
             src[np] = mine + a->pb * (size_t)np;
         }
-        if (a->bf) {
-            for (int b = 0; b < (blocks + 1) / 2; b++)
-                for (int p = 0; p < np; p++) {
-                    const int r = r0 + p * PANEL_ROWS;
-                    panel_run_bf16(src[p], rows[p], a->n_in, a->xb, a->T, b, a->tok, a->j[i].y + r, (size_t)n_out,
-                                   a->j[i].bias ? a->j[i].bias + r : NULL);
-                }
+        float *acc = (float *)(mine + a->pb * (size_t)a->j[i].set);
+        if (a->bf) { // (the same, PANEL_KCHUNK_BF16 K steps of 32 columns at a time, over pairs of token blocks)
+            const int pairs = (blocks + 1) / 2, ns = a->n_in / 32;
+            memset(acc, 0, sizeof(float) * 1024 * (size_t)np * (size_t)pairs);
+            for (int s0 = 0; s0 < ns; s0 += PANEL_KCHUNK_BF16)
+                for (int p = 0; p < np; p++)
+                    for (int b = 0; b < pairs; b++)
+                        panel_run_bf16_k(src[p], a->n_in, a->xb, b, s0, s0 + PANEL_KCHUNK_BF16 < ns ? s0 + PANEL_KCHUNK_BF16 : ns,
+                                         acc + 1024 * ((size_t)p * pairs + b));
+            for (int p = 0; p < np; p++) {
+                const int r = r0 + p * PANEL_ROWS;
+                for (int b = 0; b < pairs; b++)
+                    panel_store_bf16(acc + 1024 * ((size_t)p * pairs + b), rows[p], a->T, b, a->tok, a->j[i].y + r, (size_t)n_out,
+                                     a->j[i].bias ? a->j[i].bias + r : NULL);
+            }
             continue;
         }
         // int8: the columns PANEL_KCHUNK super-blocks at a time (a panel's part, 16 KB, stays in L1 while every
         // token block runs against it), each (panel, block)'s sums in acc between the parts
-        float *acc = (float *)(mine + a->pb * (size_t)a->j[i].set);
         memset(acc, 0, sizeof(float) * PANEL_ROWS * PANEL_TOK * (size_t)np * (size_t)blocks);
         const int64_t nk = (a->n_in + 255) / 256;
         for (int64_t k0 = 0; k0 < nk; k0 += PANEL_KCHUNK)
@@ -601,8 +611,8 @@ static int panel_products(cpu_exec *ex, int n, float *const *y, const float *x, 
     for (int i = 0; i < n; i++)
         a.j[i].y = y[i], a.j[i].w = w[i], a.j[i].bias = bias[i], a.j[i].n_out = n_out[i], a.j[i].set = set,
         a.j[i].sets = (n_out[i] + set * PANEL_ROWS - 1) / (set * PANEL_ROWS);
-    a.per_thread = a.pb * (size_t)set; // (int8: then the sums of each (panel, token block))
-    if (!bf) a.per_thread += sizeof(float) * PANEL_ROWS * PANEL_TOK * (size_t)set * (size_t)((m + PANEL_TOK - 1) / PANEL_TOK);
+    a.per_thread = a.pb * (size_t)set + // (then the sums of each (panel, token block): bf16 in pairs of blocks)
+                   sizeof(float) * PANEL_ROWS * PANEL_TOK * (size_t)set * (size_t)((m + 2 * PANEL_TOK - 1) / (2 * PANEL_TOK) * 2);
     if (!(a.scratch = grow(ex, &ex->pn, &ex->pn_cap, a.per_thread * (size_t)nth + 64))) return -1;
     if (!(a.xb = grow(ex, &ex->pxb, &ex->pxb_cap, (bf ? panel_act_bf16_bytes(m, n_in) : panel_act_bytes(m, n_in)) + 64))) return -1;
     a.scratch += (64 - (uintptr_t)a.scratch % 64) % 64, a.xb += (64 - (uintptr_t)a.xb % 64) % 64; // (tiles: 64-byte rows)
