@@ -162,6 +162,12 @@ INFER_API int infer_ctx_split(const infer_ctx *ctx);
 INFER_API infer_status infer_ctx_set_kv_type(infer_ctx *ctx, const char *k, const char *v);
 INFER_API const char *infer_ctx_kv_type(const infer_ctx *ctx, int v);
 INFER_API size_t infer_ctx_kv_bytes_per_pos(const infer_ctx *ctx);
+// Where the CPU kernels' threads run on a machine of several NUMA nodes, as
+// llama.cpp's --numa: "distribute" (thread i on node i mod nodes), "isolate"
+// (all on the node the call is made from), "numactl" (on the CPUs the process
+// was given), "none" (the default: where the scheduler puts them). Process-wide:
+// call it before making contexts (their threads are placed as they start).
+INFER_API infer_status infer_numa_init(const char *strategy);
 // The GPUs this build and machine can use (0: none), and a line saying which
 // or why none ("NVIDIA H200", "built without CUDA ...", "no CUDA device: ...").
 INFER_API int infer_gpu_count(void);

@@ -31,6 +31,7 @@ expect_error "unknown option" "unknown option" "$bin" run -m "$m" --ids 1 --bogu
 expect_error "ids not numbers" "expected a token id" "$bin" logits -m "$m" --ids 1,x,3 --out "$tmp/x"
 expect_error "ids trailing comma" "expected a token id" "$bin" logits -m "$m" --ids 1,2, --out "$tmp/x"
 expect_error "id too large for int" "too large" "$bin" logits -m "$m" --ids 99999999999 --out "$tmp/x"
+expect_error "unknown numa strategy" "numa strategy \"spread\": expected distribute, isolate, numactl or none" "$bin" run -m "$m" --ids 1 -n 1 --numa spread
 expect_error "unknown backend" "unknown backend \"gpu9\"" "$bin" logits -m "$m" --ids 1,2 --out "$tmp/x" --backend gpu9
 expect_error "id outside the vocabulary" "outside the vocabulary" "$bin" logits -m "$m" --ids 1,512 --out "$tmp/x"
 expect_error "missing model dir" "no such file" "$bin" info -m "$tmp/none"

@@ -1,4 +1,5 @@
 #include "base/pool.h"
+#include "base/numa.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,6 +38,7 @@ static void *worker(void *a) {
     worker_arg wa = *(worker_arg *)a;
     free(a);
     pool *p = wa.p;
+    numa_pin(wa.ith); // (numa.h: nothing unless a strategy was set)
     unsigned seen = 0; // the pool starts at gen 0, before any job
     for (;;) {
         int spins = 0;

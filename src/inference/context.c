@@ -4,6 +4,7 @@
 #include "vindex/walk.h"
 #include "tensor/dtype.h"
 #include "base/error.h"
+#include "base/numa.h"
 #include "base/pool.h"
 
 #include <stdio.h>
@@ -562,6 +563,14 @@ infer_status infer_model_set_threads(infer_model *m, int n) {
 int infer_model_threads(const infer_model *m) { return model_threads(m); }
 
 int infer_gpu_count(void) { return backend_gpu_count(); }
+
+infer_status infer_numa_init(const char *strategy) {
+    static const char *names[] = {"none", "distribute", "isolate", "numactl"}; // (numa.h's order)
+    for (int i = 0; strategy && i < 4; i++)
+        if (!strcmp(strategy, names[i]))
+            return numa_set(i) ? fail(INFER_ERR_IO, "--numa %s: the CPUs this process may use could not be read", strategy) : INFER_OK;
+    return fail(INFER_ERR_ARG, "numa strategy \"%s\": expected distribute, isolate, numactl or none", strategy ? strategy : "(null)");
+}
 
 const char *infer_gpu_status(void) {
     const char *name = backend_gpu_count() > 0 ? backend_gpu_name() : NULL;

@@ -297,6 +297,12 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
         if (!strcmp(arg, "-1")) o->ngl = -1;
         else if ((o->ngl = cli_parse_count("-ngl", arg, 1 << 20)) < 0) return -1;
         return 1;
+    case OPT_NUMA:
+        if (infer_numa_init(arg)) {
+            cli_error("--numa: %s", infer_last_error());
+            return -1;
+        }
+        return 1;
     case OPT_CTK: o->ctk = g_ctk = arg; return 1;
     case OPT_CTV: o->ctv = g_ctv = arg; return 1;
     case OPT_CALIB: o->calib = arg; return 1;

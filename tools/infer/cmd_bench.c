@@ -150,6 +150,7 @@ static const char *g_usage =
     "  prompt of -p tokens, then -n decode steps, all in batched passes (llama-batched-bench's S_PP, S_TG).\n"
     "  -m, --model MODEL      a Hugging Face directory, a .gguf file or a vindex (default: Gemma 3 270M)\n"
     "  -t, --threads N        threads (default 1)\n"
+    CLI_USAGE_NUMA
     CLI_USAGE_DEVICE
     CLI_USAGE_CACHE
     "  -p, --n-prompt N       prompt tokens (default 512)\n"
@@ -169,7 +170,7 @@ static const char *g_usage =
 
 enum { OPT_BATCH = OPT_LOCAL, OPT_NO_LOGITS, OPT_GRAPH, OPT_GREEDY };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NUMA, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
     {"file", required_argument, NULL, 'f'},
     {"n-prompt", required_argument, NULL, 'p'},
     {"n-depth", required_argument, NULL, 'd'},

@@ -45,13 +45,14 @@ static const char *g_usage =
     "  -n, --n-predict N      the most tokens of a reply (default 512)\n"
     "  -c, --ctx-size N       context positions (default 4096)\n"
     "  -t, --threads N        threads (default 1)\n"
+    CLI_USAGE_NUMA
     "sampling (llama.cpp's flags and defaults; --temp 0 is greedy):\n"
     "  -s, --seed N  --temp T (0.8)  --top-k K (40)  --top-p P (0.95)  --min-p P (0.05)  --repeat-penalty R (1.0)\n"
     "  --repeat-last-n N (64)  --presence-penalty P (0)  --frequency-penalty P (0)\n";
 
 enum { OPT_SYSTEM = OPT_LOCAL };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPTS_SAMPLING,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NUMA, CLI_OPT_CTX, CLI_OPTS_SAMPLING,
     {"system", required_argument, NULL, OPT_SYSTEM},
     {"n-predict", required_argument, NULL, 'n'},
     {0},

@@ -16,6 +16,7 @@ static const char *g_usage =
     "      --ids 1,2,3        the token ids\n"
     "  -o, --out FILE         where the logits go\n"
     "  -t, --threads N        threads (default 1)\n"
+    CLI_USAGE_NUMA
     "      --backend NAME     cpu (default), reference (the scalar oracles, one thread: slow, for checking) or cuda\n"
     "  -ngl, --n-gpu-layers N with cuda: the last N layers on the GPU, the others on the CPU; the output\n"
     "                         layer too when N > the layer count (as llama.cpp: 99 = all, the default)\n"
@@ -24,7 +25,7 @@ static const char *g_usage =
 
 enum { OPT_IDS = OPT_LOCAL, OPT_BACKEND, OPT_GRAPH };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NGL, CLI_OPTS_CACHE,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NUMA, CLI_OPT_NGL, CLI_OPTS_CACHE,
     {"ids", required_argument, NULL, OPT_IDS},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"out", required_argument, NULL, 'o'},

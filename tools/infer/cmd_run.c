@@ -32,6 +32,7 @@ static const char *g_usage =
     "  -n, --n-predict N      tokens to generate (default 128)\n"
     "  -c, --ctx-size N       context positions (default: prompt + N)\n"
     "  -t, --threads N        threads (default 1)\n"
+    CLI_USAGE_NUMA
     CLI_USAGE_DEVICE
     CLI_USAGE_CACHE
     "      --ignore-eos       do not stop at end-of-generation tokens\n"
@@ -56,7 +57,7 @@ static const char *g_usage =
 
 enum { OPT_IDS = OPT_LOCAL, OPT_IGNORE_EOS, OPT_JSON, OPT_JSON_SCHEMA, OPT_GRAMMAR, OPT_GRAPH, OPT_NO_COMPARE, OPT_LM_PROBE, OPT_LM_TOP, OPT_CHECK_TENSORS };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NUMA, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SAMPLING,
     CLI_OPTS_GRAPH_AUTO, CLI_OPTS_SPEC,
     {"prompt", required_argument, NULL, 'p'},
     {"ids", required_argument, NULL, OPT_IDS},

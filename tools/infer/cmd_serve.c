@@ -50,6 +50,7 @@ static const char g_usage[] =
     "      --parallel N       sequences decoded together, each of -c positions (default 4)\n"
     "  -c, --ctx-size N       positions of each sequence (default 4096)\n"
     "  -t, --threads N        threads (default: all cores)\n"
+    CLI_USAGE_NUMA
     CLI_USAGE_DEVICE
     CLI_USAGE_CACHE
     "                         (fewer than all: each slot's step runs alone, as batched passes run on one device)\n"
@@ -69,7 +70,7 @@ static const char g_usage[] =
 
 enum { OPT_HOST = OPT_LOCAL, OPT_PORT, OPT_PARALLEL, OPT_BATCH, OPT_QUEUE, OPT_MAX_BODY, OPT_API_KEY, OPT_ALIAS, OPT_TIMEOUT, OPT_MAX_CONN, OPT_PER_ADDR, OPT_SLOT_PATH };
 static const struct option g_opts[] = {
-    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
+    CLI_OPT_HELP, CLI_OPT_MODEL, CLI_OPT_THREADS, CLI_OPT_NUMA, CLI_OPT_CTX, CLI_OPT_DEVICE, CLI_OPT_NGL, CLI_OPTS_CACHE, CLI_OPTS_SPEC,
     {"host", required_argument, NULL, OPT_HOST}, {"port", required_argument, NULL, OPT_PORT},
     {"parallel", required_argument, NULL, OPT_PARALLEL}, {"queue", required_argument, NULL, OPT_QUEUE},
     {"batch-size", required_argument, NULL, OPT_BATCH},
