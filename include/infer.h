@@ -116,9 +116,18 @@ typedef struct {
     int n_gpu_layers;       // -ngl on a GPU backend (-1, the default: every layer there; infer_ctx_set_gpu_layers)
     const char *type_k;     // the KV cache's keys, "f32", "f16" or "q8_0" (NULL: the default; infer_ctx_set_kv_type)
     const char *type_v;     // its values, the same
+    int deterministic;      // 1: a token's logits the same however its sequence's tokens are split into
+                            // calls (and batched): on a CPU with AMX, no AMX prompt paths (their products and
+                            // attention are not the decode kernels' floats; 2-3x faster prompts). Sequences
+                            // are batch-invariant either way. (infer_ctx_set_deterministic)
 } infer_ctx_params;
 // A context on the CPU, 1 thread, the model's maximum positions capped at 4096.
 INFER_API infer_ctx_params infer_ctx_default_params(void);
+// deterministic (infer_ctx_params); and whether a token's logits are the same however its
+// sequence's tokens are split into calls: 1 on a CPU made deterministic or without the AMX
+// prompt paths, 0 on a GPU (long runs on the tensor cores) or a CPU's AMX paths.
+INFER_API infer_status infer_ctx_set_deterministic(infer_ctx *ctx, int on);
+INFER_API int infer_ctx_split_invariant(const infer_ctx *ctx);
 // The threads of a context's kernels (n_threads).
 INFER_API infer_status infer_ctx_set_threads(infer_ctx *ctx, int n);
 INFER_API int infer_ctx_threads(const infer_ctx *ctx);

@@ -83,16 +83,32 @@ int main(void) {
     printf("greedy: %d of %d tokens equal llama.cpp's, %d near ties (largest gap %.4f)\n", same, n_g, n_g - same, worst);
     CHECK(same + ties == n_g && same >= n_g - 2, "greedy tokens differ from llama.cpp's beyond near ties (%d of %d equal)", same, n_g);
 
-    // batched (prefill kernels) and one-at-a-time (decode kernels) give the same logits
+    // batched (prefill kernels) and one-at-a-time (decode kernels) give the same logits, in a deterministic
+    // context (infer_ctx_params.deterministic); by default, on a CPU with AMX, the batch's prompt paths are
+    // other floats: the same next token, and close
     {
         int nb = n_t < 40 ? n_t : 40;
-        float *lb = malloc(sizeof(float) * (size_t)V);
+        float *lb = malloc(sizeof(float) * (size_t)V), *lf = malloc(sizeof(float) * (size_t)V);
+        infer_ctx_reset(c);
+        CHECK(infer_eval(c, want_t, nb, lf, 1) == INFER_OK, "%s", infer_last_error());
+        const int inv = infer_ctx_split_invariant(c);
+        infer_ctx_set_deterministic(c, 1);
+        CHECK(infer_ctx_split_invariant(c), "a deterministic CPU context is split-invariant");
         infer_ctx_reset(c);
         CHECK(infer_eval(c, want_t, nb, lb, 1) == INFER_OK, "%s", infer_last_error());
         infer_ctx_reset(c);
         for (int i = 0; i < nb; i++) infer_eval(c, want_t + i, 1, logits, 1);
         CHECK(!memcmp(lb, logits, sizeof(float) * (size_t)V), "logits of a %d-token batch differ from token by token", nb);
-        free(lb);
+        double e = 0, s2 = 0;
+        for (int v = 0; v < V; v++) e += (double)(lf[v] - lb[v]) * (lf[v] - lb[v]), s2 += (double)lb[v] * lb[v];
+        printf("llamacpp: a %d-token batch by default (%s) against deterministic: relative RMS %.3g\n", nb,
+               inv ? "the same paths" : "AMX prompt paths", sqrt(e / s2));
+        // (the deterministic next token within a near tie of the default's best)
+        CHECK(lf[test_argmax(lb, V)] >= lf[test_argmax(lf, V)] - 0.5f && sqrt(e / s2) < 0.1 && (!inv || e == 0),
+              "a %d-token batch by default: next token %d, deterministic %d, relative RMS %.3g", nb, (int)test_argmax(lf, V),
+              (int)test_argmax(lb, V), sqrt(e / s2));
+        infer_ctx_set_deterministic(c, 0);
+        free(lb), free(lf);
     }
 
     // the reference backend (scalar oracles: q4_K, q5_0, q6_K, q8_0 blocks

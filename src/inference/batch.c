@@ -92,6 +92,8 @@ infer_status infer_batch_eval_rows(infer_batch *b, infer_ctx *const *ctx, int n,
     infer_status st = check(b, ctx, n, ids, n_ids);
     if (!st && b->ws->own.be.ops != ctx[0]->own.be.ops) st = infer_ctx_set_backend(b->ws, ctx[0]->own.be.ops->name); // (the workspace follows)
     if (st) return st;
+    b->ws->ex.exact = 0; // (a pass exact where any of its sequences is deterministic)
+    for (int i = 0; i < n; i++) b->ws->ex.exact |= ctx[i]->ex.exact;
     int *done = calloc((size_t)n, sizeof *done), *past = malloc(sizeof *past * (size_t)n);
     if (!done || !past) {
         free(done), free(past);

@@ -1,5 +1,7 @@
 // Contexts: the KV cache and scratch of one sequence, and infer_eval.
 #include "compute/cpu/ops.h"
+#include "compute/cpu/attn.h"
+#include "tensor/panel.h"
 #include "inference/context.h"
 #include "vindex/walk.h"
 #include "tensor/dtype.h"
@@ -200,6 +202,7 @@ infer_status infer_ctx_create(infer_model *m, const infer_ctx_params *p, infer_c
     if (((p->type_k && *p->type_k) || (p->type_v && *p->type_v)) && (st = infer_ctx_set_kv_type(c, p->type_k, p->type_v))) goto bad;
     if (p->n_gpu_layers != -1 && (st = infer_ctx_set_gpu_layers(c, p->n_gpu_layers))) goto bad;
     if (p->backend && *p->backend && (st = infer_ctx_set_backend(c, p->backend))) goto bad;
+    c->ex.exact = p->deterministic != 0;
     *out = c;
     return INFER_OK;
 bad:
@@ -563,6 +566,18 @@ infer_status infer_model_set_threads(infer_model *m, int n) {
 int infer_model_threads(const infer_model *m) { return model_threads(m); }
 
 int infer_gpu_count(void) { return backend_gpu_count(); }
+
+infer_status infer_ctx_set_deterministic(infer_ctx *ctx, int on) {
+    if (!ctx) return fail(INFER_ERR_ARG, "infer_ctx_set_deterministic: no context");
+    ctx->ex.exact = on != 0;
+    return INFER_OK;
+}
+
+int infer_ctx_split_invariant(const infer_ctx *ctx) {
+    if (!ctx) return 0;
+    if (strcmp(ctx->own.be.ops->name, "cpu")) return !strcmp(ctx->own.be.ops->name, "reference");
+    return ctx->ex.exact || (!panel_enabled() && !attn_flash_enabled());
+}
 
 infer_status infer_numa_init(const char *strategy) {
     static const char *names[] = {"none", "distribute", "isolate", "numactl"}; // (numa.h's order)

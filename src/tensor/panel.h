@@ -26,7 +26,8 @@
 enum { PANEL_ROWS = 32, PANEL_TOK = 16 };
 
 // 1 where panels are in use: an AMX-INT8 CPU (cpu_has_amx_int8) and
-// INFER_AMX_PANEL=1 in the environment (off by default)
+// INFER_AMX_PANEL not 0 in the environment (on by default; a context made
+// deterministic keeps the kernels: cpu_exec.exact)
 int panel_enabled(void);
 // 1 where rows of this dtype with n columns decode into panels (n a multiple
 // of 32 and of the type's block; past a multiple of 256 the last super-block

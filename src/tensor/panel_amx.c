@@ -111,7 +111,7 @@ int panel_enabled(void) {
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("INFER_AMX_PANEL");
-        on = e && *e && strcmp(e, "0") && cpu_has_amx_int8();
+        on = !(e && !strcmp(e, "0")) && cpu_has_amx_int8();
     }
     return on;
 }

@@ -187,6 +187,7 @@ const char *cli_chat_model(void) { return cached_model("smollm2", "SmolLM2-135M-
 
 // the -ctk / -ctv of the command line (cli_place applies them)
 static const char *g_ctk, *g_ctv;
+static int g_deterministic; // --deterministic
 
 int cli_place(infer_ctx *c, const char *device, long ngl) {
     static int said_ngl, said_cpu;
@@ -217,7 +218,7 @@ int cli_model_load(const char *path, infer_model **m) {
 
 int cli_ctx_new(infer_model *m, int n_ctx, infer_ctx **c) {
     infer_ctx_params p = infer_ctx_default_params();
-    p.n_ctx = n_ctx, p.n_threads = g_threads;
+    p.n_ctx = n_ctx, p.n_threads = g_threads, p.deterministic = g_deterministic;
     return infer_ctx_create(m, &p, c) ? -1 : 0;
 }
 
@@ -297,6 +298,7 @@ static int take_shared(cli_opts *o, int opt, const char *arg) {
         if (!strcmp(arg, "-1")) o->ngl = -1;
         else if ((o->ngl = cli_parse_count("-ngl", arg, 1 << 20)) < 0) return -1;
         return 1;
+    case OPT_DETERMINISTIC: g_deterministic = 1; return 1;
     case OPT_NUMA:
         if (infer_numa_init(arg)) {
             cli_error("--numa: %s", infer_last_error());

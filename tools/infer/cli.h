@@ -44,7 +44,7 @@ enum {
     OPT_FREQUENCY_PENALTY, OPT_DEVICE, OPT_NGL, OPT_CTK, OPT_CTV,
     OPT_CALIB, OPT_CALIB_TOKENS, // (CLI_OPTS_GRAPH_AUTO's)
     OPT_SPEC, OPT_DRAFT, OPT_DRAFT_MAX, OPT_DRAFT_PMIN, // (CLI_OPTS_SPEC's)
-    OPT_NUMA,
+    OPT_NUMA, OPT_DETERMINISTIC,
     OPT_LOCAL = 300,
 };
 
@@ -52,10 +52,12 @@ enum {
 #define CLI_OPT_MODEL {"model", required_argument, NULL, 'm'}
 #define CLI_OPT_THREADS {"threads", required_argument, NULL, 't'}
 // --numa distribute|isolate|numactl|none: infer_numa_init (as llama.cpp's)
-#define CLI_OPT_NUMA {"numa", required_argument, NULL, OPT_NUMA}
+#define CLI_OPT_NUMA {"numa", required_argument, NULL, OPT_NUMA}, {"deterministic", no_argument, NULL, OPT_DETERMINISTIC}
 #define CLI_USAGE_NUMA                                                                                            \
     "      --numa S           the threads on NUMA nodes, as llama.cpp's: distribute (spread over every node),\n"   \
-    "                         isolate (the node it starts on), numactl (the CPUs numactl gave), none (default)\n"
+    "                         isolate (the node it starts on), numactl (the CPUs numactl gave), none (default)\n"   \
+    "      --deterministic    a token's logits the same however a prompt is split into calls: on a CPU with\n"    \
+    "                         AMX, prompts on the decode kernels (2-3x slower; infer_ctx_params.deterministic)\n"
 #define CLI_OPT_CTX {"ctx-size", required_argument, NULL, 'c'}
 // --device cpu|cuda: the backend a context runs on (cuda: the first GPU)
 #define CLI_OPT_DEVICE {"device", required_argument, NULL, OPT_DEVICE}

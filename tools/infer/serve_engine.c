@@ -732,10 +732,10 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
         e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
     // (INFER_SERVE_REUSE=all: a GPU reuses every shared position too, faster, its answers then not always
     // the prompt's alone; =chunks: a CPU reuses whole chunks only, as a GPU does -- tests/serve/test_slots.py)
-    // (a CPU's prompts on the AMX panels or flash attention, INFER_AMX_PANEL=1 or INFER_AMX_ATTN=1: a run's rows
-    // take them by the run's length, as a GPU's)
-    const char *ru = getenv("INFER_SERVE_REUSE"), *pn = getenv("INFER_AMX_PANEL"), *fa = getenv("INFER_AMX_ATTN");
-    const int by_length = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") != 0 || (pn && *pn && strcmp(pn, "0")) || (fa && *fa && strcmp(fa, "0"));
+    // (a CPU's prompts on the AMX panels or flash attention -- on by default where the CPU has AMX, unless
+    // --deterministic: a run's rows take them by the run's length, as a GPU's)
+    const char *ru = getenv("INFER_SERVE_REUSE");
+    const int by_length = ok && !infer_ctx_split_invariant(e->s[0].ctx);
     if (ok) e->chunked_reuse = ru && !strcmp(ru, "chunks") ? 1 : ru && !strcmp(ru, "all") ? 0 : by_length;
     e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;

@@ -38,11 +38,12 @@ void attn_scores_ref(const float *q, int group, int hd, const void *k, int kt, s
 void attn_mix_ref(const float *s, size_t sstride, int group, int n, const void *v, int vt, size_t vstride, int hd, float *o);
 
 // Long prompts on AMX-BF16 (attn_amx.c): 1 where d's rows may take it (an
-// AMX-BF16 CPU, INFER_AMX_ATTN=1, hd a multiple of 32 up to 256, no softcap
+// AMX-BF16 CPU, INFER_AMX_ATTN not 0, hd a multiple of 32 up to 256, no softcap
 // or sinks); attn_flash computes the nb blocks listed (all their rows, every
 // KV head) on ex's threads, their bf16 tiles in ex's scratch: 0, or -1 where
 // it could not (scratch; nothing written). Not the f32 kernels' floats: bf16
 // queries, keys, values and probabilities, within ~1e-2 of the reference.
+int attn_flash_enabled(void); // an AMX-BF16 CPU, INFER_AMX_ATTN not 0
 int attn_flash_ok(const attn_desc *d);
 int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb);
 

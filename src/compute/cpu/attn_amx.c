@@ -26,9 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int attn_flash_ok(const attn_desc *d) {
+int attn_flash_enabled(void) {
     const char *e = getenv("INFER_AMX_ATTN"); // (read each time: cheap beside a layer's attention, and the tests set it)
-    return e && *e && strcmp(e, "0") && cpu_has_amx_bf16() && d->hd % 32 == 0 && d->hd <= 256 && !d->softcap && !d->sinks &&
+    return !(e && !strcmp(e, "0")) && cpu_has_amx_bf16();
+}
+
+int attn_flash_ok(const attn_desc *d) {
+    return attn_flash_enabled() && d->hd % 32 == 0 && d->hd <= 256 && !d->softcap && !d->sinks &&
            d->KV > 0 && d->H % d->KV == 0;
 }
 

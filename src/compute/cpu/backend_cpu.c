@@ -337,7 +337,7 @@ static void attn_blocks(backend *b, const attn_desc *d);
 // other blocks as before; a block's rows the same floats whatever runs beside.
 static void cpu_attention_(backend *b, const attn_desc *d) {
     cpu_exec *ex = b->ex;
-    if (ex->pass_T == d->T && d->n_blk <= BLK_MAX && attn_flash_ok(d)) {
+    if (!ex->exact && ex->pass_T == d->T && d->n_blk <= BLK_MAX && attn_flash_ok(d)) {
         int fl[BLK_MAX], r0[BLK_MAX], rn[BLK_MAX], nf = 0, nr = 0;
         for (int blk = 0, i = 0; blk < d->n_blk; blk++) {
             const int t0 = d->blk0[blk];

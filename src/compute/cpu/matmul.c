@@ -492,8 +492,8 @@ void cpu_exec_pass(cpu_exec *ex, const int *run, int T) {
 }
 
 // the weight's rows decode into panels, and the CPU has them on
-static int panel_weight(const weight *w, int n_in) {
-    if (!panel_enabled() || !w->w || w->trans || w->w->nd != 2 || vecdot_scalar_forced()) return 0;
+static int panel_weight(const cpu_exec *ex, const weight *w, int n_in) {
+    if (ex->exact || !panel_enabled() || !w->w || w->trans || w->w->nd != 2 || vecdot_scalar_forced()) return 0;
     int t = w->w->type; // (the quantized types, and a GGUF file's bf16 weights; other float weights keep their exact kernels)
     return (t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q8_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || (t == DT_BF16 && w->ggml)) &&
            panel_type_ok(t, n_in) && (!panel_bf16_type(t) || cpu_has_amx_bf16());
@@ -644,7 +644,7 @@ static void rest_products(cpu_exec *ex, int n, float *const *y, const float *x, 
 static int panel_try(cpu_exec *ex, int n, float *const *y, const float *x, const weight *const *w, const float *const *bias, int T,
                      int n_in, const int *n_out) {
     for (int i = 0; i < n; i++)
-        if (!panel_weight(w[i], n_in)) return 0;
+        if (!panel_weight(ex, w[i], n_in)) return 0;
     int m = panel_rows(ex, T);
     if (m <= 0) return m < 0;
     int mixed = 0; // (int8 and bf16 panels in one multi-product: each product alone)

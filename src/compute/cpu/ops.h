@@ -25,6 +25,8 @@ typedef struct {
     unsigned char *kvt;        // the caches' keys and values as bf16 tiles (attn_amx.c)
     size_t kvt_cap;
     int oom;                   // sticky: scratch could not grow, results since are not to be used
+    int exact;                 // 1: no AMX panels or flash attention (infer_ctx_params.deterministic): a token's
+                               // floats the same however its sequence's tokens are split into calls
     double *prof;              // INFER_PROFILE: per op (enum prof_op) seconds, then calls; NULL: off
     int prof_depth;            // (ops called from ops are counted in the outer one)
 } cpu_exec;
