@@ -9,8 +9,8 @@ trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 start_server() {
     model=$(bash "$root/scripts/fetch-model.sh" smollm2 2>"$tmp/fetch" | tail -1)
     [ -f "$model" ] || { echo "FAILED: scripts/fetch-model.sh smollm2: $(cat "$tmp/fetch")"; exit 1; }
-    # (--deterministic: the tests know the model's greedy answers and reuse cached prompts token by token; on a
-    # CPU with AMX the default prompt paths are other floats, reused by whole chunks -- test_slots.py's "chunks")
+    # (--deterministic: the tests know the model's greedy answers, and a reused prompt's answer is the prompt's
+    # alone bit for bit; on a CPU with AMX the default prompt paths are other floats)
     "$infer" serve -m "$model" --port 0 --deterministic "$@" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     for _ in $(seq 600); do grep -q "listening on" "$tmp/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done

@@ -732,10 +732,11 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
         e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
     // (INFER_SERVE_REUSE=all: a GPU reuses every shared position too, faster, its answers then not always
     // the prompt's alone; =chunks: a CPU reuses whole chunks only, as a GPU does -- tests/serve/test_slots.py)
-    // (a CPU's prompts on the AMX panels or flash attention -- on by default where the CPU has AMX, unless
-    // --deterministic: a run's rows take them by the run's length, as a GPU's)
+    // (a CPU reuses every shared position: made --deterministic, an answer is then the prompt's alone bit for bit;
+    // on the AMX prompt paths, its default where the CPU has AMX, close to it -- whole chunks only cost bench/ab's
+    // serve row 12%)
     const char *ru = getenv("INFER_SERVE_REUSE");
-    const int by_length = ok && !infer_ctx_split_invariant(e->s[0].ctx);
+    const int by_length = ok && strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") != 0;
     if (ok) e->chunked_reuse = ru && !strcmp(ru, "chunks") ? 1 : ru && !strcmp(ru, "all") ? 0 : by_length;
     e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
