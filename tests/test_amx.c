@@ -10,6 +10,7 @@
 #include "base/half.h"
 #include "tensor/dtype.h"
 #include "tensor/panel.h"
+#include "tensor/quant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,9 +23,23 @@ static float frand(void) { // uniform in [-1, 1)
     return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
+// q4_K's panel scale (panel.h: panel_q4_K_scale) times 127: the largest |d1 q - m1| of q = 0 .. 15 in its 8
+// sub-blocks, each value rounded once
+static float q4_K_range(const void *blk) {
+    const block_q4_K *b = blk;
+    const float d = f16_to_f32((uint16_t)(b->d[0] | b->d[1] << 8)), dmin = f16_to_f32((uint16_t)(b->dmin[0] | b->dmin[1] << 8));
+    float m = 0;
+    for (int j = 0; j < 8; j++) {
+        int sc, mn;
+        scale_min_k4(j, b->scales, &sc, &mn);
+        for (int q = 0; q < 16; q++) m = fmaxf(m, fabsf(fmaf(d * (float)sc, (float)q, -dmin * (float)mn)));
+    }
+    return m;
+}
+
 // The AMX panels (panel.h) against their oracles: the decode equals to_float's
 // values requantized (a unit of the last place aside, where the compiler
-// fused the scalar decode's multiply-add), the tokens' bytes a scalar
+// fused the scalar decode's multiply-add; q4_K's scale from q4_K_range), the tokens' bytes a scalar
 // quantization's, panel_run panel_run_ref's floats bit for bit, each token's
 // outputs the same alone as among 37 (a gathered order too), and all within
 // 4e-2 of the float sums' RMS (the requantized weights and the q8 tokens).
@@ -56,6 +71,7 @@ static void check_panel(int dt, int n, int rows) {
             const float *v = wp + (size_t)r * np + 256 * k;
             float m = 0;
             for (int c = 0; c < 256 && r < rows; c++) m = fmaxf(m, fabsf(v[c]));
+            if (dt == DT_Q4_K && r < rows) m = q4_K_range(w + rs * r + dtype_row_size(dt, 256 * k));
             const float sc = m / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f, got = ps[((size_t)(r / 16) * (np / 256) + k) * 16 + r % 16];
             bad += got != sc;
             for (int c = 0; c < 256; c++) {

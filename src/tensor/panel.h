@@ -40,6 +40,9 @@ size_t panel_act_bytes(int T, int64_t n);
 // the panel p; rows past `rows` are zeros. Returns 0, or -1 for a dtype
 // panel_type_ok refuses.
 int panel_decode(int dtype, const void *w, size_t row_bytes, int rows, int64_t n, void *p);
+// the int8 scale of a q4_K super-block's panel values: the largest value in size its sub-blocks' scales and
+// mins can make, over 127 (not the largest the block holds: the decode looks values up in a table a sub-block)
+float panel_q4_K_scale(const void *block);
 // The blocks [b0, b1) of T tokens (token i at x + tok[i] * xstride floats,
 // tok NULL: i) into the tokens' area xb (panel_act_bytes(T, n)).
 void panel_act(const float *x, size_t xstride, const int *tok, int T, int64_t n, void *xb, int b0, int b1);
