@@ -11,6 +11,8 @@
 #   device-carry/debs/           libcjson, libmicrohttpd (Debian packages)
 #   device-carry/llama-full.tgz  llama.cpp from the llama-cpp-python sdist (CPU builds)
 #   device-carry/llama-cuda.tgz  the same file (the CUDA builds read this name)
+#   device-carry/llama-cuda-bin.tgz  llama-bench, llama-batched-bench and llama-server built here for sm_90
+#                                (`bench/device pack-llama`; shared libraries, ~30 MB): no build there
 #   device-carry/fixtures/hf     a copy of ../shared/fixtures/hf (the parity tests)
 #   device-carry/vocab/          a few of llama.cpp's ggml-vocab-*.gguf (tokenize, serve)
 #   device-carry/bin.tgz         infer, its tests and bench programs built on the development machine
@@ -141,6 +143,9 @@ build_llama() {
         x cmake -S $src/llama.cpp -B /tmp/lcp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
             -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=$srv "$@" >/dev/null 2>>"$LOG" &&
             x cmake --build /tmp/lcp/build --target $targets -j"$J" >/dev/null 2>>"$LOG"
+    elif [ -f $CARRY/llama-cuda-bin.tgz ]; then # (bench/device pack-llama: built on the development machine)
+        log "llama.cpp's CUDA programs from $CARRY/llama-cuda-bin.tgz"
+        x mkdir -p /tmp/lcp/build-cuda && x tar xzf $CARRY/llama-cuda-bin.tgz -C /tmp/lcp/build-cuda
     else
         src=/tmp/lcp-cuda
         x mkdir -p $src && x tar xf $CARRY/llama-cuda.tgz -C $src || return 1
