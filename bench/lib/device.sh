@@ -54,14 +54,15 @@ die() { log "$*"; exit 1; }
 
 # ---------------------------------------------------------------- the machine
 
-# strays: kills the benchmark programs an earlier call left running (names as the kernel keeps them: 15 characters). A call cut at its time limit
-# ends the script, not always its children: on a machine still warm from it, a llama-bench of
-# 16 threads went on beside the next call's figures (2026-12-06: infer's CPU decode read 0.4x
-# there, 1.5x on a machine to itself).
+# strays: kills the benchmark programs an earlier call left running (names as the kernel keeps them: 15
+# characters). A call cut at its time limit ends the script, not always its children: on a machine still warm
+# from it, a llama-bench of 16 threads went on beside the next call's figures (2026-12-06: infer's CPU decode
+# read 0.4x there, 1.5x on a machine to itself). Only orphans (their parent gone, so init's): a program that
+# something still runs is not a stray (run here beside a test suite, a name alone had killed its server).
 strays() {
     local p
     [ "$DRY" = 1 ] && return 0
-    p=$(pgrep -d, -x 'llama-bench|llama-batched-b|llama-server|llama-cli|infer|test_cuda|test_batch|bench_cuda_ops') || return 0
+    p=$(pgrep -d, -P 1 -x 'llama-bench|llama-batched-b|llama-server|llama-cli|infer|test_cuda|test_batch|bench_cuda_ops') || return 0
     log "stray processes from an earlier call, killed: $(ps -o pid=,comm=,etime= -p "$p" | tr -s ' \n' ' ')"
     kill -9 ${p//,/ } 2>/dev/null
     sleep 1
