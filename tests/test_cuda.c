@@ -819,6 +819,8 @@ int main(void) {
     check_att_flash(d, 8, 2, 128, 1000, 130, 0, 0.0f, 0), check_att_flash(d, 4, 1, 256, 41, 75, 40, 0.0f, 1);
     check_att_flash(d, 4, 4, 64, 0, 200, 0, 30.0f, 0), check_att_flash(d, 8, 8, 128, 3000, 64, 1000, 0.0f, 1);
     check_att_flash(d, 32, 8, 128, 4096, 512, 0, 0.0f, 0);
+    // a block's pairs of 2 and 8 query heads a KV head (H / KV = 6 takes 2; 16 / 2 takes 8), rows past T in a block
+    check_att_flash(d, 12, 2, 64, 500, 101, 50, 0.0f, 1), check_att_flash(d, 16, 2, 128, 700, 90, 0, 20.0f, 0);
     check_att_split(d, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d, 32, 8, 128, 0, 0, 0, 0.0f, 0);
     check_att_split(d, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d, 4, 4, 256, 0, 0, 0, 0.0f, 1);
     check_att_split(d, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d, 8, 2, 512, 1, 1, 0, 0.0f, 0);

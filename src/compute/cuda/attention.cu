@@ -186,14 +186,17 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
 //
 // The loads: a lane reads 16 bytes of a K or V row (EL elements), LPR lanes a
 // row, RPW rows a warp at once, U such rounds in flight: the memory sees
-// whole lines and enough of them for its bandwidth.
-enum { AS_THREADS = 128, AS_NW = AS_THREADS / 32, AS_U = 4 };
+// whole lines and enough of them for its bandwidth. k_as_scores keeps 8
+// rounds in flight (a row's score does not depend on which rows are read
+// beside it; 4 -> 8 on an H100 at depth 16384: 35 -> 28 us a layer), the
+// values kernels 4 (their sums' order follows U; 8 was not faster there).
+enum { AS_THREADS = 128, AS_NW = AS_THREADS / 32, AS_U_SCORES = 8 };
 struct att_split_args { int spl, chunk, z; float *part; float2 *stat; int *cnt; };
 
-template <int HD, int KH> struct as_lay {
+template <int HD, int KH, int U_ = 4> struct as_lay {
     typedef typename kvel<KH>::T KT;
     enum { EL = 16 / sizeof(KT), LPR0 = HD / EL, LPR = LPR0 < 32 ? LPR0 : 32, NL = LPR0 / LPR, RPW = 32 / LPR, NE = NL * EL,
-           STEP = AS_U * RPW * AS_NW };
+           U = U_, STEP = U * RPW * AS_NW };
 };
 
 static __device__ __forceinline__ void ld16(const float *p, float *f) {
@@ -225,10 +228,10 @@ static __device__ void as_prefetch(const typename kvel<KH>::T *c, int nkv, int a
 
 // The scores of positions [a, b) for the GG heads at qh (one after another),
 // into s (a head's at s + g * stride), and each head's (max, sum of exp).
-template <int HD, int KH, int GG>
+template <int HD, int KH, int GG, int U = 4>
 static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k, int nkv, int a, int b, float scale, float softcap,
                                  float *s, int stride, float2 *st, float *sh) {
-    typedef as_lay<HD, KH> L;
+    typedef as_lay<HD, KH, U> L;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, sub = lane / L::LPR, li = lane % L::LPR;
     float qv[GG][L::NE], m[GG];
 #pragma unroll
@@ -240,15 +243,15 @@ static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k,
             for (int e = 0; e < L::EL; e++) qv[g][l * L::EL + e] = qh[(size_t)g * HD + (l * L::LPR + li) * L::EL + e];
     }
     for (int j0 = a + wp * L::RPW; j0 < b; j0 += L::STEP) {
-        float kv[AS_U][L::NE], acc[AS_U][GG];
+        float kv[L::U][L::NE], acc[L::U][GG];
 #pragma unroll
-        for (int u = 0; u < AS_U; u++) {
+        for (int u = 0; u < L::U; u++) {
             const int j = min(j0 + u * L::RPW * AS_NW + sub, b - 1);
 #pragma unroll
             for (int l = 0; l < L::NL; l++) ld16(k + (size_t)j * nkv + (l * L::LPR + li) * L::EL, kv[u] + l * L::EL);
         }
 #pragma unroll
-        for (int u = 0; u < AS_U; u++)
+        for (int u = 0; u < L::U; u++)
 #pragma unroll
             for (int g = 0; g < GG; g++) {
                 float x = 0.0f;
@@ -259,7 +262,7 @@ static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k,
                 acc[u][g] = x;
             }
 #pragma unroll
-        for (int u = 0; u < AS_U; u++) {
+        for (int u = 0; u < L::U; u++) {
             const int j = j0 + u * L::RPW * AS_NW + sub;
 #pragma unroll
             for (int g = 0; g < GG; g++) {
@@ -305,10 +308,10 @@ static __device__ void as_scores(const float *qh, const typename kvel<KH>::T *k,
 
 // The GG heads' probabilities over [a, b) (each head's max M and sum L of the
 // whole row) times the values, the block's sums into red[g][x] (x < HD).
-template <int HD, int KH, int GG>
+template <int HD, int KH, int GG, int U = 4>
 static __device__ void as_values(const typename kvel<KH>::T *v, int nkv, int a, int b, const float *M, const float *L, int ggml, float *s,
                                  int stride, float (*red)[AS_NW][HD]) {
-    typedef as_lay<HD, KH> Y;
+    typedef as_lay<HD, KH, U> Y;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, sub = lane / Y::LPR, li = lane % Y::LPR;
     for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) // (the probabilities in place of the scores)
 #pragma unroll
@@ -323,9 +326,9 @@ static __device__ void as_values(const typename kvel<KH>::T *v, int nkv, int a, 
 #pragma unroll
         for (int e = 0; e < Y::NE; e++) acc[g][e] = 0.0f;
     for (int j0 = a + wp * Y::RPW; j0 < b; j0 += Y::STEP) {
-        float vv[AS_U][Y::NE], p[AS_U][GG];
+        float vv[Y::U][Y::NE], p[Y::U][GG];
 #pragma unroll
-        for (int u = 0; u < AS_U; u++) {
+        for (int u = 0; u < Y::U; u++) {
             const int j = j0 + u * Y::RPW * AS_NW + sub, jc = min(j, b - 1);
 #pragma unroll
             for (int l = 0; l < Y::NL; l++) ld16(v + (size_t)jc * nkv + (l * Y::LPR + li) * Y::EL, vv[u] + l * Y::EL);
@@ -333,7 +336,7 @@ static __device__ void as_values(const typename kvel<KH>::T *v, int nkv, int a, 
             for (int g = 0; g < GG; g++) p[u][g] = j < b ? s[(size_t)g * stride + jc] : 0.0f;
         }
 #pragma unroll
-        for (int u = 0; u < AS_U; u++)
+        for (int u = 0; u < Y::U; u++)
 #pragma unroll
             for (int g = 0; g < GG; g++)
 #pragma unroll
@@ -390,7 +393,7 @@ static __device__ __forceinline__ void as_row_stat(const float2 *st, int S, int 
     }
 }
 
-template <int HD, int KH, int GG>
+template <int HD, int KH, int GG, int U>
 static __global__ void __launch_bounds__(AS_THREADS) k_as_scores(const float *q, int H, int KV, int window, const int *pos,
                                                                 const void *const *kc, float scale, float softcap, float *scores,
                                                                 int stride, att_split_args sa) {
@@ -403,14 +406,14 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_scores(const float *q,
     PDL_ENTRY();
     if (c >= r.S) return;
     float2 st[GG];
-    as_scores<HD, KH, GG>(q + (size_t)t * H * HD + (size_t)h0 * HD, k, nkv, r.a, r.b, scale, softcap,
+    as_scores<HD, KH, GG, U>(q + (size_t)t * H * HD + (size_t)h0 * HD, k, nkv, r.a, r.b, scale, softcap,
                           scores + ((size_t)t * H + h0) * stride, stride, st, sh);
     if (threadIdx.x == 0)
 #pragma unroll
         for (int g = 0; g < GG; g++) sa.stat[((size_t)t * H + h0 + g) * sa.z + c] = st[g];
 }
 
-template <int HD, int KH, int GG>
+template <int HD, int KH, int GG, int U>
 static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int H, int KV, int window, const int *pos,
                                                                 const void *const *vc, const float *sinks, int ggml, float *scores,
                                                                 int stride, att_split_args sa, uint8_t *xq, size_t xr, int xk) {
@@ -426,7 +429,7 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int
     const size_t rh0 = (size_t)t * H + h0;
     float M[GG], L[GG];
     as_row_stat<GG>(sa.stat + rh0 * sa.z, r.S, sa.z, sinks, h0, M, L);
-    as_values<HD, KH, GG>(v, nkv, r.a, r.b, M, L, ggml, scores + rh0 * stride, stride, red);
+    as_values<HD, KH, GG, U>(v, nkv, r.a, r.b, M, L, ggml, scores + rh0 * stride, stride, red);
     float *o = out + (size_t)t * nq + (size_t)h0 * HD; // (the GG heads' outputs, one after another)
     if (r.S == 1) {
         for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
@@ -727,9 +730,9 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         launch(k_as_one<HD, KH, GG>, dim3(r, H / GG), AS_THREADS, 0, d->stream, qt, ot, H, KV, window, pos + t0, k + t0, v + t0,    \
                scale, softcap, sinks, ggml, sc, stride, sa, xt, xr, xk);                                                             \
     else {                                                                                                                           \
-        launch(k_as_scores<HD, KH, GG>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, qt, H, KV, window, pos + t0, k + t0, scale,   \
-               softcap, sc, stride, sa);                                                                                             \
-        launch(k_as_values<HD, KH, GG>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, ot, H, KV, window, pos + t0, v + t0, sinks,   \
+        launch(k_as_scores<HD, KH, GG, AS_U_SCORES>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, qt, H, KV, window, pos + t0,      \
+               k + t0, scale, softcap, sc, stride, sa);                                                                              \
+        launch(k_as_values<HD, KH, GG, 4>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, ot, H, KV, window, pos + t0, v + t0, sinks,\
                ggml, sc, stride, sa, xt, xr, xk);                                                                                    \
     }
 #define AS2(HD, KH)                                                                                                                  \

@@ -1,7 +1,8 @@
 // A prompt's attention on the tensor cores (flash attention): the rows of one
-// sequence against its f16 cache, no scores in memory. A block takes 64 rows
-// of one query head (a warp 16 of them) and walks the keys the rows see, 64 at
-// a time: the K and V tiles into shared memory (V read back transposed by
+// sequence against its f16 cache, no scores in memory. A block takes 64 (row,
+// query head) pairs -- 64 / G rows of G query heads that share one KV head
+// (GQA: the K and V tiles read once for the G of them), a warp 16 pairs,
+// row-major -- and walks the keys its rows see, 64 at a time: the K and V tiles into shared memory (V read back transposed by
 // ldmatrix), S = Q K^T with mma.sync (m16n8k16, f16 in, f32 sums), each row's
 // running max and sum (online softmax: softcap, window, causal mask), then
 // O += P V with P rounded to f16 -- the unnormalized probabilities, as
@@ -21,8 +22,14 @@ static __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// four 8x8 b16 matrices of shared memory, transposed: lane i gives the row
-// address of matrix i / 8, row i % 8
+// four 8x8 b16 matrices of shared memory: lane i gives the row address of
+// matrix i / 8, row i % 8 (_t: each transposed)
+static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
 static __device__ __forceinline__ void ldmatrix_x4_t(uint32_t r[4], const void *p) {
     unsigned a = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -66,20 +73,22 @@ static __device__ __forceinline__ void fa_load(__half *sk, __half *sv, const __h
 template <int HD, int QR>
 static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, float *out, int T, int H, int KV, int window, const int *pos,
                                                                 const __half *kc, const __half *vc, float scale, float softcap,
-                                                                const float *sinks) {
+                                                                const float *sinks, int gs) {
     PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char fa_mem[];
     typedef fa_cfg<HD, QR> C;
     enum { S = C::S, NT = HD / 8, NK = HD / 16 };
     __half *sk = (__half *)fa_mem, *sv = sk + 2 * C::TILE, *sq = C::QREG ? sk + C::TILE : sv + 2 * C::TILE; // (QREG: Q staged in K's stage 1)
     __shared__ int s_lo, s_hi;
-    // the deepest rows first: their blocks have the most keys to walk
-    const int r0 = (gridDim.x - 1 - blockIdx.x) * FA_BR, h = blockIdx.y, kh = h / (H / KV), nq = H * HD, nkv = KV * HD;
+    // the deepest rows first: their blocks have the most keys to walk. A pair e of the block is row
+    // r0 + (e >> gs) of query head h0 + (e & G - 1), G = 1 << gs.
+    const int gm = (1 << gs) - 1, r0 = (gridDim.x - 1 - blockIdx.x) * (FA_BR >> gs), h0 = blockIdx.y << gs, kh = h0 / (H / KV);
+    const int nq = H * HD, nkv = KV * HD;
     const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, g = lane >> 2, tq = lane & 3;
     const float L2E = 1.4426950408889634f;
     if (tid == 0) s_lo = INT_MAX, s_hi = -1;
     __syncthreads();
-    if (tid < FA_BR && r0 + tid < T) { // the keys the block's rows see: [s_lo, s_hi]
+    if (tid < (FA_BR >> gs) && r0 + tid < T) { // the keys the block's rows see: [s_lo, s_hi]
         const int p = pos[r0 + tid];
         atomicMin(&s_lo, window && p - window + 1 > 0 ? p - window + 1 : 0);
         atomicMax(&s_hi, p);
@@ -88,10 +97,10 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
     const int klo = s_lo, khi = s_hi, nt = khi >= klo ? (khi - klo) / FA_BC + 1 : 0;
     if (nt) fa_load<HD>(sk, sv, kc, vc, klo, khi, nkv, kh); // (tile 0 in flight while q is read)
     cp_async_commit();
-    for (int i = tid; i < FA_BR * HD / 4; i += blockDim.x) { // the rows' q, in f16
-        const int r = i / (HD / 4), c = i % (HD / 4) * 4;
+    for (int i = tid; i < FA_BR * HD / 4; i += blockDim.x) { // the pairs' q, in f16
+        const int r = i / (HD / 4), c = i % (HD / 4) * 4, t = r0 + (r >> gs);
         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (r0 + r < T) v = *(const float4 *)(q + (size_t)(r0 + r) * nq + (size_t)h * HD + c);
+        if (t < T) v = *(const float4 *)(q + (size_t)t * nq + (size_t)(h0 + (r & gm)) * HD + c);
         __half2 *d = (__half2 *)(sq + r * S + c);
         d[0] = __floats2half2_rn(v.x, v.y), d[1] = __floats2half2_rn(v.z, v.w);
     }
@@ -106,16 +115,23 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         }
         __syncthreads(); // (stage 1 is K's again)
     }
-    // this thread's two rows (the warp's g and g + 8), their last key and first
+    // this thread's two pairs' rows (the warp's pairs g and g + 8), their last key and first
     int hi[2], lo[2], whi = -1, wlo = INT_MAX;
     for (int i = 0; i < 2; i++) {
-        const int r = r0 + w * 16 + g + 8 * i;
+        const int r = r0 + ((w * 16 + g + 8 * i) >> gs);
         hi[i] = r < T ? pos[r] : -1;
         lo[i] = r < T && window && hi[i] - window + 1 > 0 ? hi[i] - window + 1 : 0;
         whi = max(whi, hi[i]);
         if (r < T) wlo = min(wlo, lo[i]);
     }
+    // a tile of keys every row of the warp sees whole takes no mask: [wlo_all, whi_all]
+    int whi_all = INT_MAX, wlo_all = 0;
+    for (int i = 0; i < 2; i++)
+        if (hi[i] >= 0) whi_all = min(whi_all, hi[i]), wlo_all = max(wlo_all, lo[i]);
     whi = __reduce_max_sync(0xffffffffu, whi), wlo = __reduce_min_sync(0xffffffffu, wlo);
+    whi_all = __reduce_min_sync(0xffffffffu, whi_all), wlo_all = __reduce_max_sync(0xffffffffu, wlo_all);
+    const float sl2 = scale * L2E; // (the scores in log2 units at once where there is no softcap)
+    const int kmat = lane >> 3, krow = (kmat >> 1) * 8 + (lane & 7), kcol = (kmat & 1) * 8; // (ldmatrix: K's b fragments, two n-tiles)
     float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -141,22 +157,32 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
                     a[3] = *(const uint32_t *)(qp + 8 * S + 8);
                 }
 #pragma unroll
-                for (int n = 0; n < FA_BC / 8; n++) {
-                    const __half *kb = tk + (n * 8 + g) * S + kk * 16 + 2 * tq;
-                    mma_16816(s[n], a, *(const uint32_t *)kb, *(const uint32_t *)(kb + 8));
+                for (int n = 0; n < FA_BC / 8; n += 2) {
+                    uint32_t b[4];
+                    ldmatrix_x4(b, tk + (n * 8 + krow) * S + kk * 16 + kcol);
+                    mma_16816(s[n], a, b[0], b[1]);
+                    mma_16816(s[n + 1], a, b[2], b[3]);
                 }
             }
             float mx[2] = {-INFINITY, -INFINITY}; // (the scores in log2 units from here)
+            if (!softcap && k0 + FA_BC - 1 <= whi_all && k0 >= wlo_all) {
 #pragma unroll
-            for (int n = 0; n < FA_BC / 8; n++)
+                for (int n = 0; n < FA_BC / 8; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int i = e >> 1, j = k0 + n * 8 + 2 * tq + (e & 1);
-                    float v = s[n][e] * scale;
-                    if (softcap) v = softcap * tanhf(v / softcap);
-                    v = j > hi[i] || j < lo[i] ? -INFINITY : v * L2E;
-                    s[n][e] = v, mx[i] = fmaxf(mx[i], v);
-                }
+                    for (int e = 0; e < 4; e++) s[n][e] *= sl2, mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+            } else {
+#pragma unroll
+                for (int n = 0; n < FA_BC / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int i = e >> 1, j = k0 + n * 8 + 2 * tq + (e & 1);
+                        float v = s[n][e];
+                        if (softcap) v = softcap * tanhf(v * scale / softcap) * L2E;
+                        else v *= sl2;
+                        v = j > hi[i] || j < lo[i] ? -INFINITY : v;
+                        s[n][e] = v, mx[i] = fmaxf(mx[i], v);
+                    }
+            }
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
@@ -190,9 +216,10 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         }
         __syncthreads(); // (every warp done with this stage before the next iteration refills it)
     }
-    const float sink = sinks ? sinks[h] * L2E : -INFINITY;
 #pragma unroll
     for (int i = 0; i < 2; i++) {
+        const int e = w * 16 + g + 8 * i, r = r0 + (e >> gs), h = h0 + (e & gm);
+        const float sink = sinks ? sinks[h] * L2E : -INFINITY;
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
         float f = 1.0f;
@@ -202,7 +229,6 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
             l[i] = l[i] * f + exp2f(sink - mn);
         }
         const float inv = l[i] > 0.0f ? f / l[i] : 0.0f;
-        const int r = r0 + w * 16 + g + 8 * i;
         if (r >= T) continue;
         float *orow = out + (size_t)r * nq + (size_t)h * HD + 2 * tq;
 #pragma unroll
@@ -214,30 +240,35 @@ extern "C" HIDDEN int cuda_attention_flash_ok(int hd, int ggml, int kv16) { retu
 
 // QR: q's fragments in registers (INFER_CUDA_FLASH_QREG=0: in shared memory; 1: for every head size;
 // by default for heads of up to 128)
+// gs: log2 of the query heads a block (its K and V tiles read once for them)
 template <int HD, int QR>
 static int flash_run(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
-                     float scale, float softcap, const float *sinks) {
+                     float scale, float softcap, const float *sinks, int gs) {
     const size_t smem = fa_smem(HD, QR);
     if (smem > 48 * 1024) { // (asked for on each launch: the setting is the current device's)
         cudaError_t e = cudaFuncSetAttribute(k_flash<HD, QR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return set_status("flash attention's shared memory", e);
     }
-    dim3 g((T + FA_BR - 1) / FA_BR, H);
+    const int rb = FA_BR >> gs;
+    dim3 g((T + rb - 1) / rb, H >> gs);
     launch(k_flash<HD, QR>, g, FA_WARPS * 32, smem, d->stream, q, out, T, H, KV, window, pos, (const __half *)k, (const __half *)v, scale,
-           softcap, sinks);
+           softcap, sinks, gs);
     return launched("flash attention");
 }
 
 template <int HD>
 static int flash_pick(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
                       float scale, float softcap, const float *sinks) {
-    static int qreg = -2;
+    static int qreg = -2, gmax = -1;
     if (qreg == -2) {
-        const char *e = getenv("INFER_CUDA_FLASH_QREG");
+        const char *e = getenv("INFER_CUDA_FLASH_QREG"), *g = getenv("INFER_CUDA_FLASH_GQA");
         qreg = e && *e ? atoi(e) != 0 : -1;
+        gmax = g && *g ? atoi(g) : 8; // (the most query heads a block: 1 takes one head a block)
     }
-    return (qreg < 0 ? HD <= 128 : qreg) ? flash_run<HD, 1>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
-                                         : flash_run<HD, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks);
+    int gs = 0; // the most heads of one KV head, up to 8 (and gmax), that divide its H / KV
+    while (gs < 3 && (2 << gs) <= gmax && (H / KV) % (2 << gs) == 0) gs++;
+    return (qreg < 0 ? HD <= 128 : qreg) ? flash_run<HD, 1>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs)
+                                         : flash_run<HD, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs);
 }
 
 extern "C" HIDDEN int cuda_attention_flash(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
