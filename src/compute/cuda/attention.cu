@@ -190,7 +190,10 @@ static __global__ void __launch_bounds__(ATT_THREADS) k_attention(const float *q
 // rounds in flight (a row's score does not depend on which rows are read
 // beside it; 4 -> 8 on an H100 at depth 16384: 35 -> 28 us a layer), the
 // values kernels 4 (their sums' order follows U; 8 was not faster there).
-enum { AS_THREADS = 128, AS_NW = AS_THREADS / 32, AS_U_SCORES = 8 };
+// The values kernels take a chunk's probabilities AS_PC positions at a time
+// through shared memory (a multiple of every layout's STEP, so the sums'
+// order is one pass's).
+enum { AS_THREADS = 128, AS_NW = AS_THREADS / 32, AS_U_SCORES = 8, AS_PC = 256 };
 struct att_split_args { int spl, chunk, z; float *part; float2 *stat; int *cnt; };
 
 template <int HD, int KH, int U_ = 4> struct as_lay {
@@ -313,34 +316,40 @@ static __device__ void as_values(const typename kvel<KH>::T *v, int nkv, int a, 
                                  int stride, float (*red)[AS_NW][HD]) {
     typedef as_lay<HD, KH, U> Y;
     const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, sub = lane / Y::LPR, li = lane % Y::LPR;
-    for (int j = a + (int)threadIdx.x; j < b; j += AS_THREADS) // (the probabilities in place of the scores)
-#pragma unroll
-        for (int g = 0; g < GG; g++) {
-            float p = expf(s[(size_t)g * stride + j] - M[g]) / L[g];
-            s[(size_t)g * stride + j] = ggml ? f16_round(p) : p;
-        }
-    __syncthreads();
+    __shared__ float sp[GG][AS_PC]; // (a pass's probabilities: each row's read by its lanes from here, not from memory)
+    static_assert(AS_PC % Y::STEP == 0, "a pass of AS_PC positions is whole steps");
     float acc[GG][Y::NE];
 #pragma unroll
     for (int g = 0; g < GG; g++)
 #pragma unroll
         for (int e = 0; e < Y::NE; e++) acc[g][e] = 0.0f;
-    for (int j0 = a + wp * Y::RPW; j0 < b; j0 += Y::STEP) {
-        float vv[Y::U][Y::NE], p[Y::U][GG];
+    for (int a0 = a; a0 < b; a0 += AS_PC) { // (AS_PC a multiple of STEP: each warp's rows in the order of one pass over [a, b))
+        const int b0 = min(b, a0 + AS_PC);
+        if (a0 > a) __syncthreads(); // (the pass before is read)
+        for (int j = a0 + (int)threadIdx.x; j < b0; j += AS_THREADS)
 #pragma unroll
-        for (int u = 0; u < Y::U; u++) {
-            const int j = j0 + u * Y::RPW * AS_NW + sub, jc = min(j, b - 1);
+            for (int g = 0; g < GG; g++) {
+                const float p = expf(s[(size_t)g * stride + j] - M[g]) / L[g];
+                sp[g][j - a0] = ggml ? f16_round(p) : p;
+            }
+        __syncthreads();
+        for (int j0 = a0 + wp * Y::RPW; j0 < b0; j0 += Y::STEP) {
+            float vv[Y::U][Y::NE], p[Y::U][GG];
 #pragma unroll
-            for (int l = 0; l < Y::NL; l++) ld16(v + (size_t)jc * nkv + (l * Y::LPR + li) * Y::EL, vv[u] + l * Y::EL);
+            for (int u = 0; u < Y::U; u++) {
+                const int j = j0 + u * Y::RPW * AS_NW + sub, jc = min(j, b0 - 1);
 #pragma unroll
-            for (int g = 0; g < GG; g++) p[u][g] = j < b ? s[(size_t)g * stride + jc] : 0.0f;
+                for (int l = 0; l < Y::NL; l++) ld16(v + (size_t)jc * nkv + (l * Y::LPR + li) * Y::EL, vv[u] + l * Y::EL);
+#pragma unroll
+                for (int g = 0; g < GG; g++) p[u][g] = j < b0 ? sp[g][jc - a0] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < Y::U; u++)
+#pragma unroll
+                for (int g = 0; g < GG; g++)
+#pragma unroll
+                    for (int e = 0; e < Y::NE; e++) acc[g][e] = fmaf(p[u][g], vv[u][e], acc[g][e]);
         }
-#pragma unroll
-        for (int u = 0; u < Y::U; u++)
-#pragma unroll
-            for (int g = 0; g < GG; g++)
-#pragma unroll
-                for (int e = 0; e < Y::NE; e++) acc[g][e] = fmaf(p[u][g], vv[u][e], acc[g][e]);
     }
     // the warp's row slots added (lanes LPR apart), then the warps' in order
 #pragma unroll
@@ -380,16 +389,28 @@ static __device__ __forceinline__ as_span as_span_of(const int *pos, int t, int 
 template <int GG>
 static __device__ __forceinline__ void as_row_stat(const float2 *st, int S, int z, const float *sinks, int h0, float *M, float *L) {
     const int lane = threadIdx.x % 32;
+    float m[GG], l[GG]; // (the GG heads' loads in flight together: two rounds of them in all)
+#pragma unroll
+    for (int g = 0; g < GG; g++) m[g] = sinks ? sinks[h0 + g] : -INFINITY, l[g] = 0.0f;
+    for (int i = lane; i < S; i += 32)
+#pragma unroll
+        for (int g = 0; g < GG; g++) m[g] = fmaxf(m[g], st[(size_t)g * z + i].x);
+#pragma unroll
+    for (int g = 0; g < GG; g++)
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m[g] = fmaxf(m[g], __shfl_xor_sync(0xffffffffu, m[g], o));
+    for (int i = lane; i < S; i += 32)
+#pragma unroll
+        for (int g = 0; g < GG; g++) {
+            const float2 x = st[(size_t)g * z + i];
+            l[g] += x.y * expf(x.x - m[g]);
+        }
 #pragma unroll
     for (int g = 0; g < GG; g++) {
-        const float2 *sg = st + (size_t)g * z;
-        float m = sinks ? sinks[h0 + g] : -INFINITY, l = 0.0f;
-        for (int i = lane; i < S; i += 32) m = fmaxf(m, sg[i].x);
-        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        for (int i = lane; i < S; i += 32) l += sg[i].y * expf(sg[i].x - m);
-        for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-        if (sinks) l += expf(sinks[h0 + g] - m);
-        M[g] = m, L[g] = l;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+        if (sinks) l[g] += expf(sinks[h0 + g] - m[g]);
+        M[g] = m[g], L[g] = l[g];
     }
 }
 
@@ -447,18 +468,26 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_values(float *out, int
         __syncthreads();
         if (!last) return;
         __threadfence();
-        // a thread's EPT elements a chunk at a time (their loads in flight together), each summed in chunk order
-        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
+        // a thread's EPT elements, MC chunks at a time (their loads in flight together), each summed in chunk order
+        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS, MC = EPT <= 4 ? 16 : EPT <= 8 ? 8 : 4 };
         float a[EPT];
 #pragma unroll
         for (int k = 0; k < EPT; k++) a[k] = 0.0f;
-#pragma unroll 4
-        for (int c2 = 0; c2 < r.S; c2++)
+        for (int c0 = 0; c0 < r.S; c0 += MC) {
+            float b[MC][EPT];
 #pragma unroll
-            for (int k = 0; k < EPT; k++) {
-                const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
-                if (i < GG * HD) a[k] += __ldcg(sa.part + ((rh0 + g) * sa.z + c2) * HD + x);
-            }
+            for (int c2 = 0; c2 < MC; c2++)
+#pragma unroll
+                for (int k = 0; k < EPT; k++) {
+                    const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
+                    b[c2][k] = i < GG * HD && c0 + c2 < r.S ? __ldcg(sa.part + ((rh0 + g) * sa.z + c0 + c2) * HD + x) : 0.0f;
+                }
+#pragma unroll
+            for (int c2 = 0; c2 < MC; c2++)
+#pragma unroll
+                for (int k = 0; k < EPT; k++)
+                    if (c0 + c2 < r.S) a[k] += b[c2][k];
+        }
 #pragma unroll
         for (int k = 0; k < EPT; k++)
             if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];

@@ -37,6 +37,13 @@ static __device__ __forceinline__ void ldmatrix_x4_t(uint32_t r[4], const void *
                  : "r"(a));
 }
 
+// 2^x in one instruction (results below 2^-126 flush to 0: a probability too small to count)
+static __device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 static __device__ __forceinline__ uint32_t h2_bits(float lo, float hi) {
     __half2 h = __floats2half2_rn(lo, hi);
     return *(uint32_t *)&h;
@@ -183,21 +190,24 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
                         s[n][e] = v, mx[i] = fmaxf(mx[i], v);
                     }
             }
+            float f[2];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
                 mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-                const float mn = fmaxf(m[i], mx[i]), f = mn == -INFINITY ? 1.0f : exp2f(m[i] - mn);
-                m[i] = mn, l[i] *= f;
-#pragma unroll
-                for (int n = 0; n < NT; n++) o[n][2 * i] *= f, o[n][2 * i + 1] *= f;
+                const float mn = fmaxf(m[i], mx[i]);
+                f[i] = mn == -INFINITY ? 1.0f : ex2(m[i] - mn);
+                m[i] = mn, l[i] *= f[i];
             }
+            if (__any_sync(0xffffffffu, f[0] != 1.0f || f[1] != 1.0f)) // (a row's max rose: its sums so far scaled down)
+#pragma unroll
+                for (int n = 0; n < NT; n++) o[n][0] *= f[0], o[n][1] *= f[0], o[n][2] *= f[1], o[n][3] *= f[1];
 #pragma unroll
             for (int n = 0; n < FA_BC / 8; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int i = e >> 1;
-                    const float p = m[i] == -INFINITY ? 0.0f : exp2f(s[n][e] - m[i]);
+                    const float p = m[i] == -INFINITY ? 0.0f : ex2(s[n][e] - m[i]);
                     s[n][e] = p, l[i] += p;
                 }
 #pragma unroll
