@@ -1,9 +1,10 @@
 // A prompt's attention on the tensor cores (flash attention): the rows of one
 // sequence against its f16 cache, no scores in memory. A block takes 64 (row,
-// query head) pairs -- 64 / G rows of G query heads that share one KV head
-// (GQA: the K and V tiles read once for the G of them), a warp 16 pairs,
-// row-major -- and walks the keys its rows see, 64 at a time: the K and V tiles into shared memory (V read back transposed by
-// ldmatrix), S = Q K^T with mma.sync (m16n8k16, f16 in, f32 sums), each row's
+// query head) pairs -- 64 / G rows of G query heads that share one KV head, a
+// warp 16 pairs, row-major (the K and V tiles serve 64 pairs either way; G
+// heads fill a block where a run has fewer than 64 rows) -- and walks the keys
+// its rows see, 64 at a time: the K and V tiles into shared memory (V read
+// back transposed by ldmatrix), S = Q K^T with mma.sync (m16n8k16, f16 in, f32 sums), each row's
 // running max and sum (online softmax: softcap, window, causal mask), then
 // O += P V with P rounded to f16 -- the unnormalized probabilities, as
 // ggml's flash attention rounds them. At the end the sink (if any) joins the
