@@ -118,8 +118,10 @@ typedef struct {
     const char *type_v;     // its values, the same
     int deterministic;      // 1: a token's logits the same however its sequence's tokens are split into
                             // calls (and batched): on a CPU with AMX, no AMX prompt paths (their products and
-                            // attention are not the decode kernels' floats; 2-3x faster prompts). Sequences
-                            // are batch-invariant either way. (infer_ctx_set_deterministic)
+                            // attention are not the decode kernels' floats; 2-3x faster prompts); on a GPU, a
+                            // batch's sequences each computed as alone (by default a pass's products take all
+                            // its rows as one). A CPU's sequences are batch-invariant either way.
+                            // (infer_ctx_set_deterministic)
 } infer_ctx_params;
 // A context on the CPU, 1 thread, the model's maximum positions capped at 4096.
 INFER_API infer_ctx_params infer_ctx_default_params(void);

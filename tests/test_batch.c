@@ -66,6 +66,9 @@ static void new_seq(world *w, int s) {
     for (int k = 0; k < 2; k++) {
         CHECK(ctx_threads(w->m, w->n_ctx, w->threads, &w->c[k][s]) == INFER_OK, "%s", infer_last_error());
         if (w->backend) CHECK(infer_ctx_set_backend(w->c[k][s], w->backend) == INFER_OK, "%s", infer_last_error());
+        // (a GPU's batch is each sequence alone bit for bit where the contexts are deterministic: by default
+        // its products take the pass's rows as one)
+        if (w->backend) CHECK(infer_ctx_set_deterministic(w->c[k][s], 1) == INFER_OK, "%s", infer_last_error());
         w->lg[k][s] = malloc(sizeof(float) * (size_t)w->V);
     }
 }

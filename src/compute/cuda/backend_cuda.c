@@ -189,7 +189,7 @@ cuda_state *cu_state(backend *b) {
     const char *gz = getenv("INFER_CUDA_GEMM");
     s->gemm = !gz || !*gz || *gz != '0';
     const char *bz = getenv("INFER_CUDA_BATCH_GEMM");
-    s->batch_gemm = bz && *bz == '1';
+    s->batch_gemm = bz && *bz ? *bz == '1' : -1;
     const char *tz = getenv("INFER_CUDA_ATT_GEMM");
     s->att_gemm = !tz || !*tz || *tz != '0';
     const char *cf = getenv("INFER_CUDA_CAPTURE_FAULT"); // (a test seam: every Nth capture taken as refused)
@@ -485,7 +485,8 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
         s->split_key = (s->split_key ^ s->single[t]) * 0x100000001b3ull;
     }
     s->split_z = cuda_attention_split_z(s->d, deep);
-    if (s->gemm && s->batch_gemm && T >= CUDA_GEMM_MIN_T) // (the whole pass one product on the tensor cores)
+    s->pass_bg = s->gemm && T >= CUDA_GEMM_MIN_T && (s->batch_gemm >= 0 ? s->batch_gemm : !(b->ex && b->ex->exact));
+    if (s->pass_bg) // (the whole pass one product on the tensor cores)
         s->seg0[s->n_seg] = 0, s->seg_gemm[s->n_seg++] = 1, T = 0;
     for (int t = 0; t < T;) {
         int e = t + 1;
@@ -552,7 +553,8 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
     if (!s) return -1;
     if (cu_flush(s)) fail_op(b); // (at the END of a capture: a refusal, the capture still ended below)
     if (phase == GRAPH_BEGIN) {
-        key ^= ((uint64_t)s->split_z << 40) ^ (s->split_key & ~1ull); // (the split attention's rows and grid follow their depth)
+        key ^= ((uint64_t)s->split_z << 40) ^ (s->split_key & ~1ull) ^ ((uint64_t)s->pass_bg << 39); // (the split attention's rows
+        // and grid follow their depth; a pass in one product is not the pass in runs)
         if (s->no_graph || b->ex->oom) return -1; // (a pass failing already: no capture, whose END would take it for a refusal)
         if (s->exec && s->moved != cuda_moved(s->d)) graph_drop(s); // (a scratch it writes was reallocated since)
         if (s->exec && s->gkey == key) return 1;

@@ -56,8 +56,11 @@ typedef struct {
     // and a gate and up product waits for the activation that joins them
     int fuse;
     int gemm;                    // prompt products on the tensor cores (INFER_CUDA_GEMM=0: the q8 products)
-    int batch_gemm;              // INFER_CUDA_BATCH_GEMM=1: every pass of 16+ rows on the tensor cores (decode rows
-                                 // of a batch then differ from alone by the f16 inputs' rounding; for measurement)
+    int batch_gemm;              // a pass of 16+ rows one product on the tensor cores, whatever its runs (a batch's
+                                 // rows then differ from alone: the products' column split follows the pass's rows):
+                                 // -1 (the default) where the context is not deterministic (ex->exact);
+                                 // INFER_CUDA_BATCH_GEMM=1 always, =0 never
+    int pass_bg;                 // (the pass begun: batch_gemm's choice for it, a graph key's part)
     int ch_on, ch_rows;
     cuda_chain ch;
     struct { int on, T, n_in; cuda_mat m[2]; const void *xq; } mm;
