@@ -209,6 +209,7 @@ int cli_place(infer_ctx *c, const char *device, long ngl) {
 static int g_threads = 1;
 void cli_set_threads(int n) { g_threads = n < 1 ? 1 : n; }
 int cli_threads(void) { return g_threads; }
+int cli_deterministic(void) { return g_deterministic; }
 
 int cli_model_load(const char *path, infer_model **m) {
     if (infer_model_load(path, m)) return -1;

@@ -57,7 +57,8 @@ enum {
     "      --numa S           the threads on NUMA nodes, as llama.cpp's: distribute (spread over every node),\n"   \
     "                         isolate (the node it starts on), numactl (the CPUs numactl gave), none (default)\n"   \
     "      --deterministic    a token's logits the same however a prompt is split into calls: on a CPU with\n"    \
-    "                         AMX, prompts on the decode kernels (2-3x slower; infer_ctx_params.deterministic)\n"
+    "                         AMX, prompts on the decode kernels (2-3x slower); on a GPU, a batch's sequences\n"   \
+    "                         each as alone (infer_ctx_params.deterministic)\n"
 #define CLI_OPT_CTX {"ctx-size", required_argument, NULL, 'c'}
 // --device cpu|cuda: the backend a context runs on (cuda: the first GPU)
 #define CLI_OPT_DEVICE {"device", required_argument, NULL, OPT_DEVICE}
@@ -123,6 +124,7 @@ int cli_place(infer_ctx *c, const char *device, long ngl);
 // with the reason in infer_last_error().
 void cli_set_threads(int n);
 int cli_threads(void);
+int cli_deterministic(void); // --deterministic given
 int cli_model_load(const char *path, infer_model **m);
 int cli_ctx_new(infer_model *m, int n_ctx, infer_ctx **c);
 int cli_batch_new(infer_model *m, infer_batch **b);

@@ -730,13 +730,15 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     if (ok && e->step_tokens <= 0) // (the default: two chunks a step on a GPU, whose passes want rows; one on a CPU,
         // whose steps then stay as short as before, so the decoding slots beside them wait no longer)
         e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
-    // (INFER_SERVE_REUSE=all: a GPU reuses every shared position too, faster, its answers then not always
-    // the prompt's alone; =chunks: a CPU reuses whole chunks only, as a GPU does -- tests/serve/test_slots.py)
+    // (a deterministic GPU server reuses whole chunks only, so that an answer is the prompt's alone bit for bit
+    // -- a run's products follow its length; by default it reuses every shared position, as a batch's products
+    // take its rows as one anyway. INFER_SERVE_REUSE=all or =chunks forces either, on a CPU too --
+    // tests/serve/test_slots.py)
     // (a CPU reuses every shared position: made --deterministic, an answer is then the prompt's alone bit for bit;
     // on the AMX prompt paths, its default where the CPU has AMX, close to it -- whole chunks only cost bench/ab's
     // serve row 12%)
     const char *ru = getenv("INFER_SERVE_REUSE");
-    const int by_length = ok && strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") != 0;
+    const int by_length = ok && strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") != 0 && cli_deterministic();
     if (ok) e->chunked_reuse = ru && !strcmp(ru, "chunks") ? 1 : ru && !strcmp(ru, "all") ? 0 : by_length;
     e->tp = infer_model_tp_world(m) > 1 && infer_model_tp_rank(m) == 0;
     if (ok) ok = (e->masked = malloc(sizeof(float) * (size_t)e->V)) != NULL;
