@@ -49,6 +49,9 @@ have() { [ "$DRY" = 1 ] || [ -e "$1" ]; }
 # same A B: the two files are byte for byte equal (a dry run prints the comparison).
 same() { x cmp -s "$1" "$2"; }
 
+# a setting of SETS / INFER_SETS ("-": none; NAME=V,NAME2=V2: both) as env(1)'s arguments
+set_env() { local v=${1#-}; echo "${v//,/ }"; }
+
 log() { echo "[$(date +%T)] $*"; }
 die() { log "$*"; exit 1; }
 
