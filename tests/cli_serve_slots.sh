@@ -3,7 +3,8 @@
 # prompt's slot saved under --slot-save-path, the server restarted, the slot
 # restored: the same system prompt reuses it and answers as before; hostile
 # names, ids and files refused; without the flag, save and restore are 501;
-# under INFER_SERVE_REUSE=chunks (a GPU's way) only whole chunks are reused.
+# under INFER_SERVE_REUSE=chunks (a GPU's way) only whole chunks are reused;
+# a prompt copies a prefix it shares from a busy slot's cache.
 # usage: cli_serve_slots.sh INFER_BIN FIXTURES_DIR
 infer=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +20,11 @@ sanitizer_clean "$tmp/err"
 
 start_server "${flags[@]}"
 python3 "$root/tests/serve/test_slots.py" "$base" restore "$tmp/slots" || rc=1
+stop_server 10
+sanitizer_clean "$tmp/err"
+
+start_server --parallel 2 -c 2048 -t 2
+python3 "$root/tests/serve/test_slots.py" "$base" share "$tmp/slots" || rc=1
 stop_server 10
 sanitizer_clean "$tmp/err"
 

@@ -10,6 +10,10 @@ server (tests/cli_serve_slots.sh starts each):
   chunks       -- a server under INFER_SERVE_REUSE=chunks (a GPU's way): a prompt
                   reuses only whole 256-token chunks made from position 0, and
                   answers as without
+  share DIR    -- a fresh server of two slots: while one answers a long request
+                  after the system prompt, a question after the same system
+                  prompt goes to the other and copies the prefix from the busy
+                  slot's cache (cached_tokens, /metrics), answering as alone
 usage: test_slots.py BASE_URL PHASE [DIR]"""
 import http.client
 import json
@@ -182,5 +186,29 @@ elif phase == "chunks":
     check(a2 == a, f"the prompt again answers as before: {a2!r} vs {a!r}")
     b, n3, c3 = chat(Q2)
     check(c3 % 256 == 0 and 0 < c3 < n3, f"another question: {c3} of {n3} tokens cached (want whole chunks of the system prompt)")
+
+elif phase == "share":
+    with open(state) as f:
+        prev = json.load(f)
+    LONG = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Tell me about each city in turn, at length."}]
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=request("POST", "/v1/chat/completions", {
+        "model": "any", "messages": LONG, "temperature": 0, "max_tokens": 150 if LIGHT else 400, "ignore_eos": True})))
+    t.start()
+    held = []
+    for _ in range(2000):  # (until the long request's prompt is in its slot's cache)
+        held = [s for s in slots() if s["is_processing"] and s["n_cached"] > 300]
+        if held or "r" in out:
+            break
+    check(held, f"no slot was seen holding the long request's prompt: {slots()}")
+    b, n2, c2 = chat(Q2)
+    busy = "r" not in out
+    t.join()
+    check(out.get("r", (0,))[0] == 200, f"the long request beside it: {out.get('r')}")
+    check(b == prev["b0"], f"with the prefix copied from the busy slot: {b!r}, alone: {prev['b0']!r}")
+    check(not busy or c2 > n2 // 2, f"the question beside the busy slot reused {c2} of {n2} tokens (want its system prompt's)")
+    st, m = request("GET", "/metrics")
+    copied = [int(l.split()[1]) for l in (m if isinstance(m, str) else "").splitlines() if l.startswith("infer_prompt_tokens_copied_total ")]
+    check(copied and copied[0] == c2, f"/metrics infer_prompt_tokens_copied_total {copied} (want {c2})")
 
 report(f"test_slots {phase}")

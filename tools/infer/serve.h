@@ -240,6 +240,7 @@ int serve_slots_answer(serve_check *k, serve_engine *e, const char *dir, const c
 // Engine figures for /metrics.
 typedef struct {
     long long prompt_tokens, prompt_cached, generated_tokens, steps, busy_slot_steps;
+    long long prompt_copied; // of prompt_cached, positions copied from another slot's cache (a shared prefix)
     long long steps_retried; // failed batched steps whose sequences ran again one by one
     int step_chunks_max;     // the most prompt chunks one step held
     long long spec_drafted, spec_accepted; // speculative decoding (--spec-ngram): draft tokens checked, and kept

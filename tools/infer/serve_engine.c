@@ -374,6 +374,58 @@ static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
     return best;
 }
 
+// The tokens slot s's context holds, between steps: a free slot's cache, a
+// busy one's history (its first n_past tokens are what its context holds).
+static const int32_t *slot_tokens(const slot *s, int *n) {
+    int past = infer_ctx_n_past(s->ctx);
+    if (!s->t) return *n = s->cache ? past : 0, s->cache;
+    return *n = past < s->n_hist ? past : s->n_hist, s->hist;
+}
+
+// Another slot (free or busy) whose cache shares a longer prefix with the
+// prompt than `shared`, the one slot `to` takes: its index and *len (the
+// positions `to` copies from it instead of evaluating them), else -1. Not for
+// a split or --tp model (each side's, each rank's caches). In chunked reuse
+// (a deterministic GPU server) whole chunks made from position 0 only, as
+// pick_slot's.
+static int prefix_donor(serve_engine *e, const serve_task *t, int to, int shared, int *len) {
+    int best = -1, best_len = shared;
+    if (e->split || e->tp) return -1;
+    for (int i = 0; i < e->n_slots; i++) {
+        const slot *s = &e->s[i];
+        int n, l = 0;
+        const int32_t *tok = slot_tokens(s, &n);
+        if (i == to || !tok) continue;
+        while (l < n && l < t->req.n_prompt && tok[l] == t->req.prompt[l]) l++;
+        if (e->chunked_reuse) {
+            int w = s->whole < n ? s->whole : n;
+            l = l < w ? l : w;
+            if (l >= t->req.n_prompt) l = t->req.n_prompt - 1;
+            l -= l % PROMPT_CHUNK;
+        } else if (l >= t->req.n_prompt) {
+            l = t->req.n_prompt - 1;
+        }
+        if (l > best_len) best = i, best_len = l;
+    }
+    *len = best_len;
+    return best;
+}
+
+// Slot `to` takes the first n positions of slot `from`'s cache (a prompt's
+// prefix another slot made): its cache's tokens become the prompt's first n.
+// 0, or -1 when the copy failed (`to` then holds nothing).
+static int prefix_copy(const serve_engine *e, slot *to, const slot *from, const serve_task *t, int n) {
+    if (!to->cache && !(to->cache = malloc(sizeof(int32_t) * (size_t)(e->n_ctx + 1)))) return -1;
+    if (infer_ctx_copy(to->ctx, from->ctx, n)) {
+        infer_ctx_truncate(to->ctx, 0);
+        to->whole = 0;
+        return -1;
+    }
+    memcpy(to->cache, t->req.prompt, sizeof(int32_t) * (size_t)n);
+    to->whole = from->whole < n ? from->whole : n; // (the positions the donor made as whole chunks are so made)
+    return 0;
+}
+
 // A slot whose mask the grammar thread has made draws its token now (and
 // joins this step); one whose mask is on its way is waited for a little
 // (a quarter of a step at most: a costly grammar's slot then sits out the
@@ -680,6 +732,9 @@ static void *engine_main(void *arg) {
             if (!e->qhead) e->qtail = NULL;
             e->n_queued--;
             t->admitted = 1;
+            int copy, d = prefix_donor(e, t, i, shared, &copy);
+            if (d >= 0 && !prefix_copy(e, &e->s[i], &e->s[d], t, copy)) shared = copy, e->counts.prompt_copied += copy;
+            else if (d >= 0) shared = 0;
             slot_start(e, &e->s[i], t, shared);
             e->counts.prompt_cached += t->n_cached;
         }

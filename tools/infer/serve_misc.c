@@ -98,6 +98,8 @@ char *serve_metrics_text(const serve_counts *k, const long long by_status[6], lo
                      "infer_tool_call_answers_total %lld\n"
                      "# HELP infer_tool_calls_total Tool calls made.\n# TYPE infer_tool_calls_total counter\n"
                      "infer_tool_calls_total %lld\n"
+                     "# HELP infer_prompt_tokens_copied_total Of the cached prompt tokens, those copied from another slot's cache.\n# TYPE infer_prompt_tokens_copied_total counter\n"
+                     "infer_prompt_tokens_copied_total %lld\n"
                      "# HELP infer_kv_cache_tokens Positions the slots' KV caches hold.\n# TYPE infer_kv_cache_tokens gauge\n"
                      "infer_kv_cache_tokens %lld\n"
                      "# HELP infer_kv_cache_capacity_tokens Positions the slots' KV caches can hold.\n# TYPE infer_kv_cache_capacity_tokens gauge\n"
@@ -109,7 +111,7 @@ char *serve_metrics_text(const serve_counts *k, const long long by_status[6], lo
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
                      k->prompt_tokens, k->prompt_cached, k->generated_tokens, k->steps, k->busy_slot_steps, k->steps_retried,
                      k->step_chunks_max, k->busy_slots, k->queued, k->slots, disconnects, k->spec_drafted, k->spec_accepted,
-                     ta, tca, tc, k->kv_tokens, k->kv_capacity, k->kv_capacity > 0 ? (double)k->kv_tokens / (double)k->kv_capacity : 0.0,
+                     ta, tca, tc, k->prompt_copied, k->kv_tokens, k->kv_capacity, k->kv_capacity > 0 ? (double)k->kv_tokens / (double)k->kv_capacity : 0.0,
                      k->kv_bytes);
     for (int i = 2; i < 6 && n > 0 && n < 8192; i++) n += snprintf(b + n, 8192 - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, by_status[i]);
     return b;
