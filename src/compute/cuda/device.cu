@@ -108,6 +108,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->att_pf = !(ap && *ap == '0');
     const char *gs = getenv("INFER_CUDA_GEMM_SPLIT");
     d->gemm_split = !gs || *gs != '0';
+    const char *gh = getenv("INFER_CUDA_GEMM_XH");
+    d->gemm_xh = gh && *gh == '1';
     const char *mm = getenv("INFER_CUDA_MMV");
     d->mmv = !mm || *mm != '0';
     const char *nw = getenv("INFER_CUDA_MV_NARROW");

@@ -189,11 +189,14 @@ static __global__ void __launch_bounds__(128) k_gemm(const uint8_t *w, int rows,
 // k_gemm otherwise). Same arithmetic as k_gemm (the dequantized weights in
 // the element type, the activations in NS parts, f32 sums).
 enum { G2N = 64, G2K = 64, G2LD = G2K + 8, G2CL = 32 + 4 };
-template <int TY, int GR>
+template <int TY, int GR, int XH = 0>
 // Split over the columns (blockIdx.z of gridDim.z slices, each a run of whole
 // 64-column steps): slice z writes its partial sums to y + z T rows, and
 // k_gemm_sum adds the slices in order (the same sums every run). For few
 // tokens, where rows / GR x tokens / 64 blocks would leave multiprocessors idle.
+// XH: the activations come in as f16 already (k_xparts's, once a product, not
+// once a block: a product of few tokens over many row blocks read them from L2
+// as floats several times over the weights' bytes), the same values.
 static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y) {
     PDL_ENTRY();
     using namespace nvcuda;
@@ -226,6 +229,11 @@ static __global__ void __launch_bounds__(2 * GR) k_gemm2(const uint8_t *w, int r
             int4 *dst = (int4 *)&sw[lr][32 * kh + 16 * h];
             dst[0] = ((const int4 *)e)[0], dst[1] = ((const int4 *)e)[1];
         }
+        if (XH) { // (NS 1: the f16 activations as they are, 16 bytes a load)
+            const __half *xh = (const __half *)x + (size_t)(t0 + xt) * cols + k0 + xc;
+            for (int c = 0; c < EPT; c += 8)
+                *(int4 *)&sx[0][xt][xc + c] = xrow ? *(const int4 *)(xh + c) : make_int4(0, 0, 0, 0);
+        } else
         for (int c = 0; c < EPT; c += 8) {
             __align__(16) E hi[8], lo[8];
             float f[8];
@@ -384,14 +392,31 @@ extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int 
             out = d->part;
         }
         dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles, ks);
+        // (INFER_CUDA_GEMM_XH=1, quantized weights: the activations rounded to f16 once, k_gemm2 reads those)
+        const float *xa = x;
+        int xh = d->gemm_xh && !is_float(wtype);
+        if (xh) {
+            size_t n = (size_t)T * cols;
+            if (grow(d, &d->gx, &d->gx_cap, 2 * n)) return -1;
+            launch(k_xparts<DT_F16, 1>, grid_for(n, 256), 256, 0, d->stream, x, n, (__half *)d->gx);
+            xa = (const float *)d->gx;
+        }
         switch (wtype) {
-#define G(t)                                                                                   \
-    case t:                                                                                    \
-        if (big) launch(k_gemm2<t, 128>, g, 256, 0, d->stream, wb, rows, cols, nb, x, T, out);      \
-        else launch(k_gemm2<t, 64>, g, 128, 0, d->stream, wb, rows, cols, nb, x, T, out);          \
+#define G(t)                                                                                            \
+    case t:                                                                                             \
+        if (xh && big) launch(k_gemm2<t, 128, 1>, g, 256, 0, d->stream, wb, rows, cols, nb, xa, T, out);     \
+        else if (xh) launch(k_gemm2<t, 64, 1>, g, 128, 0, d->stream, wb, rows, cols, nb, xa, T, out);        \
+        else if (big) launch(k_gemm2<t, 128>, g, 256, 0, d->stream, wb, rows, cols, nb, x, T, out);          \
+        else launch(k_gemm2<t, 64>, g, 128, 0, d->stream, wb, rows, cols, nb, x, T, out);                    \
         break;
-        G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) G(DT_F16) G(DT_BF16)
+#define GF(t)                                                                                           \
+    case t:                                                                                             \
+        if (big) launch(k_gemm2<t, 128>, g, 256, 0, d->stream, wb, rows, cols, nb, x, T, out);          \
+        else launch(k_gemm2<t, 64>, g, 128, 0, d->stream, wb, rows, cols, nb, x, T, out);                    \
+        break;
+        G(DT_Q8_0) G(DT_Q4_0) G(DT_Q5_0) G(DT_Q4_K) G(DT_Q5_K) G(DT_Q6_K) GF(DT_F16) GF(DT_BF16)
 #undef G
+#undef GF
         default: return -1;
         }
         if (ks > 1) {
