@@ -381,6 +381,10 @@ extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int 
     if (cols % G2K == 0) {
         // 128 rows a block where that still gives two blocks an SM's worth, else 64
         int tiles = (T + G2N - 1) / G2N, big = (long)((rows + 127) / 128) * tiles >= 2L * d->sms;
+        const int xh = d->gemm_xh && !is_float(wtype);
+        // (XH: 128 rows a block wherever the column split can still make an SM's worth of blocks -- every row
+        // block reads the tokens' activations once, twice the weights' bytes a 64-row block at 64 tokens)
+        if (xh && !big) big = (long)((rows + 127) / 128) * tiles * 8 >= d->sms && cols / G2K >= 16;
         long blocks = (long)(big ? (rows + 127) / 128 : (rows + 63) / 64) * tiles;
         // few blocks (few tokens): the columns split in up to 8 slices, to two blocks an SM's worth
         int ks = 1, steps = cols / G2K;
@@ -394,7 +398,6 @@ extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int 
         dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles, ks);
         // (INFER_CUDA_GEMM_XH=1, quantized weights: the activations rounded to f16 once, k_gemm2 reads those)
         const float *xa = x;
-        int xh = d->gemm_xh && !is_float(wtype);
         if (xh) {
             size_t n = (size_t)T * cols;
             if (grow(d, &d->gx, &d->gx_cap, 2 * n)) return -1;
