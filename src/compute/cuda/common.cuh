@@ -49,7 +49,7 @@ struct cuda_dev {
     int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
-    int gemm_xh;         // INFER_CUDA_GEMM_XH=1: k_gemm2's activations rounded to f16 once a product (quantized weights)
+    int gemm_xh;         // k_gemm2's activations rounded to f16 once a product, quantized weights (INFER_CUDA_GEMM_XH=0: not)
     int prefetch;        // the products' weights asked into L2 before they wait (mv_prefetch; INFER_CUDA_PREFETCH=0: not)
     int mv_spec;         // one-token products in a kernel of their type (k_mv's TY; INFER_CUDA_MV_SPEC=0: the kernel of any type)
     int att_pf;          // decode rows' attention reads its cache before it waits (k_attention's PRE; INFER_CUDA_ATT_PF=0: not)

@@ -109,7 +109,7 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     const char *gs = getenv("INFER_CUDA_GEMM_SPLIT");
     d->gemm_split = !gs || *gs != '0';
     const char *gh = getenv("INFER_CUDA_GEMM_XH");
-    d->gemm_xh = gh && *gh == '1';
+    d->gemm_xh = !(gh && *gh == '0');
     const char *mm = getenv("INFER_CUDA_MMV");
     d->mmv = !mm || *mm != '0';
     const char *nw = getenv("INFER_CUDA_MV_NARROW");

@@ -396,7 +396,7 @@ extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int 
             out = d->part;
         }
         dim3 g(big ? (rows + 127) / 128 : (rows + 63) / 64, tiles, ks);
-        // (INFER_CUDA_GEMM_XH=1, quantized weights: the activations rounded to f16 once, k_gemm2 reads those)
+        // (quantized weights: the activations rounded to f16 once, k_gemm2 reads those; INFER_CUDA_GEMM_XH=0: not)
         const float *xa = x;
         if (xh) {
             size_t n = (size_t)T * cols;
