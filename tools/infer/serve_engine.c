@@ -1,6 +1,5 @@
 // The server's engine thread (serve.h): slots, the queue, one step at a time.
-#include "serve.h"
-#include "cli.h"
+#include "serve_engine_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -12,84 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-enum { PROMPT_CHUNK = 256, MAX_SLOTS = 256 };
-
-struct serve_task {
-    serve_request req;
-    serve_engine *e;    // its engine
-    int admitted;       // taken from the queue (the engine's lock)
-    int n_cached;       // prompt tokens the slot's cache already held
-    pthread_mutex_t mu; // guards what follows
-    pthread_cond_t cv;
-    char *text;         // the visible text
-    size_t len;
-    int done, failed, cancelled, refs, n_gen, stopping;
-    serve_logprob *lp;  // per generated token, when asked for
-    int n_lp, cap_lp;
-    const char *finish;
-    char error[256];
-    serve_task *next;   // the queue (the engine's lock)
-};
-
-typedef struct {
-    infer_ctx *ctx;
-    serve_task *t;      // NULL: free (the engine thread's)
-    atomic_int busy;    // t != NULL, for the other threads (serve_engine_counts)
-    int generating;     // 0: prompt, 1: generating
-    int n_fed;          // prompt tokens evaluated
-    int32_t *hist;      // prompt + generated (the penalties' history)
-    int n_hist, n_gen;
-    int32_t next;       // the token to feed
-    int32_t greedy;     // the step's greedy token, when the slot takes it without logits
-    int32_t rows[CLI_SPEC_MAX + 1]; // a speculative step's tokens: next, then the draft
-    int n_draft, spec_past; // ... the draft's length (0: none this step) and the cache's positions before the step
-    float *slog;        // (--spec-ngram) the step's rows of logits, (K + 1) x V
-    infer_ctx *dctx;    // (--model-draft) the draft model's context, and its drafter
-    infer_drafter *drafter;
-    infer_sampler *smp;
-    float *logits;
-    int32_t *cache;     // the tokens whose K/V the context holds (its n_past of them)
-    int whole;          // its first positions made as whole prompt chunks from position 0 (what a GPU reuses)
-    long used;          // the step it was last given a task (least recently used first)
-    int mask_wait;      // its logits wait for the grammar's mask, made on the grammar thread (it sits out the steps meanwhile)
-    int mask_job;       // (the engine's lock) 0 none, 1 queued, 2 being made, 3 made
-    long mask_seq;      // (the engine's lock) its place in the grammar thread's queue
-    infer_status mask_st;
-    char mask_err[256];
-} slot;
-
-struct serve_engine {
-    infer_model *m;
-    int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
-    size_t kv_per_pos;  // the slots' KV cache bytes a position
-    int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
-    int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
-    int chunked_reuse;  // a prompt reuses whole chunks of a slot's cache (a GPU: a run's products follow its length)
-    int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
-    int spec_k;         // --spec-ngram's K (0: off)
-    float draft_p_min;  // --model-draft's --draft-p-min (the slots' drafters)
-    long steps;
-    serve_counts counts; // (the engine's lock)
-    slot *s;
-    infer_batch *batch;
-    int32_t eog[16];
-    int n_eog;
-    float *masked;      // (V) logits under a grammar (the slot's stay as the model gave them)
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    serve_task *qhead, *qtail;
-    // the grammar thread: masks of grammars that cost more than a look-up are made there, off the steps
-    pthread_t gth;
-    pthread_cond_t gcv; // (with mu) a job queued, or stop
-    int gstop, gth_ok;
-    long mask_seq;
-    double step_s;      // the last step's seconds (how long a step waits for a mask on its way)
-    serve_slot_op *ctl; // (the engine's lock) the slot operations waiting, or being done (serve_engine_slot_ops)
-    int n_ctl;
-    pthread_cond_t ctl_cv; // (with mu) ctl done, or free for the next
-};
 
 static void task_free(serve_task *t) {
     infer_grammar_free(t->req.grammar);
@@ -351,80 +272,6 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
     return 0;
 }
 
-// The free slot for a prompt: the one whose cache shares the longest prefix
-// with it (*shared: its length), else the least recently used; -1 when none is free.
-// On a GPU only whole chunks of a prompt made from position 0 are shared: a run's
-// products there follow its length (the tensor cores from CUDA_GEMM_MIN_T rows), so
-// the rest, run as the same chunks it would be alone, equals the prompt alone.
-static int pick_slot(serve_engine *e, const serve_task *t, int *shared) {
-    int best = -1, best_len = 0;
-    for (int i = 0; i < e->n_slots; i++) {
-        slot *s = &e->s[i];
-        if (s->t) continue;
-        int len = 0, past = infer_ctx_n_past(s->ctx);
-        while (s->cache && len < past && len < t->req.n_prompt && s->cache[len] == t->req.prompt[len]) len++;
-        if (e->chunked_reuse) {
-            len = len < s->whole ? len : s->whole;
-            if (len >= t->req.n_prompt) len = t->req.n_prompt - 1; // (its last chunk runs again, for the logits)
-            len -= len % PROMPT_CHUNK;
-        }
-        if (best < 0 || len > best_len || (len == best_len && s->used < e->s[best].used)) best = i, best_len = len;
-    }
-    *shared = best_len;
-    return best;
-}
-
-// The tokens slot s's context holds, between steps: a free slot's cache, a
-// busy one's history (its first n_past tokens are what its context holds).
-static const int32_t *slot_tokens(const slot *s, int *n) {
-    int past = infer_ctx_n_past(s->ctx);
-    if (!s->t) return *n = s->cache ? past : 0, s->cache;
-    return *n = past < s->n_hist ? past : s->n_hist, s->hist;
-}
-
-// Another slot (free or busy) whose cache shares a longer prefix with the
-// prompt than `shared`, the one slot `to` takes: its index and *len (the
-// positions `to` copies from it instead of evaluating them), else -1. Not for
-// a split or --tp model (each side's, each rank's caches). In chunked reuse
-// (a deterministic GPU server) whole chunks made from position 0 only, as
-// pick_slot's.
-static int prefix_donor(serve_engine *e, const serve_task *t, int to, int shared, int *len) {
-    int best = -1, best_len = shared;
-    if (e->split || e->tp) return -1;
-    for (int i = 0; i < e->n_slots; i++) {
-        const slot *s = &e->s[i];
-        int n, l = 0;
-        const int32_t *tok = slot_tokens(s, &n);
-        if (i == to || !tok) continue;
-        while (l < n && l < t->req.n_prompt && tok[l] == t->req.prompt[l]) l++;
-        if (e->chunked_reuse) {
-            int w = s->whole < n ? s->whole : n;
-            l = l < w ? l : w;
-            if (l >= t->req.n_prompt) l = t->req.n_prompt - 1;
-            l -= l % PROMPT_CHUNK;
-        } else if (l >= t->req.n_prompt) {
-            l = t->req.n_prompt - 1;
-        }
-        if (l > best_len) best = i, best_len = l;
-    }
-    *len = best_len;
-    return best;
-}
-
-// Slot `to` takes the first n positions of slot `from`'s cache (a prompt's
-// prefix another slot made): its cache's tokens become the prompt's first n.
-// 0, or -1 when the copy failed (`to` then holds nothing).
-static int prefix_copy(const serve_engine *e, slot *to, const slot *from, const serve_task *t, int n) {
-    if (!to->cache && !(to->cache = malloc(sizeof(int32_t) * (size_t)(e->n_ctx + 1)))) return -1;
-    if (infer_ctx_copy(to->ctx, from->ctx, n)) {
-        infer_ctx_truncate(to->ctx, 0);
-        to->whole = 0;
-        return -1;
-    }
-    memcpy(to->cache, t->req.prompt, sizeof(int32_t) * (size_t)n);
-    to->whole = from->whole < n ? from->whole : n; // (the positions the donor made as whole chunks are so made)
-    return 0;
-}
 
 // A slot whose mask the grammar thread has made draws its token now (and
 // joins this step); one whose mask is on its way is waited for a little
