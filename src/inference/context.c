@@ -58,7 +58,9 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
     }
     size_t T = (size_t)n_batch, E = (size_t)cf->n_embd, H = (size_t)cf->n_head;
     size_t nq = H * hd_max, nkv = (size_t)kv_max * hd_max;
-    size_t F = (size_t)(cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
+    // (a mixture of experts' layers have no dense FFN: its n_ff, which no tensor is checked against, sizes nothing --
+    // a file's feed_forward_length of 655392 beside 32-wide experts asked 5 GB of scratch)
+    size_t F = (size_t)(cf->n_expert ? cf->n_ff_expert : cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
     size_t LP = (size_t)cf->n_layer * cf->ple_dim;
     size_t nrow = E > (size_t)cf->n_expert ? E : (size_t)cf->n_expert;
     scratch *s = sd ? &sd->s : NULL;
