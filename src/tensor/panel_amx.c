@@ -308,21 +308,23 @@ int panel_decode(int dtype, const void *w, size_t rb, int rows, int64_t n, void 
     return 0;
 }
 
-// token i of the blocks [b0, b1): its 256-column blocks to int8, each 64
-// columns' 16 granules to the rows of that step's B tile (byte 64 k + 4 t + e)
+PN_TARGET static inline void transpose16(__m512 r[16]);
+
+// token i of the blocks [b0, b1): its 256-column blocks to int8; a block's 16 tokens' 64-column steps
+// then to that step's B tile (byte 64 k + 4 t + e), their 16 x 16 granules transposed in registers
+// and stored as whole lines
 PN_TARGET static void act_avx(const float *x, size_t xs, const int *tok, int T, int64_t n, int8_t *xb, float *xd, int b0, int b1) {
     const int64_t nb = padded(n) / 256, ns = padded(n) / 64;
-    int8_t q[256] __attribute__((aligned(64)));
+    int8_t q[PANEL_TOK][256] __attribute__((aligned(64)));
     float part[256] __attribute__((aligned(64)));
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(64));
-    for (int b = b0; b < b1; b++)
-        for (int t = 0; t < PANEL_TOK; t++) {
-            const int i = PANEL_TOK * b + t;
-            int8_t *base = xb + (size_t)b * ns * 1024 + 4 * t;
-            float *d = xd + (size_t)b * nb * 16 + t;
-            for (int64_t k = 0; k < nb; k++, d += 16) {
+    for (int b = b0; b < b1; b++) {
+        int8_t *base = xb + (size_t)b * ns * 1024;
+        float *d = xd + (size_t)b * nb * 16;
+        for (int64_t k = 0; k < nb; k++, d += 16) {
+            for (int t = 0; t < PANEL_TOK; t++) {
+                const int i = PANEL_TOK * b + t;
                 float s = 0;
-                if (i < T) { // (quant256 lays its 64-column steps 1024 bytes apart: here 64 apart, in q)
+                if (i < T) {
                     const float *v = x + (size_t)(tok ? tok[i] : i) * xs + 256 * k;
                     if (256 * k + 256 > n) { // (the last, partial super-block: zeros past n)
                         memcpy(part, v, sizeof(float) * (size_t)(n - 256 * k));
@@ -334,14 +336,20 @@ PN_TARGET static void act_avx(const float *x, size_t xs, const int *tok, int T, 
                     s = _mm512_reduce_max_ps(m) / 127.0f;
                     const __m512 vi = _mm512_set1_ps(s > 0 ? 1.0f / s : 0.0f);
                     for (int c = 0; c < 256; c += 16)
-                        _mm_store_si128((__m128i *)(q + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + c), vi))));
+                        _mm_store_si128((__m128i *)(q[t] + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + c), vi))));
                 } else
-                    memset(q, 0, sizeof q);
-                *d = s;
-                for (int st = 0; st < 4; st++)
-                    _mm512_i32scatter_epi32(base + (size_t)(4 * k + st) * 1024, idx, _mm512_load_si512(q + 64 * st), 1);
+                    memset(q[t], 0, sizeof q[t]);
+                d[t] = s;
+            }
+            for (int st = 0; st < 4; st++) { // (token t's 16 granules of this step: row t; transposed, granule g's 16 tokens)
+                __m512 r[16];
+                for (int t = 0; t < PANEL_TOK; t++) r[t] = _mm512_castsi512_ps(_mm512_load_si512(q[t] + 64 * st));
+                transpose16(r);
+                int8_t *tile = base + (size_t)(4 * k + st) * 1024;
+                for (int g = 0; g < 16; g++) _mm512_storeu_si512(tile + 64 * g, _mm512_castps_si512(r[g]));
             }
         }
+    }
 }
 
 void panel_act(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
@@ -439,21 +447,25 @@ PN_TARGET void panel_store(const float *acc, int T, int blk, const int *tok, flo
     }
 }
 
-// tokens of 16-token blocks [b0, b1) to bf16 B tiles (rounded to nearest even, as f32_to_bf16)
+// tokens of 16-token blocks [b0, b1) to bf16 B tiles (rounded to nearest even, as f32_to_bf16): a K step's 16
+// tokens' 16 column pairs transposed in registers, each pair's 16 tokens one whole line of the tile
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512bf16"))) static void act_bf16_avx(const float *x, size_t xs, const int *tok, int T, int64_t n, uint16_t *xb, int b0, int b1) {
     const int64_t ns = n / 32;
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(64));
-    for (int b = b0; b < b1; b++)
+    for (int b = b0; b < b1; b++) {
+        uint16_t *base = xb + (size_t)b * ns * 512;
+        const float *v[PANEL_TOK];
         for (int t = 0; t < PANEL_TOK; t++) {
             const int i = PANEL_TOK * b + t;
-            uint16_t *base = xb + (size_t)b * ns * 512 + 2 * t;
-            const float *v = i < T ? x + (size_t)(tok ? tok[i] : i) * xs : NULL;
-            for (int64_t st = 0; st < ns; st++) {
-                __m512i g = _mm512_setzero_si512();
-                if (v) g = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(v + 32 * st + 16), _mm512_loadu_ps(v + 32 * st));
-                _mm512_i32scatter_epi32(base + (size_t)st * 512, idx, g, 1);
-            }
+            v[t] = i < T ? x + (size_t)(tok ? tok[i] : i) * xs : NULL;
         }
+        for (int64_t st = 0; st < ns; st++) {
+            __m512 r[16];
+            for (int t = 0; t < PANEL_TOK; t++)
+                r[t] = v[t] ? (__m512)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(v[t] + 32 * st + 16), _mm512_loadu_ps(v[t] + 32 * st)) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int g = 0; g < 16; g++) _mm512_storeu_ps((float *)(base + (size_t)st * 512 + 32 * g), r[g]);
+        }
+    }
 }
 
 void panel_act_bf16(const float *x, size_t xs, const int *tok, int T, int64_t n, void *xb, int b0, int b1) {
