@@ -43,6 +43,10 @@ static void split_rows(const unsigned char *cpu, size_t cr, unsigned char *gpu, 
     }
 }
 
+// g_mmq: the products of 2+ tokens through k_mmq (a pass that need not equal its rows alone: the check of
+// a token against itself alone is left out)
+static int g_mmq;
+
 static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
     const dtype_traits *tr = dtype_get(wt);
     const vecdot_kernel *ref = vecdot_get_ref(wt);
@@ -66,6 +70,7 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
     float *dy = cuda_alloc(d, sizeof(float) * (size_t)T * rows);
     CHECK(dw && dx && dq && dy, "%s: cuda_alloc: %s", tr->name, cuda_status());
     if (dw && dx && dq && dy) {
+        cuda_mmq_pass(d, g_mmq);
         int ok = !cuda_upload(d, dx, x, sizeof(float) * (size_t)T * cols) &&
                  !cuda_quantize(d, wt, dx, T, cols, dq) && !cuda_matmul(d, wt, dw, rows, cols, dq, T, dy) &&
                  !cuda_download(d, xg, dq, xr * T) && !cuda_download(d, y, dy, sizeof(float) * (size_t)T * rows);
@@ -91,11 +96,13 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
                     double want = ref->dot(w + rs * r, xc + cr * t, cols), got = y[(size_t)t * rows + r];
                     e += (got - want) * (got - want), s += want * want;
                 }
-            CHECK(e <= 1e-7 * s, "%s %dx%d, %d tokens: GPU vs scalar dot: normalized error %.3g", tr->name, rows, cols, T, e / s);
+            CHECK(e <= 1e-7 * s, "%s %dx%d, %d tokens%s: GPU vs scalar dot: normalized error %.3g", tr->name, rows, cols, T,
+                  g_mmq ? " (k_mmq)" : "", e / s);
+            cuda_mmq_pass(d, 0);
             // each token of a group (their weight loads shared) as that token alone, bit for bit
             int same = 1;
             float *one = malloc(sizeof(float) * rows);
-            for (int t = 0; t < T && T > 1 && same; t++) {
+            for (int t = 0; t < T && T > 1 && same && !g_mmq; t++) {
                 same = !cuda_matmul(d, wt, dw, rows, cols, (const unsigned char *)dq + xr * t, 1, dy) &&
                        !cuda_download(d, one, dy, sizeof(float) * rows) && !memcmp(one, y + (size_t)t * rows, sizeof(float) * rows);
             }
@@ -105,6 +112,62 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
     }
     cuda_free(d, dw), cuda_free(d, dx), cuda_free(d, dq), cuda_free(d, dy);
     free(w), free(xc), free(xg), free(x), free(f), free(y);
+}
+
+// k_mmq's launches of several products: a gate and up pair (wt) joined by
+// SiLU, then the pair with a third matrix of type wt3 (its own launch),
+// against the scalar dots
+static void check_mmq_multi(cuda_dev *d, int wt, int wt3, int rows, int cols, int T) {
+    int ty[3] = {wt, wt, wt3};
+    const vecdot_kernel *ref[3];
+    size_t rs[3], cr[3], xr = cuda_act_row_size(wt, cols);
+    unsigned char *w[3], *xc[3];
+    void *dw[3];
+    float *dy[3], *y = malloc(sizeof(float) * (size_t)T * rows), *x = malloc(sizeof(float) * (size_t)T * cols), *f = malloc(sizeof(float) * cols);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < cols; i++) x[(size_t)t * cols + i] = frand();
+    for (int k = 0; k < 3; k++) {
+        const dtype_traits *tr = dtype_get(ty[k]);
+        ref[k] = vecdot_get_ref(ty[k]), rs[k] = dtype_row_size(ty[k], cols), cr[k] = act_row_size(ref[k], cols);
+        w[k] = malloc(rs[k] * rows), xc[k] = malloc(cr[k] * T);
+        for (int r = 0; r < rows; r++) {
+            for (int i = 0; i < cols; i++) f[i] = frand();
+            tr->from_float(f, w[k] + rs[k] * r, cols);
+        }
+        for (int t = 0; t < T; t++) ref[k]->quant(x + (size_t)t * cols, xc[k] + cr[k] * t, cols);
+        dw[k] = cuda_weight_upload(d, ty[k], w[k], rows, cols), dy[k] = cuda_alloc(d, sizeof(float) * (size_t)T * rows);
+    }
+    float *dx = cuda_alloc(d, sizeof(float) * (size_t)T * cols);
+    void *dq = cuda_alloc(d, xr * T);
+    int ok = dx && dq && dw[0] && dw[1] && dw[2] && dy[0] && dy[1] && dy[2] && cuda_act_row_size(wt3, cols) == xr;
+    CHECK(ok, "k_mmq %s + %s: setup: %s", dtype_get(wt)->name, dtype_get(wt3)->name, cuda_status());
+    cuda_mmq_pass(d, 1);
+    for (int pass = 0; pass < 2 && ok; pass++) { // 0: the gated pair, 1: three products
+        cuda_mat m[3];
+        for (int k = 0; k < 3; k++) m[k] = (cuda_mat){ty[k], dw[k], rows, dy[k]};
+        ok = !cuda_upload(d, dx, x, sizeof(float) * (size_t)T * cols) && !cuda_quantize(d, wt, dx, T, cols, dq) &&
+             !cuda_matmul_multi(d, pass ? 3 : 2, m, cols, dq, T, pass ? -1 : 0, 0);
+        CHECK(ok, "k_mmq %s: launch failed: %s", pass ? "three products" : "gated pair", cuda_status());
+        for (int k = 0; k < (pass ? 3 : 1) && ok; k++) {
+            ok = !cuda_download(d, y, dy[k], sizeof(float) * (size_t)T * rows);
+            double e = 0, s = 0;
+            for (int t = 0; t < T; t++)
+                for (int r = 0; r < rows; r++) {
+                    double want = ref[k]->dot(w[k] + rs[k] * r, xc[k] + cr[k] * t, cols);
+                    if (!pass) {
+                        double up = ref[1]->dot(w[1] + rs[1] * r, xc[1] + cr[1] * t, cols);
+                        want = want / (1.0 + exp(-want)) * up;
+                    }
+                    e += (y[(size_t)t * rows + r] - want) * (y[(size_t)t * rows + r] - want), s += want * want;
+                }
+            CHECK(ok && e <= 1e-6 * s, "k_mmq %s %dx%d, %d tokens, %s %d: normalized error %.3g", dtype_get(ty[k])->name, rows, cols, T,
+                  pass ? "product" : "gated pair", k, e / s);
+        }
+    }
+    cuda_mmq_pass(d, 0);
+    for (int k = 0; k < 3; k++) cuda_free(d, dw[k]), cuda_free(d, dy[k]), free(w[k]), free(xc[k]);
+    cuda_free(d, dx), cuda_free(d, dq);
+    free(y), free(x), free(f);
 }
 
 // device buffer of n floats holding x
@@ -798,6 +861,14 @@ int main(void) {
     for (int k = 0; k < 6; k++)
         check_type(d, mmv[k], 2500, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 1030, 2304, 5),
             check_type(d, mmv[k], 300, 8192, 17), check_type(d, mmv[k], 5, 4608, 2);
+    // the default pass's k_mmq: token tiles of 8 to 64, tails of rows, chunks and slices
+    g_mmq = 1;
+    for (int k = 0; k < 6; k++)
+        check_type(d, mmv[k], 2500, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 1030, 2304, 5), check_type(d, mmv[k], 300, 8192, 17),
+            check_type(d, mmv[k], 5, 4608, 2), check_type(d, mmv[k], 130, 1536, 64), check_type(d, mmv[k], 70, 4096, 11);
+    g_mmq = 0;
+    check_mmq_multi(d, DT_Q4_K, DT_Q6_K, 300, 2048, 16), check_mmq_multi(d, DT_Q8_0, DT_Q4_0, 200, 1024, 40);
+    check_mmq_multi(d, DT_Q5_K, DT_Q5_K, 70, 4096, 3);
     for (int k = 0; k < 3; k++) check_type(d, fl[k], 37, 100, 3), check_type(d, fl[k], 100, 2048, 8), check_type(d, fl[k], 9, 2304, 1);
     // many rows: the products' other thread counts a row (32, 8)
     int wide[] = {DT_Q8_0, DT_Q4_0, DT_Q5_0, DT_Q4_1, DT_Q2_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_F16, DT_BF16, DT_F32};

@@ -18,6 +18,12 @@
 #ifndef PK_AHEAD
 #define PK_AHEAD 8 // records prefetched ahead
 #endif
+#include <stdlib.h>
+static long pk_ahead_bytes(size_t rec) { // EXPERIMENT
+    static long v = -1;
+    if (v < 0) { const char *e = getenv("INFER_PK_AHEAD"); v = e ? atol(e) : 0; }
+    return v ? v : (long)(PK_AHEAD * rec);
+}
 
 static inline int32_t ld_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
 
@@ -48,12 +54,13 @@ PK static inline __attribute__((always_inline)) void pk_tile(int K, const void *
     const int nb = n / QK, sh = K == PACK_Q8_0 ? 7 : K == PACK_Q5_0 ? 4 : 3;
     const int NC = T >= 4 ? 2 : 4; // accumulators per token
     const size_t rec = pack_record_bytes(K);
+    const long ahead = pk_ahead_bytes(rec);
     __m256 acc[8];
     _Pragma("GCC unroll 8")
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
         const uint8_t *p = (const uint8_t *)group + rec * (size_t)i;
-        for (size_t o = 0; o < rec; o += 64) _mm_prefetch((const char *)p + PK_AHEAD * rec + o, _MM_HINT_T0);
+        for (size_t o = 0; o < rec; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
         __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
         __m256i v[8];
         pk_unpack(K, p, v);

@@ -5,6 +5,7 @@
 //   quantize.cu        the activation quantizers, their rows (quant.cuh)
 //   matvec.cu          one-token products (k_mv; units.cuh: what k_mmv shares)
 //   mmv.cu             batched decode products on the tensor cores (k_mmv)
+//   mmq.cu             the same, integer sums a scale block (k_mmq: the default pass)
 //   gemm.cu            prompt products: tensor cores, cuBLAS
 //   attention.cu       attention a block a (row, head), and split (flash-decoding)
 //   attention_gemm.cu  a prompt's attention through cuBLAS
@@ -47,6 +48,8 @@ struct cuda_dev {
     int ordinal;
     int sms;             // multiprocessors
     int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
+    int mmq_max, mmq_on; // a pass's products of 2 to mmq_max tokens through k_mmq where mmq_on (cuda_mmq_pass:
+                         // not deterministic; INFER_CUDA_MMQ_MAX=N, 0: never; 64 by default)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     int gemm_xh;         // k_gemm2's activations rounded to f16 once a product, quantized weights (INFER_CUDA_GEMM_XH=0: not)

@@ -224,6 +224,11 @@ int cuda_kv_store(cuda_dev *d, void *const *cache, const int *pos, const float *
 // CUDA graphs of the stream's work: capture, instantiate, launch, free
 int cuda_graph_begin(cuda_dev *d);
 int cuda_graph_end(cuda_dev *d, void **exec);
+// A pass's products of 2 to cuda_mmq_max rows of the quantized types (cuda_mmq_type) through
+// k_mmq (integer sums a scale block, mmq.cu) while on: a pass that need not equal its rows alone
+int cuda_mmq_max(cuda_dev *d);
+void cuda_mmq_pass(cuda_dev *d, int on);
+int cuda_mmq_type(int wtype);
 unsigned cuda_moved(cuda_dev *d); // scratch reallocations so far: a graph captured before one is stale
 // a failed capture's error dropped (the runtime's last error, which the next launch's check would report)
 void cuda_error_clear(void);

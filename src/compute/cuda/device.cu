@@ -54,6 +54,9 @@ HIDDEN int grow(cuda_dev *d, void **p, size_t *cap, size_t bytes) {
 
 extern "C" HIDDEN unsigned cuda_moved(cuda_dev *d) { return d->moved; }
 
+extern "C" HIDDEN int cuda_mmq_max(cuda_dev *d) { return d->mmq_max; }
+extern "C" HIDDEN void cuda_mmq_pass(cuda_dev *d, int on) { d->mmq_on = on; }
+
 // INFER_CUDA_PDL (common.cuh's launch), read once
 static int g_pdl = -1;
 static int pdl_mode(void) {
@@ -112,6 +115,8 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->gemm_xh = !(gh && *gh == '0');
     const char *mm = getenv("INFER_CUDA_MMV");
     d->mmv = !mm || *mm != '0';
+    const char *mq = getenv("INFER_CUDA_MMQ_MAX");
+    d->mmq_max = mq && *mq ? atoi(mq) : 0; // (off until measured on the device)
     const char *nw = getenv("INFER_CUDA_MV_NARROW");
     d->mv_narrow = !(nw && *nw == '0');
     const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");

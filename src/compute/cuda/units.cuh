@@ -83,5 +83,8 @@ enum { MMV_ROWS = 16, MMV_WARPS = 8 }; // (k_mmv's block: 16 rows, 8 warps)
 HIDDEN void mmv_run(cuda_dev *dv, int ty, int tpr, int T, int rows_blocks, const mv_desc &k, const uint8_t *xb);
 // the types k_mmv takes
 HIDDEN int mmv_type(int t);
+// k_mmq (mmq.cu) for the products of k, all of type ty: blk0 and the split its own
+HIDDEN int mmq_run(cuda_dev *dv, int ty, const mv_desc &k, const uint8_t *xb);
+HIDDEN int mmq_type(int t);
 
 #endif
