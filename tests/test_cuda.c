@@ -43,8 +43,9 @@ static void split_rows(const unsigned char *cpu, size_t cr, unsigned char *gpu, 
     }
 }
 
-// g_mmq: the products of 2+ tokens through k_mmq (a pass that need not equal its rows alone: the check of
-// a token against itself alone is left out)
+// g_mmq: the products through k_mmq (cuda_mmq_pass): 1, those of 2+ tokens (a pass that need not equal
+// its rows alone: the check of a token against itself alone is left out); 2, every one (deterministic:
+// a token as alone, bit for bit)
 static int g_mmq;
 
 static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
@@ -98,17 +99,18 @@ static void check_type(cuda_dev *d, int wt, int rows, int cols, int T) {
                 }
             CHECK(e <= 1e-7 * s, "%s %dx%d, %d tokens%s: GPU vs scalar dot: normalized error %.3g", tr->name, rows, cols, T,
                   g_mmq ? " (k_mmq)" : "", e / s);
-            cuda_mmq_pass(d, 0);
             // each token of a group (their weight loads shared) as that token alone, bit for bit
             int same = 1;
             float *one = malloc(sizeof(float) * rows);
-            for (int t = 0; t < T && T > 1 && same && !g_mmq; t++) {
+            for (int t = 0; t < T && T > 1 && same && g_mmq != 1; t++) {
                 same = !cuda_matmul(d, wt, dw, rows, cols, (const unsigned char *)dq + xr * t, 1, dy) &&
                        !cuda_download(d, one, dy, sizeof(float) * rows) && !memcmp(one, y + (size_t)t * rows, sizeof(float) * rows);
             }
-            CHECK(same, "%s %dx%d, %d tokens: a token's products differ from the same token alone", tr->name, rows, cols, T);
+            CHECK(same, "%s %dx%d, %d tokens%s: a token's products differ from the same token alone", tr->name, rows, cols, T,
+                  g_mmq == 2 ? " (k_mmq, deterministic)" : "");
             free(one);
         }
+        cuda_mmq_pass(d, 0);
     }
     cuda_free(d, dw), cuda_free(d, dx), cuda_free(d, dq), cuda_free(d, dy);
     free(w), free(xc), free(xg), free(x), free(f), free(y);
@@ -866,6 +868,8 @@ int main(void) {
     for (int k = 0; k < 6; k++)
         check_type(d, mmv[k], 2500, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 1030, 2304, 5), check_type(d, mmv[k], 300, 8192, 17),
             check_type(d, mmv[k], 5, 4608, 2), check_type(d, mmv[k], 130, 1536, 64), check_type(d, mmv[k], 70, 4096, 11);
+    g_mmq = 2; // (deterministic: each token as alone)
+    for (int k = 0; k < 6; k++) check_type(d, mmv[k], 300, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 70, 4096, 11);
     g_mmq = 0;
     check_mmq_multi(d, DT_Q4_K, DT_Q6_K, 300, 2048, 16), check_mmq_multi(d, DT_Q8_0, DT_Q4_0, 200, 1024, 40);
     check_mmq_multi(d, DT_Q5_K, DT_Q5_K, 70, 4096, 3);

@@ -19,10 +19,16 @@
 #define PK_AHEAD 8 // records prefetched ahead
 #endif
 #include <stdlib.h>
-static long pk_ahead_bytes(size_t rec) { // EXPERIMENT
+// the prefetch distance in bytes: PK_AHEAD records, or INFER_PK_AHEAD=BYTES (a measuring switch; read once)
+static long pk_ahead_bytes(size_t rec) {
     static long v = -1;
-    if (v < 0) { const char *e = getenv("INFER_PK_AHEAD"); v = e ? atol(e) : 0; }
-    return v ? v : (long)(PK_AHEAD * rec);
+    long a = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (a < 0) {
+        const char *e = getenv("INFER_PK_AHEAD");
+        a = e && atol(e) > 0 ? atol(e) : 0;
+        __atomic_store_n(&v, a, __ATOMIC_RELAXED);
+    }
+    return a ? a : (long)(PK_AHEAD * rec);
 }
 
 static inline int32_t ld_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }

@@ -311,7 +311,7 @@ const void *cu_act_in(cuda_state *s, int wtype, const float *x, int T, int n) {
 // decode rows). Rows other than the pass's (the gathered rows of the logits:
 // each a sequence's last) are decode rows.
 static int rows_gemm(const cuda_state *s, int wtype, int n_in, int T) {
-    if (!s->gemm || T != s->pass_T || !cuda_gemm_ok(wtype, n_in, CUDA_GEMM_MIN_T) || (s->pass_mmq && cuda_mmq_type(wtype))) return 0;
+    if (!s->gemm || T != s->pass_T || !cuda_gemm_ok(wtype, n_in, CUDA_GEMM_MIN_T) || (s->pass_mmq == 1 && cuda_mmq_type(wtype))) return 0;
     return s->n_seg == 1 ? s->seg_gemm[0] : -1;
 }
 
@@ -487,7 +487,9 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     s->split_z = cuda_attention_split_z(s->d, deep);
     int exact = b->ex && b->ex->exact;
     s->pass_bg = s->gemm && T >= CUDA_GEMM_MIN_T && (s->batch_gemm >= 0 ? s->batch_gemm : !exact);
-    s->pass_mmq = s->batch_gemm < 0 && !exact && s->pass_decode && T > 1 && T <= cuda_mmq_max(s->d);
+    // k_mmq: a deterministic pass's q8 products of any rows (its split by the matrix alone: a row as alone),
+    // a decode step of 2 to cuda_mmq_max rows otherwise (INFER_CUDA_MMQ_MAX=0: neither)
+    s->pass_mmq = cuda_mmq_max(s->d) <= 0 ? 0 : exact ? 2 : s->batch_gemm < 0 && s->pass_decode && T > 1 && T <= cuda_mmq_max(s->d);
     cuda_mmq_pass(s->d, s->pass_mmq);
     if (s->pass_bg) // (the whole pass one product on the tensor cores)
         s->seg0[s->n_seg] = 0, s->seg_gemm[s->n_seg++] = 1, T = 0;
@@ -556,7 +558,7 @@ static int cu_graph(backend *b, int phase, uint64_t key) {
     if (!s) return -1;
     if (cu_flush(s)) fail_op(b); // (at the END of a capture: a refusal, the capture still ended below)
     if (phase == GRAPH_BEGIN) {
-        key ^= ((uint64_t)s->split_z << 40) ^ (s->split_key & ~1ull) ^ ((uint64_t)s->pass_bg << 39) ^ ((uint64_t)s->pass_mmq << 38); // (the split attention's rows
+        key ^= ((uint64_t)s->split_z << 40) ^ (s->split_key & ~1ull) ^ ((uint64_t)s->pass_bg << 39) ^ ((uint64_t)s->pass_mmq << 36); // (the split attention's rows
         // and grid follow their depth; a pass in one product is not the pass in runs)
         if (s->no_graph || b->ex->oom) return -1; // (a pass failing already: no capture, whose END would take it for a refusal)
         if (s->exec && s->moved != cuda_moved(s->d)) graph_drop(s); // (a scratch it writes was reallocated since)

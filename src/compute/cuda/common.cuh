@@ -48,8 +48,9 @@ struct cuda_dev {
     int ordinal;
     int sms;             // multiprocessors
     int mmv;             // products of 2+ tokens on the tensor cores (k_mmv; INFER_CUDA_MMV=0: k_mv's groups)
-    int mmq_max, mmq_on; // a pass's products of 2 to mmq_max tokens through k_mmq where mmq_on (cuda_mmq_pass:
-                         // not deterministic; INFER_CUDA_MMQ_MAX=N, 0: never; 64 by default)
+    int mmq_max, mmq_on; // a pass's products through k_mmq (cuda_mmq_pass): 1, of 2 to mmq_max tokens; 2, of any
+                         // (deterministic: the split by the shape alone). INFER_CUDA_MMQ_MAX=N, 0: never
+    int mmq_ks;          // (the split of mmq_run's last launch: tests)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     int gemm_xh;         // k_gemm2's activations rounded to f16 once a product, quantized weights (INFER_CUDA_GEMM_XH=0: not)

@@ -224,8 +224,9 @@ int cuda_kv_store(cuda_dev *d, void *const *cache, const int *pos, const float *
 // CUDA graphs of the stream's work: capture, instantiate, launch, free
 int cuda_graph_begin(cuda_dev *d);
 int cuda_graph_end(cuda_dev *d, void **exec);
-// A pass's products of 2 to cuda_mmq_max rows of the quantized types (cuda_mmq_type) through
-// k_mmq (integer sums a scale block, mmq.cu) while on: a pass that need not equal its rows alone
+// A pass's q8 products of the quantized types (cuda_mmq_type) through k_mmq (integer sums a scale
+// block, mmq.cu): on 1, those of 2 to cuda_mmq_max rows (a pass that need not equal its rows alone);
+// on 2, those of any rows, the columns split by the matrix's shape alone (each row as alone: deterministic)
 int cuda_mmq_max(cuda_dev *d);
 void cuda_mmq_pass(cuda_dev *d, int on);
 int cuda_mmq_type(int wtype);

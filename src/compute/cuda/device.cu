@@ -116,7 +116,7 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     const char *mm = getenv("INFER_CUDA_MMV");
     d->mmv = !mm || *mm != '0';
     const char *mq = getenv("INFER_CUDA_MMQ_MAX");
-    d->mmq_max = mq && *mq ? atoi(mq) : 0; // (off until measured on the device)
+    d->mmq_max = mq && *mq ? atoi(mq) : 64;
     const char *nw = getenv("INFER_CUDA_MV_NARROW");
     d->mv_narrow = !(nw && *nw == '0');
     const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");

@@ -22,13 +22,17 @@
 #include "compute/cuda/units.cuh"
 #include "compute/cuda/mq.cuh"
 
-enum { MQ_WARPS = 4, MQ_ROWS = 16 * MQ_WARPS, MQ_SL = 512, MQ_LD = MQ_SL + 16 };
+enum { MQ_WARPS = 4, MQ_ROWS = 16 * MQ_WARPS, MQ_SL = 512 };
 
 // mz<TY>: a scale block's columns (BC), whether the activations are q8_K
 // (KQ) and the mins take their sums of 32 (MIN), a row's scales of block b
 // (S), group j of unit i's integer scale (sc; ONE: all 1), the float step.
+// LD: a token's row of quants in shared memory (lane (g, tig)'s loads of 4
+// bytes at 4 tig: 528 bytes, bank 4 g + tig; of 8 at 8 tig (PAIR): 544, each
+// half warp's 16 lanes on banks of their own). PAIR: q4_K / q5_K's own loads
+// (below).
 template <int TY> struct mz32 {
-    enum { BC = 32, KQ = 0, MIN = 0, ONE = 1 };
+    enum { BC = 32, KQ = 0, MIN = 0, ONE = 1, LD = MQ_SL + 16, PAIR = 0 };
     struct S { float d; };
     static __device__ S s(const wrow &m, int b) { return {mq<TY>::w(m, b * mq<TY>::UPB).d}; }
     static __device__ int sc(const S &, int, int) { return 1; }
@@ -40,12 +44,13 @@ template <> struct mz<DT_Q4_0> : mz32<DT_Q4_0> {};
 template <> struct mz<DT_Q5_0> : mz32<DT_Q5_0> {};
 // q4_K / q5_K: the 8 sub-blocks' 6-bit scales and mins as bytes of two words each
 template <int BB> struct mzk4 {
-    enum { BC = 256, KQ = 1, MIN = 1, ONE = 0 };
+    enum { BC = 256, KQ = 1, MIN = 1, ONE = 0, LD = MQ_SL + 32, PAIR = 1 };
     struct S { float d, dmin; uint32_t sl, sh, ml, mh; };
     static __device__ S s(const wrow &m, int b) {
-        const uint8_t *w = m.w + ((size_t)m.r * m.nb + b) * BB;
-        const uint32_t s0 = *(const uint32_t *)(w + 4), s1 = *(const uint32_t *)(w + 8), s2 = *(const uint32_t *)(w + 12);
-        return {ld_h2(w), ld_h2(w + 2), s0 & 0x3f3f3f3fu, (s2 & 0x0f0f0f0fu) | ((s0 >> 2) & 0x30303030u), s1 & 0x3f3f3f3fu,
+        const uint4 h = *(const uint4 *)(m.w + ((size_t)m.r * m.nb + b) * BB); // (the header in one load: d, dmin, 12 scale bytes)
+        const uint32_t s0 = h.y, s1 = h.z, s2 = h.w;
+        const __half2 dm = *(const __half2 *)&h.x;
+        return {__low2float(dm), __high2float(dm), s0 & 0x3f3f3f3fu, (s2 & 0x0f0f0f0fu) | ((s0 >> 2) & 0x30303030u), s1 & 0x3f3f3f3fu,
                 ((s2 >> 4) & 0x0f0f0f0fu) | ((s1 >> 2) & 0x30303030u)};
     }
     static __device__ int byte(uint32_t lo, uint32_t hi, int k) { return (int)(((k < 4 ? lo : hi) >> (8 * (k & 3))) & 0xff); }
@@ -62,7 +67,7 @@ template <> struct mz<DT_Q4_K> : mzk4<qtype<DT_Q4_K>::B> {};
 template <> struct mz<DT_Q5_K> : mzk4<qtype<DT_Q5_K>::B> {};
 // q6_K: the 16 sub-blocks' int8 scales in four words (unit i's group j: sub-block 8 (i >> 1) + (i & 1) + 2 j)
 template <> struct mz<DT_Q6_K> {
-    enum { BC = 256, KQ = 1, MIN = 0, ONE = 0 };
+    enum { BC = 256, KQ = 1, MIN = 0, ONE = 0, LD = MQ_SL + 16, PAIR = 0 };
     struct S { float d; uint32_t w[4]; };
     static __device__ S s(const wrow &m, int b) {
         const size_t blk = (size_t)m.r * m.nb + b, nall = (size_t)m.rows * m.nb;
@@ -88,7 +93,7 @@ static __global__ void __launch_bounds__(MQ_WARPS * 32) k_mmq(const mq_desc q, c
     typedef mq<TY> Q;
     typedef mz<TY> Z;
     enum { TOK = 8 * NT, NBC = MQ_SL / Z::BC };
-    __shared__ __align__(16) int8_t sq[TOK][MQ_LD];
+    __shared__ __align__(16) int8_t sq[TOK][Z::LD];
     __shared__ float sd[TOK][NBC];
     __shared__ int sb[Z::MIN ? TOK : 1][Z::MIN ? 8 * NBC : 1];
     const mv_desc &d = q.k;
@@ -132,6 +137,38 @@ static __global__ void __launch_bounds__(MQ_WARPS * 32) k_mmq(const mq_desc q, c
             int si[NT][4];
 #pragma unroll
             for (int n = 0; n < NT; n++) si[n][0] = si[n][1] = si[n][2] = si[n][3] = 0;
+            if (Z::PAIR) { // q4_K / q5_K: a pair of sub-blocks (32 bytes a row) in one 8-byte load a lane and row
+                // (the mma's sum over its 16 k runs over any order of them: lane tig's k are bytes 8 tig .. 8 tig + 3
+                // of the pair and, in a second mma, 8 tig + 4 .. 8 tig + 7; its activations the same)
+                const int qo = TY == DT_Q5_K ? 48 : 16;
+                const uint8_t *b0 = w0.w + ((size_t)w0.r * w0.nb + b) * qtype<TY>::B, *b1 = w1.w + ((size_t)w1.r * w1.nb + b) * qtype<TY>::B;
+                uint2 h0 = make_uint2(0, 0), h1 = h0;
+                if (TY == DT_Q5_K) h0 = *(const uint2 *)(b0 + 16 + 8 * tig), h1 = *(const uint2 *)(b1 + 16 + 8 * tig);
+                const int xo = b * 256 - c0 + 8 * tig;
+#pragma unroll
+                for (int p = 0; p < 4; p++) {
+                    const uint2 a0 = *(const uint2 *)(b0 + qo + 32 * p + 8 * tig), a1 = *(const uint2 *)(b1 + qo + 32 * p + 8 * tig);
+                    const uint32_t m4 = 0x0f0f0f0fu;
+                    int L0[2] = {(int)(a0.x & m4), (int)(a0.y & m4)}, L1[2] = {(int)(a1.x & m4), (int)(a1.y & m4)};
+                    int H0[2] = {(int)((a0.x >> 4) & m4), (int)((a0.y >> 4) & m4)}, H1[2] = {(int)((a1.x >> 4) & m4), (int)((a1.y >> 4) & m4)};
+                    if (TY == DT_Q5_K) {
+                        L0[0] |= (int)(((h0.x >> (2 * p)) & 0x01010101u) << 4), L0[1] |= (int)(((h0.y >> (2 * p)) & 0x01010101u) << 4);
+                        L1[0] |= (int)(((h1.x >> (2 * p)) & 0x01010101u) << 4), L1[1] |= (int)(((h1.y >> (2 * p)) & 0x01010101u) << 4);
+                        H0[0] |= (int)(((h0.x >> (2 * p + 1)) & 0x01010101u) << 4), H0[1] |= (int)(((h0.y >> (2 * p + 1)) & 0x01010101u) << 4);
+                        H1[0] |= (int)(((h1.x >> (2 * p + 1)) & 0x01010101u) << 4), H1[1] |= (int)(((h1.y >> (2 * p + 1)) & 0x01010101u) << 4);
+                    }
+                    const int sl0 = Z::sc(S0, 2 * p, 0), sh0 = Z::sc(S0, 2 * p, 1), sl1 = Z::sc(S1, 2 * p, 0), sh1 = Z::sc(S1, 2 * p, 1);
+#pragma unroll
+                    for (int n = 0; n < NT; n++) {
+                        const uint2 bl = *(const uint2 *)&sq[8 * n + g][xo + 64 * p], bh = *(const uint2 *)&sq[8 * n + g][xo + 64 * p + 32];
+                        int c[4] = {0, 0, 0, 0}, e[4] = {0, 0, 0, 0};
+                        mma_s8(c, L0[0], L1[0], (int)bl.x), mma_s8(c, L0[1], L1[1], (int)bl.y);
+                        mma_s8(e, H0[0], H1[0], (int)bh.x), mma_s8(e, H0[1], H1[1], (int)bh.y);
+                        si[n][0] += sl0 * c[0] + sh0 * e[0], si[n][1] += sl0 * c[1] + sh0 * e[1];
+                        si[n][2] += sl1 * c[2] + sh1 * e[2], si[n][3] += sl1 * c[3] + sh1 * e[3];
+                    }
+                }
+            } else
 #pragma unroll
             for (int i = 0; i < Q::UPB; i++) {
                 const int u = b * Q::UPB + i;
@@ -211,10 +248,13 @@ HIDDEN int mmq_run(cuda_dev *dv, int ty, const mv_desc &k, const uint8_t *xb) {
     int nblk = 0;
     for (int i = 0; i < k.n; i++) q.k.m[i].blk0 = nblk, nblk += (k.m[i].rows + MQ_ROWS - 1) / MQ_ROWS;
     const int nt = k.T <= 8 ? 1 : k.T <= 16 ? 2 : k.T <= 32 ? 4 : 8, tiles = (k.T + 8 * nt - 1) / (8 * nt);
-    // the columns split while the blocks are fewer than four an SM's worth
+    // the columns split while the blocks are fewer than four an SM's worth (deterministic: the row blocks
+    // alone count, so that a row's sums do not depend on the tokens beside it)
     const int chunks = (k.cols + MQ_SL - 1) / MQ_SL;
+    const long each = dv->mmq_on == 2 ? 1 : tiles;
     int ks = 1;
-    while (ks * 2 <= chunks && (long)nblk * tiles * ks < 4L * dv->sms) ks *= 2;
+    while (ks * 2 <= chunks && (long)nblk * each * ks < 4L * dv->sms) ks *= 2;
+    dv->mmq_ks = ks;
     float *part = NULL;
     if (ks > 1 || k.glu) {
         size_t need = 0;
