@@ -192,6 +192,8 @@ cuda_state *cu_state(backend *b) {
     s->batch_gemm = bz && *bz ? *bz == '1' : -1;
     const char *tz = getenv("INFER_CUDA_ATT_GEMM");
     s->att_gemm = !tz || !*tz || *tz != '0';
+    const char *tr = getenv("INFER_CUDA_TRACE");
+    s->trace = tr && *tr == '1';
     const char *cf = getenv("INFER_CUDA_CAPTURE_FAULT"); // (a test seam: every Nth capture taken as refused)
     s->capture_fault = cf && *cf ? atoi(cf) : 0;
     const char *fl = getenv("INFER_CUDA_FLASH");
@@ -471,6 +473,11 @@ static void cu_begin_pass(backend *b, const int *pos, const int *run, int T) {
     cuda_state *s = cu_state_flushed(b);
     if (!s || T > N_ROWS_MAX) { fail_op(b); return; }
     if (s->n_ptab > PTAB_MAX) ptab_drop(s); // (a server's changing batches would grow them without end)
+    if (s->trace) { // INFER_CUDA_TRACE=1: the last pass's products by kind (none: a graph's replay), then this pass
+        unsigned c[4];
+        cuda_counts(s->d, c);
+        fprintf(stderr, "cuda trace: products mmq %u gemm %u blas %u q8 %u; pass T %d\n", c[0], c[1], c[2], c[3], T);
+    }
     s->pass_T = T, s->n_seg = 0, s->pass_decode = 1, s->n_run = 0;
     for (int t = 0; t < T; t++) {
         s->pass_decode &= run[t] != 0;

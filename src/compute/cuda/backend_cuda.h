@@ -61,6 +61,7 @@ typedef struct {
                                  // -1 (the default) where the context is not deterministic (ex->exact);
                                  // INFER_CUDA_BATCH_GEMM=1 always, =0 never
     int pass_bg;                 // (the pass begun: batch_gemm's choice for it, a graph key's part)
+    int trace;                   // INFER_CUDA_TRACE=1: each pass's product launches by kind on stderr (begin_pass)
     int pass_mmq;                // (the pass begun: 1 a decode step of 2 to cuda_mmq_max rows, not deterministic, whose
                                  // quantized products take k_mmq instead of the tensor cores' f16 product; 2 a
                                  // deterministic pass, whose q8 products of any rows take it split by the shape alone)

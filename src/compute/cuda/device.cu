@@ -56,6 +56,10 @@ extern "C" HIDDEN unsigned cuda_moved(cuda_dev *d) { return d->moved; }
 
 extern "C" HIDDEN int cuda_mmq_max(cuda_dev *d) { return d->mmq_max; }
 extern "C" HIDDEN void cuda_mmq_pass(cuda_dev *d, int on) { d->mmq_on = on; }
+extern "C" HIDDEN void cuda_counts(cuda_dev *d, unsigned *c) {
+    c[0] = d->n_mmq, c[1] = d->n_gemm, c[2] = d->n_blas, c[3] = d->n_mv;
+    d->n_mmq = d->n_gemm = d->n_blas = d->n_mv = 0;
+}
 
 // INFER_CUDA_PDL (common.cuh's launch), read once
 static int g_pdl = -1;

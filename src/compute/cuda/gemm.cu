@@ -331,6 +331,7 @@ static int blas_wants(cuda_dev *d, int wtype, int rows, int cols, int T) {
 }
 
 static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y, int lowp) {
+    d->n_blas++;
     const int fl = is_float(wtype), ns = fl && !lowp ? 2 : 1;
     const size_t n = (size_t)T * cols;
     if (grow(d, &d->gx, &d->gx_cap, 2 * ns * n)) return -1;
@@ -372,6 +373,7 @@ extern "C" HIDDEN int cuda_gemm(cuda_dev *d, int wtype, const void *w, int rows,
 }
 
 extern "C" HIDDEN int cuda_gemm_lowp(cuda_dev *d, int wtype, const void *w, int rows, int cols, const float *x, int T, float *y, int lowp) {
+    d->n_gemm++;
     if (!cuda_gemm_ok(wtype, cols, T) || rows <= 0) return -1;
     if (blas_wants(d, wtype, rows, cols, T))
         return blas_gemm(d, wtype, (const uint8_t *)w, rows, cols, is_float(wtype) ? cols : cols / (is_k(wtype) ? QK_K : QK), x, T, y,

@@ -491,6 +491,7 @@ extern "C" HIDDEN int cuda_matmul_multi(cuda_dev *d, int n, const cuda_mat *m, i
     k.n = n, k.cols = cols, k.T = T, k.glu = glu_act >= 0, k.act = glu_act, k.ggml = ggml, k.xrow = xr;
     k.pf = d->prefetch && pf_bytes <= PF_MAX; // (not the output head: more than L2 holds, read in waves)
     const uint8_t *xb = (const uint8_t *)xq;
+    d->n_mv++;
     int mmq = (d->mmq_on == 1 && T > 1 && T <= d->mmq_max) || d->mmq_on == 2, same1 = 1;
     for (int i = 0; i < n && mmq; i++) mmq = mmq_type(m[i].type), same1 &= m[i].type == m[0].type;
     if (mmq && (same1 || glu_act < 0)) { // (not deterministic: k_mmq, a launch a weight type)

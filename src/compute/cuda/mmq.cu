@@ -254,7 +254,7 @@ HIDDEN int mmq_run(cuda_dev *dv, int ty, const mv_desc &k, const uint8_t *xb) {
     const long each = dv->mmq_on == 2 ? 1 : tiles;
     int ks = 1;
     while (ks * 2 <= chunks && (long)nblk * each * ks < 4L * dv->sms) ks *= 2;
-    dv->mmq_ks = ks;
+    dv->mmq_ks = ks, dv->n_mmq++;
     float *part = NULL;
     if (ks > 1 || k.glu) {
         size_t need = 0;
