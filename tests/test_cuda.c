@@ -868,6 +868,9 @@ int main(void) {
     for (int k = 0; k < 6; k++)
         check_type(d, mmv[k], 2500, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 1030, 2304, 5), check_type(d, mmv[k], 300, 8192, 17),
             check_type(d, mmv[k], 5, 4608, 2), check_type(d, mmv[k], 130, 1536, 64), check_type(d, mmv[k], 70, 4096, 11);
+    cuda_mmq_tune(d, 4, 1); // (token tiles of 32 at most; q4_K / q5_K's mins through int8 mma)
+    for (int k = 3; k < 5; k++) check_type(d, mmv[k], 130, 1536, 64), check_type(d, mmv[k], 300, 2304, 37), check_type(d, mmv[k], 5, 4608, 2);
+    cuda_mmq_tune(d, 8, 0);
     g_mmq = 2; // (deterministic: each token as alone)
     for (int k = 0; k < 6; k++) check_type(d, mmv[k], 300, k < 3 ? 1152 : 2304, 37), check_type(d, mmv[k], 70, 4096, 11);
     g_mmq = 0;

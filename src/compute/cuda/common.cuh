@@ -51,6 +51,8 @@ struct cuda_dev {
     int mmq_max, mmq_on; // a pass's products through k_mmq (cuda_mmq_pass): 1, of 2 to mmq_max tokens; 2, of any
                          // (deterministic: the split by the shape alone). INFER_CUDA_MMQ_MAX=N, 0: never
     int mmq_ks;          // (the split of mmq_run's last launch: tests)
+    int mmq_nt, mmq_min; // k_mmq's token tiles of 8 a block at most (INFER_CUDA_MMQ_NT=1/2/4/8, 8 by default); q4_K /
+                         // q5_K's mins through int8 mma (INFER_CUDA_MMQ_MIN=1; the same integers: measuring switches)
     unsigned n_mmq, n_gemm, n_blas, n_mv; // launches of each product kind since the last cuda_counts (INFER_CUDA_TRACE)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)

@@ -230,6 +230,9 @@ int cuda_graph_end(cuda_dev *d, void **exec);
 int cuda_mmq_max(cuda_dev *d);
 void cuda_mmq_pass(cuda_dev *d, int on);
 int cuda_mmq_type(int wtype);
+// k_mmq's measuring switches (INFER_CUDA_MMQ_NT, INFER_CUDA_MMQ_MIN), for tests: token tiles of 8 a block at
+// most (1, 2, 4; else 8), q4_K / q5_K's mins through int8 mma (the same integers)
+void cuda_mmq_tune(cuda_dev *d, int nt, int min);
 // the product launches since the last call, by kind: k_mmq runs, tensor-core products (cuda_gemm), cuBLAS
 // ones, q8 products (cuda_matmul_multi, k_mmq's included) -- host calls, so a graph's replays count none
 void cuda_counts(cuda_dev *d, unsigned *c);

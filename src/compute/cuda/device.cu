@@ -56,6 +56,9 @@ extern "C" HIDDEN unsigned cuda_moved(cuda_dev *d) { return d->moved; }
 
 extern "C" HIDDEN int cuda_mmq_max(cuda_dev *d) { return d->mmq_max; }
 extern "C" HIDDEN void cuda_mmq_pass(cuda_dev *d, int on) { d->mmq_on = on; }
+extern "C" HIDDEN void cuda_mmq_tune(cuda_dev *d, int nt, int min) {
+    d->mmq_nt = nt == 1 || nt == 2 || nt == 4 ? nt : 8, d->mmq_min = min != 0;
+}
 extern "C" HIDDEN void cuda_counts(cuda_dev *d, unsigned *c) {
     c[0] = d->n_mmq, c[1] = d->n_gemm, c[2] = d->n_blas, c[3] = d->n_mv;
     d->n_mmq = d->n_gemm = d->n_blas = d->n_mv = 0;
@@ -121,6 +124,9 @@ extern "C" HIDDEN cuda_dev *cuda_open(int ordinal) {
     d->mmv = !mm || *mm != '0';
     const char *mq = getenv("INFER_CUDA_MMQ_MAX");
     d->mmq_max = mq && *mq ? atoi(mq) : 64;
+    const char *mn = getenv("INFER_CUDA_MMQ_NT"), *mm2 = getenv("INFER_CUDA_MMQ_MIN");
+    d->mmq_nt = mn && (atoi(mn) == 1 || atoi(mn) == 2 || atoi(mn) == 4) ? atoi(mn) : 8;
+    d->mmq_min = mm2 && *mm2 == '1';
     const char *nw = getenv("INFER_CUDA_MV_NARROW");
     d->mv_narrow = !(nw && *nw == '0');
     const char *as = getenv("INFER_CUDA_ATT_SPLIT"), *ac = getenv("INFER_CUDA_ATT_CHUNK");

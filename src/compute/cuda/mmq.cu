@@ -37,6 +37,9 @@ template <int TY> struct mz32 {
     static __device__ S s(const wrow &m, int b) { return {mq<TY>::w(m, b * mq<TY>::UPB).d}; }
     static __device__ int sc(const S &, int, int) { return 1; }
     static __device__ float step(const S &s, float acc, int si, float dx, const int *) { return fmaf(__fmul_rn(dx, s.d), (float)si, acc); }
+    static __device__ uint32_t mlo(const S &) { return 0; } // (no mins: MM is q4_K / q5_K's)
+    static __device__ uint32_t mhi(const S &) { return 0; }
+    static __device__ float step_m(const S &s, float acc, int si, float dx, int) { return step(s, acc, si, dx, NULL); }
 };
 template <int TY> struct mz;
 template <> struct mz<DT_Q8_0> : mz32<DT_Q8_0> {};
@@ -54,12 +57,18 @@ template <int BB> struct mzk4 {
                 ((s2 >> 4) & 0x0f0f0f0fu) | ((s1 >> 2) & 0x30303030u)};
     }
     static __device__ int byte(uint32_t lo, uint32_t hi, int k) { return (int)(((k < 4 ? lo : hi) >> (8 * (k & 3))) & 0xff); }
+    static __device__ uint32_t mlo(const S &s) { return s.ml; } // (mins 0-3 as bytes)
+    static __device__ uint32_t mhi(const S &s) { return s.mh; }
     // unit i = (pair p, half h): group j is sub-block 2 p + j
     static __device__ int sc(const S &s, int i, int j) { return byte(s.sl, s.sh, 2 * (i >> 1) + j); }
     static __device__ float step(const S &s, float acc, int si, float dx, const int *bs) {
         int sm = 0;
 #pragma unroll
         for (int k = 0; k < 8; k++) sm += byte(s.ml, s.mh, k) * bs[k];
+        return step_m(s, acc, si, dx, sm);
+    }
+    // sm: the mins against the activations' sums, sum_j m_j bs32_j (made by step or by two mma)
+    static __device__ float step_m(const S &s, float acc, int si, float dx, int sm) {
         return fmaf(dx, fmaf(s.d, (float)si, -s.dmin * (float)sm), acc);
     }
 };
@@ -79,6 +88,9 @@ template <> struct mz<DT_Q6_K> {
         return (int)(int8_t)(uint8_t)(s.w[k >> 2] >> (8 * (k & 3)));
     }
     static __device__ float step(const S &s, float acc, int si, float dx, const int *) { return fmaf(__fmul_rn(dx, s.d), (float)si, acc); }
+    static __device__ uint32_t mlo(const S &) { return 0; }
+    static __device__ uint32_t mhi(const S &) { return 0; }
+    static __device__ float step_m(const S &s, float acc, int si, float dx, int) { return step(s, acc, si, dx, NULL); }
 };
 
 struct mq_desc {
@@ -87,7 +99,10 @@ struct mq_desc {
 };
 
 // Blocks (token tile x, row block y, column slice z); part NULL: the sums go to y.
-template <int TY, int NT>
+// MM (q4_K / q5_K; INFER_CUDA_MMQ_MIN=1): the mins' sums of a super-block as two int8 mma a token tile -- the
+// 8 mins of rows g, g + 8 (k 0-7; k 8-15 zero) against the tokens' sums of 32 split as 64 h + l (h, l int8) --
+// instead of 8 multiply-adds a (row, token): the same integers.
+template <int TY, int NT, int MM = 0>
 static __global__ void __launch_bounds__(MQ_WARPS * 32) k_mmq(const mq_desc q, const uint8_t *xq, float *part, int ks) {
     PDL_ENTRY();
     typedef mq<TY> Q;
@@ -95,7 +110,8 @@ static __global__ void __launch_bounds__(MQ_WARPS * 32) k_mmq(const mq_desc q, c
     enum { TOK = 8 * NT, NBC = MQ_SL / Z::BC };
     __shared__ __align__(16) int8_t sq[TOK][Z::LD];
     __shared__ float sd[TOK][NBC];
-    __shared__ int sb[Z::MIN ? TOK : 1][Z::MIN ? 8 * NBC : 1];
+    __shared__ int sb[Z::MIN && !MM ? TOK : 1][Z::MIN && !MM ? 8 * NBC : 1];
+    __shared__ uint32_t sbm[MM ? TOK : 1][MM ? 4 * NBC : 1]; // (MM: h of sums 0-3, 4-7, then l of them, as bytes)
     const mv_desc &d = q.k;
     int mi = 0;
     while (mi + 1 < d.n && (int)blockIdx.y >= d.m[mi + 1].blk0) mi++;
@@ -122,10 +138,20 @@ static __global__ void __launch_bounds__(MQ_WARPS * 32) k_mmq(const mq_desc q, c
             const uint8_t *row = xq + d.xrow * min(t0 + tt, T - 1);
             if (Z::KQ) {
                 sd[tt][bb] = ((const float *)(row + 256 * (size_t)nbx))[b];
-                if (Z::MIN) {
+                if (Z::MIN && !MM) {
                     const int16_t *bs = (const int16_t *)(row + 260 * (size_t)nbx) + 16 * b;
 #pragma unroll
-                    for (int s = 0; s < 8; s++) sb[Z::MIN ? tt : 0][Z::MIN ? 8 * bb + s : 0] = bs[2 * s] + bs[2 * s + 1];
+                    for (int s = 0; s < 8; s++) sb[Z::MIN && !MM ? tt : 0][Z::MIN && !MM ? 8 * bb + s : 0] = bs[2 * s] + bs[2 * s + 1];
+                } else if (MM) {
+                    const int16_t *bs = (const int16_t *)(row + 260 * (size_t)nbx) + 16 * b;
+                    uint32_t h[2] = {0, 0}, l[2] = {0, 0};
+#pragma unroll
+                    for (int s = 0; s < 8; s++) { // (a sum of 32 int8: -4096 .. 4064, so h in -64 .. 63, l in 0 .. 63)
+                        const int v = bs[2 * s] + bs[2 * s + 1];
+                        h[s >> 2] |= (uint32_t)(uint8_t)(int8_t)(v >> 6) << (8 * (s & 3)), l[s >> 2] |= (uint32_t)(v & 63) << (8 * (s & 3));
+                    }
+                    uint32_t *o = &sbm[MM ? tt : 0][MM ? 4 * bb : 0];
+                    o[0] = h[0], o[1] = h[1], o[2] = l[0], o[3] = l[1];
                 }
             } else
                 sd[tt][bb] = ld_h2(row + 32 * (size_t)nbx + 2 * b);
@@ -191,12 +217,26 @@ static __global__ void __launch_bounds__(MQ_WARPS * 32) k_mmq(const mq_desc q, c
                 }
             }
             // c: row g + 8 (c >> 1), token 8 n + 2 tig + (c & 1)
+            if (MM) {
+                const int m0 = tig == 0 ? (int)Z::mlo(S0) : tig == 1 ? (int)Z::mhi(S0) : 0, m1 = tig == 0 ? (int)Z::mlo(S1) : tig == 1 ? (int)Z::mhi(S1) : 0;
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    const uint32_t *w = &sbm[MM ? 8 * n + g : 0][MM ? 4 * bb : 0];
+                    int ch[4] = {0, 0, 0, 0}, cl[4] = {0, 0, 0, 0};
+                    mma_s8(ch, m0, m1, tig < 2 ? (int)w[tig] : 0), mma_s8(cl, m0, m1, tig < 2 ? (int)w[2 + tig] : 0);
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        const int tt = 8 * n + 2 * tig + (c & 1);
+                        acc[n][c] = Z::step_m(c >> 1 ? S1 : S0, acc[n][c], si[n][c], sd[tt][bb], 64 * ch[c] + cl[c]);
+                    }
+                }
+            } else
 #pragma unroll
             for (int n = 0; n < NT; n++)
 #pragma unroll
                 for (int c = 0; c < 4; c++) {
                     const int tt = 8 * n + 2 * tig + (c & 1);
-                    acc[n][c] = Z::step(c >> 1 ? S1 : S0, acc[n][c], si[n][c], sd[tt][bb], Z::MIN ? &sb[Z::MIN ? tt : 0][Z::MIN ? 8 * bb : 0] : NULL);
+                    acc[n][c] = Z::step(c >> 1 ? S1 : S0, acc[n][c], si[n][c], sd[tt][bb], Z::MIN && !MM ? &sb[Z::MIN && !MM ? tt : 0][Z::MIN && !MM ? 8 * bb : 0] : NULL);
                 }
         }
     }
@@ -229,13 +269,13 @@ static __global__ void k_mq_sum(const mq_desc q, const float *part, int ks) {
     d.m[i].y[e] = a;
 }
 
-template <int TY>
+template <int TY, int MM>
 static void mmq_launch(cuda_dev *dv, int nt, dim3 grid, const mq_desc &q, const uint8_t *xb, float *part, int ks) {
     dim3 blk(MQ_WARPS * 32);
-    if (nt == 1) launch(k_mmq<TY, 1>, grid, blk, 0, dv->stream, q, xb, part, ks);
-    else if (nt == 2) launch(k_mmq<TY, 2>, grid, blk, 0, dv->stream, q, xb, part, ks);
-    else if (nt == 4) launch(k_mmq<TY, 4>, grid, blk, 0, dv->stream, q, xb, part, ks);
-    else launch(k_mmq<TY, 8>, grid, blk, 0, dv->stream, q, xb, part, ks);
+    if (nt == 1) launch(k_mmq<TY, 1, MM>, grid, blk, 0, dv->stream, q, xb, part, ks);
+    else if (nt == 2) launch(k_mmq<TY, 2, MM>, grid, blk, 0, dv->stream, q, xb, part, ks);
+    else if (nt == 4) launch(k_mmq<TY, 4, MM>, grid, blk, 0, dv->stream, q, xb, part, ks);
+    else launch(k_mmq<TY, 8, MM>, grid, blk, 0, dv->stream, q, xb, part, ks);
 }
 
 HIDDEN int mmq_type(int t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q5_0 || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K; }
@@ -247,7 +287,9 @@ HIDDEN int mmq_run(cuda_dev *dv, int ty, const mv_desc &k, const uint8_t *xb) {
     q.k = k;
     int nblk = 0;
     for (int i = 0; i < k.n; i++) q.k.m[i].blk0 = nblk, nblk += (k.m[i].rows + MQ_ROWS - 1) / MQ_ROWS;
-    const int nt = k.T <= 8 ? 1 : k.T <= 16 ? 2 : k.T <= 32 ? 4 : 8, tiles = (k.T + 8 * nt - 1) / (8 * nt);
+    int nt = k.T <= 8 ? 1 : k.T <= 16 ? 2 : k.T <= 32 ? 4 : 8;
+    nt = nt > dv->mmq_nt ? dv->mmq_nt : nt; // (INFER_CUDA_MMQ_NT: fewer tokens a block)
+    const int tiles = (k.T + 8 * nt - 1) / (8 * nt);
     // the columns split while the blocks are fewer than four an SM's worth (deterministic: the row blocks
     // alone count, so that a row's sums do not depend on the tokens beside it)
     const int chunks = (k.cols + MQ_SL - 1) / MQ_SL;
@@ -264,12 +306,18 @@ HIDDEN int mmq_run(cuda_dev *dv, int ty, const mv_desc &k, const uint8_t *xb) {
     }
     dim3 grid((unsigned)tiles, (unsigned)nblk, (unsigned)ks);
     switch (ty) {
-    case DT_Q8_0: mmq_launch<DT_Q8_0>(dv, nt, grid, q, xb, part, ks); break;
-    case DT_Q4_0: mmq_launch<DT_Q4_0>(dv, nt, grid, q, xb, part, ks); break;
-    case DT_Q5_0: mmq_launch<DT_Q5_0>(dv, nt, grid, q, xb, part, ks); break;
-    case DT_Q4_K: mmq_launch<DT_Q4_K>(dv, nt, grid, q, xb, part, ks); break;
-    case DT_Q5_K: mmq_launch<DT_Q5_K>(dv, nt, grid, q, xb, part, ks); break;
-    default: mmq_launch<DT_Q6_K>(dv, nt, grid, q, xb, part, ks); break;
+    case DT_Q8_0: mmq_launch<DT_Q8_0, 0>(dv, nt, grid, q, xb, part, ks); break;
+    case DT_Q4_0: mmq_launch<DT_Q4_0, 0>(dv, nt, grid, q, xb, part, ks); break;
+    case DT_Q5_0: mmq_launch<DT_Q5_0, 0>(dv, nt, grid, q, xb, part, ks); break;
+    case DT_Q4_K:
+        if (dv->mmq_min) mmq_launch<DT_Q4_K, 1>(dv, nt, grid, q, xb, part, ks);
+        else mmq_launch<DT_Q4_K, 0>(dv, nt, grid, q, xb, part, ks);
+        break;
+    case DT_Q5_K:
+        if (dv->mmq_min) mmq_launch<DT_Q5_K, 1>(dv, nt, grid, q, xb, part, ks);
+        else mmq_launch<DT_Q5_K, 0>(dv, nt, grid, q, xb, part, ks);
+        break;
+    default: mmq_launch<DT_Q6_K, 0>(dv, nt, grid, q, xb, part, ks); break;
     }
     if (part) {
         int most = 0;
