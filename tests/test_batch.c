@@ -27,6 +27,8 @@ typedef struct {
     infer_ctx *c[2][MAX_SEQ]; // [world][seq]: world 0 batched, world 1 alone
     infer_batch *batch;
     float *lg[2][MAX_SEQ];    // the logits after each sequence's last token of the step
+    float *rows;              // every other step, the batch's logits into one buffer, a row a sequence (the pass
+                              // copies rows that follow one another in one download)
     int diff, steps;
 } world;
 
@@ -45,9 +47,13 @@ static void step(world *w, int count, const int *seqs, int32_t *const *ids, cons
     infer_ctx *ctx[MAX_SEQ];
     float *out[MAX_SEQ];
     int32_t tok[MAX_SEQ], *tk[MAX_SEQ];
-    for (int k = 0; k < count; k++) ctx[k] = w->c[0][seqs[k]], out[k] = tokens_only ? NULL : w->lg[0][seqs[k]], tk[k] = &tok[k], tok[k] = -1;
+    const int contig = w->rows && w->steps % 2;
+    for (int k = 0; k < count; k++)
+        ctx[k] = w->c[0][seqs[k]], out[k] = tokens_only ? NULL : contig ? w->rows + (size_t)k * w->V : w->lg[0][seqs[k]], tk[k] = &tok[k],
+        tok[k] = -1;
     infer_status st = infer_batch_eval_tokens(w->batch, ctx, count, (const int32_t *const *)ids, n, out, tk);
     CHECK(st == INFER_OK, "%s: batch: %s", what, infer_last_error());
+    for (int k = 0; k < count && contig && !tokens_only; k++) memcpy(w->lg[0][seqs[k]], w->rows + (size_t)k * w->V, sizeof(float) * (size_t)w->V);
     for (int k = 0; k < count; k++) {
         int s = seqs[k];
         CHECK(infer_eval(w->c[1][s], ids[k], n[k], w->lg[1][s], 1) == INFER_OK, "%s: alone: %s", what, infer_last_error());
@@ -87,6 +93,7 @@ static void check_model(const char *name, const char *path, int threads, const c
     w.V = infer_model_n_vocab(w.m);
     w.n_ctx = 96;
     w.threads = threads;
+    w.rows = malloc(sizeof(float) * (size_t)MAX_SEQ * w.V);
     CHECK(infer_batch_new(w.m, &w.batch) == INFER_OK && infer_batch_set_threads(w.batch, threads) == INFER_OK, "%s", infer_last_error());
     // a model of fewer learned positions (the gpt2 fixture) gets a smaller context
     infer_ctx *probe = NULL;
@@ -98,6 +105,7 @@ static void check_model(const char *name, const char *path, int threads, const c
         infer_ctx_free(probe);
         infer_batch_free(w.batch);
         infer_model_free(w.m);
+        free(w.rows);
         return;
     }
     infer_ctx_free(probe);
@@ -163,6 +171,7 @@ static void check_model(const char *name, const char *path, int threads, const c
     CHECK(infer_ctx_n_past(w.c[0][0]) == past, "a refused call moved the sequence");
     for (int s = 0; s < MAX_SEQ; s++)
         for (int k = 0; k < 2; k++) infer_ctx_free(w.c[k][s]), free(w.lg[k][s]);
+    free(w.rows);
     infer_batch_free(w.batch);
     infer_model_free(w.m);
 }

@@ -603,9 +603,14 @@ again:
     } else if (lg) {
         int32_t best[N_BATCH_MAX];
         if (n_tok) OPS->argmax(BE, best, lg, n, V); // (greedy tokens: only the ids leave a device)
-        for (int t = 0, k = 0; t < T; t++) {
+        for (int t = 0, k = 0, sent = 0; t < T; t++) {
             if (!want[t]) continue;
-            if (out->dst[t]) OPS->download(BE, out->dst[t], lg + (size_t)k * V, V);
+            if (out->dst[t] && t >= sent) { // (the wanted rows after it whose logits follow its in the caller's memory: one copy)
+                int u = t + 1;
+                while (u < T && want[u] && out->dst[u] == out->dst[t] + (size_t)(u - t) * V) u++;
+                OPS->download(BE, out->dst[t], lg + (size_t)k * V, (size_t)(u - t) * V);
+                sent = u;
+            }
             if (out->tok && out->tok[t]) *out->tok[t] = best[k]; // (-1: its logits hold a NaN; the other rows are whole)
             k++;
         }
