@@ -24,10 +24,13 @@ static void stats(const double *v, int r, double *mean, double *sd) {
 
 // Tokens per second of one run: pp feeds n tokens at once, tg one by one;
 // as llama-bench, the logits of the last token of each call are computed.
-// depth: tokens (dids) in the cache first, not timed (llama-bench's -d).
+// depth: tokens (dids) in the cache first, not timed (llama-bench's -d). Their
+// last logits are read back so that a device has finished them before the
+// clock starts (llama-bench synchronizes there too): without logits a GPU's
+// passes are queued, and their tail would be timed as the test's.
 static int run_once(infer_ctx *c, const int32_t *ids, int n, int pp, float *logits, double *tps, const int32_t *dids, int depth) {
     infer_ctx_reset(c);
-    if (depth && infer_eval(c, dids, depth, NULL, 1)) return cli_error("%s", infer_last_error());
+    if (depth && infer_eval(c, dids, depth, logits, 1)) return cli_error("%s", infer_last_error());
     double t0 = cli_now();
     if (pp) {
         if (infer_eval(c, ids, n, logits, 1)) return cli_error("%s", infer_last_error());
