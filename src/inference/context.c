@@ -35,8 +35,12 @@ static int tp_gpu(const infer_model *m) {
     return m->tp_world > 1 && backend_gpu_count() >= m->tp_world ? m->tp_rank : 0;
 }
 
+// parts: LAY_KV, LAY_SCRATCH or both (a device context's scratch is its own
+// allocation, made at its first pass: a server's slots, whose passes run in
+// a batch's workspace, never make one).
+enum { LAY_KV = 1, LAY_SCRATCH = 2, LAY_ALL = 3 };
 static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
-                         float *arena, size_t *kv_floats) {
+                         float *arena, size_t *kv_floats, int parts) {
     size_t at = 0, kv = 0;
 #define PART(dst, count)                                                   \
     do {                                                                   \
@@ -48,6 +52,7 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
         const layer_config *lc = &cf->layers[i];
         if (lc->head_dim > hd_max) hd_max = lc->head_dim;
         if (lc->n_kv_head > kv_max) kv_max = lc->n_kv_head;
+        if (!(parts & LAY_KV)) continue;
         if (sd) sd->k_cache[i] = sd->v_cache[i] = NULL;
         if (lc->kv_source != i || (kv_here && !kv_here[i])) continue;
         size_t n = (size_t)n_ctx * lc->n_kv_head * lc->head_dim;
@@ -63,6 +68,10 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
     size_t F = (size_t)(cf->n_expert ? cf->n_ff_expert : cf->n_ff > cf->n_ff_expert ? cf->n_ff : cf->n_ff_expert);
     size_t LP = (size_t)cf->n_layer * cf->ple_dim;
     size_t nrow = E > (size_t)cf->n_expert ? E : (size_t)cf->n_expert;
+    if (!(parts & LAY_SCRATCH)) {
+        if (kv_floats) *kv_floats = kv;
+        return at;
+    }
     scratch *s = sd ? &sd->s : NULL;
     PART(s->x, T * E);
     PART(s->xn, T * E);
@@ -109,7 +118,7 @@ infer_status infer_ctx_memory(const infer_model *m, const infer_ctx_params *p, s
     if (n_ctx == 0) n_ctx = default_n_ctx(cf);
     if (kt < 0) kt = kv_default(m);
     if (vt < 0) vt = kv_default(m);
-    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, vt, NULL, NULL, &kv);
+    size_t kv, all = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, vt, NULL, NULL, &kv, LAY_ALL);
     int tokens = (int)((1 << 22) / ((size_t)cf->n_head * ((size_t)n_ctx + 1)));
     tokens = tokens < 1 ? 1 : tokens > 8 ? 8 : tokens;
     size_t threads = p->n_threads > 1 ? (size_t)p->n_threads : 1;
@@ -141,7 +150,7 @@ static infer_status ctx_new(infer_model *m, int n_ctx, int threads, infer_ctx **
     if (cf->fam->learned_pos && n_ctx > cf->n_ctx_train)
         return fail(INFER_ERR_ARG, "context size %d exceeds the model's %d learned positions", n_ctx, cf->n_ctx_train);
     int L = cf->n_layer, kt = kv_default(m);
-    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, kt, NULL, NULL, &kv);
+    size_t kv, floats = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, kt, NULL, NULL, &kv, LAY_ALL);
     if (kv * sizeof(float) > MAX_CTX_BYTES)
         return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
                     kv * sizeof(float) >> 20);
@@ -172,10 +181,13 @@ static infer_status ctx_new(infer_model *m, int n_ctx, int threads, infer_ctx **
     c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1, c->cur = &c->own;
     if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L), c->ffn_dev = c->att_dev + L;
     c->own.arena_ops = c->own.be.ops; // the KV cache and scratch are the backend's memory
-    c->own.arena = c->own.be.ops->alloc(&c->own.be, sizeof(float) * floats);
+    // (the KV cache now; the scratch at the first pass, scratch_ensure: a batch's sequences never make one)
+    size_t kvl = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, kt, NULL, NULL, NULL, LAY_KV);
+    c->own.arena = c->own.be.ops->alloc(&c->own.be, sizeof(float) * (kvl > ALIGN_FLOATS ? kvl : ALIGN_FLOATS));
+    c->scr_lazy = 1;
     if (!c->own.k_cache || !c->own.v_cache || !c->host.k_cache || !c->host.v_cache || !c->att_dev || !c->own.arena) ok = 0;
     else {
-        ctx_layout(cf, n_ctx, c->n_batch, NULL, kt, kt, &c->own, c->own.arena, NULL);
+        ctx_layout(cf, n_ctx, c->n_batch, NULL, kt, kt, &c->own, c->own.arena, NULL, LAY_KV);
     }
     size_t H = (size_t)cf->n_head;
     c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
@@ -229,6 +241,7 @@ void infer_ctx_free(infer_ctx *c) {
     free(c->host.v_cache);
     free(c->att_dev);
     if (c->own.arena) c->own.arena_ops->release(&c->own.be, c->own.arena);
+    if (c->own.scr) c->own.arena_ops->release(&c->own.be, c->own.scr);
     if (c->dev_logits) c->own.arena_ops->release(&c->own.be, c->dev_logits);
     if (c->tp_part) c->own.arena_ops->release(&c->own.be, c->tp_part);
     free(c->tp_host);
@@ -342,8 +355,10 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         int n_batch = ops->host ? N_BATCH : N_BATCH_DEV;
         int keep = ops == c->own.be.ops; // (a device backend keeps its state: its copies of the weights)
         backend nb = keep ? c->own.be : (backend){ops, &c->ex, NULL, m, tp_gpu(m)}, hb = {hs, &c->ex, NULL, m, 0};
-        size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL);
-        size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL) : 0;
+        const int lazy = !split; // (the scratch at the first pass, scratch_ensure; a split context's two sides: now)
+        size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL, lazy ? LAY_KV : LAY_ALL);
+        size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL, LAY_ALL) : 0;
+        fd = fd > ALIGN_FLOATS ? fd : ALIGN_FLOATS; // (a model without a cache: still an arena)
         float *da = ops->alloc(&nb, sizeof(float) * fd), *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
         if (!da || (split && !ha)) {
             if (da) ops->release(&nb, da);
@@ -353,6 +368,9 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
                         sizeof(float) * (fd + fh) >> 20, ops->host ? "" : ": ", ops->host ? "" : backend_gpu_status());
         }
         c->own.arena_ops->release(&c->own.be, c->own.arena);
+        if (c->own.scr) c->own.arena_ops->release(&c->own.be, c->own.scr);
+        c->own.scr = NULL, c->scr_lazy = lazy;
+        memset(&c->own.s, 0, sizeof c->own.s);
         if (c->host.arena) c->host.arena_ops->release(&c->host.be, c->host.arena);
         if (c->host.be.ops && c->host.be.ops->done) c->host.be.ops->done(&c->host.be);
         if (!keep) {
@@ -362,9 +380,9 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             c->dev_logits = NULL, c->dev_logit_cap = 0, c->tp_part = NULL, c->tp_part_cap = 0;
         }
         c->own.be = nb, c->own.arena_ops = ops, c->own.arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
-        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &c->own, da, NULL);
-        c->host = (side){hb, hs, ha, c->host.k_cache, c->host.v_cache, {0}};
-        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->host, ha, NULL);
+        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &c->own, da, NULL, lazy ? LAY_KV : LAY_ALL);
+        c->host = (side){hb, hs, ha, NULL, c->host.k_cache, c->host.v_cache, {0}};
+        if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->host, ha, NULL, LAY_ALL);
         else {
             c->host.arena_ops = NULL, c->host.be.ops = NULL;
             memset(c->host.k_cache, 0, sizeof(void *) * (size_t)L);
@@ -379,6 +397,19 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
     }
     free(att);
     return st;
+}
+
+infer_status scratch_ensure(infer_ctx *c) {
+    if (!c->scr_lazy || c->own.scr) return INFER_OK;
+    const infer_config *cf = &c->m->cfg;
+    size_t n = ctx_layout(cf, c->n_ctx, c->n_batch, NULL, c->kt, c->vt, NULL, NULL, NULL, LAY_SCRATCH);
+    float *a = c->own.arena_ops->alloc(&c->own.be, sizeof(float) * n);
+    if (!a)
+        return fail(INFER_ERR_NOMEM, "no memory for a pass's scratch of %d rows (%zu MiB)%s%s", c->n_batch, sizeof(float) * n >> 20,
+                    c->own.arena_ops->host ? "" : ": ", c->own.arena_ops->host ? "" : backend_gpu_status());
+    c->own.scr = a;
+    ctx_layout(cf, c->n_ctx, c->n_batch, NULL, c->kt, c->vt, &c->own, a, NULL, LAY_SCRATCH);
+    return INFER_OK;
 }
 
 infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {

@@ -65,6 +65,7 @@ typedef struct {
     backend be;                   // what runs the operations (on the context's ex)
     const backend_ops *arena_ops; // the backend whose memory the arena is
     float *arena;                 // the caches and the scratch below: one allocation (context.c's layout)
+    float *scr;                   // a device context's scratch, its own allocation (scratch_ensure; NULL: in arena, or none yet)
     // KV cache: layer l holds k_cache[l], n_ctx rows of n_kv_head*hd values
     // of type kt (enum kv_type), likewise v (vt); NULL for layers that read
     // another layer's K/V (or whose attention runs on the other side)
@@ -79,6 +80,7 @@ struct infer_ctx {
     int n_ctx;          // positions the cache holds
     int n_batch;        // rows a pass holds (N_BATCH, or N_BATCH_DEV on a device backend)
     int n_past;         // positions filled
+    int scr_lazy;       // the scratch is own.scr, made at the first pass (scratch_ensure): a device context's
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
     size_t dev_logit_cap;
     float *tp_part;     // tensor parallel: this rank's logit columns, in the backend's memory (forward.c)
@@ -155,6 +157,8 @@ infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_ou
 // a split between the two host backends, on a machine without a GPU. Only
 // on a fresh context.
 infer_status ctx_set_host_side(infer_ctx *c, const char *name);
+// A device context's scratch, made at its first pass (context.c); INFER_OK where it has one
+infer_status scratch_ensure(infer_ctx *c);
 
 // A context's pass alone: T tokens at positions n_past.. (forward_pass of
 // its own rows); logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)).

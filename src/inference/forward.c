@@ -480,6 +480,7 @@ infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_ou
     for (int t = 0; t < T && g_fault_token >= 0; t++)
         if (ids[t] == g_fault_token) return fail(INFER_ERR_IO, "a pass holding token %d failed (INFER_FAULT_TOKEN)", g_fault_token);
     infer_status pst = host_packs(c);
+    if (!pst) pst = scratch_ensure(c);
     if (pst) return pst;
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
