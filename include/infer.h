@@ -332,6 +332,17 @@ INFER_API void infer_ctx_free(infer_ctx *ctx);
 INFER_API void infer_ctx_reset(infer_ctx *ctx);   // forget all cached positions
 INFER_API int infer_ctx_n_past(const infer_ctx *ctx);
 INFER_API int infer_ctx_n_ctx(const infer_ctx *ctx);
+// A GPU context's KV cache may take memory as its sequence grows (the CUDA
+// backend under INFER_CUDA_KV_VM=1: addresses for n_ctx positions, memory
+// 256 positions at a time as passes reach them); elsewhere it holds n_ctx
+// positions from the start. infer_ctx_kv_reserve backs the first n positions
+// now (INFER_ERR_NOMEM, and nothing lost, where the GPU's memory is taken: a
+// server holds the request back); infer_ctx_kv_trim gives back what lies
+// past the cached positions (after infer_ctx_reset: all of it);
+// infer_ctx_kv_backed, the cache's bytes held now.
+INFER_API infer_status infer_ctx_kv_reserve(infer_ctx *ctx, int n);
+INFER_API void infer_ctx_kv_trim(infer_ctx *ctx);
+INFER_API size_t infer_ctx_kv_backed(const infer_ctx *ctx);
 
 // Runs n tokens after the cached positions and appends them to the cache.
 // logits: NULL, or room for n x n_vocab floats (every position), or, with

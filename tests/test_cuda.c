@@ -842,6 +842,33 @@ static void check_deep_prompt(void) {
     infer_model_free(m);
 }
 
+// Memory backed as used (vmem.cu): a range of three chunks, backed one part at a time, written and read
+// back; a trim gives back the chunks wholly past what it keeps, and the count of bytes backed follows
+static void check_vm(cuda_dev *d) {
+    size_t g = cuda_vm_granularity(d);
+    CHECK(g > 0 && g % 4096 == 0, "virtual memory: granularity %zu", g);
+    if (!g) return;
+    size_t m0 = cuda_vm_mapped();
+    unsigned char *va = cuda_vm_reserve(d, 3 * g - 100);
+    CHECK(va && cuda_vm_is(va) && !cuda_vm_is(va + 1) && cuda_vm_mapped() == m0, "virtual memory: reserve: %s", cuda_status());
+    if (!va) return;
+    CHECK(!cuda_vm_commit(d, va, 10, 20) && cuda_vm_mapped() == m0 + g, "virtual memory: the first chunk");
+    CHECK(!cuda_vm_commit(d, va, g - 1, 2) && cuda_vm_mapped() == m0 + 2 * g, "virtual memory: the second chunk (across the boundary)");
+    CHECK(cuda_vm_commit(d, va, 2 * g, g) && cuda_vm_mapped() == m0 + 2 * g, "virtual memory: a commit past the range refused");
+    unsigned char *h = malloc(2 * g), *z = calloc(1, 2 * g);
+    for (size_t i = 0; h && i < 2 * g; i++) h[i] = (unsigned char)(i * 7 + 1);
+    CHECK(h && z && !cuda_download(d, h, va, 2 * g) && !memcmp(h, z, 2 * g), "virtual memory: backed chunks start zeroed");
+    for (size_t i = 0; h && i < 2 * g; i++) h[i] = (unsigned char)(i * 7 + 1);
+    CHECK(h && !cuda_upload(d, va, h, 2 * g) && !cuda_download(d, z, va, 2 * g) && !memcmp(h, z, 2 * g), "virtual memory: written, read back");
+    cuda_vm_trim(d, va, g / 2, 3 * g); // (the first chunk is partly kept: only the second goes)
+    CHECK(cuda_vm_mapped() == m0 + g, "virtual memory: trim (%zu bytes backed, want %zu)", cuda_vm_mapped() - m0, g);
+    CHECK(h && z && !cuda_download(d, z, va, g) && !memcmp(h, z, g), "virtual memory: the kept chunk's bytes stay");
+    CHECK(!cuda_vm_commit(d, va, g, 1) && cuda_vm_mapped() == m0 + 2 * g, "virtual memory: backed again");
+    cuda_vm_free(d, va);
+    CHECK(!cuda_vm_is(va) && cuda_vm_mapped() == m0, "virtual memory: freed");
+    free(h), free(z);
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -852,6 +879,7 @@ int main(void) {
     CHECK(d != NULL, "cuda_open: %s", cuda_status());
     if (!d) return check_summary("cuda");
     printf("test_cuda: %s\n", cuda_name(d));
+    check_vm(d);
     int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_MXFP4};
     int kq[] = {DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K};
     int fl[] = {DT_F32, DT_F16, DT_BF16};

@@ -73,6 +73,15 @@ static void default_model(void) {
           "a GGUF's default cache is f16 (%s / %s)", c16 ? infer_ctx_kv_type(c16, 0) : "?", c16 ? infer_ctx_kv_type(c16, 1) : "?");
     CHECK(c32 && c16 && infer_ctx_kv_bytes_per_pos(c32) == 2 * infer_ctx_kv_bytes_per_pos(c16), "f16 rows are half of f32's (%zu, %zu)",
           c32 ? infer_ctx_kv_bytes_per_pos(c32) : 0, c16 ? infer_ctx_kv_bytes_per_pos(c16) : 0);
+    // the cache's memory held: on the CPU all of it from the start (it grows as used only on a GPU under
+    // INFER_CUDA_KV_VM); a reserve within the context holds, past it or negative is refused
+    CHECK(c16 && infer_ctx_kv_backed(c16) == 128 * infer_ctx_kv_bytes_per_pos(c16), "a CPU cache holds its 128 positions' %zu bytes (%zu)",
+          c16 ? 128 * infer_ctx_kv_bytes_per_pos(c16) : 0, c16 ? infer_ctx_kv_backed(c16) : 0);
+    CHECK(c16 && !infer_ctx_kv_reserve(c16, 128) && infer_ctx_kv_reserve(c16, 129) == INFER_ERR_ARG &&
+              infer_ctx_kv_reserve(c16, -1) == INFER_ERR_ARG && infer_ctx_kv_reserve(NULL, 1) == INFER_ERR_ARG,
+          "infer_ctx_kv_reserve's bounds");
+    if (c16) infer_ctx_kv_trim(c16);
+    CHECK(c16 && infer_ctx_kv_backed(c16) == 128 * infer_ctx_kv_bytes_per_pos(c16), "a CPU cache's trim keeps it whole");
     CHECK(c32 && run(c32, ids, ref, V), "f32 cache: %s", infer_last_error());
     CHECK(c16 && run(c16, ids, got, V), "f16 cache: %s", infer_last_error());
     CHECK(!memcmp(ref, got, sizeof(float) * rows * V), "f16 cache: logits differ from the f32 cache's (max rel err %g)",

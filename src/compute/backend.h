@@ -192,6 +192,13 @@ typedef struct {
     // backend's (NULL when it cannot), and its release.
     void *(*alloc)(backend *b, size_t bytes);
     void (*release)(backend *b, void *p);
+    // A KV cache that takes memory as its sequence grows (NULL where the backend has none): kv_reserve,
+    // addresses for bytes and nothing behind them (NULL: none here; alloc then), *chunk its unit of
+    // memory; kv_commit, [off, off + len) of it backed and zeroed (0, or -1: no memory); kv_trim, the
+    // chunks wholly inside [off, off + len) given back. release frees it as any.
+    void *(*kv_reserve)(backend *b, size_t bytes, size_t *chunk);
+    int (*kv_commit)(backend *b, void *p, size_t off, size_t len);
+    void (*kv_trim)(backend *b, void *p, size_t off, size_t len);
     void (*done)(backend *b); // frees the backend's own state (b->dev), or NULL
     int host;                // that memory is the CPU's: contexts may switch between such backends
 } backend_ops;

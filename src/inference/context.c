@@ -38,14 +38,15 @@ static int tp_gpu(const infer_model *m) {
 // parts: LAY_KV, LAY_SCRATCH or both (a device context's scratch is its own
 // allocation, made at its first pass: a server's slots, whose passes run in
 // a batch's workspace, never make one).
-enum { LAY_KV = 1, LAY_SCRATCH = 2, LAY_ALL = 3 };
-static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
-                         float *arena, size_t *kv_floats, int parts) {
-    size_t at = 0, kv = 0;
-#define PART(dst, count)                                                   \
-    do {                                                                   \
-        if (sd) (dst) = arena + at;                                        \
-        at += ((size_t)(count) + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS; \
+// LAY_CHUNK: each cache a whole number of g_chunk bytes (a cache backed as it grows, chunk by chunk).
+enum { LAY_KV = 1, LAY_SCRATCH = 2, LAY_ALL = 3, LAY_CHUNK = 4 };
+static size_t ctx_layout_al(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
+                            float *arena, size_t *kv_floats, int parts, size_t chunk) {
+    size_t at = 0, kv = 0, al = parts & LAY_CHUNK ? chunk / sizeof(float) : ALIGN_FLOATS;
+#define PART(dst, count)                                     \
+    do {                                                     \
+        if (sd) (dst) = arena + at;                          \
+        at += ((size_t)(count) + al - 1) / al * al;          \
     } while (0)
     int hd_max = 0, kv_max = 0;
     for (int i = 0; i < cf->n_layer; i++) {
@@ -72,6 +73,7 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
         if (kv_floats) *kv_floats = kv;
         return at;
     }
+    al = ALIGN_FLOATS;
     scratch *s = sd ? &sd->s : NULL;
     PART(s->x, T * E);
     PART(s->xn, T * E);
@@ -90,6 +92,10 @@ static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const u
 #undef PART
     if (kv_floats) *kv_floats = kv;
     return at;
+}
+static size_t ctx_layout(const infer_config *cf, int n_ctx, int n_batch, const unsigned char *kv_here, int kt, int vt, side *sd,
+                         float *arena, size_t *kv_floats, int parts) {
+    return ctx_layout_al(cf, n_ctx, n_batch, kv_here, kt, vt, sd, arena, kv_floats, parts, 0);
 }
 
 static int default_n_ctx(const infer_config *cf) { return cf->n_ctx_train < 4096 ? cf->n_ctx_train : 4096; }
@@ -359,7 +365,20 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL, lazy ? LAY_KV : LAY_ALL);
         size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL, LAY_ALL) : 0;
         fd = fd > ALIGN_FLOATS ? fd : ALIGN_FLOATS; // (a model without a cache: still an arena)
-        float *da = ops->alloc(&nb, sizeof(float) * fd), *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
+        // a device's cache backed as the sequence grows, where the backend can (kv_ensure): each layer's
+        // caches a whole number of its chunks, so that a position's rows are backed together
+        size_t chunk = 0, fv = 0;
+        float *da = NULL;
+        if (lazy && ops->kv_reserve && !ops->host) {
+            size_t g = 0;
+            void *probe = ops->kv_reserve(&nb, 1, &g); // (the chunk's size first)
+            if (probe) ops->release(&nb, probe);
+            if (g) fv = ctx_layout_al(cf, c->n_ctx, n_batch, NULL, kt, vt, NULL, NULL, NULL, LAY_KV | LAY_CHUNK, g);
+            if (fv && (da = ops->kv_reserve(&nb, sizeof(float) * fv, &chunk)) && chunk != g) ops->release(&nb, da), da = NULL;
+            if (!da) chunk = 0;
+        }
+        if (!da) da = ops->alloc(&nb, sizeof(float) * fd);
+        float *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
         if (!da || (split && !ha)) {
             if (da) ops->release(&nb, da);
             if (!keep && ops->done) ops->done(&nb);
@@ -380,7 +399,9 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
             c->dev_logits = NULL, c->dev_logit_cap = 0, c->tp_part = NULL, c->tp_part_cap = 0;
         }
         c->own.be = nb, c->own.arena_ops = ops, c->own.arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
-        ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &c->own, da, NULL, lazy ? LAY_KV : LAY_ALL);
+        ctx_layout_al(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &c->own, da, NULL,
+                      chunk ? LAY_KV | LAY_CHUNK : lazy ? LAY_KV : LAY_ALL, chunk);
+        c->kv_chunk = chunk, c->kv_have = 0;
         c->host = (side){hb, hs, ha, NULL, c->host.k_cache, c->host.v_cache, {0}};
         if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->host, ha, NULL, LAY_ALL);
         else {
@@ -410,6 +431,65 @@ infer_status scratch_ensure(infer_ctx *c) {
     c->own.scr = a;
     ctx_layout(cf, c->n_ctx, c->n_batch, NULL, c->kt, c->vt, &c->own, a, NULL, LAY_SCRATCH);
     return INFER_OK;
+}
+
+// Positions [0, n) of every layer's caches backed (a cache that grows: kv_chunk set), in steps of
+// KV_STEP positions
+enum { KV_STEP = 256 };
+infer_status kv_ensure(infer_ctx *c, int n) {
+    if (!c->kv_chunk || n <= c->kv_have) return INFER_OK;
+    const infer_config *cf = &c->m->cfg;
+    int want = (n + KV_STEP - 1) / KV_STEP * KV_STEP;
+    want = want < c->n_ctx ? want : c->n_ctx;
+    const backend_ops *ops = c->own.arena_ops;
+    for (int il = 0; il < cf->n_layer; il++) {
+        if (!c->own.k_cache[il]) continue;
+        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        const size_t ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+        if (ops->kv_commit(&c->own.be, c->own.arena, ko, kv_bytes(c->kt, (size_t)want * nkv)) ||
+            ops->kv_commit(&c->own.be, c->own.arena, vo, kv_bytes(c->vt, (size_t)want * nkv)))
+            return fail(INFER_ERR_NOMEM, "no memory for %d positions of the KV cache: %s", want, backend_gpu_status());
+    }
+    c->kv_have = want;
+    return INFER_OK;
+}
+
+infer_status infer_ctx_kv_reserve(infer_ctx *c, int n) {
+    if (!c) return fail(INFER_ERR_ARG, "infer_ctx_kv_reserve: no context");
+    if (n < 0 || n > c->n_ctx) return fail(INFER_ERR_ARG, "KV reserve of %d positions in a context of %d", n, c->n_ctx);
+    return kv_ensure(c, n);
+}
+
+void infer_ctx_kv_trim(infer_ctx *c) {
+    if (!c || !c->kv_chunk) return;
+    const infer_config *cf = &c->m->cfg;
+    int keep = (c->n_past + KV_STEP - 1) / KV_STEP * KV_STEP;
+    keep = keep < c->n_ctx ? keep : c->n_ctx;
+    if (keep >= c->kv_have) return;
+    const backend_ops *ops = c->own.arena_ops;
+    for (int il = 0; il < cf->n_layer; il++) { // (each layer's caches whole chunks: a trim stays inside its own)
+        if (!c->own.k_cache[il]) continue;
+        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        const size_t ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+        const size_t kk = kv_bytes(c->kt, (size_t)keep * nkv), vk = kv_bytes(c->vt, (size_t)keep * nkv), g = c->kv_chunk;
+        const size_t kr = (kv_bytes(c->kt, (size_t)c->n_ctx * nkv) + g - 1) / g * g, vr = (kv_bytes(c->vt, (size_t)c->n_ctx * nkv) + g - 1) / g * g;
+        ops->kv_trim(&c->own.be, c->own.arena, ko + kk, kr - kk);
+        ops->kv_trim(&c->own.be, c->own.arena, vo + vk, vr - vk);
+    }
+    c->kv_have = keep;
+}
+
+size_t infer_ctx_kv_backed(const infer_ctx *c) {
+    if (!c) return 0;
+    const infer_config *cf = &c->m->cfg;
+    size_t b = 0;
+    for (int il = 0; il < cf->n_layer; il++) {
+        if (!c->own.k_cache[il]) continue;
+        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        const size_t n = (size_t)(c->kv_chunk ? c->kv_have : c->n_ctx);
+        b += kv_bytes(c->kt, n * nkv) + kv_bytes(c->vt, n * nkv);
+    }
+    return b;
 }
 
 infer_status infer_ctx_set_backend(infer_ctx *c, const char *name) {

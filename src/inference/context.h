@@ -81,6 +81,8 @@ struct infer_ctx {
     int n_batch;        // rows a pass holds (N_BATCH, or N_BATCH_DEV on a device backend)
     int n_past;         // positions filled
     int scr_lazy;       // the scratch is own.scr, made at the first pass (scratch_ensure): a device context's
+    size_t kv_chunk;    // a cache backed as it grows (the backend's kv_reserve): its unit of memory; 0: backed whole
+    int kv_have;        // positions backed so far (kv_ensure)
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
     size_t dev_logit_cap;
     float *tp_part;     // tensor parallel: this rank's logit columns, in the backend's memory (forward.c)
@@ -159,6 +161,8 @@ infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_ou
 infer_status ctx_set_host_side(infer_ctx *c, const char *name);
 // A device context's scratch, made at its first pass (context.c); INFER_OK where it has one
 infer_status scratch_ensure(infer_ctx *c);
+// Positions [0, n) of a context's caches backed, where they grow (kv_chunk); INFER_ERR_NOMEM where the memory is taken
+infer_status kv_ensure(infer_ctx *c, int n);
 
 // A context's pass alone: T tokens at positions n_past.. (forward_pass of
 // its own rows); logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)).

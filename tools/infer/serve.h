@@ -248,6 +248,8 @@ typedef struct {
     long long kv_tokens;     // positions the slots' caches hold (after the last step)
     long long kv_capacity;   // positions they can hold (slots x context)
     long long kv_bytes;      // the caches' memory (kv_capacity x bytes a position)
+    long long kv_backed;     // of it, the memory held now (less where the caches grow as used: INFER_CUDA_KV_VM=1)
+    long long kv_waits;      // admissions held back: the caches' memory was taken
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);
 // --spec-ngram K: a generating slot feeds its token and K tokens drafted from

@@ -273,6 +273,30 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
 }
 
 
+// Whether slot i's cache can hold task t's positions (its prompt and max_tokens, or the whole context):
+// 1, backed now (a cache that grows as it is used: infer_ctx_kv_reserve; else always); 0, not while other
+// requests run (the task waits for their memory); -1, not even with every other slot idle. The idle
+// slots' caches (kept for a later prompt's prefix) are given back first.
+static int slot_room(serve_engine *e, int i, const serve_task *t) {
+    int need = t->req.max_tokens > 0 ? t->req.n_prompt + t->req.max_tokens : e->n_ctx;
+    need = need < e->n_ctx ? need : e->n_ctx;
+    if (!infer_ctx_kv_reserve(e->s[i].ctx, need)) return 1;
+    int busy = 0;
+    for (int j = 0; j < e->n_slots; j++) {
+        slot *o = &e->s[j];
+        if (o->t) {
+            busy++;
+            continue;
+        }
+        if (j == i || !infer_ctx_kv_backed(o->ctx)) continue;
+        infer_ctx_reset(o->ctx); // (its cached prefix is lost: memory for a request that runs matters more)
+        infer_ctx_kv_trim(o->ctx);
+    }
+    if (!infer_ctx_kv_reserve(e->s[i].ctx, need)) return 1;
+    e->counts.kv_waits++;
+    return busy ? 0 : -1;
+}
+
 // A slot whose mask the grammar thread has made draws its token now (and
 // joins this step); one whose mask is on its way is waited for a little
 // (a quarter of a step at most: a costly grammar's slot then sits out the
@@ -470,10 +494,10 @@ static int step(serve_engine *e) {
         return n;
     }
     e->step_s = cli_now() - t0;
-    long long held = 0; // (the slots' contexts are this thread's: read here, shown under the lock)
-    for (int i = 0; i < e->n_slots; i++) held += infer_ctx_n_past(e->s[i].ctx);
+    long long held = 0, backed = 0; // (the slots' contexts are this thread's: read here, shown under the lock)
+    for (int i = 0; i < e->n_slots; i++) held += infer_ctx_n_past(e->s[i].ctx), backed += (long long)infer_ctx_kv_backed(e->s[i].ctx);
     pthread_mutex_lock(&e->mu);
-    e->counts.kv_tokens = held;
+    e->counts.kv_tokens = held, e->counts.kv_backed = backed;
     e->counts.steps++;
     int chunks = 0;
     for (int i = 0; i < n; i++)
@@ -575,6 +599,8 @@ static void *engine_main(void *arg) {
         int i, shared;
         while (e->qhead && (i = pick_slot(e, e->qhead, &shared)) >= 0) { // admit the queue's first while a slot is free
             serve_task *t = e->qhead;
+            int room = slot_room(e, i, t);
+            if (room == 0) break; // (the GPU's memory is taken: the queue waits for a running request to end)
             e->qhead = t->next;
             if (!e->qhead) e->qtail = NULL;
             e->n_queued--;
@@ -582,6 +608,10 @@ static void *engine_main(void *arg) {
             int copy, d = prefix_donor(e, t, i, shared, &copy);
             if (d >= 0 && !prefix_copy(e, &e->s[i], &e->s[d], t, copy)) shared = copy, e->counts.prompt_copied += copy;
             else if (d >= 0) shared = 0;
+            if (room < 0) { // (no request runs that could give memory back: this one cannot run at all)
+                task_end(t, NULL, "the GPU's memory does not hold this request's positions of the KV cache");
+                continue;
+            }
             slot_start(e, &e->s[i], t, shared);
             e->counts.prompt_cached += t->n_cached;
         }
@@ -725,6 +755,7 @@ void serve_engine_counts(serve_engine *e, serve_counts *c) {
     *c = e->counts;
     c->busy_slots = 0, c->queued = e->n_queued, c->slots = e->n_slots;
     c->kv_capacity = (long long)e->n_slots * e->n_ctx, c->kv_bytes = c->kv_capacity * (long long)e->kv_per_pos;
+    if (!e->counts.steps) c->kv_backed = c->kv_bytes; // (before the first step: as made, whole where the caches do not grow)
     for (int i = 0; i < e->n_slots; i++) c->busy_slots += atomic_load(&e->s[i].busy);
     pthread_mutex_unlock(&e->mu);
 }

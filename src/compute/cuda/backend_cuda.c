@@ -792,7 +792,35 @@ static void *cu_alloc(backend *b, size_t bytes) {
 static void cu_release(backend *b, void *p) {
     cuda_state *s = b->dev;
     if (s) cu_flush(s);
-    if (s) graph_drop(s), cuda_free(s->d, p);
+    if (s) {
+        graph_drop(s);
+        if (cuda_vm_is(p)) cuda_vm_free(s->d, p);
+        else cuda_free(s->d, p);
+    }
+}
+
+// A context's KV cache backed as it grows (INFER_CUDA_KV_VM=1 for now: vmem.cu)
+static void *cu_kv_reserve(backend *b, size_t bytes, size_t *chunk) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("INFER_CUDA_KV_VM");
+        on = e && *e && atoi(e) != 0;
+    }
+    cuda_state *s = on ? cu_state_flushed(b) : NULL;
+    size_t g = s ? cuda_vm_granularity(s->d) : 0;
+    void *p = g ? cuda_vm_reserve(s->d, bytes) : NULL;
+    if (p) graph_drop(s), *chunk = g;
+    return p;
+}
+
+static int cu_kv_commit(backend *b, void *p, size_t off, size_t len) {
+    cuda_state *s = cu_state_flushed(b);
+    return s ? cuda_vm_commit(s->d, p, off, len) : -1;
+}
+
+static void cu_kv_trim(backend *b, void *p, size_t off, size_t len) {
+    cuda_state *s = cu_state_flushed(b);
+    if (s) cuda_vm_trim(s->d, p, off, len);
 }
 
 static void cu_done(backend *b) {
@@ -840,6 +868,9 @@ static const backend_ops cuda_ops = {
     .graph = cu_graph,
     .alloc = cu_alloc,
     .release = cu_release,
+    .kv_reserve = cu_kv_reserve,
+    .kv_commit = cu_kv_commit,
+    .kv_trim = cu_kv_trim,
     .done = cu_done,
     .host = 0,
 };

@@ -37,6 +37,17 @@ const char *cuda_name(const cuda_dev *d);
 
 void *cuda_alloc(cuda_dev *d, size_t bytes); // NULL on failure
 void cuda_free(cuda_dev *d, void *p);
+// Memory backed as it is used (vmem.cu): the driver's chunk size (0: no virtual memory management here);
+// addresses for bytes, nothing backed (NULL on failure); [off, off + len) backed and zeroed (0, or -1:
+// no memory, cuda_status says why); the chunks wholly inside [off, off + len) given back; all of it freed; whether p is such a
+// range; the bytes backed in all.
+size_t cuda_vm_granularity(cuda_dev *d);
+void *cuda_vm_reserve(cuda_dev *d, size_t bytes);
+int cuda_vm_commit(cuda_dev *d, void *va, size_t off, size_t len);
+void cuda_vm_trim(cuda_dev *d, void *va, size_t off, size_t len);
+void cuda_vm_free(cuda_dev *d, void *va);
+int cuda_vm_is(const void *p);
+size_t cuda_vm_mapped(void);
 int cuda_upload(cuda_dev *d, void *d_dst, const void *src, size_t bytes);   // 0 on success
 int cuda_download(cuda_dev *d, void *dst, const void *d_src, size_t bytes); // waits for the stream
 int cuda_sync(cuda_dev *d);
