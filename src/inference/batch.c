@@ -154,8 +154,10 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     if (dst->kt != src->kt || dst->vt != src->vt)
         return fail(INFER_ERR_ARG, "context copy: the caches' types differ (%s / %s into %s / %s)", kv_type_name(src->kt),
                     kv_type_name(src->vt), kv_type_name(dst->kt), kv_type_name(dst->vt));
+    infer_status kst = kv_ensure(dst, n); // (a cache that grows: the positions backed before they are copied in)
+    if (kst) return kst;
     float one;
-    if (!src->own.arena_ops->host) src->own.be.ops->download((backend *)&src->own.be, &one, src->own.arena, 1); // (src's stream done: its cache is whole)
+    if (n && !src->own.arena_ops->host) src->own.be.ops->download((backend *)&src->own.be, &one, src->own.arena, 1); // (src's stream done: its cache is whole)
     for (int il = 0; il < cf->n_layer; il++) {
         if (cf->layers[il].kv_source != il) continue;
         int nkv = cf->layers[il].n_kv_head * cf->layers[il].head_dim;
@@ -169,7 +171,7 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
             dst->own.be.ops->copy(&dst->own.be, dst->own.v_cache[il], vb / 4, src->own.v_cache[il], vb / 4, n, (int)(vb / 4));
         }
     }
-    if (!dst->own.arena_ops->host) dst->own.be.ops->download(&dst->own.be, &one, dst->own.arena, 1); // (the copies done before src moves on)
+    if (n && !dst->own.arena_ops->host) dst->own.be.ops->download(&dst->own.be, &one, dst->own.arena, 1); // (the copies done before src moves on)
     if (dst->ex.oom || src->ex.oom) {
         ((infer_ctx *)src)->ex.oom = 0;
         dst->ex.oom = 0;
