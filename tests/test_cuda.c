@@ -854,7 +854,7 @@ static void check_vm(cuda_dev *d) {
     if (!va) return;
     CHECK(!cuda_vm_commit(d, va, 10, 20) && cuda_vm_mapped() == m0 + g, "virtual memory: the first chunk");
     CHECK(!cuda_vm_commit(d, va, g - 1, 2) && cuda_vm_mapped() == m0 + 2 * g, "virtual memory: the second chunk (across the boundary)");
-    CHECK(cuda_vm_commit(d, va, 2 * g, g) && cuda_vm_mapped() == m0 + 2 * g, "virtual memory: a commit past the range refused");
+    CHECK(cuda_vm_commit(d, va, 2 * g, g + 1) && cuda_vm_mapped() == m0 + 2 * g, "virtual memory: a commit past the range refused");
     unsigned char *h = malloc(2 * g), *z = calloc(1, 2 * g);
     for (size_t i = 0; h && i < 2 * g; i++) h[i] = (unsigned char)(i * 7 + 1);
     CHECK(h && z && !cuda_download(d, h, va, 2 * g) && !memcmp(h, z, 2 * g), "virtual memory: backed chunks start zeroed");
