@@ -195,10 +195,15 @@ typedef struct {
     // A KV cache that takes memory as its sequence grows (NULL where the backend has none): kv_reserve,
     // addresses for bytes and nothing behind them (NULL: none here; alloc then), *chunk its unit of
     // memory; kv_commit, [off, off + len) of it backed and zeroed (0, or -1: no memory); kv_trim, the
-    // chunks wholly inside [off, off + len) given back. release frees it as any.
+    // chunks wholly inside [off, off + len) given back. release frees it as any. kv_share maps the
+    // chunks of src's [soff, soff + len) in place of p's [off, off + len) (whole chunks; the memory then
+    // held once, by both); kv_private gives the shared chunks of p's [off, off + len) copies of their own
+    // (copy on write: a shared part is made private before it is written); each 0, or -1.
     void *(*kv_reserve)(backend *b, size_t bytes, size_t *chunk);
     int (*kv_commit)(backend *b, void *p, size_t off, size_t len);
     void (*kv_trim)(backend *b, void *p, size_t off, size_t len);
+    int (*kv_share)(backend *b, void *p, size_t off, void *src, size_t soff, size_t len);
+    int (*kv_private)(backend *b, void *p, size_t off, size_t len);
     void (*done)(backend *b); // frees the backend's own state (b->dev), or NULL
     int host;                // that memory is the CPU's: contexts may switch between such backends
 } backend_ops;

@@ -154,27 +154,76 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     if (dst->kt != src->kt || dst->vt != src->vt)
         return fail(INFER_ERR_ARG, "context copy: the caches' types differ (%s / %s into %s / %s)", kv_type_name(src->kt),
                     kv_type_name(src->vt), kv_type_name(dst->kt), kv_type_name(dst->vt));
-    infer_status kst = kv_ensure(dst, n); // (a cache that grows: the positions backed before they are copied in)
-    if (kst) return kst;
     float one;
     if (n && !src->own.arena_ops->host) src->own.be.ops->download((backend *)&src->own.be, &one, src->own.arena, 1); // (src's stream done: its cache is whole)
-    for (int il = 0; il < cf->n_layer; il++) {
+    // Caches that grow in chunks (kv_chunk, both): each layer's whole chunks of the prefix are src's own,
+    // mapped into dst (the memory held once; whichever context writes there later copies them first,
+    // kv_own), the rest copied. From each layer, the positions from which it copies.
+    const backend_ops *ops = dst->own.arena_ops;
+    const int share = n && dst->kv_chunk && dst->kv_chunk == src->kv_chunk && ops->kv_share && ops->kv_private && src->kv_have >= n;
+    int *from = calloc((size_t)cf->n_layer, sizeof(int));
+    if (!from) return fail(INFER_ERR_NOMEM, "context copy: out of memory");
+    infer_status kst = INFER_OK;
+    for (int il = 0; il < cf->n_layer && !kst; il++) {
+        from[il] = 0;
+        if (!share || cf->layers[il].kv_source != il || !dst->own.k_cache[il]) continue;
+        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim, g = dst->kv_chunk;
+        const size_t kb = kv_bytes(src->kt, nkv), vb = kv_bytes(src->vt, nkv);
+        if (g % kb || g % vb) continue; // (a position's row across two chunks: copied whole)
+        const size_t kn = kv_bytes(src->kt, (size_t)n * nkv) / g * g, vn = kv_bytes(src->vt, (size_t)n * nkv) / g * g;
+        const size_t kn_pos = kn / kb, vn_pos = vn / vb;
+        from[il] = (int)(kn_pos < vn_pos ? kn_pos : vn_pos);
+        const size_t ks = kv_bytes(src->kt, (size_t)from[il] * nkv) / g * g, vs = kv_bytes(src->vt, (size_t)from[il] * nkv) / g * g;
+        if (!ks) continue;
+        char *da = (char *)dst->own.arena, *sa = (char *)src->own.arena;
+        if (ops->kv_share(&dst->own.be, da, (size_t)((char *)dst->own.k_cache[il] - da), sa, (size_t)((char *)src->own.k_cache[il] - sa), ks) ||
+            ops->kv_share(&dst->own.be, da, (size_t)((char *)dst->own.v_cache[il] - da), sa, (size_t)((char *)src->own.v_cache[il] - sa), vs))
+            from[il] = 0; // (a chunk not mapped: the layer's every position made its own and copied, below)
+    }
+    if (share) {
+        infer_ctx *s = (infer_ctx *)src; // (its chunks now shared too: it copies them before it writes there)
+        s->kv_shared = s->kv_shared > n ? s->kv_shared : n;
+        dst->kv_shared = dst->kv_shared > n ? dst->kv_shared : n;
+        dst->kv_have = 0; // (the chunks a failed share left unbacked backed again)
+    }
+    kst = kv_ensure(dst, n); // (a cache that grows: the positions backed before they are copied in)
+    for (int il = 0; il < cf->n_layer && !kst && share; il++) // (what is copied in: dst's own)
+        if (cf->layers[il].kv_source == il && dst->own.k_cache[il]) {
+            const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+            const size_t ko = (size_t)((char *)dst->own.k_cache[il] - (char *)dst->own.arena), vo = (size_t)((char *)dst->own.v_cache[il] - (char *)dst->own.arena);
+            const size_t k0 = kv_bytes(dst->kt, (size_t)from[il] * nkv), v0 = kv_bytes(dst->vt, (size_t)from[il] * nkv);
+            if (ops->kv_private(&dst->own.be, dst->own.arena, ko + k0, kv_bytes(dst->kt, (size_t)dst->n_ctx * nkv) - k0) ||
+                ops->kv_private(&dst->own.be, dst->own.arena, vo + v0, kv_bytes(dst->vt, (size_t)dst->n_ctx * nkv) - v0))
+                kst = fail(INFER_ERR_NOMEM, "context copy: no memory for the KV cache's copied positions: %s", backend_gpu_status());
+        }
+    for (int il = 0; il < cf->n_layer && !kst; il++) {
         if (cf->layers[il].kv_source != il) continue;
-        int nkv = cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        int nkv = cf->layers[il].n_kv_head * cf->layers[il].head_dim, f = from[il];
         if (src->own.arena_ops->host) {
             memcpy(dst->own.k_cache[il], src->own.k_cache[il], kv_bytes(src->kt, (size_t)n * nkv));
             memcpy(dst->own.v_cache[il], src->own.v_cache[il], kv_bytes(src->vt, (size_t)n * nkv));
-        } else if (n) { // (device memory, f32 or f16 rows: the backend copies each position's bytes as floats)
+        } else if (n > f) { // (device memory, f32 or f16 rows: the backend copies each position's bytes as floats)
             size_t kb = kv_bytes(src->kt, (size_t)nkv), vb = kv_bytes(src->vt, (size_t)nkv);
-            if (kb % 4 || vb % 4) return fail(INFER_ERR_UNSUPPORTED, "context copy: cache rows of %zu / %zu bytes on a device", kb, vb);
-            dst->own.be.ops->copy(&dst->own.be, dst->own.k_cache[il], kb / 4, src->own.k_cache[il], kb / 4, n, (int)(kb / 4));
-            dst->own.be.ops->copy(&dst->own.be, dst->own.v_cache[il], vb / 4, src->own.v_cache[il], vb / 4, n, (int)(vb / 4));
+            if (kb % 4 || vb % 4) {
+                kst = fail(INFER_ERR_UNSUPPORTED, "context copy: cache rows of %zu / %zu bytes on a device", kb, vb);
+                break;
+            }
+            dst->own.be.ops->copy(&dst->own.be, (float *)dst->own.k_cache[il] + f * kb / 4, kb / 4, (const float *)src->own.k_cache[il] + f * kb / 4,
+                                  kb / 4, n - f, (int)(kb / 4));
+            dst->own.be.ops->copy(&dst->own.be, (float *)dst->own.v_cache[il] + f * vb / 4, vb / 4, (const float *)src->own.v_cache[il] + f * vb / 4,
+                                  vb / 4, n - f, (int)(vb / 4));
         }
+    }
+    free(from);
+    if (kst) {
+        if (share) dst->n_past = 0; // (its cache partly src's now: it holds nothing)
+        return kst;
     }
     if (n && !dst->own.arena_ops->host) dst->own.be.ops->download(&dst->own.be, &one, dst->own.arena, 1); // (the copies done before src moves on)
     if (dst->ex.oom || src->ex.oom) {
         ((infer_ctx *)src)->ex.oom = 0;
         dst->ex.oom = 0;
+        dst->n_past = 0;
         return fail(INFER_ERR_NOMEM, "context copy: the backend's copy failed");
     }
     dst->n_past = n;

@@ -401,7 +401,7 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         c->own.be = nb, c->own.arena_ops = ops, c->own.arena = da, c->n_batch = n_batch, c->kt = kt, c->vt = vt;
         ctx_layout_al(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, &c->own, da, NULL,
                       chunk ? LAY_KV | LAY_CHUNK : lazy ? LAY_KV : LAY_ALL, chunk);
-        c->kv_chunk = chunk, c->kv_have = 0;
+        c->kv_chunk = chunk, c->kv_have = 0, c->kv_shared = 0;
         c->host = (side){hb, hs, ha, NULL, c->host.k_cache, c->host.v_cache, {0}};
         if (split) ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, &c->host, ha, NULL, LAY_ALL);
         else {
@@ -451,6 +451,25 @@ infer_status kv_ensure(infer_ctx *c, int n) {
             return fail(INFER_ERR_NOMEM, "no memory for %d positions of the KV cache: %s", want, backend_gpu_status());
     }
     c->kv_have = want;
+    return INFER_OK;
+}
+
+infer_status kv_own(infer_ctx *c, int from) {
+    if (!c->kv_chunk || from >= c->kv_shared) return INFER_OK;
+    from = from > 0 ? from : 0;
+    const infer_config *cf = &c->m->cfg;
+    const backend_ops *ops = c->own.arena_ops;
+    for (int il = 0; il < cf->n_layer; il++) {
+        if (!c->own.k_cache[il]) continue;
+        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
+        const size_t ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+        const size_t k0 = kv_bytes(c->kt, (size_t)from * nkv), v0 = kv_bytes(c->vt, (size_t)from * nkv);
+        if (ops->kv_private(&c->own.be, c->own.arena, ko + k0, kv_bytes(c->kt, (size_t)c->kv_shared * nkv) - k0) ||
+            ops->kv_private(&c->own.be, c->own.arena, vo + v0, kv_bytes(c->vt, (size_t)c->kv_shared * nkv) - v0))
+            return fail(INFER_ERR_NOMEM, "no memory for a copy of the KV cache's shared positions %d-%d: %s", from, c->kv_shared - 1,
+                        backend_gpu_status());
+    }
+    c->kv_shared = from;
     return INFER_OK;
 }
 

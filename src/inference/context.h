@@ -83,6 +83,7 @@ struct infer_ctx {
     int scr_lazy;       // the scratch is own.scr, made at the first pass (scratch_ensure): a device context's
     size_t kv_chunk;    // a cache backed as it grows (the backend's kv_reserve): its unit of memory; 0: backed whole
     int kv_have;        // positions backed so far (kv_ensure)
+    int kv_shared;      // positions below which chunks may be shared with other contexts' caches (infer_ctx_copy; kv_own)
     float *dev_logits;  // logit rows in a device backend's memory (forward.c), or NULL
     size_t dev_logit_cap;
     float *tp_part;     // tensor parallel: this rank's logit columns, in the backend's memory (forward.c)
@@ -163,6 +164,9 @@ infer_status ctx_set_host_side(infer_ctx *c, const char *name);
 infer_status scratch_ensure(infer_ctx *c);
 // Positions [0, n) of a context's caches backed, where they grow (kv_chunk); INFER_ERR_NOMEM where the memory is taken
 infer_status kv_ensure(infer_ctx *c, int n);
+// Positions [from, n_ctx) of a context's caches its own before they are written (copy on write of the chunks
+// a prefix shares with other contexts); INFER_ERR_NOMEM where the memory is taken
+infer_status kv_own(infer_ctx *c, int from);
 
 // A context's pass alone: T tokens at positions n_past.. (forward_pass of
 // its own rows); logits: NULL or (T, n_vocab) (last_only: (1, n_vocab)).

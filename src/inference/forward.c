@@ -485,8 +485,11 @@ infer_status forward_pass(infer_ctx *c, const int32_t *ids, int T, const pass_ou
     const infer_config *cf = &m->cfg;
     int E = cf->n_embd, V = cf->n_vocab, pos0 = c->n_past;
     const pass_rows *R = &c->rows;
-    for (int t = 0; t < T; t++) // (a cache that grows: its rows backed before the pass)
-        if ((t + 1 == T || R->seq[t + 1] != R->seq[t]) && (pst = kv_ensure(R->seq[t], R->pos[t] + 1))) return pst;
+    for (int t = 0, t0 = 0; t < T; t++) { // (a cache that grows: its rows backed, and its own where shared, before the pass)
+        if (t && R->seq[t] != R->seq[t - 1]) t0 = t;
+        if ((t + 1 == T || R->seq[t + 1] != R->seq[t]) && ((pst = kv_ensure(R->seq[t], R->pos[t] + 1)) || (pst = kv_own(R->seq[t], R->pos[t0]))))
+            return pst;
+    }
     size_t need = (size_t)pool_size(c->pool) * R->B * cf->n_head * R->stride;
     if (need > c->scores_cap) { // (a batch's sequences may hold more positions than its workspace)
         float *sc = realloc(c->scores, sizeof(float) * need);

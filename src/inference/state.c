@@ -196,7 +196,7 @@ infer_status infer_ctx_state_load(infer_ctx *c, const char *path, int32_t *ids, 
         st = fail(INFER_ERR_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    if ((st = kv_ensure(c, n))) goto out; // (a cache that grows: the file's positions backed first)
+    if ((st = kv_ensure(c, n)) || (st = kv_own(c, 0))) goto out; // (a cache that grows: the file's positions backed, its own, first)
     c->n_past = 0; // (from here the cache is being overwritten: it holds nothing until the whole file is in)
     if (n && fread(ids, sizeof(int32_t), (size_t)n, f) != (size_t)n) {
         st = fail(INFER_ERR_IO, "%s: could not read its tokens", path);

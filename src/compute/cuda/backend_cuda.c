@@ -801,11 +801,8 @@ static void cu_release(backend *b, void *p) {
 
 // A context's KV cache backed as it grows (INFER_CUDA_KV_VM=1 for now: vmem.cu)
 static void *cu_kv_reserve(backend *b, size_t bytes, size_t *chunk) {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("INFER_CUDA_KV_VM");
-        on = e && *e && atoi(e) != 0;
-    }
+    const char *e = getenv("INFER_CUDA_KV_VM"); // (read at each context's cache: a test turns it on for some)
+    const int on = e && *e && atoi(e) != 0;
     cuda_state *s = on ? cu_state_flushed(b) : NULL;
     size_t g = s ? cuda_vm_granularity(s->d) : 0;
     void *p = g ? cuda_vm_reserve(s->d, bytes) : NULL;
@@ -821,6 +818,16 @@ static int cu_kv_commit(backend *b, void *p, size_t off, size_t len) {
 static void cu_kv_trim(backend *b, void *p, size_t off, size_t len) {
     cuda_state *s = cu_state_flushed(b);
     if (s) cuda_vm_trim(s->d, p, off, len);
+}
+
+static int cu_kv_share(backend *b, void *p, size_t off, void *src, size_t soff, size_t len) {
+    cuda_state *s = cu_state_flushed(b);
+    return s ? cuda_vm_share(s->d, p, off, src, soff, len) : -1;
+}
+
+static int cu_kv_private(backend *b, void *p, size_t off, size_t len) {
+    cuda_state *s = cu_state_flushed(b);
+    return s ? cuda_vm_private(s->d, p, off, len) : -1;
 }
 
 static void cu_done(backend *b) {
@@ -871,6 +878,8 @@ static const backend_ops cuda_ops = {
     .kv_reserve = cu_kv_reserve,
     .kv_commit = cu_kv_commit,
     .kv_trim = cu_kv_trim,
+    .kv_share = cu_kv_share,
+    .kv_private = cu_kv_private,
     .done = cu_done,
     .host = 0,
 };

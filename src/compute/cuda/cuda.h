@@ -40,7 +40,8 @@ void cuda_free(cuda_dev *d, void *p);
 // Memory backed as it is used (vmem.cu): the driver's chunk size (0: no virtual memory management here);
 // addresses for bytes, nothing backed (NULL on failure); [off, off + len) backed and zeroed (0, or -1:
 // no memory, cuda_status says why); the chunks wholly inside [off, off + len) given back; all of it freed; whether p is such a
-// range; the bytes backed in all.
+// range; the bytes backed in all (a shared chunk once); another range's chunks mapped in place of a range's own (whole
+// chunks); a range's shared chunks made its own copies (copy on write); how many chunks of a part are shared.
 size_t cuda_vm_granularity(cuda_dev *d);
 void *cuda_vm_reserve(cuda_dev *d, size_t bytes);
 int cuda_vm_commit(cuda_dev *d, void *va, size_t off, size_t len);
@@ -48,6 +49,9 @@ void cuda_vm_trim(cuda_dev *d, void *va, size_t off, size_t len);
 void cuda_vm_free(cuda_dev *d, void *va);
 int cuda_vm_is(const void *p);
 size_t cuda_vm_mapped(void);
+int cuda_vm_share(cuda_dev *d, void *dst, size_t doff, void *src, size_t soff, size_t len);
+int cuda_vm_private(cuda_dev *d, void *va, size_t off, size_t len);
+int cuda_vm_shared(const void *va, size_t off, size_t len);
 int cuda_upload(cuda_dev *d, void *d_dst, const void *src, size_t bytes);   // 0 on success
 int cuda_download(cuda_dev *d, void *dst, const void *d_src, size_t bytes); // waits for the stream
 int cuda_sync(cuda_dev *d);

@@ -3,8 +3,11 @@
 // takes a range of addresses and no memory; cuda_vm_commit backs the chunks
 // (the driver's granularity, 2 MiB on the GPUs we know) that cover a part of
 // it, each zeroed as it comes; cuda_vm_trim gives back the chunks past a
-// length; cuda_vm_free all of it. The kernels see one contiguous cache, as
-// from cudaMalloc. The driver's functions come through the runtime's entry
+// length; cuda_vm_free all of it. cuda_vm_share maps another range's chunks
+// (a cached prefix) in place of a range's own, the memory counted once, and
+// cuda_vm_private gives a range chunks of its own again (copy on write: the
+// caller makes a shared part private before it writes there). The kernels see
+// one contiguous cache, as from cudaMalloc. The driver's functions come through the runtime's entry
 // points (no link with libcuda). A commit refuses to leave less than
 // INFER_CUDA_VM_SPARE bytes of the GPU free (default 1 GiB: the scratch, cuBLAS
 // and the weights' copies grow too), so a full GPU says so before a pass
@@ -38,16 +41,23 @@ static struct {
     size_t spare;
 } g_vm;
 
-// A reserved range: its chunks' handles (0: not backed)
+// A chunk of memory, mapped in `refs` ranges
+struct vm_chunk {
+    CUmemGenericAllocationHandle h;
+    int refs;
+};
+
+// A reserved range: its chunks (NULL: not backed)
 struct vm_region {
     uintptr_t va;
     size_t size, gran;
     int ordinal, n;
-    CUmemGenericAllocationHandle *h;
+    struct vm_chunk **c;
 };
 static struct vm_region *g_reg;
 static int g_nreg;
-static size_t g_mapped; // bytes backed, every region
+static size_t g_mapped; // bytes backed, every region (a shared chunk once)
+static uintptr_t g_stage[64]; // a chunk's addresses a device, where cuda_vm_private copies a shared chunk
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *entry(const char *name) {
@@ -99,7 +109,7 @@ extern "C" HIDDEN void *cuda_vm_reserve(cuda_dev *d, size_t bytes) {
     const size_t size = (bytes + gran - 1) / gran * gran;
     const int n = (int)(size / gran);
     CUdeviceptr va = 0;
-    CUmemGenericAllocationHandle *h = (CUmemGenericAllocationHandle *)calloc((size_t)n, sizeof *h);
+    struct vm_chunk **h = (struct vm_chunk **)calloc((size_t)n, sizeof *h);
     if (!h || g_vm.reserve(&va, size, gran, 0, 0) != CUDA_SUCCESS) {
         free(h);
         set_status("cuMemAddressReserve", cudaErrorMemoryAllocation);
@@ -125,38 +135,75 @@ extern "C" HIDDEN int cuda_vm_is(const void *p) {
     return is;
 }
 
-// chunk i of r backed (and zeroed): 0, or -1
-static int vm_back(cuda_dev *d, struct vm_region *r, int i) {
+// the GPU keeps g_vm.spare bytes free after one more chunk: 0, or -1 (the status set)
+static int vm_room(size_t gran) {
     size_t fr = 0, total = 0;
-    if (cudaMemGetInfo(&fr, &total) != cudaSuccess || fr < r->gran + g_vm.spare) {
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess || fr < gran + g_vm.spare) {
         cudaGetLastError();
         return set_status("a KV cache chunk (the GPU's memory is taken)", cudaErrorMemoryAllocation);
     }
-    const CUmemAllocationProp p = vm_prop(r->ordinal);
-    CUmemGenericAllocationHandle h = 0;
-    const CUdeviceptr at = (CUdeviceptr)(r->va + (size_t)i * r->gran);
-    if (g_vm.create(&h, r->gran, &p, 0) != CUDA_SUCCESS) return set_status("cuMemCreate", cudaErrorMemoryAllocation);
+    return 0;
+}
+
+// h mapped at [at, at + gran), read and write: 0, or -1 (nothing mapped)
+static int vm_map(uintptr_t at, size_t gran, int ordinal, CUmemGenericAllocationHandle h) {
+    const CUmemAllocationProp p = vm_prop(ordinal);
     CUmemAccessDesc a;
     memset(&a, 0, sizeof a);
     a.location = p.location, a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if (g_vm.map(at, r->gran, 0, h, 0) != CUDA_SUCCESS) {
-        g_vm.release(h);
-        return set_status("cuMemMap", cudaErrorMemoryAllocation);
-    }
-    if (g_vm.access(at, r->gran, &a, 1) != CUDA_SUCCESS || cudaMemsetAsync((void *)at, 0, r->gran, d->stream) != cudaSuccess) {
-        g_vm.unmap(at, r->gran);
-        g_vm.release(h);
-        cudaGetLastError();
+    if (g_vm.map((CUdeviceptr)at, gran, 0, h, 0) != CUDA_SUCCESS) return set_status("cuMemMap", cudaErrorMemoryAllocation);
+    if (g_vm.access((CUdeviceptr)at, gran, &a, 1) != CUDA_SUCCESS) {
+        g_vm.unmap((CUdeviceptr)at, gran);
         return set_status("cuMemSetAccess", cudaErrorMemoryAllocation);
     }
-    r->h[i] = h, g_mapped += r->gran;
+    return 0;
+}
+
+// a new chunk of r's size: NULL where the memory is taken (the status set)
+static struct vm_chunk *vm_new(struct vm_region *r) {
+    if (vm_room(r->gran)) return NULL;
+    const CUmemAllocationProp p = vm_prop(r->ordinal);
+    struct vm_chunk *k = (struct vm_chunk *)calloc(1, sizeof *k);
+    if (!k) return NULL;
+    if (g_vm.create(&k->h, r->gran, &p, 0) != CUDA_SUCCESS) {
+        free(k);
+        set_status("cuMemCreate", cudaErrorMemoryAllocation);
+        return NULL;
+    }
+    k->refs = 1, g_mapped += r->gran;
+    return k;
+}
+
+static void vm_unref(struct vm_chunk *k, size_t gran) {
+    if (--k->refs > 0) return;
+    g_vm.release(k->h);
+    g_mapped -= gran;
+    free(k);
+}
+
+// chunk i of r backed (and zeroed): 0, or -1
+static int vm_back(cuda_dev *d, struct vm_region *r, int i) {
+    struct vm_chunk *k = vm_new(r);
+    const uintptr_t at = r->va + (size_t)i * r->gran;
+    if (!k) return -1;
+    if (vm_map(at, r->gran, r->ordinal, k->h)) {
+        vm_unref(k, r->gran);
+        return -1;
+    }
+    if (cudaMemsetAsync((void *)at, 0, r->gran, d->stream) != cudaSuccess) {
+        cudaGetLastError();
+        g_vm.unmap((CUdeviceptr)at, r->gran);
+        vm_unref(k, r->gran);
+        return set_status("a KV cache chunk zeroed", cudaErrorMemoryAllocation);
+    }
+    r->c[i] = k;
     return 0;
 }
 
 static void vm_unback(struct vm_region *r, int i) {
     g_vm.unmap((CUdeviceptr)(r->va + (size_t)i * r->gran), r->gran);
-    g_vm.release(r->h[i]);
-    r->h[i] = 0, g_mapped -= r->gran;
+    vm_unref(r->c[i], r->gran);
+    r->c[i] = NULL;
 }
 
 extern "C" HIDDEN int cuda_vm_commit(cuda_dev *d, void *va, size_t off, size_t len) {
@@ -165,7 +212,7 @@ extern "C" HIDDEN int cuda_vm_commit(cuda_dev *d, void *va, size_t off, size_t l
     struct vm_region *r = vm_find((uintptr_t)va);
     int rc = r && off + len <= r->size ? 0 : -1;
     for (size_t i = r ? off / r->gran : 0; !rc && i < (off + len + r->gran - 1) / r->gran; i++)
-        if (!r->h[i]) rc = vm_back(d, r, (int)i);
+        if (!r->c[i]) rc = vm_back(d, r, (int)i);
     pthread_mutex_unlock(&g_mu);
     return rc;
 }
@@ -177,7 +224,7 @@ extern "C" HIDDEN void cuda_vm_trim(cuda_dev *d, void *va, size_t off, size_t le
         cudaStreamSynchronize(d->stream); // (nothing queued reads what goes)
         const size_t end = off + len < r->size ? off + len : r->size;
         for (size_t i = (off + r->gran - 1) / r->gran; i < end / r->gran; i++) // (the chunks wholly inside)
-            if (r->h[i]) vm_unback(r, (int)i);
+            if (r->c[i]) vm_unback(r, (int)i);
     }
     pthread_mutex_unlock(&g_mu);
 }
@@ -188,12 +235,98 @@ extern "C" HIDDEN void cuda_vm_free(cuda_dev *d, void *va) {
     if (r) {
         cudaStreamSynchronize(d->stream);
         for (int i = 0; i < r->n; i++)
-            if (r->h[i]) vm_unback(r, i);
+            if (r->c[i]) vm_unback(r, i);
         g_vm.afree((CUdeviceptr)r->va, r->size);
-        free(r->h);
+        free(r->c);
         *r = g_reg[--g_nreg];
     }
     pthread_mutex_unlock(&g_mu);
+}
+
+// [doff, doff + len) of dst's range mapped to the chunks of [soff, soff + len)
+// of src's (offsets and length whole chunks of both, on one device): dst's own
+// chunks there given back. 0, or -1 where a chunk could not be mapped (that
+// chunk and those after it then not backed in dst).
+extern "C" HIDDEN int cuda_vm_share(cuda_dev *d, void *dst, size_t doff, void *src, size_t soff, size_t len) {
+    pthread_mutex_lock(&g_mu);
+    struct vm_region *a = vm_find((uintptr_t)dst), *b = vm_find((uintptr_t)src);
+    int rc = a && b && a != b && a->gran == b->gran && a->ordinal == b->ordinal && doff % a->gran == 0 && soff % a->gran == 0 &&
+                     len % a->gran == 0 && doff + len <= a->size && soff + len <= b->size
+                 ? 0
+                 : -1;
+    if (!rc) cudaDeviceSynchronize(); // (nothing queued still reads dst's chunks, or writes src's)
+    for (size_t k = 0; !rc && k < len / a->gran; k++) {
+        const size_t i = doff / a->gran + k, j = soff / a->gran + k;
+        if (a->c[i] == b->c[j]) continue;
+        if (a->c[i]) vm_unback(a, (int)i);
+        if (!b->c[j]) continue; // (not backed there: not here either)
+        if (vm_map(a->va + i * a->gran, a->gran, a->ordinal, b->c[j]->h)) rc = -1;
+        else a->c[i] = b->c[j], a->c[i]->refs++;
+    }
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+// The chunks of [off, off + len) of va's range that other ranges map too, each
+// replaced by a copy of its own (copy on write). 0, or -1 where the memory is
+// taken (the chunks before the one that failed are its own; that one and those
+// after it stay shared).
+extern "C" HIDDEN int cuda_vm_private(cuda_dev *d, void *va, size_t off, size_t len) {
+    if (!len) return 0;
+    pthread_mutex_lock(&g_mu);
+    struct vm_region *r = vm_find((uintptr_t)va);
+    int rc = r && off + len <= r->size && r->ordinal >= 0 && r->ordinal < 64 ? 0 : -1, synced = 0;
+    for (size_t i = r ? off / r->gran : 0; !rc && i < (off + len + r->gran - 1) / r->gran; i++) {
+        if (!r->c[i] || r->c[i]->refs < 2) continue;
+        if (!synced) cudaDeviceSynchronize(), synced = 1; // (nothing queued writes the chunk: its copy is whole)
+        uintptr_t st = g_stage[r->ordinal];
+        if (!st) {
+            CUdeviceptr sv = 0;
+            if (g_vm.reserve(&sv, r->gran, r->gran, 0, 0) != CUDA_SUCCESS) {
+                rc = set_status("cuMemAddressReserve", cudaErrorMemoryAllocation);
+                break;
+            }
+            st = g_stage[r->ordinal] = (uintptr_t)sv;
+        }
+        struct vm_chunk *k = vm_new(r);
+        const uintptr_t at = r->va + i * r->gran;
+        if (!k || vm_map(st, r->gran, r->ordinal, k->h)) {
+            if (k) vm_unref(k, r->gran);
+            rc = -1;
+            break;
+        }
+        // (the copy through the staging addresses, then the new chunk mapped where the shared one was)
+        const cudaError_t e = cudaMemcpy((void *)st, (const void *)at, r->gran, cudaMemcpyDeviceToDevice);
+        g_vm.unmap((CUdeviceptr)st, r->gran);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            vm_unref(k, r->gran);
+            rc = set_status("a shared KV cache chunk copied", e);
+            break;
+        }
+        g_vm.unmap((CUdeviceptr)at, r->gran);
+        if (vm_map(at, r->gran, r->ordinal, k->h)) { // (the shared one back: nothing changed)
+            vm_unref(k, r->gran);
+            if (vm_map(at, r->gran, r->ordinal, r->c[i]->h)) vm_unref(r->c[i], r->gran), r->c[i] = NULL;
+            rc = -1;
+            break;
+        }
+        vm_unref(r->c[i], r->gran);
+        r->c[i] = k;
+    }
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+// the chunks of [off, off + len) of va's range that other ranges map too
+extern "C" HIDDEN int cuda_vm_shared(const void *va, size_t off, size_t len) {
+    pthread_mutex_lock(&g_mu);
+    struct vm_region *r = vm_find((uintptr_t)va);
+    int n = 0;
+    for (size_t i = r && len ? off / r->gran : 0; r && len && i < (off + len + r->gran - 1) / r->gran && i < (size_t)r->n; i++)
+        n += r->c[i] && r->c[i]->refs > 1;
+    pthread_mutex_unlock(&g_mu);
+    return n;
 }
 
 extern "C" HIDDEN size_t cuda_vm_mapped(void) {
