@@ -60,6 +60,7 @@ typedef struct {
                                  // rows then differ from alone: the products' column split follows the pass's rows):
                                  // -1 (the default) where the context is not deterministic (ex->exact);
                                  // INFER_CUDA_BATCH_GEMM=1 always, =0 never
+    unsigned blas_seen;          // cuda_blas_total at the last GRAPH_BEGIN (cu_graph)
     int pass_bg;                 // (the pass begun: batch_gemm's choice for it, a graph key's part)
     int trace;                   // INFER_CUDA_TRACE=1: each pass's product launches by kind on stderr (begin_pass)
     int pass_mmq;                // (the pass begun: 1 a decode step of 2 to cuda_mmq_max rows, not deterministic, whose

@@ -54,6 +54,7 @@ struct cuda_dev {
     int mmq_nt, mmq_min; // k_mmq's token tiles of 8 a block at most (INFER_CUDA_MMQ_NT=1/2/4/8, 8 by default); q4_K /
                          // q5_K's mins through int8 mma (INFER_CUDA_MMQ_MIN=1; the same integers: measuring switches)
     unsigned n_mmq, n_gemm, n_blas, n_mv; // launches of each product kind since the last cuda_counts (INFER_CUDA_TRACE)
+    unsigned blas_total;                  // cuBLAS products ever (cuda_blas_total: a pass that ran some is not captured)
     int mv_narrow;       // more threads a row where a product has few blocks (matmul_multi; INFER_CUDA_MV_NARROW=0: not)
     int gemm_split;      // k_gemm2 may split the columns of a product of few blocks (INFER_CUDA_GEMM_SPLIT=0: never)
     int gemm_xh;         // k_gemm2's activations rounded to f16 once a product, quantized weights (INFER_CUDA_GEMM_XH=0: not)

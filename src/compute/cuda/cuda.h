@@ -251,6 +251,7 @@ void cuda_mmq_tune(cuda_dev *d, int nt, int min);
 // the product launches since the last call, by kind: k_mmq runs, tensor-core products (cuda_gemm), cuBLAS
 // ones, q8 products (cuda_matmul_multi, k_mmq's included) -- host calls, so a graph's replays count none
 void cuda_counts(cuda_dev *d, unsigned *c);
+unsigned cuda_blas_total(cuda_dev *d); // cuBLAS products so far
 unsigned cuda_moved(cuda_dev *d); // scratch reallocations so far: a graph captured before one is stale
 // a failed capture's error dropped (the runtime's last error, which the next launch's check would report)
 void cuda_error_clear(void);

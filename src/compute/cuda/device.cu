@@ -59,6 +59,7 @@ extern "C" HIDDEN void cuda_mmq_pass(cuda_dev *d, int on) { d->mmq_on = on; }
 extern "C" HIDDEN void cuda_mmq_tune(cuda_dev *d, int nt, int min) {
     d->mmq_nt = nt == 1 || nt == 2 || nt == 4 ? nt : 8, d->mmq_min = min != 0;
 }
+extern "C" HIDDEN unsigned cuda_blas_total(cuda_dev *d) { return d->blas_total; }
 extern "C" HIDDEN void cuda_counts(cuda_dev *d, unsigned *c) {
     c[0] = d->n_mmq, c[1] = d->n_gemm, c[2] = d->n_blas, c[3] = d->n_mv;
     d->n_mmq = d->n_gemm = d->n_blas = d->n_mv = 0;

@@ -331,7 +331,7 @@ static int blas_wants(cuda_dev *d, int wtype, int rows, int cols, int T) {
 }
 
 static int blas_gemm(cuda_dev *d, int wtype, const uint8_t *w, int rows, int cols, int nb, const float *x, int T, float *y, int lowp) {
-    d->n_blas++;
+    d->n_blas++, d->blas_total++;
     const int fl = is_float(wtype), ns = fl && !lowp ? 2 : 1;
     const size_t n = (size_t)T * cols;
     if (grow(d, &d->gx, &d->gx_cap, 2 * ns * n)) return -1;
