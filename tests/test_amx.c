@@ -187,8 +187,10 @@ static void attention_pass(const backend *be, attn_desc *d, float *out) {
     be->ops->attention((backend *)be, d);
 }
 
-static void check_flash(void) {
-    enum { H = 8, KV = 2, HD = 64, NCTX = 1100, T = 41 };
+static void check_flash(int avx, int HD) {
+    const char *how = avx ? "AVX512-BF16" : "AMX";
+    setenv("INFER_FLASH_AVX", avx ? "1" : "0", 1);
+    enum { H = 8, KV = 2, NCTX = 1100, T = 41 };
     const int nq = H * HD, nkv = KV * HD, stride = NCTX + 1, B = 8;
     float *q = malloc(sizeof(float) * T * nq), *src = malloc(sizeof(float) * NCTX * nkv);
     for (int i = 0; i < T * nq; i++) q[i] = frand();
@@ -238,21 +240,23 @@ static void check_flash(void) {
             attention_pass(&cpu2, &d, o2);
             double e = 0, r = 0;
             for (int i = 0; i < 40 * nq; i++) e = fmax(e, fabs(o2[i] - o_ref[i])), r = fmax(r, fabs(o_ref[i]));
-            CHECK(e / r < 2e-2, "flash attention (%s, window %d): max error %.3g of the reference's largest value", kv_type_name(kt), d.window,
-                  e / r);
-            CHECK(memcmp(o2, o0, sizeof(float) * 40 * nq) != 0, "flash attention (%s): the prompt rows are the f32 kernels' (not run?)",
+            CHECK(e / r < 2e-2, "flash attention (%s; %s, window %d): max error %.3g of the reference's largest value", how, kv_type_name(kt),
+                  d.window, e / r);
+            CHECK(memcmp(o2, o0, sizeof(float) * 40 * nq) != 0, "flash attention (%s; %s): the prompt rows are the f32 kernels' (not run?)", how,
                   kv_type_name(kt));
-            CHECK(!memcmp(o2 + 40 * nq, o0 + 40 * nq, sizeof(float) * nq), "flash attention (%s): the decode row differs from the f32 kernels'",
-                  kv_type_name(kt));
+            CHECK(!memcmp(o2 + 40 * nq, o0 + 40 * nq, sizeof(float) * nq), "flash attention (%s; %s): the decode row differs from the f32 kernels'",
+                  how, kv_type_name(kt));
             d.blk0 = b3_0, d.blk_n = b3_n, d.n_blk = n3;
             attention_pass(&cpu1, &d, o1);
-            CHECK(!memcmp(o1, o2, sizeof(float) * T * nq), "flash attention (%s, window %d): blocks of 3 on one thread differ from blocks of 8 on two",
-                  kv_type_name(kt), d.window);
-            printf("amx: flash attention, %s cache, window %d: max error %.2g of the reference's largest value\n", kv_type_name(kt), d.window, e / r);
+            CHECK(!memcmp(o1, o2, sizeof(float) * T * nq), "flash attention (%s; %s, window %d): blocks of 3 on one thread differ from blocks of 8 on two",
+                  how, kv_type_name(kt), d.window);
+            printf("amx: flash attention (%s, hd %d), %s cache, window %d: max error %.2g of the reference's largest value\n", how, HD, kv_type_name(kt), d.window,
+                   e / r);
             for (int c = 0; c < 2; c++) free(kc[c]), free(vc[c]);
         }
     unsetenv("INFER_AMX_ATTN");
-    CHECK(ran, "flash attention: attn_flash_ok refused an AMX-BF16 CPU");
+    unsetenv("INFER_FLASH_AVX");
+    CHECK(ran, "flash attention: attn_flash_ok refused an %s CPU", how);
     cpu_exec_release(&ex1), cpu_exec_release(&ex2), cpu_exec_release(&exr);
     pool_free(p2);
     free(q), free(src), free(scores), free(o_ref), free(o1), free(o2), free(o0);
@@ -289,8 +293,10 @@ int main(void) {
                 if (panel_type_ok(dt, 640)) check_panel(dt, 640, 25), check_panel(dt, 288, 32);
             }
     } else printf("amx: this CPU has no AMX-INT8 (or the OS did not grant it): the panels are not run\n");
+    if (cpu_has_avx512bf16()) check_flash(1, 64), check_flash(1, 128); // (the AVX512-BF16 kernel: AMD Zen 4 and 5's, an AMX CPU's too)
+    else printf("amx: this CPU has no AVX512-BF16: its flash attention is not run\n");
     if (cpu_has_amx_bf16()) {
-        check_flash(), check_panel_bf16(512, 32), check_panel_bf16(1280, 19), check_panel_bf16(640, 25);
+        check_flash(0, 64), check_panel_bf16(512, 32), check_panel_bf16(1280, 19), check_panel_bf16(640, 25);
         for (int dt = 0; dt < DT_COUNT; dt++)
             if (panel_bf16_type(dt) && dt != DT_BF16 && dtype_get(dt)->from_float) check_decode_bf16(dt, 640, 25), check_decode_bf16(dt, 256, 32);
         check_decode_bf16(DT_Q4_K, 512, 19);

@@ -43,7 +43,7 @@ void attn_mix_ref(const float *s, size_t sstride, int group, int n, const void *
 // KV head) on ex's threads, their bf16 tiles in ex's scratch: 0, or -1 where
 // it could not (scratch; nothing written). Not the f32 kernels' floats: bf16
 // queries, keys, values and probabilities, within ~1e-2 of the reference.
-int attn_flash_enabled(void); // an AMX-BF16 CPU, INFER_AMX_ATTN not 0
+int attn_flash_enabled(void); // an AMX-BF16 or AVX512-BF16 CPU, INFER_AMX_ATTN not 0
 int attn_flash_ok(const attn_desc *d);
 int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb);
 

@@ -15,6 +15,12 @@
 // added, stored. A row's floats depend on its own query, position and cache
 // alone (the 64-key steps start at position 0), so a row comes out the same
 // whatever rows share its chunk.
+//
+// Where the CPU has AVX512-BF16 and no AMX (AMD Zen 4 and 5), the same layouts
+// feed VDPBF16PS (a tile's row of 16 key or dimension pairs is one zmm): the
+// step's products in registers (4 query rows x 64 keys, 4 rows x 64
+// dimensions), the softmax the same code. INFER_FLASH_AVX=1 takes that path on
+// an AMX CPU too (the tests run both there).
 #include "compute/cpu/attn.h"
 #include "compute/cpu/ops.h"
 #include "base/cpu.h"
@@ -26,14 +32,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-int attn_flash_enabled(void) {
-    const char *e = getenv("INFER_AMX_ATTN"); // (read each time: cheap beside a layer's attention, and the tests set it)
-    return !(e && !strcmp(e, "0")) && cpu_has_amx_bf16();
+// 0: no flash kernel; 1: AMX tiles; 2: AVX512-BF16 registers
+static int flash_mode(void) {
+    const char *e = getenv("INFER_AMX_ATTN"), *a = getenv("INFER_FLASH_AVX"); // (read each time: cheap beside a layer's attention, and the tests set them)
+    if (e && !strcmp(e, "0")) return 0;
+    if (cpu_has_amx_bf16() && !(a && !strcmp(a, "1"))) return 1;
+    return cpu_has_avx512bf16() ? 2 : 0;
 }
 
+int attn_flash_enabled(void) { return flash_mode() != 0; }
+
 int attn_flash_ok(const attn_desc *d) {
-    return attn_flash_enabled() && d->hd % 32 == 0 && d->hd <= 256 && !d->softcap && !d->sinks &&
-           d->KV > 0 && d->H % d->KV == 0;
+    const int m = flash_mode();
+    return m && d->hd % (m == 2 ? 64 : 32) == 0 && d->hd <= 256 && !d->softcap && !d->sinks && d->KV > 0 && d->H % d->KV == 0;
 }
 
 #if defined(__x86_64__)
@@ -58,6 +69,7 @@ typedef struct {
     int *blk_cache;     // per listed block: its cache
     int ng, *task0;     // groups of listed blocks (fl_task)
     unsigned char *tiles;
+    int avx;            // chunk_step_avx (flash_mode 2)
     unsigned char *state; // per thread: its chunks' state (FL_CHUNKS fl_chunk, ~580 KB: not on a thread's stack)
     atomic_int next;
 } fl_job;
@@ -142,30 +154,11 @@ FL_TARGET static void chunk_init(const attn_desc *d, int blk, int kh, int r0, fl
     memset(ch->O, 0, sizeof(float) * 16 * (size_t)hd);
 }
 
-// the chunk's 64 keys from kb: scores, softmax, values
-FL_TARGET static void chunk_step(const attn_desc *d, fl_chunk *ch, int kb, const uint16_t *kt, const uint16_t *vt) {
-    const int hd = d->hd;
-    uint16_t pa[16 * KB] __attribute__((aligned(64)));
-    float s[4][256] __attribute__((aligned(64))), al[16];
-    const long s64 = 64, sq = 2 * hd, so = 4 * hd, sp = 2 * KB;
-    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
-    for (int ds = 0; ds < hd / 32; ds++) {
-        const uint16_t *kp = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *kq = kp + (size_t)(hd / 32) * 512;
-        __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(ch->qa + 32 * ds), "r"(sq) : "memory");
-        __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
-                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
-                         "tileloadd (%1,%2,1), %%tmm7\n\t"
-                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::"r"(kp), "r"(kq), "r"(s64)
-                         : "memory");
-        __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
-                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm2\n\t"
-                         "tileloadd (%1,%2,1), %%tmm7\n\t"
-                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm3" ::"r"(kq + (size_t)(hd / 32) * 512), "r"(kq + (size_t)(hd / 16) * 512), "r"(s64)
-                         : "memory");
-    }
-    __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
-                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(s[0]), "r"(s[1]), "r"(s[2]), "r"(s[3]), "r"(s64)
-                     : "memory");
+// The chunk's scores of 64 keys from kb (s[j][16 i + c]: row i, position kb + 16 j + c) to probabilities:
+// the online softmax's maximum and sum, O rescaled where the maximum grew, pa the probabilities in bf16
+// (row i's 64 from pa + 64 i)
+FL_TARGET static void chunk_softmax(fl_chunk *ch, int kb, float s[4][256], uint16_t *pa, int hd) {
+    float al[16];
     int rescale = 0;
     for (int i = 0; i < 16; i++) { // row i's 64 scores: s[j][16 i + c] is position kb + 16 j + c
         __m512 x[4];
@@ -193,6 +186,33 @@ FL_TARGET static void chunk_step(const attn_desc *d, fl_chunk *ch, int kb, const
             if (al[i] != 1.0f)
                 for (int x = 0; x < hd; x += 16)
                     _mm512_store_ps(ch->O + i * hd + x, _mm512_mul_ps(_mm512_load_ps(ch->O + i * hd + x), _mm512_set1_ps(al[i])));
+}
+
+// the chunk's 64 keys from kb: scores, softmax, values
+FL_TARGET static void chunk_step(const attn_desc *d, fl_chunk *ch, int kb, const uint16_t *kt, const uint16_t *vt) {
+    const int hd = d->hd;
+    uint16_t pa[16 * KB] __attribute__((aligned(64)));
+    float s[4][256] __attribute__((aligned(64)));
+    const long s64 = 64, sq = 2 * hd, so = 4 * hd, sp = 2 * KB;
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::: "memory");
+    for (int ds = 0; ds < hd / 32; ds++) {
+        const uint16_t *kp = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *kq = kp + (size_t)(hd / 32) * 512;
+        __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(ch->qa + 32 * ds), "r"(sq) : "memory");
+        __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                         "tileloadd (%1,%2,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::"r"(kp), "r"(kq), "r"(s64)
+                         : "memory");
+        __asm__ volatile("tileloadd (%0,%2,1), %%tmm6\n\t"
+                         "tdpbf16ps %%tmm6, %%tmm4, %%tmm2\n\t"
+                         "tileloadd (%1,%2,1), %%tmm7\n\t"
+                         "tdpbf16ps %%tmm7, %%tmm4, %%tmm3" ::"r"(kq + (size_t)(hd / 32) * 512), "r"(kq + (size_t)(hd / 16) * 512), "r"(s64)
+                         : "memory");
+    }
+    __asm__ volatile("tilestored %%tmm0, (%0,%4,1)\n\ttilestored %%tmm1, (%1,%4,1)\n\t"
+                     "tilestored %%tmm2, (%2,%4,1)\n\ttilestored %%tmm3, (%3,%4,1)" ::"r"(s[0]), "r"(s[1]), "r"(s[2]), "r"(s[3]), "r"(s64)
+                     : "memory");
+    chunk_softmax(ch, kb, s, pa, hd);
     __asm__ volatile("tileloadd (%0,%2,1), %%tmm4\n\ttileloadd (%1,%2,1), %%tmm5" ::"r"(pa), "r"(pa + 32), "r"(sp) : "memory");
     for (int dt = 0; dt < hd / 16; dt++) {
         const uint16_t *v0 = vt + ((size_t)(kb / 32) * (hd / 16) + dt) * 512, *v1 = v0 + (size_t)(hd / 16) * 512;
@@ -204,6 +224,73 @@ FL_TARGET static void chunk_step(const attn_desc *d, fl_chunk *ch, int kb, const
                          "tilestored %%tmm0, (%0,%3,1)" ::"r"(ch->O + 16 * dt), "r"(v0), "r"(v1), "r"(so), "r"(s64)
                          : "memory");
     }
+}
+
+// chunk_step in AVX512-BF16 registers: scores of 4 rows x 64 keys a pass over the dimensions (16 sums), then
+// the probabilities times the values, 4 rows x 64 dimensions a pass over the keys (hd a multiple of 64)
+FL_TARGET static void chunk_step_avx(const attn_desc *d, fl_chunk *ch, int kb, const uint16_t *kt, const uint16_t *vt) {
+    const int hd = d->hd;
+    uint16_t pa[16 * KB] __attribute__((aligned(64)));
+    float s[4][256] __attribute__((aligned(64)));
+    for (int i0 = 0; i0 < 16; i0 += 4) {
+        __m512 acc[4][4];
+        #pragma GCC unroll 16
+        for (int r = 0; r < 4; r++)
+            #pragma GCC unroll 16
+            for (int g = 0; g < 4; g++) acc[r][g] = _mm512_setzero_ps();
+        for (int ds = 0; ds < hd / 32; ds++) {
+            const uint16_t *k0 = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *q0 = ch->qa + (size_t)i0 * hd + 32 * ds;
+            #pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) { // (dimensions 32 ds + 2j and 2j + 1 of 64 keys: a row of each of 4 tiles)
+                __m512bh k[4];
+                #pragma GCC unroll 16
+                for (int g = 0; g < 4; g++) k[g] = (__m512bh)_mm512_load_si512(k0 + (size_t)g * (hd / 32) * 512 + 32 * j);
+                #pragma GCC unroll 16
+                for (int r = 0; r < 4; r++) {
+                    uint32_t qp;
+                    memcpy(&qp, q0 + (size_t)r * hd + 2 * j, 4);
+                    const __m512bh qb = (__m512bh)_mm512_set1_epi32((int)qp);
+                    #pragma GCC unroll 16
+                    for (int g = 0; g < 4; g++) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], qb, k[g]);
+                }
+            }
+        }
+        #pragma GCC unroll 16
+        for (int r = 0; r < 4; r++)
+            #pragma GCC unroll 16
+            for (int g = 0; g < 4; g++) _mm512_store_ps(s[g] + 16 * (i0 + r), acc[r][g]);
+    }
+    chunk_softmax(ch, kb, s, pa, hd);
+    for (int i0 = 0; i0 < 16; i0 += 4)
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            __m512 acc[4][4];
+            #pragma GCC unroll 16
+            for (int r = 0; r < 4; r++)
+                #pragma GCC unroll 16
+                for (int g = 0; g < 4; g++) acc[r][g] = _mm512_load_ps(ch->O + (size_t)(i0 + r) * hd + d0 + 16 * g);
+            #pragma GCC unroll 16
+            for (int h = 0; h < 2; h++) { // (keys kb + 32 h ..: a tile of 32 keys, its rows key pairs of 16 dimensions)
+                const uint16_t *v0 = vt + ((size_t)(kb / 32 + h) * (hd / 16) + d0 / 16) * 512;
+                #pragma GCC unroll 16
+                for (int j = 0; j < 16; j++) {
+                    __m512bh v[4];
+                    #pragma GCC unroll 16
+                    for (int g = 0; g < 4; g++) v[g] = (__m512bh)_mm512_load_si512(v0 + (size_t)g * 512 + 32 * j);
+                    #pragma GCC unroll 16
+                    for (int r = 0; r < 4; r++) {
+                        uint32_t pp;
+                        memcpy(&pp, pa + (size_t)(i0 + r) * KB + 32 * h + 2 * j, 4);
+                        const __m512bh pb = (__m512bh)_mm512_set1_epi32((int)pp);
+                        #pragma GCC unroll 16
+                        for (int g = 0; g < 4; g++) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], pb, v[g]);
+                    }
+                }
+            }
+            #pragma GCC unroll 16
+            for (int r = 0; r < 4; r++)
+                #pragma GCC unroll 16
+                for (int g = 0; g < 4; g++) _mm512_store_ps(ch->O + (size_t)(i0 + r) * hd + d0 + 16 * g, acc[r][g]);
+        }
 }
 
 FL_TARGET static void chunk_out(const attn_desc *d, int kh, const fl_chunk *ch) {
@@ -220,7 +307,7 @@ FL_TARGET static void chunk_out(const attn_desc *d, int kh, const fl_chunk *ch) 
 // 64-key step's tiles, read from memory by the first chunk, stay in L2 for the others.
 enum { FL_CHUNKS = 8 };
 FL_TARGET static void chunks_run(const attn_desc *d, const int *blk, int n, int kh, const unsigned char *tiles, const fl_cache *c,
-                                 fl_chunk *ch) {
+                                 fl_chunk *ch, int avx) {
     const int group = d->H / d->KV;
     const uint16_t *kt = (const uint16_t *)(tiles + c->off + head_bytes(c->n, d->hd) * (size_t)kh), *vt = kt + (size_t)c->n * d->hd;
     int nc = 0, k0 = INT32_MAX, k1 = 0;
@@ -230,10 +317,13 @@ FL_TARGET static void chunks_run(const attn_desc *d, const int *blk, int n, int 
             k0 = ch[nc].k0 < k0 ? ch[nc].k0 : k0, k1 = ch[nc].k1 > k1 ? ch[nc].k1 : k1;
             nc++;
         }
-    amx_configure_panel();
+    if (!avx) amx_configure_panel();
     for (int kb = k0; kb < k1; kb += KB)
         for (int i = 0; i < nc; i++)
-            if (kb >= ch[i].k0 && kb < ch[i].k1) chunk_step(d, &ch[i], kb, kt, vt);
+            if (kb >= ch[i].k0 && kb < ch[i].k1) {
+                if (avx) chunk_step_avx(d, &ch[i], kb, kt, vt);
+                else chunk_step(d, &ch[i], kb, kt, vt);
+            }
     for (int i = 0; i < nc; i++) chunk_out(d, kh, &ch[i]);
 }
 
@@ -264,7 +354,7 @@ static void fl_task(void *arg, int ith, int nth) {
         const int g = j->ng - 1 - it / d->KV, kh = it % d->KV, b0 = j->task0[g], b1 = j->task0[g + 1];
         int blk[FL_CHUNKS];
         for (int b = b0; b < b1; b++) blk[b - b0] = j->blks[b];
-        chunks_run(d, blk, b1 - b0, kh, j->tiles, &j->c[j->blk_cache[b0]], ch);
+        chunks_run(d, blk, b1 - b0, kh, j->tiles, &j->c[j->blk_cache[b0]], ch, j->avx);
     }
 }
 
@@ -303,7 +393,9 @@ int attn_flash(cpu_exec *ex, const attn_desc *d, const int *blks, int nb) {
         chunks += k;
     }
     task0[ng] = nb;
-    fl_job j = {.d = d, .blks = blks, .nb = nb, .nc = nc, .c = c, .blk_cache = bc, .ng = ng, .task0 = task0};
+    const int mode = flash_mode();
+    if (!mode || (mode == 2 && d->hd % 64)) return -1;
+    fl_job j = {.d = d, .blks = blks, .nb = nb, .nc = nc, .c = c, .blk_cache = bc, .ng = ng, .task0 = task0, .avx = mode == 2};
     j.tiles = ex->kvt + (64 - (uintptr_t)ex->kvt % 64) % 64;
     j.state = j.tiles + state;
     pool_run(ex->pool, fl_convert, &j);
