@@ -66,7 +66,6 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src, in
 }
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 static __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-static __device__ __forceinline__ void cp_async_wait0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // the K and V rows k0 .. k0 + FA_BC - 1 (zeros past khi) into a stage
 template <int HD>
@@ -248,194 +247,6 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
     }
 }
 
-// k_flash_p (INFER_CUDA_FLASH_PIPE=1; heads of up to 128, q in registers): k_flash with the next tile's
-// S = Q K^T issued before this tile's softmax and P V, so that the tensor cores' products of one overlap
-// the other's float work in the same warp (FlashAttention-3's intra-warp overlap, on mma.sync): three
-// K / V stages -- the tile whose P V runs, the tile whose scores are made, the tile in flight -- and one
-// barrier a tile. The same sums in the same order as k_flash: results bit for bit its.
-static __host__ __device__ constexpr size_t fa_smem_p(int hd) { return sizeof(__half) * (size_t)6 * FA_BC * (hd + FA_PAD); }
-
-template <int HD>
-static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash_p(const float *q, float *out, int T, int H, int KV, int window, const int *pos,
-                                                                  const __half *kc, const __half *vc, float scale, float softcap,
-                                                                  const float *sinks, int gs) {
-    PDL_ENTRY();
-    extern __shared__ __align__(16) unsigned char fa_mem[];
-    enum { S = HD + FA_PAD, NT = HD / 8, NK = HD / 16, TILE = FA_BC * S };
-    __half *sk = (__half *)fa_mem, *sv = sk + 3 * TILE, *sq = sk + TILE; // (Q staged in K's stage 1 before any tile there)
-    __shared__ int s_lo, s_hi;
-    const int gm = (1 << gs) - 1, r0 = (gridDim.x - 1 - blockIdx.x) * (FA_BR >> gs), h0 = blockIdx.y << gs, kh = h0 / (H / KV);
-    const int nq = H * HD, nkv = KV * HD;
-    const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, g = lane >> 2, tq = lane & 3;
-    const float L2E = 1.4426950408889634f;
-    if (tid == 0) s_lo = INT_MAX, s_hi = -1;
-    __syncthreads();
-    if (tid < (FA_BR >> gs) && r0 + tid < T) {
-        const int p = pos[r0 + tid];
-        atomicMin(&s_lo, window && p - window + 1 > 0 ? p - window + 1 : 0);
-        atomicMax(&s_hi, p);
-    }
-    __syncthreads();
-    const int klo = s_lo, khi = s_hi, nt = khi >= klo ? (khi - klo) / FA_BC + 1 : 0;
-    if (nt) fa_load<HD>(sk, sv, kc, vc, klo, khi, nkv, kh); // (tile 0 into stage 0 while q is read)
-    cp_async_commit();
-    for (int i = tid; i < FA_BR * HD / 4; i += blockDim.x) {
-        const int r = i / (HD / 4), c = i % (HD / 4) * 4, t = r0 + (r >> gs);
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (t < T) v = *(const float4 *)(q + (size_t)t * nq + (size_t)(h0 + (r & gm)) * HD + c);
-        __half2 *d = (__half2 *)(sq + r * S + c);
-        d[0] = __floats2half2_rn(v.x, v.y), d[1] = __floats2half2_rn(v.z, v.w);
-    }
-    __syncthreads();
-    uint32_t qa[NK][4];
-#pragma unroll
-    for (int kk = 0; kk < NK; kk++) {
-        const __half *p = sq + (w * 16 + g) * S + kk * 16 + 2 * tq;
-        qa[kk][0] = *(const uint32_t *)p, qa[kk][1] = *(const uint32_t *)(p + 8 * S);
-        qa[kk][2] = *(const uint32_t *)(p + 8), qa[kk][3] = *(const uint32_t *)(p + 8 * S + 8);
-    }
-    __syncthreads(); // (stage 1 is K's again)
-    if (nt > 1) fa_load<HD>(sk + TILE, sv + TILE, kc, vc, klo + FA_BC, khi, nkv, kh);
-    cp_async_commit();
-    int hi[2], lo[2], whi = -1, wlo = INT_MAX;
-    for (int i = 0; i < 2; i++) {
-        const int r = r0 + ((w * 16 + g + 8 * i) >> gs);
-        hi[i] = r < T ? pos[r] : -1;
-        lo[i] = r < T && window && hi[i] - window + 1 > 0 ? hi[i] - window + 1 : 0;
-        whi = max(whi, hi[i]);
-        if (r < T) wlo = min(wlo, lo[i]);
-    }
-    int whi_all = INT_MAX, wlo_all = 0;
-    for (int i = 0; i < 2; i++)
-        if (hi[i] >= 0) whi_all = min(whi_all, hi[i]), wlo_all = max(wlo_all, lo[i]);
-    whi = __reduce_max_sync(0xffffffffu, whi), wlo = __reduce_min_sync(0xffffffffu, wlo);
-    whi_all = __reduce_min_sync(0xffffffffu, whi_all), wlo_all = __reduce_max_sync(0xffffffffu, wlo_all);
-    const float sl2 = scale * L2E;
-    const int kmat = lane >> 3, krow = (kmat >> 1) * 8 + (lane & 7), kcol = (kmat & 1) * 8;
-    float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, s[FA_BC / 8][4];
-#pragma unroll
-    for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    cp_async_wait1(); // (tile 0 is here; tile 1 may fly)
-    __syncthreads();
-    // S of tile j (stage j % 3) where the warp's rows see any of its keys
-    auto scores = [&](float (*sc)[4], int j) {
-#pragma unroll
-        for (int n = 0; n < FA_BC / 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
-        const int k0 = klo + j * FA_BC;
-        if (j >= nt || !(k0 <= whi && k0 + FA_BC > wlo)) return;
-        const __half *tk = sk + (j % 3) * TILE;
-#pragma unroll
-        for (int kk = 0; kk < NK; kk++)
-#pragma unroll
-            for (int n = 0; n < FA_BC / 8; n += 2) {
-                uint32_t b[4];
-                ldmatrix_x4(b, tk + (n * 8 + krow) * S + kk * 16 + kcol);
-                mma_16816(sc[n], qa[kk], b[0], b[1]);
-                mma_16816(sc[n + 1], qa[kk], b[2], b[3]);
-            }
-    };
-    scores(s, 0);
-    for (int it = 0; it < nt; it++) {
-        const int k0 = klo + it * FA_BC;
-        cp_async_wait0(); // (tile it + 1 is here; every warp past tile it - 1: its stage free for tile it + 2)
-        __syncthreads();
-        if (it + 2 < nt) fa_load<HD>(sk + ((it + 2) % 3) * TILE, sv + ((it + 2) % 3) * TILE, kc, vc, k0 + 2 * FA_BC, khi, nkv, kh);
-        cp_async_commit();
-        float sn[FA_BC / 8][4];
-        scores(sn, it + 1); // (the next tile's products, in flight while this tile's softmax runs)
-        if (k0 <= whi && k0 + FA_BC > wlo) {
-            const __half *tv = sv + (it % 3) * TILE;
-            float mx[2] = {-INFINITY, -INFINITY};
-            if (!softcap && k0 + FA_BC - 1 <= whi_all && k0 >= wlo_all) {
-#pragma unroll
-                for (int n = 0; n < FA_BC / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) s[n][e] *= sl2, mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
-            } else {
-#pragma unroll
-                for (int n = 0; n < FA_BC / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int i = e >> 1, j = k0 + n * 8 + 2 * tq + (e & 1);
-                        float v = s[n][e];
-                        if (softcap) v = softcap * tanhf(v * scale / softcap) * L2E;
-                        else v *= sl2;
-                        v = j > hi[i] || j < lo[i] ? -INFINITY : v;
-                        s[n][e] = v, mx[i] = fmaxf(mx[i], v);
-                    }
-            }
-            float f[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-                const float mn = fmaxf(m[i], mx[i]);
-                f[i] = mn == -INFINITY ? 1.0f : ex2(m[i] - mn);
-                m[i] = mn, l[i] *= f[i];
-            }
-            if (__any_sync(0xffffffffu, f[0] != 1.0f || f[1] != 1.0f))
-#pragma unroll
-                for (int n = 0; n < NT; n++) o[n][0] *= f[0], o[n][1] *= f[0], o[n][2] *= f[1], o[n][3] *= f[1];
-#pragma unroll
-            for (int n = 0; n < FA_BC / 8; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int i = e >> 1;
-                    const float p = m[i] == -INFINITY ? 0.0f : ex2(s[n][e] - m[i]);
-                    s[n][e] = p, l[i] += p;
-                }
-#pragma unroll
-            for (int kk = 0; kk < FA_BC / 16; kk++) {
-                const uint32_t a[4] = {h2_bits(s[2 * kk][0], s[2 * kk][1]), h2_bits(s[2 * kk][2], s[2 * kk][3]),
-                                       h2_bits(s[2 * kk + 1][0], s[2 * kk + 1][1]), h2_bits(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-                const int mat = lane >> 3, row = kk * 16 + (mat & 1) * 8 + (lane & 7);
-#pragma unroll
-                for (int n = 0; n < NT; n += 2) {
-                    uint32_t b[4];
-                    ldmatrix_x4_t(b, tv + row * S + (n + (mat >> 1)) * 8);
-                    mma_16816(o[n], a, b[0], b[1]);
-                    mma_16816(o[n + 1], a, b[2], b[3]);
-                }
-            }
-        }
-#pragma unroll
-        for (int n = 0; n < FA_BC / 8; n++) s[n][0] = sn[n][0], s[n][1] = sn[n][1], s[n][2] = sn[n][2], s[n][3] = sn[n][3];
-    }
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int e = w * 16 + g + 8 * i, r = r0 + (e >> gs), h = h0 + (e & gm);
-        const float sink = sinks ? sinks[h] * L2E : -INFINITY;
-        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-        float f = 1.0f;
-        if (sinks) {
-            const float mn = fmaxf(m[i], sink);
-            f = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mn);
-            l[i] = l[i] * f + exp2f(sink - mn);
-        }
-        const float inv = l[i] > 0.0f ? f / l[i] : 0.0f;
-        if (r >= T) continue;
-        float *orow = out + (size_t)r * nq + (size_t)h * HD + 2 * tq;
-#pragma unroll
-        for (int n = 0; n < NT; n++) *(float2 *)(orow + n * 8) = make_float2(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
-    }
-}
-
-template <int HD>
-static int flash_run_p(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
-                       float scale, float softcap, const float *sinks, int gs) {
-    const size_t smem = fa_smem_p(HD);
-    if (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(k_flash_p<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return set_status("flash attention's shared memory", e);
-    }
-    const int rb = FA_BR >> gs;
-    dim3 g((T + rb - 1) / rb, H >> gs);
-    launch(k_flash_p<HD>, g, FA_WARPS * 32, smem, d->stream, q, out, T, H, KV, window, pos, (const __half *)k, (const __half *)v, scale,
-           softcap, sinks, gs);
-    return launched("flash attention");
-}
-
 extern "C" HIDDEN int cuda_attention_flash_ok(int hd, int ggml, int kv16) { return kv16 && ggml && (hd == 64 || hd == 128 || hd == 256); }
 
 // QR: q's fragments in registers (INFER_CUDA_FLASH_QREG=0: in shared memory; 1: for every head size;
@@ -459,16 +270,14 @@ static int flash_run(cuda_dev *d, const float *q, float *out, int T, int H, int 
 template <int HD>
 static int flash_pick(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
                       float scale, float softcap, const float *sinks) {
-    static int qreg = -2, gmax = -1, pipe = 0;
+    static int qreg = -2, gmax = -1;
     if (qreg == -2) {
-        const char *e = getenv("INFER_CUDA_FLASH_QREG"), *g = getenv("INFER_CUDA_FLASH_GQA"), *p = getenv("INFER_CUDA_FLASH_PIPE");
+        const char *e = getenv("INFER_CUDA_FLASH_QREG"), *g = getenv("INFER_CUDA_FLASH_GQA");
         qreg = e && *e ? atoi(e) != 0 : -1;
         gmax = g && *g ? atoi(g) : 8; // (the most query heads a block: 1 takes one head a block)
-        pipe = p && *p ? atoi(p) != 0 : 0;
     }
     int gs = 0; // the most heads of one KV head, up to 8 (and gmax), that divide its H / KV
     while (gs < 3 && (2 << gs) <= gmax && (H / KV) % (2 << gs) == 0) gs++;
-    if (pipe && HD <= 128 && qreg != 0) return flash_run_p<HD <= 128 ? HD : 128>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs);
     return (qreg < 0 ? HD <= 128 : qreg) ? flash_run<HD, 1>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs)
                                          : flash_run<HD, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs);
 }
