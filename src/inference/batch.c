@@ -189,8 +189,8 @@ infer_status infer_ctx_copy(infer_ctx *dst, const infer_ctx *src, int n) {
     kst = kv_ensure(dst, n); // (a cache that grows: the positions backed before they are copied in)
     for (int il = 0; il < cf->n_layer && !kst && share; il++) // (what is copied in: dst's own)
         if (cf->layers[il].kv_source == il && dst->own.k_cache[il]) {
-            const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-            const size_t ko = (size_t)((char *)dst->own.k_cache[il] - (char *)dst->own.arena), vo = (size_t)((char *)dst->own.v_cache[il] - (char *)dst->own.arena);
+            size_t ko, vo;
+            const size_t nkv = kv_layer(dst, il, &ko, &vo);
             const size_t k0 = kv_bytes(dst->kt, (size_t)from[il] * nkv), v0 = kv_bytes(dst->vt, (size_t)from[il] * nkv);
             if (ops->kv_private(&dst->own.be, dst->own.arena, ko + k0, kv_bytes(dst->kt, (size_t)dst->n_ctx * nkv) - k0) ||
                 ops->kv_private(&dst->own.be, dst->own.arena, vo + v0, kv_bytes(dst->vt, (size_t)dst->n_ctx * nkv) - v0))

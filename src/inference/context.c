@@ -433,6 +433,11 @@ infer_status scratch_ensure(infer_ctx *c) {
     return INFER_OK;
 }
 
+size_t kv_layer(const infer_ctx *c, int il, size_t *ko, size_t *vo) {
+    *ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), *vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+    return (size_t)c->m->cfg.layers[il].n_kv_head * c->m->cfg.layers[il].head_dim;
+}
+
 // Positions [0, n) of every layer's caches backed (a cache that grows: kv_chunk set), in steps of
 // KV_STEP positions
 enum { KV_STEP = 256 };
@@ -444,8 +449,8 @@ infer_status kv_ensure(infer_ctx *c, int n) {
     const backend_ops *ops = c->own.arena_ops;
     for (int il = 0; il < cf->n_layer; il++) {
         if (!c->own.k_cache[il]) continue;
-        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-        const size_t ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+        size_t ko, vo;
+        const size_t nkv = kv_layer(c, il, &ko, &vo);
         if (ops->kv_commit(&c->own.be, c->own.arena, ko, kv_bytes(c->kt, (size_t)want * nkv)) ||
             ops->kv_commit(&c->own.be, c->own.arena, vo, kv_bytes(c->vt, (size_t)want * nkv)))
             return fail(INFER_ERR_NOMEM, "no memory for %d positions of the KV cache: %s", want, backend_gpu_status());
@@ -461,8 +466,8 @@ infer_status kv_own(infer_ctx *c, int from) {
     const backend_ops *ops = c->own.arena_ops;
     for (int il = 0; il < cf->n_layer; il++) {
         if (!c->own.k_cache[il]) continue;
-        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-        const size_t ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+        size_t ko, vo;
+        const size_t nkv = kv_layer(c, il, &ko, &vo);
         const size_t k0 = kv_bytes(c->kt, (size_t)from * nkv), v0 = kv_bytes(c->vt, (size_t)from * nkv);
         if (ops->kv_private(&c->own.be, c->own.arena, ko + k0, kv_bytes(c->kt, (size_t)c->kv_shared * nkv) - k0) ||
             ops->kv_private(&c->own.be, c->own.arena, vo + v0, kv_bytes(c->vt, (size_t)c->kv_shared * nkv) - v0))
@@ -488,8 +493,8 @@ void infer_ctx_kv_trim(infer_ctx *c) {
     const backend_ops *ops = c->own.arena_ops;
     for (int il = 0; il < cf->n_layer; il++) { // (each layer's caches whole chunks: a trim stays inside its own)
         if (!c->own.k_cache[il]) continue;
-        const size_t nkv = (size_t)cf->layers[il].n_kv_head * cf->layers[il].head_dim;
-        const size_t ko = (size_t)((char *)c->own.k_cache[il] - (char *)c->own.arena), vo = (size_t)((char *)c->own.v_cache[il] - (char *)c->own.arena);
+        size_t ko, vo;
+        const size_t nkv = kv_layer(c, il, &ko, &vo);
         const size_t kk = kv_bytes(c->kt, (size_t)keep * nkv), vk = kv_bytes(c->vt, (size_t)keep * nkv), g = c->kv_chunk;
         const size_t kr = (kv_bytes(c->kt, (size_t)c->n_ctx * nkv) + g - 1) / g * g, vr = (kv_bytes(c->vt, (size_t)c->n_ctx * nkv) + g - 1) / g * g;
         ops->kv_trim(&c->own.be, c->own.arena, ko + kk, kr - kk);

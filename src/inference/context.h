@@ -164,6 +164,8 @@ infer_status ctx_set_host_side(infer_ctx *c, const char *name);
 infer_status scratch_ensure(infer_ctx *c);
 // Positions [0, n) of a context's caches backed, where they grow (kv_chunk); INFER_ERR_NOMEM where the memory is taken
 infer_status kv_ensure(infer_ctx *c, int n);
+// layer il's K and V caches' byte offsets in the context's arena; its values a position
+size_t kv_layer(const infer_ctx *c, int il, size_t *ko, size_t *vo);
 // Positions [from, n_ctx) of a context's caches its own before they are written (copy on write of the chunks
 // a prefix shares with other contexts); INFER_ERR_NOMEM where the memory is taken
 infer_status kv_own(infer_ctx *c, int from);
