@@ -879,17 +879,22 @@ int main(void) {
     cuda_close(d);
     check_deep_prompt();
     check_prefix_share();
-    // the one-pass split kernel (INFER_CUDA_ATT_DEC=1)
-    setenv("INFER_CUDA_ATT_DEC", "1", 1);
-    cuda_dev *d1 = cuda_open(0);
-    unsetenv("INFER_CUDA_ATT_DEC");
-    CHECK(d1 != NULL, "cuda_open (INFER_CUDA_ATT_DEC=1): %s", cuda_status());
-    if (d1) {
+    // the one-pass split kernels (INFER_CUDA_ATT_DEC=1; 2 and 3 on the tensor cores where the cache is f16 and heads 64 or 128)
+    static const char *decs[] = {"1", "2", "3"};
+    for (int di = 0; di < 3; di++) {
+        const char *dec = decs[di];
+        setenv("INFER_CUDA_ATT_DEC", dec, 1);
+        cuda_dev *d1 = cuda_open(0);
+        unsetenv("INFER_CUDA_ATT_DEC");
+        CHECK(d1 != NULL, "cuda_open (INFER_CUDA_ATT_DEC=%s): %s", dec, cuda_status());
+        if (!d1) continue;
         split_ggml_tol = 4e-3;
-        printf("(INFER_CUDA_ATT_DEC=1)\n");
+        printf("(INFER_CUDA_ATT_DEC=%s)\n", dec);
         check_att_split(d1, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d1, 32, 8, 128, 0, 0, 0, 0.0f, 0);
         check_att_split(d1, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d1, 4, 4, 256, 0, 0, 0, 0.0f, 1);
         check_att_split(d1, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d1, 8, 2, 512, 1, 1, 0, 0.0f, 0);
+        check_att_split(d1, 32, 8, 128, 1, 0, 0, 0.0f, 1), check_att_split(d1, 16, 16, 64, 1, 1, 100, 0.0f, 0);
+        check_att_split(d1, 28, 4, 128, 1, 1, 0, 0.0f, 0);
         split_ggml_tol = 3e-4;
         cuda_close(d1);
     }

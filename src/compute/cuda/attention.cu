@@ -535,6 +535,103 @@ static __global__ void __launch_bounds__(AS_THREADS) k_as_one(const float *q, fl
     }
 }
 
+// The end of a one-pass split block: each warp's max, sum (wm, wl) and values
+// (red) of the GG heads met into the chunk's, then written -- the row's output
+// where it is one chunk, else the chunk's part, the row's last block merging
+// the parts (each chunk's factor from the chunks' pairs; MC chunks' loads in
+// flight together, summed in chunk order) -- and quantized where xq asks.
+template <int HD, int GG>
+static __device__ void dec_finish(float (*red)[AS_NW][HD], float (*wm)[GG], float (*wl)[GG], const as_span &r, int t, int H, int h0,
+                                  float *out, const float *sinks, const att_split_args &sa, uint8_t *xq, size_t xr, int xk) {
+    __shared__ float sf[GG][AS_NW];
+    __shared__ int last;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, c = blockIdx.z, nq = H * HD;
+    __syncthreads();
+    if (threadIdx.x < GG) { // each head's chunk max and sum, and each warp's factor (a warp without rows: 0)
+        const int g = threadIdx.x;
+        float M = wm[0][g], Lc = 0.0f;
+        for (int w = 1; w < AS_NW; w++) M = fmaxf(M, wm[w][g]);
+        for (int w = 0; w < AS_NW; w++) {
+            sf[g][w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
+            Lc += wl[w][g] * sf[g][w];
+        }
+        wm[0][g] = M, wl[0][g] = Lc;
+        if (r.S > 1) sa.stat[((size_t)t * H + h0 + g) * sa.z + c] = make_float2(M, Lc);
+    }
+    __syncthreads();
+    const size_t rh0 = (size_t)t * H + h0;
+    float *o = out + (size_t)t * nq + (size_t)h0 * HD; // (the GG heads' outputs, one after another)
+    if (r.S == 1) {
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            float a = red[g][0][x] * sf[g][0];
+#pragma unroll
+            for (int w = 1; w < AS_NW; w++) a += red[g][w][x] * sf[g][w];
+            float M = wm[0][g], Lc = wl[0][g], f = 1.0f;
+            if (sinks) {
+                const float mn = fmaxf(M, sinks[h0 + g]);
+                f = expf(M - mn), Lc = Lc * f + expf(sinks[h0 + g] - mn);
+            }
+            o[i] = a * f / Lc;
+        }
+    } else {
+        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
+            const int g = i / HD, x = i % HD;
+            float a = red[g][0][x] * sf[g][0];
+#pragma unroll
+            for (int w = 1; w < AS_NW; w++) a += red[g][w][x] * sf[g][w];
+            sa.part[((rh0 + g) * sa.z + c) * HD + x] = a;
+        }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh0, 1) == r.S - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        // the row's max and sum from the chunks' pairs (a warp a head), each chunk's factor into red's room
+        __shared__ float fac_s[GG * 256]; // (z <= 256: device.cu)
+        float *fac = fac_s;
+        for (int g = wp; g < GG; g += AS_NW) {
+            const float2 *st = sa.stat + (rh0 + g) * sa.z;
+            float M = sinks ? sinks[h0 + g] : -INFINITY, Lr = 0.0f;
+            for (int i = lane; i < r.S; i += 32) M = fmaxf(M, __ldcg(&st[i].x));
+            for (int s2 = 16; s2 > 0; s2 >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, s2));
+            for (int i = lane; i < r.S; i += 32) Lr += __ldcg(&st[i].y) * expf(__ldcg(&st[i].x) - M);
+            for (int s2 = 16; s2 > 0; s2 >>= 1) Lr += __shfl_xor_sync(0xffffffffu, Lr, s2);
+            if (sinks) Lr += expf(sinks[h0 + g] - M);
+            for (int i = lane; i < r.S; i += 32) fac[g * sa.z + i] = expf(__ldcg(&st[i].x) - M) / Lr;
+        }
+        __syncthreads();
+        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
+        float a[EPT];
+#pragma unroll
+        for (int k = 0; k < EPT; k++) a[k] = 0.0f;
+        enum { MC = EPT <= 4 ? 16 : EPT <= 8 ? 8 : 4 };
+        for (int c0 = 0; c0 < r.S; c0 += MC) {
+            float b[MC][EPT];
+#pragma unroll
+            for (int c2 = 0; c2 < MC; c2++)
+#pragma unroll
+                for (int k = 0; k < EPT; k++) {
+                    const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
+                    b[c2][k] = i < GG * HD && c0 + c2 < r.S ? __ldcg(sa.part + ((rh0 + g) * sa.z + c0 + c2) * HD + x) * fac[g * sa.z + c0 + c2] : 0.0f;
+                }
+#pragma unroll
+            for (int c2 = 0; c2 < MC; c2++)
+#pragma unroll
+                for (int k = 0; k < EPT; k++) a[k] += b[c2][k];
+        }
+#pragma unroll
+        for (int k = 0; k < EPT; k++)
+            if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];
+        if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
+    }
+    if (xq) {
+        __syncthreads();
+        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * HD, xq, xr, xk, t, h0 + g, HD, nq);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // One-pass flash-decoding (INFER_CUDA_ATT_DEC=1; the chunks as above): a
 // block reads its chunk's K and V rows together, U rounds of both in flight a
@@ -551,8 +648,7 @@ static __global__ void __launch_bounds__(AS_THREADS) k_dec1(const float *q, floa
     typedef typename kvel<KH>::T KT;
     typedef as_lay<HD, KH> Y;
     __shared__ float red[GG][AS_NW][HD];
-    __shared__ float wm[AS_NW][GG], wl[AS_NW][GG], sf[GG][AS_NW];
-    __shared__ int last;
+    __shared__ float wm[AS_NW][GG], wl[AS_NW][GG];
     const int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * HD, nkv = KV * HD;
     const as_span r = as_span_of(pos, t, window, c, sa);
     const KT *k = (const KT *)kc[t] + (size_t)kh * HD + (size_t)r.lo * nkv, *v = (const KT *)vc[t] + (size_t)kh * HD + (size_t)r.lo * nkv;
@@ -632,82 +728,166 @@ static __global__ void __launch_bounds__(AS_THREADS) k_dec1(const float *q, floa
 #pragma unroll
                 for (int e = 0; e < Y::EL; e++) red[g][wp][(x * Y::LPR + li) * Y::EL + e] = acc[g][x * Y::EL + e];
     }
-    __syncthreads();
-    if (threadIdx.x < GG) { // each head's chunk max and sum, and each warp's factor (a warp without rows: 0)
-        const int g = threadIdx.x;
-        float M = wm[0][g], Lc = 0.0f;
-        for (int w = 1; w < AS_NW; w++) M = fmaxf(M, wm[w][g]);
-        for (int w = 0; w < AS_NW; w++) {
-            sf[g][w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
-            Lc += wl[w][g] * sf[g][w];
-        }
-        wm[0][g] = M, wl[0][g] = Lc;
-        if (r.S > 1) sa.stat[((size_t)t * H + h0 + g) * sa.z + c] = make_float2(M, Lc);
-    }
-    __syncthreads();
-    const size_t rh0 = (size_t)t * H + h0;
-    float *o = out + (size_t)t * nq + (size_t)h0 * HD; // (the GG heads' outputs, one after another)
-    if (r.S == 1) {
-        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
-            const int g = i / HD, x = i % HD;
-            float a = red[g][0][x] * sf[g][0];
+    dec_finish<HD, GG>(red, wm, wl, r, t, H, h0, out, sinks, sa, xq, xr, xk);
+}
+
+// ---------------------------------------------------------------------------
+// Flash-decoding on the tensor cores (INFER_CUDA_ATT_DEC=2; f16 caches, heads
+// of 64 or 128, where the others take the kernels above): the chunks as
+// above, a warp 16 keys a step, S^T = Q K^T and O += P V as m16n8k16 mma
+// with the block's GG <= 8 query heads in the first 8 rows of M. No shuffle
+// a dot product and no K or V through shared memory: a lane's fragments come
+// straight from its loads, the dimensions permuted alike on both sides of
+// each product (kdim, vdim: each load instruction's lanes read whole 64- and
+// 128-byte pieces of rows; V's values packed two keys a register).
+// Lane (g, tq)'s scores are head g's at keys 2tq, 2tq + 1 of each 8: their
+// max over the 4 lanes of g, the running max and sum as k_dec1's; P is the
+// mma's a operand as the scores' c fragments sit. Outside ggml's numerics q
+// and P go in as two halves each (hi + lo: exact to f32's rounding); under
+// them q is f16 valued already and P is rounded to f16 unnormalized, as
+// k_dec1's and flash attention's. OT (INFER_CUDA_ATT_DEC=3): O^T = V^T P^T
+// instead, the dims in M and the heads in N (P^T's b fragment is then the
+// scores' c fragment as it sits): half the mma and accumulators of O.
+// k_dec2's permutations of a head's dims: lane tq's K words 2s, 2s + 1 (k-step s; 16 bytes of every 64 its
+// own) start at dim kdim(tq, s); lane g's i-th V dim (16 bytes of every 128) is vdim(g, i)
+static __device__ __forceinline__ int kdim(int tq, int s) { return 8 * (4 * (s >> 1) + tq) + 4 * (s & 1); }
+static __device__ __forceinline__ int vdim(int g, int i) { return 8 * (8 * (i >> 3) + g) + (i & 7); }
+
+template <int HD, int GG, int PREC, int OT>
+static __global__ void __launch_bounds__(AS_THREADS) k_dec2(const float *q, float *out, int H, int KV, int window, const int *pos,
+                                                           const void *const *kc, const void *const *vc, float scale, float softcap,
+                                                           const float *sinks, int ggml, att_split_args sa, uint8_t *xq, size_t xr,
+                                                           int xk) {
+    enum { KD = HD / 4, KS = HD / 16, VD = HD / 8 }; // (a lane's dims of a K row; k-steps; a lane's dims of a V row = n-tiles)
+    static_assert(GG <= 8 && (HD == 64 || HD == 128), "heads in the mma's first 8 rows, a lane's loads whole 16 bytes");
+    __shared__ float red[GG][AS_NW][HD];
+    __shared__ float wm[AS_NW][GG], wl[AS_NW][GG];
+    const int t = blockIdx.x, h0 = blockIdx.y * GG, c = blockIdx.z, kh = h0 / (H / KV), nq = H * HD, nkv = KV * HD;
+    const as_span r = as_span_of(pos, t, window, c, sa);
+    const __half *k = (const __half *)kc[t] + (size_t)kh * HD + (size_t)r.lo * nkv, *v = (const __half *)vc[t] + (size_t)kh * HD + (size_t)r.lo * nkv;
+    if (c < r.S) as_prefetch<HD, 1>(k, nkv, r.a, min(r.b, r.n - 1)), as_prefetch<HD, 1>(v, nkv, r.a, min(r.b, r.n - 1));
+    PDL_ENTRY();
+    if (c >= r.S) return;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
+    // q's a fragments (row g; k-step s's columns 2tq.. and 2tq + 8.. are the dims of its b fragments' words 2s, 2s + 1), hi and lo
+    uint32_t qa[KS][2], ql[KS][2];
+    {
+        const float *qh = q + (size_t)t * nq + (size_t)(h0 + (g < GG ? g : 0)) * HD;
 #pragma unroll
-            for (int w = 1; w < AS_NW; w++) a += red[g][w][x] * sf[g][w];
-            float M = wm[0][g], Lc = wl[0][g], f = 1.0f;
-            if (sinks) {
-                const float mn = fmaxf(M, sinks[h0 + g]);
-                f = expf(M - mn), Lc = Lc * f + expf(sinks[h0 + g] - mn);
+        for (int s = 0; s < KS; s++) {
+            float4 x = g < GG ? *(const float4 *)(qh + kdim(tq, s)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            qa[s][0] = h2_bits(x.x, x.y), qa[s][1] = h2_bits(x.z, x.w);
+            const __half2 *hh = (const __half2 *)qa[s];
+            const float2 a0 = __half22float2(hh[0]), a1 = __half22float2(hh[1]);
+            ql[s][0] = h2_bits(x.x - a0.x, x.y - a0.y), ql[s][1] = h2_bits(x.z - a1.x, x.w - a1.y);
+        }
+    }
+    // OT = 0: o[n][0..1] head g, dims vdim(2tq + e, n) ([2..3]: rows 8-15, none). OT = 1 (O^T = V^T P^T: M the
+    // dims, N the heads): o[mt][c] heads 2tq + c % 2, dims vdim(g, 2mt + c / 2) -- half the registers and mma
+    enum { NO = OT ? HD / 16 : VD };
+    float o[NO][4], m = -INFINITY, l = 0.0f;
+#pragma unroll
+    for (int n = 0; n < NO; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    for (int j0 = r.a + wp * 16; j0 < r.b; j0 += 16 * AS_NW) {
+        uint32_t kr[2][KD / 2], vr[4][VD / 2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) { // (key g of each 8: 16 bytes of every 64 a load, the 4 lanes of g 64 in a row)
+            const __half *kp = k + (size_t)min(j0 + 8 * h + g, r.b - 1) * nkv + 8 * tq;
+#pragma unroll
+            for (int x = 0; x < KD / 8; x++) *(uint4 *)&kr[h][4 * x] = *(const uint4 *)(kp + 32 * x);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) { // (keys 2tq, 2tq + 1, 2tq + 8, 2tq + 9: 16 bytes of every 128, the 8 lanes of tq 128 in a row)
+            const __half *vp = v + (size_t)min(j0 + 2 * tq + (i & 1) + 8 * (i >> 1), r.b - 1) * nkv + 8 * g;
+#pragma unroll
+            for (int x = 0; x < VD / 8; x++) *(uint4 *)&vr[i][4 * x] = *(const uint4 *)(vp + 64 * x);
+        }
+        float sc[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            sc[h][0] = sc[h][1] = sc[h][2] = sc[h][3] = 0.0f;
+#pragma unroll
+            for (int s = 0; s < KS; s++) {
+                const uint32_t a[4] = {qa[s][0], 0u, qa[s][1], 0u}, al[4] = {ql[s][0], 0u, ql[s][1], 0u};
+                mma_16816(sc[h], a, kr[h][2 * s], kr[h][2 * s + 1]);
+                if (PREC) mma_16816(sc[h], al, kr[h][2 * s], kr[h][2 * s + 1]); // (under ggml's numerics q is f16 valued)
             }
-            o[i] = a * f / Lc;
         }
-    } else {
-        for (int i = threadIdx.x; i < GG * HD; i += AS_THREADS) {
-            const int g = i / HD, x = i % HD;
-            float a = red[g][0][x] * sf[g][0];
+        float mx = -INFINITY;
 #pragma unroll
-            for (int w = 1; w < AS_NW; w++) a += red[g][w][x] * sf[g][w];
-            sa.part[((rh0 + g) * sa.z + c) * HD + x] = a;
-        }
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) last = atomicAdd(sa.cnt + rh0, 1) == r.S - 1;
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
-        // the row's max and sum from the chunks' pairs (a warp a head), each chunk's factor into red's room
-        __shared__ float fac_s[GG * 256]; // (z <= 256: device.cu)
-        float *fac = fac_s;
-        for (int g = wp; g < GG; g += AS_NW) {
-            const float2 *st = sa.stat + (rh0 + g) * sa.z;
-            float M = sinks ? sinks[h0 + g] : -INFINITY, Lr = 0.0f;
-            for (int i = lane; i < r.S; i += 32) M = fmaxf(M, __ldcg(&st[i].x));
-            for (int s2 = 16; s2 > 0; s2 >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, s2));
-            for (int i = lane; i < r.S; i += 32) Lr += __ldcg(&st[i].y) * expf(__ldcg(&st[i].x) - M);
-            for (int s2 = 16; s2 > 0; s2 >>= 1) Lr += __shfl_xor_sync(0xffffffffu, Lr, s2);
-            if (sinks) Lr += expf(sinks[h0 + g] - M);
-            for (int i = lane; i < r.S; i += 32) fac[g * sa.z + i] = expf(__ldcg(&st[i].x) - M) / Lr;
-        }
-        __syncthreads();
-        enum { EPT = (GG * HD + AS_THREADS - 1) / AS_THREADS };
-        float a[EPT];
+        for (int h = 0; h < 2; h++)
 #pragma unroll
-        for (int k = 0; k < EPT; k++) a[k] = 0.0f;
-#pragma unroll 4
-        for (int s2 = 0; s2 < r.S; s2++)
-#pragma unroll
-            for (int k = 0; k < EPT; k++) {
-                const int i = threadIdx.x + k * AS_THREADS, g = i / HD, x = i % HD;
-                if (i < GG * HD) a[k] += __ldcg(sa.part + ((rh0 + g) * sa.z + s2) * HD + x) * fac[g * sa.z + s2];
+            for (int e = 0; e < 2; e++) {
+                float x = sc[h][e] * scale;
+                if (softcap) x = softcap * tanhf(x / softcap);
+                x = j0 + 8 * h + 2 * tq + e < r.b ? x : -INFINITY;
+                sc[h][e] = x, mx = fmaxf(mx, x);
             }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2)); // (the step's first key is in the chunk: mx is finite)
+        const float mn = fmaxf(m, mx), f = m == -INFINITY ? 0.0f : expf(m - mn);
+        m = mn, l *= f;
+        if (OT) { // (heads 2tq and 2tq + 1: their factors from lanes 8tq and 8tq + 4)
+            const float fa = __shfl_sync(0xffffffffu, f, 8 * tq), fb = __shfl_sync(0xffffffffu, f, 8 * tq + 4);
 #pragma unroll
-        for (int k = 0; k < EPT; k++)
-            if (threadIdx.x + k * AS_THREADS < GG * HD) o[threadIdx.x + k * AS_THREADS] = a[k];
-        if (threadIdx.x == 0) sa.cnt[rh0] = 0; // (for the next launch, and the graph's next replay)
+            for (int n = 0; n < NO; n++) o[n][0] *= fa, o[n][1] *= fb, o[n][2] *= fa, o[n][3] *= fb;
+        } else {
+#pragma unroll
+            for (int n = 0; n < NO; n++) o[n][0] *= f, o[n][1] *= f;
+        }
+        uint32_t pa[4] = {0u, 0u, 0u, 0u}, pl[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float p0 = expf(sc[h][0] - mn), p1 = expf(sc[h][1] - mn);
+            pa[2 * h] = h2_bits(p0, p1);
+            const float2 ph = __half22float2(*(const __half2 *)&pa[2 * h]);
+            if (PREC) pl[2 * h] = h2_bits(p0 - ph.x, p1 - ph.y), l += p0 + p1;
+            else l += ph.x + ph.y;
+        }
+        if (OT) // (P^T's b fragment is the scores' c fragment: head g, keys 2tq.. and 2tq + 8..)
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                const uint32_t a[4] = {__byte_perm(vr[0][n], vr[1][n], 0x5410u), __byte_perm(vr[0][n], vr[1][n], 0x7632u),
+                                       __byte_perm(vr[2][n], vr[3][n], 0x5410u), __byte_perm(vr[2][n], vr[3][n], 0x7632u)};
+                mma_16816(o[n], a, pa[0], pa[2]);
+                if (PREC) mma_16816(o[n], a, pl[0], pl[2]);
+            }
+        else
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                const unsigned sel = n & 1 ? 0x7632u : 0x5410u;
+                const uint32_t b0 = __byte_perm(vr[0][n / 2], vr[1][n / 2], sel), b1 = __byte_perm(vr[2][n / 2], vr[3][n / 2], sel);
+                mma_16816(o[n], pa, b0, b1);
+                if (PREC) mma_16816(o[n], pl, b0, b1);
+            }
     }
-    if (xq) {
-        __syncthreads();
-        for (int g = 0; g < GG; g++) att_quant_head(o + (size_t)g * HD, xq, xr, xk, t, h0 + g, HD, nq);
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if (g < GG && tq == 0) wm[wp][g] = m, wl[wp][g] = l;
+    if (OT) {
+#pragma unroll
+        for (int n = 0; n < NO; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (2 * tq + e % 2 < GG) red[2 * tq + e % 2][wp][vdim(g, 2 * n + e / 2)] = o[n][e];
+    } else if (g < GG) {
+#pragma unroll
+        for (int n = 0; n < NO; n++) red[g][wp][vdim(2 * tq, n)] = o[n][0], red[g][wp][vdim(2 * tq + 1, n)] = o[n][1];
     }
+    dec_finish<HD, GG>(red, wm, wl, r, t, H, h0, out, sinks, sa, xq, xr, xk);
+}
+
+// k_dec2 where it applies (f16 caches, heads of 64 or 128, a block's GG <= 8 heads; tr: O^T's); 0 where it does not
+template <int HD, int KH, int GG>
+static int dec2_launch(cuda_dev *d, int tr, int r, int H, int z, const float *q, float *out, int KV, int window, const int *pos,
+                       const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
+                       const att_split_args &sa, uint8_t *xq, size_t xr, int xk) {
+    if constexpr (KH == 1 && (HD == 64 || HD == 128) && GG <= 8) {
+        launch(tr ? (ggml ? k_dec2<HD, GG, 0, 1> : k_dec2<HD, GG, 1, 1>) : ggml ? k_dec2<HD, GG, 0, 0> : k_dec2<HD, GG, 1, 0>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, q, out, H, KV, window, pos, k,
+               v, scale, softcap, sinks, ggml, sa, xq, xr, xk);
+        return 1;
+    }
+    return 0;
 }
 
 static int as_hd_ok(int hd) { return hd == 32 || hd == 64 || hd == 128 || hd == 256 || hd == 512; }
@@ -752,7 +932,9 @@ static int att_split_run(cuda_dev *d, const float *q, float *out, int T, int H, 
         float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
         uint8_t *xt = xq ? xq + xr * t0 : NULL;
 #define AS3(HD, KH, GG)                                                                                                              \
-    if (d->att_dec == 1)                                                                                                             \
+    if (d->att_dec >= 2 && dec2_launch<HD, KH, GG>(d, d->att_dec == 3, r, H, z, qt, ot, KV, window, pos + t0, k + t0, v + t0, scale, softcap, sinks, ggml, \
+                                                   sa, xt, xr, xk)) {                                                                \
+    } else if (d->att_dec == 1)                                                                                                             \
         launch(k_dec1<HD, KH, GG, (GG >= 8 ? 2 : 4)>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, qt, ot, H, KV, window, pos + t0,  \
                k + t0, v + t0, scale, softcap, sinks, ggml, sa, xt, xr, xk);                                                         \
     else if (z <= 1)                                                                                                                 \

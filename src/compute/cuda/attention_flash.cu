@@ -17,12 +17,6 @@
 
 enum { FA_BR = 64, FA_BC = 64, FA_WARPS = 4, FA_PAD = 8 };
 
-static __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // four 8x8 b16 matrices of shared memory: lane i gives the row address of
 // matrix i / 8, row i % 8 (_t: each transposed)
 static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p) {
@@ -43,11 +37,6 @@ static __device__ __forceinline__ float ex2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
-}
-
-static __device__ __forceinline__ uint32_t h2_bits(float lo, float hi) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *(uint32_t *)&h;
 }
 
 // Q's fragments stay in registers for heads of up to 128 (in shared memory

@@ -250,6 +250,19 @@ static __device__ uint32_t f32_to_f16(float f) {
 
 static __device__ float f16_round(float v) { return __half2float(__ushort_as_half((unsigned short)f32_to_f16(v))); }
 
+// c += a b on the tensor cores: m16n8k16, f16 in, f32 sums (a: 4 registers of 2 halves, b: 2)
+static __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// two floats as the halves of one register (lo first), rounded to nearest
+static __device__ __forceinline__ uint32_t h2_bits(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *(uint32_t *)&h;
+}
+
 // act (tensor.h's enum act_kind: 0 silu, 1 gelu tanh, 2 gelu, 3 relu); ggml:
 // GELU tanh on the f16-rounded input, rounded to f16, the limits beyond +-10
 static __device__ float act1(float v, int act, int ggml) {
