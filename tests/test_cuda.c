@@ -811,6 +811,28 @@ static void check_mv_spec(cuda_dev *d) {
     cuda_close(dn);
 }
 
+// the one-pass split kernels (INFER_CUDA_ATT_DEC=1; 2 and 3 on the tensor cores where the cache is f16 and heads 64 or 128)
+static void check_decs(void) {
+    static const char *decs[] = {"1", "2", "3"};
+    for (int di = 0; di < 3; di++) {
+        const char *dec = decs[di];
+        setenv("INFER_CUDA_ATT_DEC", dec, 1);
+        cuda_dev *d1 = cuda_open(0);
+        unsetenv("INFER_CUDA_ATT_DEC");
+        CHECK(d1 != NULL, "cuda_open (INFER_CUDA_ATT_DEC=%s): %s", dec, cuda_status());
+        if (!d1) continue;
+        split_ggml_tol = 4e-3;
+        printf("(INFER_CUDA_ATT_DEC=%s)\n", dec);
+        check_att_split(d1, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d1, 32, 8, 128, 0, 0, 0, 0.0f, 0);
+        check_att_split(d1, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d1, 4, 4, 256, 0, 0, 0, 0.0f, 1);
+        check_att_split(d1, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d1, 8, 2, 512, 1, 1, 0, 0.0f, 0);
+        check_att_split(d1, 32, 8, 128, 1, 0, 0, 0.0f, 1), check_att_split(d1, 16, 16, 64, 1, 1, 100, 0.0f, 0);
+        check_att_split(d1, 28, 4, 128, 1, 1, 0, 0.0f, 0);
+        split_ggml_tol = 3e-4;
+        cuda_close(d1);
+    }
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -821,6 +843,18 @@ int main(void) {
     CHECK(d != NULL, "cuda_open: %s", cuda_status());
     if (!d) return check_summary("cuda");
     printf("test_cuda: %s\n", cuda_name(d));
+    const char *only = getenv("TEST_CUDA_ONLY"); // (a part alone: "prefix", "dec")
+    if (only) {
+        cuda_close(d);
+        if (strstr(only, "prefix")) check_prefix_share();
+        if (strstr(only, "dec")) check_decs();
+        int ac, af;
+        cuda_kv_counts(&ac, &af);
+        g_checks += ac, g_failed += af;
+        cuda_att_counts(&ac, &af);
+        g_checks += ac, g_failed += af;
+        return check_summary("cuda");
+    }
     check_vm(d);
     check_vm_share(d);
     int q32[] = {DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_MXFP4};
@@ -879,25 +913,7 @@ int main(void) {
     cuda_close(d);
     check_deep_prompt();
     check_prefix_share();
-    // the one-pass split kernels (INFER_CUDA_ATT_DEC=1; 2 and 3 on the tensor cores where the cache is f16 and heads 64 or 128)
-    static const char *decs[] = {"1", "2", "3"};
-    for (int di = 0; di < 3; di++) {
-        const char *dec = decs[di];
-        setenv("INFER_CUDA_ATT_DEC", dec, 1);
-        cuda_dev *d1 = cuda_open(0);
-        unsetenv("INFER_CUDA_ATT_DEC");
-        CHECK(d1 != NULL, "cuda_open (INFER_CUDA_ATT_DEC=%s): %s", dec, cuda_status());
-        if (!d1) continue;
-        split_ggml_tol = 4e-3;
-        printf("(INFER_CUDA_ATT_DEC=%s)\n", dec);
-        check_att_split(d1, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d1, 32, 8, 128, 0, 0, 0, 0.0f, 0);
-        check_att_split(d1, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d1, 4, 4, 256, 0, 0, 0, 0.0f, 1);
-        check_att_split(d1, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d1, 8, 2, 512, 1, 1, 0, 0.0f, 0);
-        check_att_split(d1, 32, 8, 128, 1, 0, 0, 0.0f, 1), check_att_split(d1, 16, 16, 64, 1, 1, 100, 0.0f, 0);
-        check_att_split(d1, 28, 4, 128, 1, 1, 0, 0.0f, 0);
-        split_ggml_tol = 3e-4;
-        cuda_close(d1);
-    }
+    check_decs();
     // every row's positions split over blocks (INFER_CUDA_ATT_SPLIT=N; by default only single rows')
     setenv("INFER_CUDA_ATT_SPLIT", "16", 1);
     cuda_dev *ds = cuda_open(0);

@@ -588,7 +588,7 @@ static __device__ __forceinline__ int kdim(int tq, int s) { return 8 * (4 * (s >
 static __device__ __forceinline__ int vdim(int g, int i) { return 8 * (8 * (i >> 3) + g) + (i & 7); }
 
 template <int HD, int GG, int PREC, int OT>
-static __global__ void __launch_bounds__(AS_THREADS) k_dec2(const float *q, float *out, int H, int KV, int window, const int *pos,
+static __global__ void __launch_bounds__(AS_THREADS, OT && !PREC ? 4 : 1) k_dec2(const float *q, float *out, int H, int KV, int window, const int *pos,
                                                            const void *const *kc, const void *const *vc, float scale, float softcap,
                                                            const float *sinks, int ggml, att_split_args sa, uint8_t *xq, size_t xr,
                                                            int xk) {
