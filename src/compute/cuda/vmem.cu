@@ -295,8 +295,10 @@ extern "C" HIDDEN int cuda_vm_private(cuda_dev *d, void *va, size_t off, size_t 
             rc = -1;
             break;
         }
-        // (the copy through the staging addresses, then the new chunk mapped where the shared one was)
-        const cudaError_t e = cudaMemcpy((void *)st, (const void *)at, r->gran, cudaMemcpyDeviceToDevice);
+        // (the copy through the staging addresses, then the new chunk mapped where the shared one was; the
+        // copy waited for before either unmap: a device-to-device cudaMemcpy returns before it is done)
+        cudaError_t e = cudaMemcpyAsync((void *)st, (const void *)at, r->gran, cudaMemcpyDeviceToDevice, d->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
         g_vm.unmap((CUdeviceptr)st, r->gran);
         if (e != cudaSuccess) {
             cudaGetLastError();
