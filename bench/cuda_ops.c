@@ -2,7 +2,8 @@
 // the H200): each operation launched 200 times inside one captured CUDA graph,
 // the graph replayed 20 times, wall time per launch (so the figure includes
 // what a node of the decode graph costs beyond its kernel). The products also
-// give the bytes of weights read per second. Shapes: Gemma 3's (270M, 1B, 4B).
+// give the bytes of weights read per second. Shapes: Gemma 3's (270M, 1B, 4B);
+// `att`: decode attention at depth at the Llama 8B shape, each split kernel.
 #include "compute/cuda/cuda.h"
 #include "tensor/dtype.h"
 
@@ -101,12 +102,68 @@ static void matmul_cold(cuda_dev *d, const char *name, int type, int rows, int c
     cuda_free(d, m.xq), cuda_free(d, m.y[0]), cuda_free(d, m.y[1]), free(h);
 }
 
+// Decode attention at depth P, the Llama 8B shape (32 query heads on 8 KV heads of 128, f16 cache, ggml's
+// numerics), T rows (sequences) each at position P - 1: NL layers' caches in turn (each ~P x 4 KiB, well past L2
+// together), as a decode step reads them. `bench_cuda_ops att [P ...]`: each setting of INFER_CUDA_ATT_DEC
+// (0: the two split kernels; 1: k_dec1; 3: k_dec2) on a device of its own, us a launch and the cache's GB/s.
+enum { ANL = 4 };
+typedef struct { float *q, *out, *sc; int T, P, z; const int *pos; const void *const *tab[ANL]; int i; } dec_arg;
+static int op_dec(cuda_dev *d, void *a) {
+    dec_arg *t = a;
+    const void *const *tb = t->tab[t->i++ % ANL];
+    return cuda_attention_split(d, t->q, t->out, t->T, 32, 8, 128, 0, t->pos, tb, tb + t->T, 0.0884f, 0.0f, NULL, 1, t->sc, t->P, 0, NULL, 1,
+                                t->z);
+}
+static void att_dec(int np, char **ps) {
+    static const char *decs[] = {"0", "1", "3"};
+    for (int di = 0; di < 3; di++) {
+        setenv("INFER_CUDA_ATT_DEC", decs[di], 1);
+        cuda_dev *d = cuda_open(0);
+        if (!d) { printf("bench_cuda_ops: %s\n", cuda_status()); return; }
+        for (int pi = 0; pi < np; pi++)
+            for (int T = 1; T <= 16; T *= 16) {
+                const int P = atoi(ps[pi]), nkv = 8 * 128;
+                if (P < 2) continue;
+                const size_t cb = (size_t)P * nkv * 2; // (a layer's K or V: f16)
+                dec_arg t = {zeros(d, sizeof(float) * T * 4096), zeros(d, sizeof(float) * T * 4096), zeros(d, sizeof(float) * T * 32 * (size_t)P),
+                             T, P, cuda_attention_split_z(d, P), NULL, {0}, 0};
+                int *hp = malloc(sizeof(int) * T), ok = t.q && t.out && t.sc && hp;
+                void *cache[2 * ANL] = {0}, **tabs[ANL] = {0};
+                for (int l = 0; l < 2 * ANL && ok; l++) ok = (cache[l] = zeros(d, cb)) != NULL;
+                const void **h = malloc(sizeof(void *) * 2 * T);
+                for (int l = 0; l < ANL && ok && h; l++) {
+                    for (int r = 0; r < T; r++) h[r] = cache[2 * l], h[T + r] = cache[2 * l + 1]; // (every row the same cache)
+                    ok = (tabs[l] = zeros(d, sizeof(void *) * 2 * T)) != NULL && !cuda_upload(d, tabs[l], h, sizeof(void *) * 2 * T);
+                    t.tab[l] = (const void *const *)tabs[l];
+                }
+                for (int r = 0; ok && r < T; r++) hp[r] = P - 1;
+                int *dp = ok ? zeros(d, sizeof(int) * T) : NULL;
+                ok = ok && dp && !cuda_upload(d, dp, hp, sizeof(int) * T);
+                t.pos = dp;
+                double us = ok ? time_op(d, op_dec, &t) : -1;
+                printf("| decode attention, INFER_CUDA_ATT_DEC=%s, %d row%s | 8B shape, depth %d, %d chunks | %8.2f | %7.0f |\n", decs[di], T,
+                       T > 1 ? "s (one cache)" : "", P, t.z, us, us > 0 ? 2.0 * cb / us / 1e3 : 0);
+                for (int l = 0; l < 2 * ANL; l++) cuda_free(d, cache[l]);
+                for (int l = 0; l < ANL; l++) cuda_free(d, tabs[l]);
+                cuda_free(d, t.q), cuda_free(d, t.out), cuda_free(d, t.sc), cuda_free(d, dp), free(hp), free(h);
+            }
+        cuda_close(d);
+    }
+    unsetenv("INFER_CUDA_ATT_DEC");
+}
+
 int main(int argc, char **argv) {
     if (!cuda_device_count()) { printf("bench_cuda_ops: no GPU: %s\n", cuda_status()); return 0; }
     cuda_dev *d = cuda_open(0);
     if (!d) { printf("bench_cuda_ops: %s\n", cuda_status()); return 1; }
     printf("%s: microseconds a launch inside a captured graph (%d launches, %d replays)\n\n", cuda_name(d), PER_GRAPH, REPLAYS);
     printf("| operation | shape | us | GB/s |\n| --- | --- | ---: | ---: |\n");
+    if (argc > 1 && !strcmp(argv[1], "att")) { // (decode attention at depth: `att 4096 16384`)
+        cuda_close(d);
+        char *def[] = {"4096", "16384", "32768"};
+        att_dec(argc > 2 ? argc - 2 : 3, argc > 2 ? argv + 2 : def);
+        return 0;
+    }
     float *one = zeros(d, 4096);
     if (argc > 1 && !strcmp(argv[1], "cold")) { // (the decode products at the 1B and 4B shapes from memory, alone)
         if (argc > 2) g_only = atoi(argv[2]);
