@@ -105,7 +105,7 @@ static void matmul_cold(cuda_dev *d, const char *name, int type, int rows, int c
 // Decode attention at depth P, the Llama 8B shape (32 query heads on 8 KV heads of 128, f16 cache, ggml's
 // numerics), T rows (sequences) each at position P - 1: NL layers' caches in turn (each ~P x 4 KiB, well past L2
 // together), as a decode step reads them. `bench_cuda_ops att [P ...]`: each setting of INFER_CUDA_ATT_DEC
-// (0: the two split kernels; 1: k_dec1; 3: k_dec2) on a device of its own, us a launch and the cache's GB/s.
+// (0: the two split kernels; 1: k_dec1; 3, 4, 5: k_dec2, 4 and 5 its cp.async ring) on a device of its own, us a launch and the cache's GB/s.
 enum { ANL = 4 };
 typedef struct { float *q, *out, *sc; int T, P, z; const int *pos; const void *const *tab[ANL]; int i; } dec_arg;
 static int op_dec(cuda_dev *d, void *a) {
@@ -115,8 +115,8 @@ static int op_dec(cuda_dev *d, void *a) {
                                 t->z);
 }
 static void att_dec(int np, char **ps) {
-    static const char *decs[] = {"0", "1", "3"};
-    for (int di = 0; di < 3; di++) {
+    static const char *decs[] = {"0", "1", "3", "4", "5"};
+    for (int di = 0; di < 5; di++) {
         setenv("INFER_CUDA_ATT_DEC", decs[di], 1);
         cuda_dev *d = cuda_open(0);
         if (!d) { printf("bench_cuda_ops: %s\n", cuda_status()); return; }

@@ -811,10 +811,11 @@ static void check_mv_spec(cuda_dev *d) {
     cuda_close(dn);
 }
 
-// the one-pass split kernels (INFER_CUDA_ATT_DEC=1; 2 and 3 on the tensor cores where the cache is f16 and heads 64 or 128)
+// the one-pass split kernels (INFER_CUDA_ATT_DEC=1; 2-5 on the tensor cores where the cache is f16 and heads 64 or 128,
+// 4 and 5 through a cp.async ring of 3 and 2 stages)
 static void check_decs(void) {
-    static const char *decs[] = {"1", "2", "3"};
-    for (int di = 0; di < 3; di++) {
+    static const char *decs[] = {"1", "2", "3", "4", "5"};
+    for (int di = 0; di < 5; di++) {
         const char *dec = decs[di];
         setenv("INFER_CUDA_ATT_DEC", dec, 1);
         cuda_dev *d1 = cuda_open(0);

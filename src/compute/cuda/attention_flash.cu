@@ -49,13 +49,6 @@ static __host__ __device__ constexpr size_t fa_smem(int hd, int qr) {
     return sizeof(__half) * ((size_t)4 * FA_BC * (hd + FA_PAD) + (qr ? 0 : (size_t)FA_BR * (hd + FA_PAD)));
 }
 
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
-    unsigned a = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src), "r"(bytes));
-}
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-
 // the K and V rows k0 .. k0 + FA_BC - 1 (zeros past khi) into a stage
 template <int HD>
 static __device__ __forceinline__ void fa_load(__half *sk, __half *sv, const __half *kc, const __half *vc, int k0, int khi, int nkv, int kh) {
@@ -136,7 +129,7 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         const int k0 = klo + it * FA_BC, st = it & 1;
         if (it + 1 < nt) fa_load<HD>(sk + (st ^ 1) * C::TILE, sv + (st ^ 1) * C::TILE, kc, vc, k0 + FA_BC, khi, nkv, kh);
         cp_async_commit();
-        cp_async_wait1(); // (this tile's copies are done; the next one's may fly)
+        cp_async_wait<1>(); // (this tile's copies are done; the next one's may fly)
         __syncthreads();
         const __half *tk = sk + st * C::TILE, *tv = sv + st * C::TILE;
         if (k0 <= whi && k0 + FA_BC > wlo) { // (else none of the warp's rows sees these keys)

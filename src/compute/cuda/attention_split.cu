@@ -581,14 +581,15 @@ static __global__ void __launch_bounds__(AS_THREADS) k_dec1(const float *q, floa
 // them q is f16 valued already and P is rounded to f16 unnormalized, as
 // k_dec1's and flash attention's. OT (INFER_CUDA_ATT_DEC=3): O^T = V^T P^T
 // instead, the dims in M and the heads in N (P^T's b fragment is then the
-// scores' c fragment as it sits): half the mma and accumulators of O.
+// scores' c fragment as it sits): half the mma and accumulators of O. NS
+// (=4: 3 stages, =5: 2): the keys through a cp.async ring in shared memory.
 // k_dec2's permutations of a head's dims: lane tq's K words 2s, 2s + 1 (k-step s; 16 bytes of every 64 its
 // own) start at dim kdim(tq, s); lane g's i-th V dim (16 bytes of every 128) is vdim(g, i)
 static __device__ __forceinline__ int kdim(int tq, int s) { return 8 * (4 * (s >> 1) + tq) + 4 * (s & 1); }
 static __device__ __forceinline__ int vdim(int g, int i) { return 8 * (8 * (i >> 3) + g) + (i & 7); }
 
-template <int HD, int GG, int PREC, int OT>
-static __global__ void __launch_bounds__(AS_THREADS, OT && !PREC ? 4 : 1) k_dec2(const float *q, float *out, int H, int KV, int window, const int *pos,
+template <int HD, int GG, int PREC, int OT, int NS>
+static __global__ void __launch_bounds__(AS_THREADS, NS ? 2 : OT && !PREC ? 4 : 1) k_dec2(const float *q, float *out, int H, int KV, int window, const int *pos,
                                                            const void *const *kc, const void *const *vc, float scale, float softcap,
                                                            const float *sinks, int ggml, att_split_args sa, uint8_t *xq, size_t xr,
                                                            int xk) {
@@ -622,8 +623,46 @@ static __global__ void __launch_bounds__(AS_THREADS, OT && !PREC ? 4 : 1) k_dec2
     float o[NO][4], m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int n = 0; n < NO; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    for (int j0 = r.a + wp * 16; j0 < r.b; j0 += 16 * AS_NW) {
+    // NS > 0: a warp's steps through a ring of NS stages in shared memory (cp.async: the next NS - 1 steps' keys
+    // in flight while this one computes); a lane copies and reads back only its own pieces, [piece][lane]
+    enum { NPK = KD / 8, NPV = VD / 8, NP = 2 * NPK + 4 * NPV };
+    extern __shared__ uint4 dsm[];
+    uint4 *ring = dsm + (size_t)wp * (NS ? NS : 1) * NP * 32 + lane;
+    auto issue = [&](int st, int j) { // (step j's pieces into stage st: the rows of the direct loads below)
+        uint4 *sp = ring + (size_t)st * NP * 32;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int x = 0; x < NPK; x++) cp_async16(sp + (h * NPK + x) * 32, k + (size_t)min(j + 8 * h + g, r.b - 1) * nkv + 8 * tq + 32 * x, 16);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int x = 0; x < NPV; x++)
+                cp_async16(sp + (2 * NPK + i * NPV + x) * 32, v + (size_t)min(j + 2 * tq + (i & 1) + 8 * (i >> 1), r.b - 1) * nkv + 8 * g + 64 * x, 16);
+    };
+    if constexpr (NS > 0)
+        for (int st = 0; st < NS - 1; st++) {
+            const int j = r.a + wp * 16 + st * 16 * AS_NW;
+            if (j < r.b) issue(st, j);
+            cp_async_commit();
+        }
+    for (int it = 0, j0 = r.a + wp * 16; j0 < r.b; it++, j0 += 16 * AS_NW) {
         uint32_t kr[2][KD / 2], vr[4][VD / 2];
+        if constexpr (NS > 0) {
+            const int jn = j0 + (NS - 1) * 16 * AS_NW;
+            if (jn < r.b) issue((it + NS - 1) % NS, jn);
+            cp_async_commit();
+            cp_async_wait<NS ? NS - 1 : 0>(); // (this step's group done; the NS - 1 after it may fly)
+            const uint4 *sp = ring + (size_t)(it % NS) * NP * 32;
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int x = 0; x < NPK; x++) *(uint4 *)&kr[h][4 * x] = sp[(h * NPK + x) * 32];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int x = 0; x < NPV; x++) *(uint4 *)&vr[i][4 * x] = sp[(2 * NPK + i * NPV + x) * 32];
+        } else {
 #pragma unroll
         for (int h = 0; h < 2; h++) { // (key g of each 8: 16 bytes of every 64 a load, the 4 lanes of g 64 in a row)
             const __half *kp = k + (size_t)min(j0 + 8 * h + g, r.b - 1) * nkv + 8 * tq;
@@ -635,6 +674,7 @@ static __global__ void __launch_bounds__(AS_THREADS, OT && !PREC ? 4 : 1) k_dec2
             const __half *vp = v + (size_t)min(j0 + 2 * tq + (i & 1) + 8 * (i >> 1), r.b - 1) * nkv + 8 * g;
 #pragma unroll
             for (int x = 0; x < VD / 8; x++) *(uint4 *)&vr[i][4 * x] = *(const uint4 *)(vp + 64 * x);
+        }
         }
         float sc[2][4];
 #pragma unroll
@@ -711,14 +751,33 @@ static __global__ void __launch_bounds__(AS_THREADS, OT && !PREC ? 4 : 1) k_dec2
     dec_finish<HD, GG>(red, wm, wl, r, t, H, h0, out, sinks, sa, xq, xr, xk);
 }
 
-// k_dec2 where it applies (f16 caches, heads of 64 or 128, a block's GG <= 8 heads; tr: O^T's); 0 where it does not
+// k_dec2 where it applies (f16 caches, heads of 64 or 128, a block's GG <= 8 heads; tr: O^T's; ns: its stages in
+// shared memory, 0: loads into registers); 0 where it does not
+template <int HD, int GG, int PREC, int OT, int NS>
+static void dec2_go(cuda_dev *d, dim3 grid, const float *q, float *out, int H, int KV, int window, const int *pos, const void *const *k,
+                    const void *const *v, float scale, float softcap, const float *sinks, int ggml, const att_split_args &sa, uint8_t *xq,
+                    size_t xr, int xk) {
+    const size_t sm = (size_t)NS * AS_NW * (HD / 8) * 32 * 16;
+    static int big; // (past 48 KiB: allowed once, before the first launch)
+    if (sm > 48 * 1024 && !big)
+        big = cudaFuncSetAttribute(k_dec2<HD, GG, PREC, OT, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm) == cudaSuccess;
+    launch(k_dec2<HD, GG, PREC, OT, NS>, grid, AS_THREADS, sm, d->stream, q, out, H, KV, window, pos, k, v, scale, softcap, sinks, ggml, sa,
+           xq, xr, xk);
+}
 template <int HD, int KH, int GG>
-static int dec2_launch(cuda_dev *d, int tr, int r, int H, int z, const float *q, float *out, int KV, int window, const int *pos,
+static int dec2_launch(cuda_dev *d, int dec, int r, int H, int z, const float *q, float *out, int KV, int window, const int *pos,
                        const void *const *k, const void *const *v, float scale, float softcap, const float *sinks, int ggml,
                        const att_split_args &sa, uint8_t *xq, size_t xr, int xk) {
     if constexpr (KH == 1 && (HD == 64 || HD == 128) && GG <= 8) {
-        launch(tr ? (ggml ? k_dec2<HD, GG, 0, 1> : k_dec2<HD, GG, 1, 1>) : ggml ? k_dec2<HD, GG, 0, 0> : k_dec2<HD, GG, 1, 0>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, q, out, H, KV, window, pos, k,
-               v, scale, softcap, sinks, ggml, sa, xq, xr, xk);
+        const dim3 g(r, H / GG, z);
+#define DEC2(OT, NS)                                                                                                                 \
+    (ggml ? dec2_go<HD, GG, 0, OT, NS>(d, g, q, out, H, KV, window, pos, k, v, scale, softcap, sinks, ggml, sa, xq, xr, xk)          \
+          : dec2_go<HD, GG, 1, OT, NS>(d, g, q, out, H, KV, window, pos, k, v, scale, softcap, sinks, ggml, sa, xq, xr, xk))
+        if (dec == 2) DEC2(0, 0);
+        else if (dec == 3) DEC2(1, 0);
+        else if (dec == 4) DEC2(1, 3);
+        else DEC2(1, 2);
+#undef DEC2
         return 1;
     }
     return 0;
@@ -766,7 +825,7 @@ extern "C" HIDDEN int cuda_att_split_run(cuda_dev *d, const float *q, float *out
         float *ot = out + t0 * nq, *sc = scores + (size_t)t0 * H * stride;
         uint8_t *xt = xq ? xq + xr * t0 : NULL;
 #define AS3(HD, KH, GG)                                                                                                              \
-    if (d->att_dec >= 2 && dec2_launch<HD, KH, GG>(d, d->att_dec == 3, r, H, z, qt, ot, KV, window, pos + t0, k + t0, v + t0, scale, softcap, sinks, ggml, \
+    if (d->att_dec >= 2 && dec2_launch<HD, KH, GG>(d, d->att_dec, r, H, z, qt, ot, KV, window, pos + t0, k + t0, v + t0, scale, softcap, sinks, ggml, \
                                                    sa, xt, xr, xk)) {                                                                \
     } else if (d->att_dec == 1)                                                                                                             \
         launch(k_dec1<HD, KH, GG, (GG >= 8 ? 2 : 4)>, dim3(r, H / GG, z), AS_THREADS, 0, d->stream, qt, ot, H, KV, window, pos + t0,  \

@@ -257,6 +257,15 @@ static __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// 16 bytes global -> shared without the registers (bytes < 16: the rest zeros); the groups of them
+// committed, and waited for until at most N groups are in flight
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(src), "r"(bytes));
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 // two floats as the halves of one register (lo first), rounded to nearest
 static __device__ __forceinline__ uint32_t h2_bits(float lo, float hi) {
     __half2 h = __floats2half2_rn(lo, hi);
