@@ -758,8 +758,8 @@ static void dec2_go(cuda_dev *d, dim3 grid, const float *q, float *out, int H, i
                     const void *const *v, float scale, float softcap, const float *sinks, int ggml, const att_split_args &sa, uint8_t *xq,
                     size_t xr, int xk) {
     const size_t sm = (size_t)NS * AS_NW * (HD / 8) * 32 * 16;
-    static int big; // (past 48 KiB: allowed once, before the first launch)
-    if (sm > 48 * 1024 && !big)
+    static int big; // (with the static arrays past 48 KiB in all: allowed once, before the first launch)
+    if (sm && !big)
         big = cudaFuncSetAttribute(k_dec2<HD, GG, PREC, OT, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm) == cudaSuccess;
     launch(k_dec2<HD, GG, PREC, OT, NS>, grid, AS_THREADS, sm, d->stream, q, out, H, KV, window, pos, k, v, scale, softcap, sinks, ggml, sa,
            xq, xr, xk);
