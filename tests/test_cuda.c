@@ -834,6 +834,16 @@ static void check_decs(void) {
     }
 }
 
+// the checks of this file and of cuda_att.c / cuda_kv.c together
+static int summary(void) {
+    int ac, af;
+    cuda_att_counts(&ac, &af);
+    g_checks += ac, g_failed += af;
+    cuda_kv_counts(&ac, &af);
+    g_checks += ac, g_failed += af;
+    return check_summary("cuda");
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -849,12 +859,7 @@ int main(void) {
         cuda_close(d);
         if (strstr(only, "prefix")) check_prefix_share();
         if (strstr(only, "dec")) check_decs();
-        int ac, af;
-        cuda_kv_counts(&ac, &af);
-        g_checks += ac, g_failed += af;
-        cuda_att_counts(&ac, &af);
-        g_checks += ac, g_failed += af;
-        return check_summary("cuda");
+        return summary();
     }
     check_vm(d);
     check_vm_share(d);
@@ -920,11 +925,6 @@ int main(void) {
     cuda_dev *ds = cuda_open(0);
     CHECK(ds != NULL, "cuda_open (INFER_CUDA_ATT_SPLIT=16): %s", cuda_status());
     if (ds) check_att_long(ds), cuda_close(ds);
-    int ac, af;
-    cuda_att_counts(&ac, &af);
-    g_checks += ac, g_failed += af;
-    cuda_kv_counts(&ac, &af);
-    g_checks += ac, g_failed += af;
-    return check_summary("cuda");
+    return summary();
 }
 #endif
