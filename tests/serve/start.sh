@@ -11,7 +11,10 @@ start_server() {
     [ -f "$model" ] || { echo "FAILED: scripts/fetch-model.sh smollm2: $(cat "$tmp/fetch")"; exit 1; }
     # (--deterministic: the tests know the model's greedy answers, and a reused prompt's answer is the prompt's
     # alone bit for bit; on a CPU with AMX the default prompt paths are other floats)
-    "$infer" serve -m "$model" --port 0 --deterministic "$@" >"$tmp/out" 2>"$tmp/err" &
+    # (under ASan a freed block waits in a 256 MB quarantine before its memory is reused: the server's resident
+    # size would grow by what requests freed, and test_serve bounds that growth; 16 MB keeps it to real growth)
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16" \
+        "$infer" serve -m "$model" --port 0 --deterministic "$@" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     for _ in $(seq 600); do grep -q "listening on" "$tmp/out" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
     base=$(sed -n 's/^listening on //p' "$tmp/out")
