@@ -7,6 +7,7 @@
 // fixture defaults to f32; and every misuse is refused by name.
 #include "check.h"
 #include "infer.h"
+#include "compute/backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,6 +45,44 @@ static double mean_kl(const float *a, const float *b, int rows, int V) {
     return sum / rows;
 }
 
+// The CPU's caches grow as they are used, within one budget of the process (host_mem.c; INFER_KV_MEM): a
+// context of 262144 positions is made at once and holds nothing; past the budget a reserve is refused by a
+// message naming it, and a trimmed or freed context's memory goes back to it; such a context's logits are a
+// small one's (want: ref's, a context of 128) bit for bit.
+static void budget(infer_model *m, const int32_t *ids, const float *ref, int V) {
+    size_t b0, u0 = backend_host_kv_used(&b0);
+    infer_ctx *a = NULL, *b = NULL;
+    CHECK(!ctx_threads(m, 262144, 2, &a) && !ctx_threads(m, 262144, 2, &b), "two contexts of 262144 positions: %s", infer_last_error());
+    if (!a || !b) { infer_ctx_free(a), infer_ctx_free(b); return; }
+    const size_t pp = infer_ctx_kv_bytes_per_pos(a);
+    CHECK(infer_ctx_kv_backed(a) == 0 && backend_host_kv_used(NULL) == u0, "a context of 262144 positions holds %zu bytes (want 0)",
+          infer_ctx_kv_backed(a));
+    backend_host_kv_budget(u0 + 1024 * pp + 64 * 4096); // (each layer's caches whole pages: some slack)
+    CHECK(!infer_ctx_kv_reserve(a, 768) && infer_ctx_kv_backed(a) == 768 * pp, "768 positions within the budget: %s", infer_last_error());
+    infer_status st = infer_ctx_kv_reserve(b, 512);
+    CHECK(st == INFER_ERR_NOMEM && strstr(infer_last_error(), "INFER_KV_MEM") && infer_ctx_kv_backed(b) == 0,
+          "512 more positions past the budget: %d %s (backed %zu)", st, infer_last_error(), infer_ctx_kv_backed(b));
+    infer_ctx_kv_trim(a);
+    CHECK(infer_ctx_kv_backed(a) == 0 && backend_host_kv_used(NULL) == u0 && !infer_ctx_kv_reserve(b, 512),
+          "after a's trim its memory is b's: %s", infer_last_error());
+    int32_t t = ids[0];
+    st = infer_eval(a, &t, 1, NULL, 0); // (a pass backs its positions: 256, within the budget)
+    CHECK(!st && infer_ctx_kv_backed(a) == 256 * pp, "a pass within the budget: %s (backed %zu)", st ? infer_last_error() : "",
+          infer_ctx_kv_backed(a));
+    infer_ctx_reset(a);
+    CHECK(infer_ctx_kv_reserve(a, 1024) == INFER_ERR_NOMEM, "1024 positions beside b's 512: not refused");
+    infer_ctx_free(b);
+    CHECK(backend_host_kv_used(NULL) == u0 + 256 * pp && !infer_ctx_kv_reserve(a, 1024), "b's memory back when it is freed: %s",
+          infer_last_error());
+    float *got = malloc(sizeof(float) * (NP + ND) * V);
+    CHECK(got && run(a, ids, got, V) && !memcmp(got, ref, sizeof(float) * (NP + ND) * V),
+          "a context of 262144 positions: logits not a context of 128's (max rel err %g)", got ? test_rel_err(got, ref, (NP + ND) * V) : -1.0);
+    infer_ctx_free(a);
+    free(got);
+    backend_host_kv_budget(b0);
+    CHECK(backend_host_kv_used(NULL) == u0, "every cache freed: %zu bytes still charged (want %zu)", backend_host_kv_used(NULL), u0);
+}
+
 static void default_model(void) {
     char path[1200];
     CHECK(test_default_model(path, sizeof path), "could not fetch the default model");
@@ -73,19 +112,25 @@ static void default_model(void) {
           "a GGUF's default cache is f16 (%s / %s)", c16 ? infer_ctx_kv_type(c16, 0) : "?", c16 ? infer_ctx_kv_type(c16, 1) : "?");
     CHECK(c32 && c16 && infer_ctx_kv_bytes_per_pos(c32) == 2 * infer_ctx_kv_bytes_per_pos(c16), "f16 rows are half of f32's (%zu, %zu)",
           c32 ? infer_ctx_kv_bytes_per_pos(c32) : 0, c16 ? infer_ctx_kv_bytes_per_pos(c16) : 0);
-    // the cache's memory held: on the CPU all of it from the start (it grows as used only on a GPU under
-    // INFER_CUDA_KV_VM); a reserve within the context holds, past it or negative is refused
-    CHECK(c16 && infer_ctx_kv_backed(c16) == 128 * infer_ctx_kv_bytes_per_pos(c16), "a CPU cache holds its 128 positions' %zu bytes (%zu)",
-          c16 ? 128 * infer_ctx_kv_bytes_per_pos(c16) : 0, c16 ? infer_ctx_kv_backed(c16) : 0);
+    // the cache's memory held: on the CPU (as on a GPU under INFER_CUDA_KV_VM) none at first, then what a
+    // reserve or a pass backs (256 positions at a time, at most the context's); a reserve within the
+    // context holds, past it or negative is refused; a trim gives back what lies past the positions held
+    const size_t pp = c16 ? infer_ctx_kv_bytes_per_pos(c16) : 0;
+    CHECK(c16 && infer_ctx_kv_backed(c16) == 0, "a fresh CPU cache holds %zu bytes (want 0)", c16 ? infer_ctx_kv_backed(c16) : 0);
     CHECK(c16 && !infer_ctx_kv_reserve(c16, 128) && infer_ctx_kv_reserve(c16, 129) == INFER_ERR_ARG &&
               infer_ctx_kv_reserve(c16, -1) == INFER_ERR_ARG && infer_ctx_kv_reserve(NULL, 1) == INFER_ERR_ARG,
           "infer_ctx_kv_reserve's bounds");
+    CHECK(c16 && infer_ctx_kv_backed(c16) == 128 * pp, "a CPU cache reserved whole holds its 128 positions' %zu bytes (%zu)", 128 * pp,
+          c16 ? infer_ctx_kv_backed(c16) : 0);
     if (c16) infer_ctx_kv_trim(c16);
-    CHECK(c16 && infer_ctx_kv_backed(c16) == 128 * infer_ctx_kv_bytes_per_pos(c16), "a CPU cache's trim keeps it whole");
+    CHECK(c16 && infer_ctx_kv_backed(c16) == 0, "an empty CPU cache's trim gives back all (%zu bytes held)", c16 ? infer_ctx_kv_backed(c16) : 0);
     CHECK(c32 && run(c32, ids, ref, V), "f32 cache: %s", infer_last_error());
     CHECK(c16 && run(c16, ids, got, V), "f16 cache: %s", infer_last_error());
     CHECK(!memcmp(ref, got, sizeof(float) * rows * V), "f16 cache: logits differ from the f32 cache's (max rel err %g)",
           test_rel_err(got, ref, rows * V));
+    CHECK(c16 && infer_ctx_kv_backed(c16) == 128 * pp, "after %zu positions the CPU cache holds %zu bytes (want %zu)", rows,
+          c16 ? infer_ctx_kv_backed(c16) : 0, 128 * pp);
+    budget(m, ids, got, V);
 
     // batched: three f16 sequences stepped together equal the f16 context alone -- deterministic contexts (the
     // batch splits a prompt into other passes than alone; on a CPU with AMX the default prompt paths take a

@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #ifdef __linux__
 #include <sys/syscall.h>
@@ -65,4 +66,15 @@ int cpu_has_amx_bf16(void) {
 int cpu_has_amx_int8(void) {
     pthread_once(&g_cpu_once, cpu_detect);
     return g_amx_int8;
+}
+
+size_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (size_t)kb << 10;
 }

@@ -17,4 +17,9 @@ int cpu_has_amx_bf16(void);
 // AMX's int8 products as well (INFER_NO_AMX_INT8=1: not used)
 int cpu_has_amx_int8(void);
 
+// The memory the kernel says is available (/proc/meminfo's MemAvailable: free
+// plus what it can reclaim), in bytes; 0 when it cannot tell.
+#include <stddef.h>
+size_t mem_available(void);
+
 #endif

@@ -256,9 +256,20 @@ void qkv_prep_ops(backend *b, const qkv_desc *d);
 
 extern const backend_ops backend_cpu_ops, backend_ref_ops;
 
-// Host memory for the CPU backends: 64-byte aligned, zeroed.
+// Host memory for the CPU backends (host_mem.c): 64-byte aligned, zeroed;
+// a KV cache that grows, charged to one budget of the process (INFER_KV_MEM,
+// else 90% of MemAvailable): backend_host_kv_budget sets it (bytes; tests),
+// backend_host_kv_used gives what is charged and the budget.
 void *backend_host_alloc(backend *b, size_t bytes);
 void backend_host_release(backend *b, void *p);
+void *backend_host_kv_reserve(backend *b, size_t bytes, size_t *chunk);
+int backend_host_kv_commit(backend *b, void *p, size_t off, size_t len);
+void backend_host_kv_trim(backend *b, void *p, size_t off, size_t len);
+void backend_host_kv_budget(size_t bytes);
+size_t backend_host_kv_used(size_t *budget);
+#define HOST_MEM_OPS                                                                                \
+    .alloc = backend_host_alloc, .release = backend_host_release, .kv_reserve = backend_host_kv_reserve, \
+    .kv_commit = backend_host_kv_commit, .kv_trim = backend_host_kv_trim
 
 // The ops table of a backend by name ("cpu", "reference"), or NULL.
 const backend_ops *backend_find(const char *name);

@@ -7,6 +7,7 @@
 #include "tensor/dtype.h"
 #include "base/error.h"
 #include "base/numa.h"
+#include "base/cpu.h"
 #include "base/pool.h"
 
 #include <stdio.h>
@@ -134,17 +135,24 @@ infer_status infer_ctx_memory(const infer_model *m, const infer_ctx_params *p, s
     return INFER_OK;
 }
 
-// The memory the kernel says is available (MemAvailable: free plus what it can
-// reclaim), in bytes; 0 when it cannot tell.
-static size_t mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    fclose(f);
-    return (size_t)kb << 10;
+// A side's arena of fd floats (ctx_layout's), or, where it holds the KV cache alone (kv_only) and the
+// backend has a cache that grows (kv_reserve), one backed as the sequence grows (kv_ensure): each layer's
+// caches then a whole number of its chunks (*chunk, else 0), so that a position's rows are backed together.
+// NULL: no memory.
+static float *arena_new(backend *b, const infer_config *cf, int n_ctx, int n_batch, int kt, int vt, int kv_only, size_t fd, size_t *chunk) {
+    const backend_ops *ops = b->ops;
+    size_t fv = 0;
+    float *da = NULL;
+    *chunk = 0;
+    if (kv_only && ops->kv_reserve) {
+        size_t g = 0;
+        void *probe = ops->kv_reserve(b, 1, &g); // (the chunk's size first)
+        if (probe) ops->release(b, probe);
+        if (g) fv = ctx_layout_al(cf, n_ctx, n_batch, NULL, kt, vt, NULL, NULL, NULL, LAY_KV | LAY_CHUNK, g);
+        if (fv && (da = ops->kv_reserve(b, sizeof(float) * fv, chunk)) && *chunk != g) ops->release(b, da), da = NULL;
+        if (!da) *chunk = 0;
+    }
+    return da ? da : ops->alloc(b, sizeof(float) * fd);
 }
 
 // A context on the CPU backend with every layer there and the default cache types (infer_ctx_create places it).
@@ -160,9 +168,10 @@ static infer_status ctx_new(infer_model *m, int n_ctx, int threads, infer_ctx **
     if (kv * sizeof(float) > MAX_CTX_BYTES)
         return fail(INFER_ERR_NOMEM, "a KV cache of %d positions needs %zu MiB; use a smaller context", n_ctx,
                     kv * sizeof(float) >> 20);
-    // (refused here with the numbers rather than failing, or being killed, later as the cache fills)
+    // (refused here with the numbers rather than failing, or being killed, later; the KV cache is
+    // backed as it grows, within the budget of host_mem.c: a context asks for its rest at once)
     size_t avail = mem_available();
-    if (avail && floats * sizeof(float) > avail)
+    if (avail && (floats - kv) * sizeof(float) > avail)
         return fail(INFER_ERR_NOMEM, "a context of %d positions needs %.2f GiB (its KV cache %.2f GiB), but %.2f GiB of memory is "
                     "available; use a smaller context (-c)", n_ctx, floats * sizeof(float) / 1073741824.0,
                     kv * sizeof(float) / 1073741824.0, avail / 1073741824.0);
@@ -187,13 +196,15 @@ static infer_status ctx_new(infer_model *m, int n_ctx, int threads, infer_ctx **
     c->gpu_layers = -1, c->out_dev = 1, c->on_dev = 1, c->cur = &c->own;
     if ((c->att_dev = malloc(2 * (size_t)L))) memset(c->att_dev, 1, 2 * (size_t)L), c->ffn_dev = c->att_dev + L;
     c->own.arena_ops = c->own.be.ops; // the KV cache and scratch are the backend's memory
-    // (the KV cache now; the scratch at the first pass, scratch_ensure: a batch's sequences never make one)
-    size_t kvl = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, kt, NULL, NULL, NULL, LAY_KV);
-    c->own.arena = c->own.be.ops->alloc(&c->own.be, sizeof(float) * (kvl > ALIGN_FLOATS ? kvl : ALIGN_FLOATS));
+    // (the KV cache now, backed as it grows; the scratch at the first pass, scratch_ensure: a batch's
+    // sequences never make one)
+    size_t kvl = ctx_layout(cf, n_ctx, N_BATCH, NULL, kt, kt, NULL, NULL, NULL, LAY_KV), chunk = 0;
+    c->own.arena = arena_new(&c->own.be, cf, n_ctx, N_BATCH, kt, kt, 1, kvl > ALIGN_FLOATS ? kvl : ALIGN_FLOATS, &chunk);
     c->scr_lazy = 1;
     if (!c->own.k_cache || !c->own.v_cache || !c->host.k_cache || !c->host.v_cache || !c->att_dev || !c->own.arena) ok = 0;
     else {
-        ctx_layout(cf, n_ctx, c->n_batch, NULL, kt, kt, &c->own, c->own.arena, NULL, LAY_KV);
+        ctx_layout_al(cf, n_ctx, c->n_batch, NULL, kt, kt, &c->own, c->own.arena, NULL, chunk ? LAY_KV | LAY_CHUNK : LAY_KV, chunk);
+        c->kv_chunk = chunk;
     }
     size_t H = (size_t)cf->n_head;
     c->attn_tokens = (int)((1 << 22) / (H * ((size_t)n_ctx + 1)));
@@ -365,19 +376,8 @@ static infer_status arrange(infer_ctx *c, const backend_ops *ops, const layer_pl
         size_t fd = ctx_layout(cf, c->n_ctx, n_batch, split ? kv_dev : NULL, kt, vt, NULL, NULL, NULL, lazy ? LAY_KV : LAY_ALL);
         size_t fh = split ? ctx_layout(cf, c->n_ctx, n_batch, kv_host, kt, vt, NULL, NULL, NULL, LAY_ALL) : 0;
         fd = fd > ALIGN_FLOATS ? fd : ALIGN_FLOATS; // (a model without a cache: still an arena)
-        // a device's cache backed as the sequence grows, where the backend can (kv_ensure): each layer's
-        // caches a whole number of its chunks, so that a position's rows are backed together
-        size_t chunk = 0, fv = 0;
-        float *da = NULL;
-        if (lazy && ops->kv_reserve && !ops->host) {
-            size_t g = 0;
-            void *probe = ops->kv_reserve(&nb, 1, &g); // (the chunk's size first)
-            if (probe) ops->release(&nb, probe);
-            if (g) fv = ctx_layout_al(cf, c->n_ctx, n_batch, NULL, kt, vt, NULL, NULL, NULL, LAY_KV | LAY_CHUNK, g);
-            if (fv && (da = ops->kv_reserve(&nb, sizeof(float) * fv, &chunk)) && chunk != g) ops->release(&nb, da), da = NULL;
-            if (!da) chunk = 0;
-        }
-        if (!da) da = ops->alloc(&nb, sizeof(float) * fd);
+        size_t chunk = 0;
+        float *da = arena_new(&nb, cf, c->n_ctx, n_batch, kt, vt, lazy, fd, &chunk);
         float *ha = da && split ? hs->alloc(&hb, sizeof(float) * fh) : NULL;
         if (!da || (split && !ha)) {
             if (da) ops->release(&nb, da);
@@ -438,6 +438,18 @@ size_t kv_layer(const infer_ctx *c, int il, size_t *ko, size_t *vo) {
     return (size_t)c->m->cfg.layers[il].n_kv_head * c->m->cfg.layers[il].head_dim;
 }
 
+static void kv_give_back(infer_ctx *c, int keep);
+
+// why a cache's memory was refused: the device's state, or the host caches' budget
+static const char *kv_nomem_why(const backend_ops *ops) {
+    static _Thread_local char why[160];
+    if (!ops->host) return backend_gpu_status();
+    size_t budget, used = backend_host_kv_used(&budget);
+    snprintf(why, sizeof why, "the KV caches hold %.1f of their %.1f MiB (INFER_KV_MEM=MiB sets it; 90%% of MemAvailable otherwise)",
+             used / 1048576.0, budget / 1048576.0);
+    return why;
+}
+
 // Positions [0, n) of every layer's caches backed (a cache that grows: kv_chunk set), in steps of
 // KV_STEP positions
 enum { KV_STEP = 256 };
@@ -452,8 +464,11 @@ infer_status kv_ensure(infer_ctx *c, int n) {
         size_t ko, vo;
         const size_t nkv = kv_layer(c, il, &ko, &vo);
         if (ops->kv_commit(&c->own.be, c->own.arena, ko, kv_bytes(c->kt, (size_t)want * nkv)) ||
-            ops->kv_commit(&c->own.be, c->own.arena, vo, kv_bytes(c->vt, (size_t)want * nkv)))
-            return fail(INFER_ERR_NOMEM, "no memory for %d positions of the KV cache: %s", want, backend_gpu_status());
+            ops->kv_commit(&c->own.be, c->own.arena, vo, kv_bytes(c->vt, (size_t)want * nkv))) {
+            kv_give_back(c, c->kv_have); // (the layers backed before this one: as they were)
+            return fail(INFER_ERR_NOMEM, "no memory for %d positions of the KV cache (%.1f MiB): %s", want,
+                        (double)infer_ctx_kv_bytes_per_pos(c) * want / 1048576.0, kv_nomem_why(ops));
+        }
     }
     c->kv_have = want;
     return INFER_OK;
@@ -472,7 +487,7 @@ infer_status kv_own(infer_ctx *c, int from) {
         if (ops->kv_private(&c->own.be, c->own.arena, ko + k0, kv_bytes(c->kt, (size_t)c->kv_shared * nkv) - k0) ||
             ops->kv_private(&c->own.be, c->own.arena, vo + v0, kv_bytes(c->vt, (size_t)c->kv_shared * nkv) - v0))
             return fail(INFER_ERR_NOMEM, "no memory for a copy of the KV cache's shared positions %d-%d: %s", from, c->kv_shared - 1,
-                        backend_gpu_status());
+                        kv_nomem_why(ops));
     }
     c->kv_shared = from;
     return INFER_OK;
@@ -484,14 +499,12 @@ infer_status infer_ctx_kv_reserve(infer_ctx *c, int n) {
     return kv_ensure(c, n);
 }
 
-void infer_ctx_kv_trim(infer_ctx *c) {
-    if (!c || !c->kv_chunk) return;
+// Every layer's chunks past position keep given back (each layer's caches whole chunks: a trim stays
+// inside its own); kv_have then keep.
+static void kv_give_back(infer_ctx *c, int keep) {
     const infer_config *cf = &c->m->cfg;
-    int keep = (c->n_past + KV_STEP - 1) / KV_STEP * KV_STEP;
-    keep = keep < c->n_ctx ? keep : c->n_ctx;
-    if (keep >= c->kv_have) return;
     const backend_ops *ops = c->own.arena_ops;
-    for (int il = 0; il < cf->n_layer; il++) { // (each layer's caches whole chunks: a trim stays inside its own)
+    for (int il = 0; il < cf->n_layer; il++) {
         if (!c->own.k_cache[il]) continue;
         size_t ko, vo;
         const size_t nkv = kv_layer(c, il, &ko, &vo);
@@ -501,6 +514,13 @@ void infer_ctx_kv_trim(infer_ctx *c) {
         ops->kv_trim(&c->own.be, c->own.arena, vo + vk, vr - vk);
     }
     c->kv_have = keep;
+}
+
+void infer_ctx_kv_trim(infer_ctx *c) {
+    if (!c || !c->kv_chunk) return;
+    int keep = (c->n_past + KV_STEP - 1) / KV_STEP * KV_STEP;
+    keep = keep < c->n_ctx ? keep : c->n_ctx;
+    if (keep < c->kv_have) kv_give_back(c, keep);
 }
 
 size_t infer_ctx_kv_backed(const infer_ctx *c) {

@@ -899,9 +899,15 @@ int cmd_serve(int argc, char **argv) {
     const char *base = strrchr(model, '/');
     sv.alias = alias ? alias : base && base[1] ? base + 1 : model;
     size_t kv = serve_engine_kv_per_pos(sv.e) * (size_t)sv.n_ctx;
-    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %s, %.1f MiB in all), %s%s\n", sv.alias, parallel, sv.n_ctx,
-            serve_engine_kv_types(sv.e), (double)kv * (double)parallel / (1 << 20), serve_engine_backend(sv.e),
+    serve_counts k0;
+    serve_engine_counts(sv.e, &k0);
+    fprintf(stderr, "infer serve: %s, %ld slots of %d positions (KV cache %s, %.1f MiB in all%s), %s%s\n", sv.alias, parallel, sv.n_ctx,
+            serve_engine_kv_types(sv.e), (double)kv * (double)parallel / (1 << 20),
+            k0.kv_backed < k0.kv_bytes ? ", taken as the sequences grow" : "", serve_engine_backend(sv.e),
             serve_engine_split(sv.e) ? " and cpu (-ngl: the slots' steps one at a time)" : "");
+    if (*serve_engine_kv_note(sv.e))
+        fprintf(stderr, "infer serve: warning: a slot's whole context does not fit: %s; a request runs only where its prompt and "
+                "max_tokens fit (a smaller -c makes every request fit)\n", serve_engine_kv_note(sv.e));
 
     // SIGINT / SIGTERM end the server: blocked here, waited for below
     sigset_t sigs;

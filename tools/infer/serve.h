@@ -72,6 +72,9 @@ int serve_engine_n_ctx(const serve_engine *e);
 const char *serve_engine_backend(const serve_engine *e);
 // a slot's KV cache: bytes per position, and its types ("f16 / f16")
 size_t serve_engine_kv_per_pos(const serve_engine *e);
+// where a slot's whole context does not fit the KV caches' memory (caches that grow: the CPU's; a GPU's
+// under INFER_CUDA_KV_VM): why, else ""
+const char *serve_engine_kv_note(const serve_engine *e);
 const char *serve_engine_kv_types(const serve_engine *e);
 int serve_engine_split(const serve_engine *e);
 
@@ -248,7 +251,7 @@ typedef struct {
     long long kv_tokens;     // positions the slots' caches hold (after the last step)
     long long kv_capacity;   // positions they can hold (slots x context)
     long long kv_bytes;      // the caches' memory (kv_capacity x bytes a position)
-    long long kv_backed;     // of it, the memory held now (less where the caches grow as used: INFER_CUDA_KV_VM=1)
+    long long kv_backed;     // of it, the memory held now (less where the caches grow as used: on the CPU, and on a GPU under INFER_CUDA_KV_VM=1)
     long long kv_waits;      // admissions held back: the caches' memory was taken
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);

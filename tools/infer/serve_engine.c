@@ -600,7 +600,7 @@ static void *engine_main(void *arg) {
         while (e->qhead && (i = pick_slot(e, e->qhead, &shared)) >= 0) { // admit the queue's first while a slot is free
             serve_task *t = e->qhead;
             int room = slot_room(e, i, t);
-            if (room == 0) break; // (the GPU's memory is taken: the queue waits for a running request to end)
+            if (room == 0) break; // (the caches' memory is taken: the queue waits for a running request to end)
             e->qhead = t->next;
             if (!e->qhead) e->qtail = NULL;
             e->n_queued--;
@@ -609,7 +609,9 @@ static void *engine_main(void *arg) {
             if (d >= 0 && !prefix_copy(e, &e->s[i], &e->s[d], t, copy)) shared = copy, e->counts.prompt_copied += copy;
             else if (d >= 0) shared = 0;
             if (room < 0) { // (no request runs that could give memory back: this one cannot run at all)
-                task_end(t, NULL, "the GPU's memory does not hold this request's positions of the KV cache");
+                char why[600];
+                snprintf(why, sizeof why, "this request alone: %s", infer_last_error());
+                task_end(t, NULL, why);
                 continue;
             }
             slot_start(e, &e->s[i], t, shared);
@@ -659,6 +661,12 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
              (e->s[i].logits = infer_host_alloc(sizeof(float) * (size_t)e->V)) != NULL;
     }
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx), e->kv_per_pos = infer_ctx_kv_bytes_per_pos(e->s[0].ctx);
+    // (caches that grow: whether one slot's whole context fits their memory -- a request without max_tokens
+    // needs it -- asked once now, and given back)
+    if (ok && infer_ctx_kv_backed(e->s[0].ctx) < e->kv_per_pos * (size_t)e->n_ctx && infer_ctx_kv_reserve(e->s[0].ctx, e->n_ctx))
+        snprintf(e->kv_note, sizeof e->kv_note, "%s", infer_last_error());
+    if (ok) infer_ctx_kv_trim(e->s[0].ctx);
+    for (int i = 0; i < slots && ok; i++) e->counts.kv_backed += (long long)infer_ctx_kv_backed(e->s[i].ctx); // (as made)
     if (ok && e->step_tokens <= 0) // (the default: two chunks a step on a GPU, whose passes want rows; one on a CPU,
         // whose steps then stay as short as before, so the decoding slots beside them wait no longer)
         e->step_tokens = strcmp(infer_ctx_backend(e->s[0].ctx), "cpu") ? 2 * PROMPT_CHUNK : PROMPT_CHUNK;
@@ -744,6 +752,7 @@ void serve_engine_slot_ops(serve_engine *e, serve_slot_op *ops, int n) {
 const char *serve_engine_backend(const serve_engine *e) { return infer_ctx_backend(e->s[0].ctx); }
 int serve_engine_split(const serve_engine *e) { return e->split; }
 size_t serve_engine_kv_per_pos(const serve_engine *e) { return e->kv_per_pos; }
+const char *serve_engine_kv_note(const serve_engine *e) { return e->kv_note; }
 const char *serve_engine_kv_types(const serve_engine *e) {
     static char s[32];
     snprintf(s, sizeof s, "%s / %s", infer_ctx_kv_type(e->s[0].ctx, 0), infer_ctx_kv_type(e->s[0].ctx, 1));
@@ -755,7 +764,6 @@ void serve_engine_counts(serve_engine *e, serve_counts *c) {
     *c = e->counts;
     c->busy_slots = 0, c->queued = e->n_queued, c->slots = e->n_slots;
     c->kv_capacity = (long long)e->n_slots * e->n_ctx, c->kv_bytes = c->kv_capacity * (long long)e->kv_per_pos;
-    if (!e->counts.steps) c->kv_backed = c->kv_bytes; // (before the first step: as made, whole where the caches do not grow)
     for (int i = 0; i < e->n_slots; i++) c->busy_slots += atomic_load(&e->s[i].busy);
     pthread_mutex_unlock(&e->mu);
 }

@@ -60,6 +60,7 @@ struct serve_engine {
     infer_model *m;
     int n_slots, n_ctx, V, queue_max, n_queued, stop, joined;
     size_t kv_per_pos;  // the slots' KV cache bytes a position
+    char kv_note[256];  // where a slot's whole context does not fit the caches' memory: why (else "")
     int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
     int chunked_reuse;  // a prompt reuses whole chunks of a slot's cache (a GPU: a run's products follow its length)

@@ -420,15 +420,6 @@ static void attn_blocks(backend *b, const attn_desc *d) {
     free(j);
 }
 
-void *backend_host_alloc(backend *b, size_t bytes) {
-    (void)b;
-    size_t n = (bytes + 63) & ~(size_t)63; // aligned_alloc wants a multiple of the alignment
-    void *p = aligned_alloc(64, n ? n : 64);
-    if (p) memset(p, 0, n);
-    return p;
-}
-
-void backend_host_release(backend *b, void *p) { (void)b; free(p); }
 
 // the host's data steps, timed when profiled
 static void cpu_qkv_prep(backend *b, const qkv_desc *d) { PROFILED(PROF_QKV, qkv_prep_ops(b, d)); }
@@ -459,8 +450,7 @@ const backend_ops backend_cpu_ops = {
     .residual = cpu_residual,
     .round_f16 = cpu_round_f16,
     .softmax = cpu_softmax,
-    .alloc = backend_host_alloc,
-    .release = backend_host_release,
+    HOST_MEM_OPS,
     .qkv_prep = cpu_qkv_prep, .embed = cpu_embed, .copy = cpu_copy, .scale = cpu_scale, .mul = cpu_mul,
     .softcap = cpu_softcap, .kv_store = cpu_kv_store, .download = host_download, .upload = host_upload,
     .glu_oss = host_glu_oss, .argmax = host_argmax, .begin_pass = cpu_begin_pass,

@@ -146,8 +146,7 @@ const backend_ops backend_ref_ops = {
     .residual = ref_residual,
     .round_f16 = ref_round_f16,
     .softmax = ref_softmax,
-    .alloc = backend_host_alloc,
-    .release = backend_host_release,
+    HOST_MEM_OPS,
     HOST_DATA_OPS,
     .host = 1,
 };
