@@ -226,6 +226,26 @@ FL_TARGET static void chunk_step(const attn_desc *d, fl_chunk *ch, int kb, const
     }
 }
 
+// acc[r][g] += the pairs of row r of a (a + r * as + 2j, 2j + 1) times row j of the 4 tiles (b + g * bs + 32 j),
+// j = 0..15: 4 rows x 64 lanes of sums over 32 values, each lane its own
+FL_TARGET static inline __attribute__((always_inline)) void step_4x4(__m512 acc[4][4], const uint16_t *a, size_t as, const uint16_t *b,
+                                                                     size_t bs) {
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        __m512bh t[4];
+        #pragma GCC unroll 16
+        for (int g = 0; g < 4; g++) t[g] = (__m512bh)_mm512_load_si512(b + g * bs + 32 * j);
+        #pragma GCC unroll 16
+        for (int r = 0; r < 4; r++) {
+            uint32_t pr;
+            memcpy(&pr, a + r * as + 2 * j, 4);
+            const __m512bh ab = (__m512bh)_mm512_set1_epi32((int)pr);
+            #pragma GCC unroll 16
+            for (int g = 0; g < 4; g++) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], ab, t[g]);
+        }
+    }
+}
+
 // chunk_step in AVX512-BF16 registers: scores of 4 rows x 64 keys a pass over the dimensions (16 sums), then
 // the probabilities times the values, 4 rows x 64 dimensions a pass over the keys (hd a multiple of 64)
 FL_TARGET static void chunk_step_avx(const attn_desc *d, fl_chunk *ch, int kb, const uint16_t *kt, const uint16_t *vt) {
@@ -240,20 +260,7 @@ FL_TARGET static void chunk_step_avx(const attn_desc *d, fl_chunk *ch, int kb, c
             for (int g = 0; g < 4; g++) acc[r][g] = _mm512_setzero_ps();
         for (int ds = 0; ds < hd / 32; ds++) {
             const uint16_t *k0 = kt + ((size_t)(kb / 16) * (hd / 32) + ds) * 512, *q0 = ch->qa + (size_t)i0 * hd + 32 * ds;
-            #pragma GCC unroll 16
-            for (int j = 0; j < 16; j++) { // (dimensions 32 ds + 2j and 2j + 1 of 64 keys: a row of each of 4 tiles)
-                __m512bh k[4];
-                #pragma GCC unroll 16
-                for (int g = 0; g < 4; g++) k[g] = (__m512bh)_mm512_load_si512(k0 + (size_t)g * (hd / 32) * 512 + 32 * j);
-                #pragma GCC unroll 16
-                for (int r = 0; r < 4; r++) {
-                    uint32_t qp;
-                    memcpy(&qp, q0 + (size_t)r * hd + 2 * j, 4);
-                    const __m512bh qb = (__m512bh)_mm512_set1_epi32((int)qp);
-                    #pragma GCC unroll 16
-                    for (int g = 0; g < 4; g++) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], qb, k[g]);
-                }
-            }
+            step_4x4(acc, q0, hd, k0, (size_t)(hd / 32) * 512); // (dimensions 32 ds + 2j, 2j + 1 of 64 keys: a row of each of 4 tiles)
         }
         #pragma GCC unroll 16
         for (int r = 0; r < 4; r++)
@@ -271,20 +278,7 @@ FL_TARGET static void chunk_step_avx(const attn_desc *d, fl_chunk *ch, int kb, c
             #pragma GCC unroll 16
             for (int h = 0; h < 2; h++) { // (keys kb + 32 h ..: a tile of 32 keys, its rows key pairs of 16 dimensions)
                 const uint16_t *v0 = vt + ((size_t)(kb / 32 + h) * (hd / 16) + d0 / 16) * 512;
-                #pragma GCC unroll 16
-                for (int j = 0; j < 16; j++) {
-                    __m512bh v[4];
-                    #pragma GCC unroll 16
-                    for (int g = 0; g < 4; g++) v[g] = (__m512bh)_mm512_load_si512(v0 + (size_t)g * 512 + 32 * j);
-                    #pragma GCC unroll 16
-                    for (int r = 0; r < 4; r++) {
-                        uint32_t pp;
-                        memcpy(&pp, pa + (size_t)(i0 + r) * KB + 32 * h + 2 * j, 4);
-                        const __m512bh pb = (__m512bh)_mm512_set1_epi32((int)pp);
-                        #pragma GCC unroll 16
-                        for (int g = 0; g < 4; g++) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], pb, v[g]);
-                    }
-                }
+                step_4x4(acc, pa + (size_t)i0 * KB + 32 * h, KB, v0, 512);
             }
             #pragma GCC unroll 16
             for (int r = 0; r < 4; r++)
