@@ -2,10 +2,13 @@
 # infer serve on the CPU when the KV caches' memory is short: the caches grow
 # as their sequences do, within one budget (INFER_KV_MEM=MiB; host_mem.c),
 # so 64 slots of 32768 positions start at once on a small model and hold
-# next to nothing; with a budget of two requests' caches, eight requests at
-# once all succeed (the rest wait for memory: infer_kv_cache_waits_total),
-# each answer the prompt's alone; a request that could not fit even alone
-# gets a 500 naming the budget; and the server goes on answering.
+# next to nothing. A request is admitted with its prompt's memory and takes
+# more as it goes: with a budget of two short requests' caches, eight at once
+# all succeed (the rest wait: infer_kv_cache_waits_total); three that grow
+# to the whole budget each all succeed, the oldest taking the newest's
+# memory (infer_kv_cache_preemptions_total: its text evaluated again), each
+# answer the prompt's alone; one that grows past the budget alone gets a 500
+# naming it; and the server goes on answering.
 # usage: cli_serve_kvmem.sh INFER_BIN FIXTURES_DIR
 infer=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,18 +62,37 @@ for p in prompts[:2]:  # (alone, afterwards: the same answer)
     st, body = post(p, 48)
     if st != 200 or json.loads(body)["choices"][0]["text"] != json.loads(got[p][1])["choices"][0]["text"]:
         print(f"FAILED: {p!r} alone differs from beside the others: {st} {body[:300]}"); bad = 1
-# (up to 500 positions: 512 backed, 11.25 MiB -- it fits once the idle slots' caches are given back; it stops at a line's end)
-st, body = post("Tell me a story.", 490, stop=["\n", "."])
-if st != 200:
-    print(f"FAILED: a request of 500 positions, the idle slots' caches given back: {st} {body[:300]}"); bad = 1
-st, body = post("Tell me a longer story.", 700)  # (768 positions: 16.9 MiB, past the budget even alone)
+# three requests whose ~245-token prompts fit 256 positions and whose 20 tokens grow past them (to 512:
+# 11.25 MiB, the budget's all): the oldest takes the newest's memory (preempted: its text evaluated again
+# once memory frees), every answer whole and, on this CPU under --deterministic, the same as alone
+long = [f"Story {i}: " + "once upon a time " * 60 for i in range(3)]
+got = {}
+def run_long(p):
+    got[p] = post(p, 20, ignore_eos=True)
+ts = [threading.Thread(target=run_long, args=(p,)) for p in long]
+for t in ts: t.start()
+for t in ts: t.join()
+pre = metric("infer_kv_cache_preemptions_total")
+if pre < 1:
+    print("FAILED: three requests growing past the budget together: none preempted"); bad = 1
+for p in long:
+    st, body = got[p]
+    if st != 200:
+        print(f"FAILED: {p[:10]!r} beside two others in a budget of one: {st} {body[:300]}"); bad = 1
+        continue
+    a = json.loads(body)
+    st2, body2 = post(p, 20, ignore_eos=True)
+    if st2 != 200 or json.loads(body2)["choices"][0]["text"] != a["choices"][0]["text"] or a["usage"]["completion_tokens"] != 20 \
+            or not 240 <= a["usage"]["prompt_tokens"] <= 250:
+        print(f"FAILED: {p[:10]!r} alone differs from beside the others (preempted?): {a['usage']} / {st2} {body2[:200]}"); bad = 1
+st, body = post("tell me " * 300, 8)  # (~600 positions: 16.9 MiB for 768, past the budget alone: refused at its third chunk)
 if st < 500 or "INFER_KV_MEM" not in body:
-    print(f"FAILED: a request past the budget alone: {st} {body[:300]}"); bad = 1
+    print(f"FAILED: a request growing past the budget alone: {st} {body[:300]}"); bad = 1
 st, body = post(prompts[0], 8)
 if st != 200:
     print(f"FAILED: after the refusal: {st} {body[:300]}"); bad = 1
-print(f"cli_serve_kvmem: 8 requests in a budget of two, {int(waits)} admission(s) held back for memory; "
-      f"the caches hold {backed / 2**20:.1f} MiB after them")
+print(f"cli_serve_kvmem: 8 requests in a budget of two, {int(waits)} admission(s) held back for memory, "
+      f"the caches holding {backed / 2**20:.1f} MiB after them; 3 growing past it, {int(pre)} preemption(s)")
 sys.exit(bad)
 PY
 rc=$?

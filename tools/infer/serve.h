@@ -253,6 +253,7 @@ typedef struct {
     long long kv_bytes;      // the caches' memory (kv_capacity x bytes a position)
     long long kv_backed;     // of it, the memory held now (less where the caches grow as used: on the CPU, and on a GPU under INFER_CUDA_KV_VM=1)
     long long kv_waits;      // admissions held back: the caches' memory was taken
+    long long kv_preempted;  // requests whose cache was given back for an older one's (their text evaluated again)
 } serve_counts;
 void serve_engine_counts(serve_engine *e, serve_counts *c);
 // --spec-ngram K: a generating slot feeds its token and K tokens drafted from

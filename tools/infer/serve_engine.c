@@ -268,34 +268,10 @@ static int slot_start(serve_engine *e, slot *s, serve_task *t, int shared) {
         return -1;
     }
     memcpy(s->hist, t->req.prompt, sizeof(int32_t) * (size_t)n);
-    s->n_hist = n;
+    s->n_hist = n, s->n_feed = n, s->preempted = 0;
     return 0;
 }
 
-
-// Whether slot i's cache can hold task t's positions (its prompt and max_tokens, or the whole context):
-// 1, backed now (a cache that grows as it is used: infer_ctx_kv_reserve; else always); 0, not while other
-// requests run (the task waits for their memory); -1, not even with every other slot idle. The idle
-// slots' caches (kept for a later prompt's prefix) are given back first.
-static int slot_room(serve_engine *e, int i, const serve_task *t) {
-    int need = t->req.max_tokens > 0 ? t->req.n_prompt + t->req.max_tokens : e->n_ctx;
-    need = need < e->n_ctx ? need : e->n_ctx;
-    if (!infer_ctx_kv_reserve(e->s[i].ctx, need)) return 1;
-    int busy = 0;
-    for (int j = 0; j < e->n_slots; j++) {
-        slot *o = &e->s[j];
-        if (o->t) {
-            busy++;
-            continue;
-        }
-        if (j == i || !infer_ctx_kv_backed(o->ctx)) continue;
-        infer_ctx_reset(o->ctx); // (its cached prefix is lost: memory for a request that runs matters more)
-        infer_ctx_kv_trim(o->ctx);
-    }
-    if (!infer_ctx_kv_reserve(e->s[i].ctx, need)) return 1;
-    e->counts.kv_waits++;
-    return busy ? 0 : -1;
-}
 
 // A slot whose mask the grammar thread has made draws its token now (and
 // joins this step); one whose mask is on its way is waited for a little
@@ -420,10 +396,14 @@ static int step(serve_engine *e) {
         }
     for (int k = 0, taken = 0; k < n_wait; k++) {
         const slot *s = &e->s[wait[k]];
-        int rest = s->t->req.n_prompt - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
+        int rest = s->n_feed - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
         if (taken && rows + chunk > e->step_tokens) continue;
         take[wait[k]] = 1, rows += chunk, taken++;
     }
+    unsigned char off[MAX_SLOTS] = {0}; // (sitting out the step for memory, or preempted in it)
+    char why[600];
+    int gone = step_room(e, take, off, why, sizeof why);
+    if (gone >= 0) slot_end(&e->s[gone], NULL, why);
     for (int i = 0; i < e->n_slots; i++) {
         slot *s = &e->s[i];
         if (!s->t) continue;
@@ -441,11 +421,11 @@ static int step(serve_engine *e) {
             slot_end(s, NULL, NULL);
             continue;
         }
-        if (s->mask_wait && !mask_arrived(e, s)) continue;
+        if (off[i] || (s->mask_wait && !mask_arrived(e, s))) continue;
         if (!s->generating) {
             if (!take[i]) continue;
-            int rest = s->t->req.n_prompt - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
-            cx[n] = s->ctx, ids[n] = s->t->req.prompt + s->n_fed, nids[n] = chunk, lg[n] = chunk == rest ? s->logits : NULL;
+            int rest = s->n_feed - s->n_fed, chunk = rest < PROMPT_CHUNK ? rest : PROMPT_CHUNK;
+            cx[n] = s->ctx, ids[n] = s->hist + s->n_fed, nids[n] = chunk, lg[n] = chunk == rest ? s->logits : NULL;
         } else {
             cx[n] = s->ctx, ids[n] = &s->next, nids[n] = 1, lg[n] = s->logits;
             if (spec_draft(e, s)) ids[n] = s->rows, nids[n] = 1 + s->n_draft, lg[n] = s->slog;
@@ -510,8 +490,8 @@ static int step(serve_engine *e) {
         if (!s->generating) {
             if (s->whole == s->n_fed && nids[i] == PROMPT_CHUNK) s->whole += PROMPT_CHUNK;
             s->n_fed += nids[i];
-            if (s->n_fed < s->t->req.n_prompt) continue;
-            s->generating = 1;
+            if (s->n_fed < s->n_feed) continue;
+            s->generating = 1, s->preempted = 0;
         }
         if (all[i]) {
             spec_take(e, s);
@@ -596,8 +576,10 @@ static void *engine_main(void *arg) {
             e->ctl = NULL;
             pthread_cond_broadcast(&e->ctl_cv);
         }
-        int i, shared;
-        while (e->qhead && (i = pick_slot(e, e->qhead, &shared)) >= 0) { // admit the queue's first while a slot is free
+        int i, shared, preempted = 0;
+        for (int j = 0; j < e->n_slots; j++) preempted |= e->s[j].t && e->s[j].preempted;
+        // admit the queue's first while a slot is free (none while a preempted request waits for memory)
+        while (!preempted && e->qhead && (i = pick_slot(e, e->qhead, &shared)) >= 0) {
             serve_task *t = e->qhead;
             int room = slot_room(e, i, t);
             if (room == 0) break; // (the caches' memory is taken: the queue waits for a running request to end)
@@ -663,8 +645,8 @@ serve_engine *serve_engine_new(infer_model *m, int slots, int n_ctx, const char 
     if (ok) e->n_ctx = infer_ctx_n_ctx(e->s[0].ctx), e->split = infer_ctx_split(e->s[0].ctx), e->kv_per_pos = infer_ctx_kv_bytes_per_pos(e->s[0].ctx);
     // (caches that grow: whether one slot's whole context fits their memory -- a request without max_tokens
     // needs it -- asked once now, and given back)
-    if (ok && infer_ctx_kv_backed(e->s[0].ctx) < e->kv_per_pos * (size_t)e->n_ctx && infer_ctx_kv_reserve(e->s[0].ctx, e->n_ctx))
-        snprintf(e->kv_note, sizeof e->kv_note, "%s", infer_last_error());
+    e->grows = ok && infer_ctx_kv_backed(e->s[0].ctx) < e->kv_per_pos * (size_t)e->n_ctx;
+    if (e->grows && infer_ctx_kv_reserve(e->s[0].ctx, e->n_ctx)) snprintf(e->kv_note, sizeof e->kv_note, "%s", infer_last_error());
     if (ok) infer_ctx_kv_trim(e->s[0].ctx);
     for (int i = 0; i < slots && ok; i++) e->counts.kv_backed += (long long)infer_ctx_kv_backed(e->s[i].ctx); // (as made)
     if (ok && e->step_tokens <= 0) // (the default: two chunks a step on a GPU, whose passes want rows; one on a CPU,

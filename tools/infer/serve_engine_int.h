@@ -35,6 +35,8 @@ typedef struct {
     atomic_int busy;    // t != NULL, for the other threads (serve_engine_counts)
     int generating;     // 0: prompt, 1: generating
     int n_fed;          // prompt tokens evaluated
+    int n_feed;         // the tokens of hist it evaluates before it draws (its prompt's; all it holds, once preempted)
+    int preempted;      // its cache given back for an older request's (step_room): its text is evaluated again
     int32_t *hist;      // prompt + generated (the penalties' history)
     int n_hist, n_gen;
     int32_t next;       // the token to feed
@@ -63,6 +65,8 @@ struct serve_engine {
     char kv_note[256];  // where a slot's whole context does not fit the caches' memory: why (else "")
     int step_tokens;    // the most tokens a step takes (decode rows and prompt chunks; one chunk at least)
     int split;          // the slots are split between the GPU and the CPU (-ngl): each runs alone
+    int grows;          // the caches take memory as they grow (the CPU's; a GPU's under INFER_CUDA_KV_VM): a request is
+                        // admitted with its prompt's, and takes more step by step (step_room)
     int chunked_reuse;  // a prompt reuses whole chunks of a slot's cache (a GPU: a run's products follow its length)
     int tp;             // rank 0 of a job of several (infer serve --tp): the others are told each step (serve_follow)
     int spec_k;         // --spec-ngram's K (0: off)
@@ -95,5 +99,12 @@ struct serve_engine {
 int pick_slot(serve_engine *e, const serve_task *t, int *shared);
 int prefix_donor(serve_engine *e, const serve_task *t, int to, int shared, int *len);
 int prefix_copy(const serve_engine *e, slot *to, const slot *from, const serve_task *t, int n);
+
+// serve_room.c: whether slot i's cache can hold task t's first positions (1; 0: not while other requests
+// run -- it waits; -1: not even alone), and the memory for a step's rows, the oldest request first
+// (take: the prompt slots the step takes): off[i] set for a slot that sits out the step or was preempted
+// in it; the slot that cannot go on even alone (why: its error), else -1
+int slot_room(serve_engine *e, int i, const serve_task *t);
+int step_room(serve_engine *e, const unsigned char *take, unsigned char *off, char *why, size_t whylen);
 
 #endif

@@ -112,11 +112,13 @@ char *serve_metrics_text(const serve_counts *k, const long long by_status[6], lo
                      "infer_kv_cache_backed_bytes %lld\n"
                      "# HELP infer_kv_cache_waits_total Admissions held back while the caches' memory was taken.\n# TYPE infer_kv_cache_waits_total counter\n"
                      "infer_kv_cache_waits_total %lld\n"
+                     "# HELP infer_kv_cache_preemptions_total Requests whose cache was given back for an older one's (their text evaluated again).\n# TYPE infer_kv_cache_preemptions_total counter\n"
+                     "infer_kv_cache_preemptions_total %lld\n"
                      "# HELP infer_responses_total Responses by status class.\n# TYPE infer_responses_total counter\n",
                      k->prompt_tokens, k->prompt_cached, k->generated_tokens, k->steps, k->busy_slot_steps, k->steps_retried,
                      k->step_chunks_max, k->busy_slots, k->queued, k->slots, disconnects, k->spec_drafted, k->spec_accepted,
                      ta, tca, tc, k->prompt_copied, k->kv_tokens, k->kv_capacity, k->kv_capacity > 0 ? (double)k->kv_tokens / (double)k->kv_capacity : 0.0,
-                     k->kv_bytes, k->kv_backed, k->kv_waits);
+                     k->kv_bytes, k->kv_backed, k->kv_waits, k->kv_preempted);
     for (int i = 2; i < 6 && n > 0 && n < 8192; i++) n += snprintf(b + n, 8192 - (size_t)n, "infer_responses_total{status=\"%dxx\"} %lld\n", i, by_status[i]);
     return b;
 }
