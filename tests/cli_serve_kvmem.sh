@@ -20,8 +20,9 @@ start_server --parallel 64 -c 32768 -t 2
 unset INFER_KV_MEM
 grep -q "64 slots of 32768 positions (KV cache f16 / f16, 46080.0 MiB in all, taken as the sequences grow)" "$tmp/err" ||
     { echo "FAILED: startup does not say the caches grow: $(cat "$tmp/err")"; exit 1; }
+# (not in a sanitizer build: ThreadSanitizer's metadata for the mappings alone is 1.5 GiB)
 rss=$(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status)
-[ "$rss" -lt 1024 ] || { echo "FAILED: 64 slots of 32768 positions hold $rss MiB at the start"; exit 1; }
+[ -n "${INFER_TEST_LIGHT:-}" ] || [ "$rss" -lt 1024 ] || { echo "FAILED: 64 slots of 32768 positions hold $rss MiB at the start"; exit 1; }
 
 python3 - "$base" <<'PY'
 import http.client, json, sys, threading, urllib.parse

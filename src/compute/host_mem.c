@@ -95,16 +95,16 @@ void *backend_host_kv_reserve(backend *b, size_t bytes, size_t *chunk) {
     if (!g_kv.page) g_kv.page = (size_t)sysconf(_SC_PAGESIZE);
     const size_t pg = g_kv.page;
     pthread_mutex_unlock(&g_kv.mu);
-    size_t len = (bytes + pg - 1) / pg * pg, np = len / pg;
+    size_t len = ((bytes ? bytes : 1) + pg - 1) / pg * pg, np = len / pg;
     kv_map *m = calloc(1, sizeof *m);
     uint64_t *bits = m ? calloc((np + 63) / 64, sizeof *bits) : NULL;
-    void *p = bits ? mmap(NULL, len ? len : pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
+    void *p = bits ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : MAP_FAILED;
     if (p == MAP_FAILED) {
         free(bits), free(m);
         return NULL;
     }
-    madvise(p, len ? len : pg, MADV_NOHUGEPAGE); // (a huge page would back 2 MB of a cache charged for one page)
-    *m = (kv_map){NULL, p, len ? len : pg, bits, 0};
+    madvise(p, len, MADV_NOHUGEPAGE); // (a huge page would back 2 MB of a cache charged for one page)
+    *m = (kv_map){NULL, p, len, bits, 0};
     pthread_mutex_lock(&g_kv.mu);
     m->next = g_kv.maps, g_kv.maps = m;
     pthread_mutex_unlock(&g_kv.mu);
