@@ -48,7 +48,9 @@ static const char g_usage[] =
     "      --host ADDR        the IPv4 address to bind (default 127.0.0.1)\n"
     "      --port N           the port (default 8080; 0: a free one, printed)\n"
     "      --parallel N       sequences decoded together, each of -c positions (default 4)\n"
-    "  -c, --ctx-size N       positions of each sequence (default 4096)\n"
+    "  -c, --ctx-size N       positions of each sequence (default 4096); on the CPU its KV cache takes memory as it\n"
+    "                         grows, within INFER_KV_MEM MiB (default 90% of the memory available): a request waits,\n"
+    "                         or the newest running one gives its cache back and is evaluated again later\n"
     "  -t, --threads N        threads (default: all cores)\n"
     CLI_USAGE_NUMA
     CLI_USAGE_DEVICE
