@@ -175,7 +175,7 @@ static void check_mmq_multi(cuda_dev *d, int wt, int wt3, int rows, int cols, in
 // device buffer of n floats holding x
 // tests/cuda_att.c: flash attention and the split decode kernels against the per-row kernel (its checks
 // counted into this program's)
-void check_att_flash(cuda_dev *d, int H, int KV, int HD, int P0, int T, int window, float cap, int sink);
+void check_att_flash(cuda_dev *d, int H, int KV, int HD, int P0, int T, int window, float cap, int sink, int ggml);
 void check_att_split(cuda_dev *d, int H, int KV, int HD, int kv16, int ggml, int window, float cap, int sink);
 void cuda_att_counts(int *checks, int *failed);
 void check_deep_prompt(void); // (cuda_kv.c)
@@ -844,6 +844,21 @@ static int summary(void) {
     return check_summary("cuda");
 }
 
+static void check_flashes(cuda_dev *d) {
+    CHECK(cuda_attention_flash_ok(64, 1, 1) && cuda_attention_flash_ok(256, 1, 1) && !cuda_attention_flash_ok(96, 1, 1) &&
+              cuda_attention_flash_ok(128, 0, 1) && !cuda_attention_flash_ok(128, 1, 0) && !cuda_attention_flash_ok(128, 0, 0),
+          "flash attention: taken where it should not be, or not where it should");
+    check_att_flash(d, 8, 2, 128, 1000, 130, 0, 0.0f, 0, 1), check_att_flash(d, 4, 1, 256, 41, 75, 40, 0.0f, 1, 1);
+    check_att_flash(d, 4, 4, 64, 0, 200, 0, 30.0f, 0, 1), check_att_flash(d, 8, 8, 128, 3000, 64, 1000, 0.0f, 1, 1);
+    check_att_flash(d, 32, 8, 128, 4096, 512, 0, 0.0f, 0, 1);
+    // a block's pairs of 2 and 8 query heads a KV head (H / KV = 6 takes 2; 16 / 2 takes 8), rows past T in a block
+    check_att_flash(d, 12, 2, 64, 500, 101, 50, 0.0f, 1, 1), check_att_flash(d, 16, 2, 128, 700, 90, 0, 20.0f, 0, 1);
+    // outside ggml's numerics (a 16-bit model's f16 cache): q and P in two halves
+    check_att_flash(d, 8, 2, 128, 1000, 130, 0, 0.0f, 0, 0), check_att_flash(d, 4, 1, 256, 41, 75, 40, 0.0f, 1, 0);
+    check_att_flash(d, 4, 4, 64, 0, 200, 0, 30.0f, 0, 0), check_att_flash(d, 32, 8, 128, 4096, 512, 0, 0.0f, 0, 0);
+    check_att_flash(d, 16, 2, 128, 700, 90, 0, 20.0f, 1, 0);
+}
+
 int main(void) {
     int n = cuda_device_count();
     if (n == 0) {
@@ -854,8 +869,9 @@ int main(void) {
     CHECK(d != NULL, "cuda_open: %s", cuda_status());
     if (!d) return check_summary("cuda");
     printf("test_cuda: %s\n", cuda_name(d));
-    const char *only = getenv("TEST_CUDA_ONLY"); // (a part alone: "prefix", "dec")
+    const char *only = getenv("TEST_CUDA_ONLY"); // (a part alone: "prefix", "dec", "flash")
     if (only) {
+        if (strstr(only, "flash")) check_flashes(d);
         cuda_close(d);
         if (strstr(only, "prefix")) check_prefix_share();
         if (strstr(only, "dec")) check_decs();
@@ -903,13 +919,7 @@ int main(void) {
     CHECK(!cuda_gemm_ok(DT_F32, 512, 64) && !cuda_gemm_ok(DT_Q4_K, 512, 8) && !cuda_gemm_ok(DT_Q4_K, 640, 64), "gemm: taken where it should not be");
     check_ops(d);
     check_att_long(d);
-    CHECK(cuda_attention_flash_ok(64, 1, 1) && cuda_attention_flash_ok(256, 1, 1) && !cuda_attention_flash_ok(96, 1, 1) &&
-              !cuda_attention_flash_ok(128, 0, 1) && !cuda_attention_flash_ok(128, 1, 0), "flash attention: taken where it should not be");
-    check_att_flash(d, 8, 2, 128, 1000, 130, 0, 0.0f, 0), check_att_flash(d, 4, 1, 256, 41, 75, 40, 0.0f, 1);
-    check_att_flash(d, 4, 4, 64, 0, 200, 0, 30.0f, 0), check_att_flash(d, 8, 8, 128, 3000, 64, 1000, 0.0f, 1);
-    check_att_flash(d, 32, 8, 128, 4096, 512, 0, 0.0f, 0);
-    // a block's pairs of 2 and 8 query heads a KV head (H / KV = 6 takes 2; 16 / 2 takes 8), rows past T in a block
-    check_att_flash(d, 12, 2, 64, 500, 101, 50, 0.0f, 1), check_att_flash(d, 16, 2, 128, 700, 90, 0, 20.0f, 0);
+    check_flashes(d);
     check_att_split(d, 32, 8, 128, 1, 1, 0, 0.0f, 0), check_att_split(d, 32, 8, 128, 0, 0, 0, 0.0f, 0);
     check_att_split(d, 8, 1, 64, 1, 0, 2000, 30.0f, 1), check_att_split(d, 4, 4, 256, 0, 0, 0, 0.0f, 1);
     check_att_split(d, 16, 2, 128, 1, 0, 0, 0.0f, 0), check_att_split(d, 8, 2, 512, 1, 1, 0, 0.0f, 0);

@@ -10,7 +10,11 @@
 // ggml's flash attention rounds them. At the end the sink (if any) joins the
 // sum and O is divided by it. q is rounded to f16 on the way in: under ggml's
 // numerics it is f16 valued already, so the products are exact and only the
-// order of the sums and P's rounding differ from the per-row kernel.
+// order of the sums and P's rounding differ from the per-row kernel. Outside
+// ggml's numerics (X: a 16-bit model's f16 cache, `-ctk f16 -ctv f16`) q and P
+// go in as two halves each, hi = f16(x) and lo = f16(x - hi), each product as
+// two mma: x to about 22 bits, the per-row kernel's values within the sums'
+// order.
 #include "compute/cuda/common.cuh"
 
 #include <limits.h>
@@ -42,11 +46,19 @@ static __device__ __forceinline__ float ex2(float x) {
 // Q's fragments stay in registers for heads of up to 128 (in shared memory
 // for 256); K and V tiles in two stages: the next tile's cp.async copies fly
 // while the current one's products run.
-template <int HD, int QR> struct fa_cfg {
-    enum { S = HD + FA_PAD, QREG = QR, TILE = FA_BC * S };
+// (X: q's two halves in shared memory, hi then lo)
+template <int HD, int QR, int X> struct fa_cfg {
+    enum { S = HD + FA_PAD, QREG = QR && !X, TILE = FA_BC * S };
 };
-static __host__ __device__ constexpr size_t fa_smem(int hd, int qr) {
-    return sizeof(__half) * ((size_t)4 * FA_BC * (hd + FA_PAD) + (qr ? 0 : (size_t)FA_BR * (hd + FA_PAD)));
+static __host__ __device__ constexpr size_t fa_smem(int hd, int qr, int x) {
+    return sizeof(__half) * ((size_t)4 * FA_BC * (hd + FA_PAD) + (qr && !x ? 0 : (size_t)(x ? 2 : 1) * FA_BR * (hd + FA_PAD)));
+}
+
+// x as hi = f16(x) and lo = f16(x - hi), two values a register each (lo first)
+static __device__ __forceinline__ void h2_split(float a, float b, uint32_t *hi, uint32_t *lo) {
+    const __half2 h = __floats2half2_rn(a, b);
+    const __half2 l = __floats2half2_rn(a - __low2float(h), b - __high2float(h));
+    *hi = *(const uint32_t *)&h, *lo = *(const uint32_t *)&l;
 }
 
 // the K and V rows k0 .. k0 + FA_BC - 1 (zeros past khi) into a stage
@@ -60,15 +72,16 @@ static __device__ __forceinline__ void fa_load(__half *sk, __half *sv, const __h
     }
 }
 
-template <int HD, int QR>
+template <int HD, int QR, int X>
 static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, float *out, int T, int H, int KV, int window, const int *pos,
                                                                 const __half *kc, const __half *vc, float scale, float softcap,
                                                                 const float *sinks, int gs) {
     PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char fa_mem[];
-    typedef fa_cfg<HD, QR> C;
+    typedef fa_cfg<HD, QR, X> C;
     enum { S = C::S, NT = HD / 8, NK = HD / 16 };
     __half *sk = (__half *)fa_mem, *sv = sk + 2 * C::TILE, *sq = C::QREG ? sk + C::TILE : sv + 2 * C::TILE; // (QREG: Q staged in K's stage 1)
+    __half *sql = sq + FA_BR * S; // (X: q's lo halves)
     __shared__ int s_lo, s_hi;
     // the deepest rows first: their blocks have the most keys to walk. A pair e of the block is row
     // r0 + (e >> gs) of query head h0 + (e & G - 1), G = 1 << gs.
@@ -91,8 +104,12 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
         const int r = i / (HD / 4), c = i % (HD / 4) * 4, t = r0 + (r >> gs);
         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (t < T) v = *(const float4 *)(q + (size_t)t * nq + (size_t)(h0 + (r & gm)) * HD + c);
-        __half2 *d = (__half2 *)(sq + r * S + c);
-        d[0] = __floats2half2_rn(v.x, v.y), d[1] = __floats2half2_rn(v.z, v.w);
+        uint32_t *d = (uint32_t *)(sq + r * S + c);
+        if (X) {
+            uint32_t *dl = (uint32_t *)(sql + r * S + c);
+            h2_split(v.x, v.y, &d[0], &dl[0]), h2_split(v.z, v.w, &d[1], &dl[1]);
+        } else
+            d[0] = h2_bits(v.x, v.y), d[1] = h2_bits(v.z, v.w);
     }
     __syncthreads();
     uint32_t qa[C::QREG ? NK : 1][4];
@@ -146,12 +163,19 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
                     a[0] = *(const uint32_t *)qp, a[1] = *(const uint32_t *)(qp + 8 * S), a[2] = *(const uint32_t *)(qp + 8);
                     a[3] = *(const uint32_t *)(qp + 8 * S + 8);
                 }
+                uint32_t al[4];
+                if (X) {
+                    const __half *qp = sql + (w * 16 + g) * S + kk * 16 + 2 * tq;
+                    al[0] = *(const uint32_t *)qp, al[1] = *(const uint32_t *)(qp + 8 * S), al[2] = *(const uint32_t *)(qp + 8);
+                    al[3] = *(const uint32_t *)(qp + 8 * S + 8);
+                }
 #pragma unroll
                 for (int n = 0; n < FA_BC / 8; n += 2) {
                     uint32_t b[4];
                     ldmatrix_x4(b, tk + (n * 8 + krow) * S + kk * 16 + kcol);
                     mma_16816(s[n], a, b[0], b[1]);
                     mma_16816(s[n + 1], a, b[2], b[3]);
+                    if (X) mma_16816(s[n], al, b[0], b[1]), mma_16816(s[n + 1], al, b[2], b[3]);
                 }
             }
             float mx[2] = {-INFINITY, -INFINITY}; // (the scores in log2 units from here)
@@ -195,8 +219,14 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
                 }
 #pragma unroll
             for (int kk = 0; kk < FA_BC / 16; kk++) { // O += P V
-                const uint32_t a[4] = {h2_bits(s[2 * kk][0], s[2 * kk][1]), h2_bits(s[2 * kk][2], s[2 * kk][3]),
-                                       h2_bits(s[2 * kk + 1][0], s[2 * kk + 1][1]), h2_bits(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                uint32_t a[4], al[4];
+                if (X) {
+                    h2_split(s[2 * kk][0], s[2 * kk][1], &a[0], &al[0]), h2_split(s[2 * kk][2], s[2 * kk][3], &a[1], &al[1]);
+                    h2_split(s[2 * kk + 1][0], s[2 * kk + 1][1], &a[2], &al[2]), h2_split(s[2 * kk + 1][2], s[2 * kk + 1][3], &a[3], &al[3]);
+                } else {
+                    a[0] = h2_bits(s[2 * kk][0], s[2 * kk][1]), a[1] = h2_bits(s[2 * kk][2], s[2 * kk][3]);
+                    a[2] = h2_bits(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[3] = h2_bits(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+                }
                 const int mat = lane >> 3, row = kk * 16 + (mat & 1) * 8 + (lane & 7);
 #pragma unroll
                 for (int n = 0; n < NT; n += 2) {
@@ -204,6 +234,7 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
                     ldmatrix_x4_t(b, tv + row * S + (n + (mat >> 1)) * 8);
                     mma_16816(o[n], a, b[0], b[1]);
                     mma_16816(o[n + 1], a, b[2], b[3]);
+                    if (X) mma_16816(o[n], al, b[0], b[1]), mma_16816(o[n + 1], al, b[2], b[3]);
                 }
             }
         }
@@ -229,29 +260,38 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
     }
 }
 
-extern "C" HIDDEN int cuda_attention_flash_ok(int hd, int ggml, int kv16) { return kv16 && ggml && (hd == 64 || hd == 128 || hd == 256); }
+// (outside ggml's numerics: an f16 cache a 16-bit model was given, `-ctk f16 -ctv f16`; INFER_CUDA_FLASH_X=0: not
+// there, the per-row kernel's)
+extern "C" HIDDEN int cuda_attention_flash_ok(int hd, int ggml, int kv16) {
+    static int x = -1;
+    if (x < 0) {
+        const char *e = getenv("INFER_CUDA_FLASH_X");
+        x = !(e && *e == '0');
+    }
+    return kv16 && (ggml || x) && (hd == 64 || hd == 128 || hd == 256);
+}
 
 // QR: q's fragments in registers (INFER_CUDA_FLASH_QREG=0: in shared memory; 1: for every head size;
 // by default for heads of up to 128)
 // gs: log2 of the query heads a block (its K and V tiles read once for them)
-template <int HD, int QR>
+template <int HD, int QR, int X>
 static int flash_run(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
                      float scale, float softcap, const float *sinks, int gs) {
-    const size_t smem = fa_smem(HD, QR);
+    const size_t smem = fa_smem(HD, QR, X);
     if (smem > 48 * 1024) { // (asked for on each launch: the setting is the current device's)
-        cudaError_t e = cudaFuncSetAttribute(k_flash<HD, QR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaError_t e = cudaFuncSetAttribute(k_flash<HD, QR, X>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return set_status("flash attention's shared memory", e);
     }
     const int rb = FA_BR >> gs;
     dim3 g((T + rb - 1) / rb, H >> gs);
-    launch(k_flash<HD, QR>, g, FA_WARPS * 32, smem, d->stream, q, out, T, H, KV, window, pos, (const __half *)k, (const __half *)v, scale,
+    launch(k_flash<HD, QR, X>, g, FA_WARPS * 32, smem, d->stream, q, out, T, H, KV, window, pos, (const __half *)k, (const __half *)v, scale,
            softcap, sinks, gs);
     return launched("flash attention");
 }
 
 template <int HD>
 static int flash_pick(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int window, const int *pos, const void *k, const void *v,
-                      float scale, float softcap, const float *sinks) {
+                      float scale, float softcap, const float *sinks, int ggml) {
     static int qreg = -2, gmax = -1;
     if (qreg == -2) {
         const char *e = getenv("INFER_CUDA_FLASH_QREG"), *g = getenv("INFER_CUDA_FLASH_GQA");
@@ -260,8 +300,9 @@ static int flash_pick(cuda_dev *d, const float *q, float *out, int T, int H, int
     }
     int gs = 0; // the most heads of one KV head, up to 8 (and gmax), that divide its H / KV
     while (gs < 3 && (2 << gs) <= gmax && (H / KV) % (2 << gs) == 0) gs++;
-    return (qreg < 0 ? HD <= 128 : qreg) ? flash_run<HD, 1>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs)
-                                         : flash_run<HD, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs);
+    if (!ggml) return flash_run<HD, 0, 1>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs);
+    return (qreg < 0 ? HD <= 128 : qreg) ? flash_run<HD, 1, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs)
+                                         : flash_run<HD, 0, 0>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, gs);
 }
 
 extern "C" HIDDEN int cuda_attention_flash(cuda_dev *d, const float *q, float *out, int T, int H, int KV, int hd, int window, const int *pos,
@@ -269,9 +310,9 @@ extern "C" HIDDEN int cuda_attention_flash(cuda_dev *d, const float *q, float *o
                                            void *xq, int kv16) {
     if (T <= 0) return 0;
     if (H % KV || !cuda_attention_flash_ok(hd, ggml, kv16) || (xq && !cuda_act_row_size(wtype, H * hd))) return -1;
-    int rc = hd == 64    ? flash_pick<64>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
-             : hd == 128 ? flash_pick<128>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks)
-                         : flash_pick<256>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks);
+    int rc = hd == 64    ? flash_pick<64>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, ggml)
+             : hd == 128 ? flash_pick<128>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, ggml)
+                         : flash_pick<256>(d, q, out, T, H, KV, window, pos, k, v, scale, softcap, sinks, ggml);
     if (rc) return rc;
     return xq ? cuda_quantize(d, wtype, out, T, H * hd, (uint8_t *)xq) : 0;
 }
