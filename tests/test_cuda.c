@@ -860,6 +860,7 @@ static void check_flashes(cuda_dev *d) {
 }
 
 int main(void) {
+    setenv("INFER_CUDA_FLASH_X", "1", 1); // (flash attention outside ggml's numerics: off by default until run here)
     int n = cuda_device_count();
     if (n == 0) {
         printf("test_cuda: skipped: %s\n", cuda_status());

@@ -73,8 +73,8 @@ enum {
 #define CLI_OPTS_CACHE {"cache-type-k", required_argument, NULL, OPT_CTK}, {"cache-type-v", required_argument, NULL, OPT_CTV}
 #define CLI_USAGE_CACHE                                                                                           \
     "  -ctk, --cache-type-k T the KV cache's keys as f32, f16 or q8_0 (default: f16 for quantized weights,\n"     \
-    "                         whose K/V llama.cpp rounds to f16 anyway; f32 for 16- and 32-bit ones, exact; f16\n"  \
-    "                         for them halves the cache and, on a GPU, takes flash attention for long prompts)\n"   \
+    "                         whose K/V llama.cpp rounds to f16 anyway; f32 for 16- and 32-bit ones, exact;\n"     \
+    "                         f16 for them halves the cache)\n"                                                      \
     "  -ctv, --cache-type-v T the same for its values\n"
 // llama.cpp's sampling flags (short: -s)
 #define CLI_OPTS_SAMPLING                                                                                            \

@@ -260,13 +260,13 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
     }
 }
 
-// (outside ggml's numerics: an f16 cache a 16-bit model was given, `-ctk f16 -ctv f16`; INFER_CUDA_FLASH_X=0: not
-// there, the per-row kernel's)
+// (outside ggml's numerics -- an f16 cache a 16-bit model was given, `-ctk f16 -ctv f16` -- under INFER_CUDA_FLASH_X=1
+// for now: not yet run on a GPU; test_cuda turns it on)
 extern "C" HIDDEN int cuda_attention_flash_ok(int hd, int ggml, int kv16) {
     static int x = -1;
     if (x < 0) {
         const char *e = getenv("INFER_CUDA_FLASH_X");
-        x = !(e && *e == '0');
+        x = e && *e == '1';
     }
     return kv16 && (ggml || x) && (hd == 64 || hd == 128 || hd == 256);
 }
