@@ -61,6 +61,13 @@ static __device__ __forceinline__ void h2_split(float a, float b, uint32_t *hi, 
     *hi = *(const uint32_t *)&h, *lo = *(const uint32_t *)&l;
 }
 
+// an m16n8k16 a fragment of a row-major f16 tile (row stride S halves) at p: the lane's rows g and g + 8, columns
+// 2 tq and 2 tq + 8 (p already at row g, column 2 tq)
+static __device__ __forceinline__ void a_frag(uint32_t a[4], const __half *p, int S) {
+    a[0] = *(const uint32_t *)p, a[1] = *(const uint32_t *)(p + 8 * S);
+    a[2] = *(const uint32_t *)(p + 8), a[3] = *(const uint32_t *)(p + 8 * S + 8);
+}
+
 // the K and V rows k0 .. k0 + FA_BC - 1 (zeros past khi) into a stage
 template <int HD>
 static __device__ __forceinline__ void fa_load(__half *sk, __half *sv, const __half *kc, const __half *vc, int k0, int khi, int nkv, int kh) {
@@ -116,9 +123,7 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
     if (C::QREG) {
 #pragma unroll
         for (int kk = 0; kk < (C::QREG ? NK : 1); kk++) {
-            const __half *p = sq + (w * 16 + g) * S + kk * 16 + 2 * tq;
-            qa[kk][0] = *(const uint32_t *)p, qa[kk][1] = *(const uint32_t *)(p + 8 * S);
-            qa[kk][2] = *(const uint32_t *)(p + 8), qa[kk][3] = *(const uint32_t *)(p + 8 * S + 8);
+            a_frag(qa[kk], sq + (w * 16 + g) * S + kk * 16 + 2 * tq, S);
         }
         __syncthreads(); // (stage 1 is K's again)
     }
@@ -158,17 +163,10 @@ static __global__ void __launch_bounds__(FA_WARPS * 32) k_flash(const float *q, 
                 uint32_t a[4];
                 if (C::QREG) {
                     a[0] = qa[C::QREG ? kk : 0][0], a[1] = qa[C::QREG ? kk : 0][1], a[2] = qa[C::QREG ? kk : 0][2], a[3] = qa[C::QREG ? kk : 0][3];
-                } else {
-                    const __half *qp = sq + (w * 16 + g) * S + kk * 16 + 2 * tq;
-                    a[0] = *(const uint32_t *)qp, a[1] = *(const uint32_t *)(qp + 8 * S), a[2] = *(const uint32_t *)(qp + 8);
-                    a[3] = *(const uint32_t *)(qp + 8 * S + 8);
-                }
+                } else
+                    a_frag(a, sq + (w * 16 + g) * S + kk * 16 + 2 * tq, S);
                 uint32_t al[4];
-                if (X) {
-                    const __half *qp = sql + (w * 16 + g) * S + kk * 16 + 2 * tq;
-                    al[0] = *(const uint32_t *)qp, al[1] = *(const uint32_t *)(qp + 8 * S), al[2] = *(const uint32_t *)(qp + 8);
-                    al[3] = *(const uint32_t *)(qp + 8 * S + 8);
-                }
+                if (X) a_frag(al, sql + (w * 16 + g) * S + kk * 16 + 2 * tq, S);
 #pragma unroll
                 for (int n = 0; n < FA_BC / 8; n += 2) {
                     uint32_t b[4];
